@@ -1,0 +1,106 @@
+# sbx — build, test, install. Every cmd/<prog>.c is a program linked against lib/libsbx.a.
+# Programs in STATIC_PROGS are linked statically: they run inside sandboxes whose root
+# filesystem may have no matching libc.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec/sbx
+MANDIR ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
+OPT ?= -O2 -g
+SAN ?=
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) \
+	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
+LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
+
+# Output tree; `make asan` uses another so the two builds never mix.
+B ?= build
+BIN ?= bin
+
+STATIC_PROGS := sbx-init geminicli-toolbox
+PROGS := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
+DYN_PROGS := $(filter-out $(STATIC_PROGS),$(PROGS))
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+CLI_OBJ := $(B)/cmd/cli.o
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+# Libraries the static programs need (their static archives ship in the -dev packages).
+sbx-init_STATIC_LIBS :=
+geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+
+.PHONY: all check test run asan install uninstall clean deps bench fuzz images
+all: $(PROGS:%=$(BIN)/%) $(UNIT_BIN)
+
+$(B)/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(B)/libsbx.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# Objects for static programs are built without sanitizers (they cannot link them statically).
+$(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+
+define dyn_prog
+$(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a
+	@mkdir -p $(BIN)
+	$$(CC) $$(LDFLAGS_ALL) -o $$@ $$^ $$(LDLIBS_ALL)
+endef
+$(foreach p,$(DYN_PROGS),$(eval $(call dyn_prog,$(p))))
+
+define static_prog
+$(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cmd/$(1)/*.c))
+	@mkdir -p $(BIN)
+	$$(CC) -static -o $$@ $$^ $$($(1)_STATIC_LIBS)
+endef
+$(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
+
+$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbx.a $(LDLIBS_ALL)
+
+deps:
+	@scripts/install-deps
+
+# The README's two commands.
+run: deps all
+	@scripts/run-agent
+
+check: deps all
+	@SBX_BIN=$(CURDIR)/$(BIN) SBX_UNIT=$(CURDIR)/$(B)/tests tests/run
+
+test: check
+
+# ASan+UBSan build of everything, then the whole suite against it.
+asan: deps
+	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/bin OPT="-O1 -g -fno-omit-frame-pointer" \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
+		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
+
+bench: all
+	@SBX_BIN=$(CURDIR)/$(BIN) tests/bench/run
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0644 $(wildcard man/man1/*.1) $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init
+	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
+
+clean:
+	rm -rf build build-asan bin

@@ -1,0 +1,114 @@
+/* cli.c — the shared front end of the sbx programs. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/gojson.h"
+
+const char *cli_prog = "sbx";
+
+void cli_init(const char *argv0)
+{
+	const char *s = argv0 ? strrchr(argv0, '/') : NULL;
+
+	cli_prog = s ? s + 1 : (argv0 && *argv0 ? argv0 : "sbx");
+}
+
+static void vmsg(const char *pre, const char *fmt, va_list ap)
+{
+	char line[4096];
+
+	vsnprintf(line, sizeof line, fmt, ap);
+	fprintf(stderr, "%s: %s%s\n", cli_prog, pre, line);
+}
+
+void cli_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cli_die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	exit(status);
+}
+
+int cli_status(int code)
+{
+	switch (code) {
+	case SBX_EINVAL: return EXIT_USAGE;
+	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
+	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
+	default: return EXIT_FAIL;
+	}
+}
+
+void cli_die_err(const char *what, const struct sbx_err *e)
+{
+	if (what && *what)
+		cli_die(cli_status(e->code), "%s: %s", what, e->msg);
+	cli_die(cli_status(e->code), "%s", e->msg);
+}
+
+void cli_usage_error(const char *usage, const char *why)
+{
+	const char *nl = strchr(usage, '\n');
+	int n = nl ? (int)(nl - usage) : (int)strlen(usage);
+
+	if (why)
+		fprintf(stderr, "%s: %s\n", cli_prog, why);
+	fprintf(stderr, "%.*s\n", n, usage);
+	fprintf(stderr, "Try '%s -h' for more information.\n", cli_prog);
+	exit(EXIT_USAGE);
+}
+
+void cli_help(const char *usage)
+{
+	fputs(usage, stdout);
+	exit(cli_finish(EXIT_OK));
+}
+
+int cli_print_json(struct json_object *obj)
+{
+	struct buf b = {0};
+	int rc = 0;
+
+	gojson_append(&b, obj);
+	buf_append(&b, "\n", 1);
+	if (fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout) != 0)
+		rc = -1;
+	buf_free(&b);
+	return rc;
+}
+
+int cli_finish(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+		if (errno != EPIPE)
+			fprintf(stderr, "%s: write error: %s\n", cli_prog, strerror(errno));
+		return status == EXIT_OK ? EXIT_FAIL : status;
+	}
+	return status;
+}

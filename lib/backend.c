@@ -1,0 +1,119 @@
+/* backend.c — picks a backend by name and checks what every backend would check. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+const char *const backend_names[] = {"local", "kubernetes", NULL};
+
+static const struct backend_ops *const table[] = {&local_backend_ops, &kube_backend_ops};
+
+struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e)
+{
+	struct sbx_backend *b;
+	size_t i;
+
+	if (kind == NULL || *kind == '\0')
+		kind = getenv("SANDBOX_BACKEND");
+	if (kind == NULL || *kind == '\0')
+		kind = "local";
+	if (namespace == NULL || *namespace == '\0')
+		namespace = getenv("SANDBOX_NAMESPACE");
+	if (namespace == NULL || *namespace == '\0')
+		namespace = SBX_DEFAULT_NAMESPACE;
+	if (namespace_check(namespace, e) < 0)
+		return NULL;
+	for (i = 0; i < sizeof table / sizeof table[0]; i++) {
+		if (strcmp(table[i]->name, kind) == 0)
+			break;
+	}
+	if (i == sizeof table / sizeof table[0]) {
+		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", kind);
+		return NULL;
+	}
+	b = xcalloc(1, sizeof *b);
+	b->ops = table[i];
+	snprintf(b->namespace, sizeof b->namespace, "%s", namespace);
+	return b;
+}
+
+void backend_close(struct sbx_backend *b)
+{
+	if (b == NULL)
+		return;
+	if (b->ops->close)
+		b->ops->close(b);
+	free(b);
+}
+
+void backend_spec_init(struct sbx_spec *spec)
+{
+	const char *h = getenv("SANDBOX_HOME_DIR");
+
+	memset(spec, 0, sizeof *spec);
+	snprintf(spec->homedir, sizeof spec->homedir, "%s",
+		 h && *h ? h : SBX_DEFAULT_HOMEDIR);
+	spec->ttl_ns = SBX_DEFAULT_TTL_NS;
+}
+
+static int check_homedir(const char *h, struct sbx_err *e)
+{
+	if (h[0] != '/')
+		return err_set(e, SBX_EINVAL, "invalid homedir \"%s\": must be an absolute path", h);
+	if (strcmp(h, "/") == 0 || strstr(h, "/../") || strstr(h, "/./") ||
+	    (strlen(h) >= 3 && strcmp(h + strlen(h) - 3, "/..") == 0))
+		return err_set(e, SBX_EINVAL, "invalid homedir \"%s\": must be a plain directory below /",
+			       h);
+	return 0;
+}
+
+int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
+	       struct sbx_err *e)
+{
+	memset(out, 0, sizeof *out);
+	if (name_check(spec->name, e) < 0 || check_homedir(spec->homedir, e) < 0)
+		return -1;
+	if (spec->ttl_ns <= 0)
+		return err_set(e, SBX_EINVAL, "ttl must be positive");
+	return b->ops->create(b, spec, out, e);
+}
+
+int sbx_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
+	     struct sbx_exec_result *r, struct sbx_err *e)
+{
+	memset(r, 0, sizeof *r);
+	if (name_check(name, e) < 0)
+		return -1;
+	if (x->argv == NULL || x->argv[0] == NULL || x->argv[0][0] == '\0')
+		return err_set(e, SBX_EINVAL, "no command given");
+	return b->ops->exec(b, name, x, r, e);
+}
+
+int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *out,
+	      struct sbx_err *e)
+{
+	memset(out, 0, sizeof *out);
+	if (name_check(name, e) < 0)
+		return -1;
+	if (ttl_ns <= 0)
+		return err_set(e, SBX_EINVAL, "ttl must be positive");
+	return b->ops->touch(b, name, ttl_ns, out, e);
+}
+
+int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
+{
+	if (name_check(name, e) < 0)
+		return -1;
+	return b->ops->remove(b, name, e);
+}
+
+int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e)
+{
+	memset(out, 0, sizeof *out);
+	if (name_check(name, e) < 0)
+		return -1;
+	return b->ops->get(b, name, out, e);
+}

@@ -1,0 +1,120 @@
+/* backend.h — one interface for every place a sandbox lives (local bubblewrap namespaces,
+ * Kubernetes Agent Sandbox resources). Tools talk only to this; each backend is an ops table.
+ * Ownership: structs passed in stay the caller's; backend_open's result is freed with
+ * backend_close; strings returned by ops (home_path) are newly allocated, caller frees. */
+#ifndef SBX_BACKEND_H
+#define SBX_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "name.h"
+
+#define SBX_DEFAULT_HOMEDIR "/home/clawtainer"
+#define SBX_DEFAULT_IMAGE "debian:bookworm-slim"
+#define SBX_DEFAULT_NAMESPACE "default"
+/* Upstream's inactivity lifetime: a sandbox nobody touches for 5 minutes goes away. */
+#define SBX_DEFAULT_TTL_NS (INT64_C(300) * 1000000000)
+/* Limits on spec strings: an image reference or a path longer than this is not plausible. */
+#define SBX_IMAGE_MAX 1024
+#define SBX_PATH_MAX 1024
+#define SBX_NAMESPACE_MAX 64
+
+struct sbx_spec {
+	char name[NAME_MAX_LEN + 1];
+	char image[SBX_IMAGE_MAX];	/* "" = the backend's default */
+	char homedir[SBX_PATH_MAX];	/* absolute path inside the sandbox */
+	int64_t ttl_ns;			/* shutdown_time = now + ttl */
+	bool network;			/* local: share the host network (default: none) */
+};
+
+struct sbx_info {
+	char name[NAME_MAX_LEN + 1];
+	char namespace[SBX_NAMESPACE_MAX];
+	const char *backend;		/* static: "local" or "kubernetes" */
+	char image[SBX_IMAGE_MAX];
+	char homedir[SBX_PATH_MAX];
+	char shutdown_policy[16];	/* "Delete" or "Retain" */
+	int64_t shutdown_ns;		/* wall clock, ns since the epoch; 0 if unset */
+	int64_t created_ns;
+	bool network;
+	bool ready;
+	bool reused;			/* create found a ready sandbox with this spec */
+};
+
+/* One command to run in a sandbox. File descriptors stay the caller's. */
+struct sbx_exec {
+	char *const *argv;		/* NULL-terminated; argv[0] looked up on the sandbox PATH */
+	const char *workdir;		/* NULL: the backend's default working directory */
+	char *const *env;		/* extra NAME=VALUE strings (NULL-terminated) or NULL */
+	int in_fd;			/* -1: the command reads EOF at once */
+	int out_fd, err_fd;		/* where stdout/stderr go */
+	int64_t timeout_ns;		/* 0: no deadline */
+	int cancel_fd;			/* -1, or becomes readable when the caller wants it stopped */
+};
+
+struct sbx_exec_result {
+	int exit_code;			/* shell convention: 0-255, 128+n for signal n, 124 timeout */
+	int signal;			/* the signal that ended it, or 0 */
+	bool timed_out;			/* deadline hit; every process it started was killed */
+	bool canceled;			/* cancel_fd fired; every process it started was killed */
+};
+
+struct sbx_backend;
+
+struct backend_ops {
+	const char *name;
+	/* Creates the sandbox or reuses a ready one with the same spec; waits until ready. */
+	int (*create)(struct sbx_backend *, const struct sbx_spec *, struct sbx_info *,
+		      struct sbx_err *);
+	/* Runs one command; a non-zero exit is a result, not an error. */
+	int (*exec)(struct sbx_backend *, const char *name, const struct sbx_exec *,
+		    struct sbx_exec_result *, struct sbx_err *);
+	/* Moves shutdown time to now + ttl. SBX_ENOTFOUND when the sandbox is gone. */
+	int (*touch)(struct sbx_backend *, const char *name, int64_t ttl_ns, struct sbx_info *,
+		     struct sbx_err *);
+	/* Removes it; a missing sandbox is success. */
+	int (*remove)(struct sbx_backend *, const char *name, struct sbx_err *);
+	/* Reads its state. SBX_ENOTFOUND when it does not exist. */
+	int (*get)(struct sbx_backend *, const char *name, struct sbx_info *, struct sbx_err *);
+	/* Calls fn for every sandbox in the namespace; fn returning non-zero stops the walk. */
+	int (*list)(struct sbx_backend *, int (*fn)(const struct sbx_info *, void *), void *arg,
+		    struct sbx_err *);
+	/* Optional (NULL if not possible): a host path where the home directory can be read and
+	 * written directly (the local backend), so archives need not go through exec. */
+	char *(*home_path)(struct sbx_backend *, const char *name, struct sbx_err *);
+	void (*close)(struct sbx_backend *);
+};
+
+struct sbx_backend {
+	const struct backend_ops *ops;
+	char namespace[SBX_NAMESPACE_MAX];
+	void *priv;
+};
+
+/* The backend names, in the order help texts list them. */
+extern const char *const backend_names[];
+
+/* Opens a backend by name ("local", "kubernetes"); NULL kind means $SANDBOX_BACKEND, else
+ * "local". NULL namespace means $SANDBOX_NAMESPACE, else "default". */
+struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e);
+void backend_close(struct sbx_backend *b);
+/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min. */
+void backend_spec_init(struct sbx_spec *spec);
+
+/* Convenience wrappers that validate the name first. */
+int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
+	       struct sbx_err *e);
+int sbx_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
+	     struct sbx_exec_result *r, struct sbx_err *e);
+int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *out,
+	      struct sbx_err *e);
+int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
+int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e);
+
+/* The ops tables, defined by each backend's module. */
+extern const struct backend_ops local_backend_ops;
+extern const struct backend_ops kube_backend_ops;
+
+#endif

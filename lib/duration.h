@@ -1,0 +1,19 @@
+/* duration.h — Go time.Duration text ("500ms", "2m0s", "1h30m"), in nanoseconds. */
+#ifndef SBX_DURATION_H
+#define SBX_DURATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DURATION_MS INT64_C(1000000)
+#define DURATION_S INT64_C(1000000000)
+
+/* Parses Go duration syntax into *ns. Returns 0, or -1 for text Go would reject. */
+int duration_parse(const char *s, int64_t *ns);
+/* Formats ns as Go's Duration.String() does ("2m0s", "1.5s", "0s") into buf. */
+char *duration_format(int64_t ns, char *buf, size_t len);
+
+/* Enough room for any formatted duration. */
+#define DURATION_BUFSZ 40
+
+#endif

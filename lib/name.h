@@ -1,0 +1,14 @@
+/* name.h — the session/sandbox name rule shared with upstream: ^[a-z0-9]{1,40}$. */
+#ifndef SBX_NAME_H
+#define SBX_NAME_H
+
+#include "err.h"
+
+#define NAME_MAX_LEN 40
+
+/* Returns 0 if name is valid, else -1 with upstream's reason in e (code SBX_EINVAL). */
+int name_check(const char *name, struct sbx_err *e);
+/* Kubernetes namespace rule (RFC 1123 label, at most 63 bytes). */
+int namespace_check(const char *ns, struct sbx_err *e);
+
+#endif

@@ -1,0 +1,78 @@
+/* paths.c — host-side locations, from the environment like upstream. */
+#include "paths.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "name.h"
+#include "xalloc.h"
+
+static const char *home(struct sbx_err *e)
+{
+	const char *h = getenv("HOME");
+
+	if (h == NULL || *h == '\0') {
+		err_set(e, SBX_EINVAL, "HOME is not set");
+		return NULL;
+	}
+	return h;
+}
+
+char *paths_state_root(struct sbx_err *e)
+{
+	const char *x = getenv("XDG_STATE_HOME"), *h;
+
+	if (x != NULL && x[0] == '/')
+		return xasprintf("%s/sbx", x);
+	if ((h = home(e)) == NULL)
+		return NULL;
+	return xasprintf("%s/.local/state/sbx", h);
+}
+
+char *paths_session_root(struct sbx_err *e)
+{
+	const char *h = home(e);
+
+	return h ? xasprintf("%s/.local/sandboxed-tools", h) : NULL;
+}
+
+int paths_mkdirs(const char *path, unsigned mode, struct sbx_err *e)
+{
+	char *p = xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+				rc = err_sys(e, errno, "cannot create directory %s", p);
+				break;
+			}
+			*s = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	free(p);
+	return rc;
+}
+
+char *paths_session_dir(const char *session, const char *leaf, struct sbx_err *e)
+{
+	char *root, *dir;
+
+	if (name_check(session, e) < 0)
+		return NULL;
+	if ((root = paths_session_root(e)) == NULL)
+		return NULL;
+	dir = xasprintf("%s/%s/%s", root, session, leaf);
+	free(root);
+	if (paths_mkdirs(dir, 0700, e) < 0) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}

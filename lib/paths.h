@@ -1,0 +1,18 @@
+/* paths.h — where sbx keeps things on the host. All returned strings are newly allocated and
+ * owned by the caller. */
+#ifndef SBX_PATHS_H
+#define SBX_PATHS_H
+
+#include "err.h"
+
+/* $XDG_STATE_HOME/sbx, else $HOME/.local/state/sbx: the local backend's sandboxes. */
+char *paths_state_root(struct sbx_err *e);
+/* $HOME/.local/sandboxed-tools: upstream's session root (backups, history). */
+char *paths_session_root(struct sbx_err *e);
+/* $HOME/.local/sandboxed-tools/<session>/<leaf>, the leaf directory created 0700 (with its
+ * parents) on every call, as upstream does. */
+char *paths_session_dir(const char *session, const char *leaf, struct sbx_err *e);
+/* mkdir -p with the given mode for each created component. */
+int paths_mkdirs(const char *path, unsigned mode, struct sbx_err *e);
+
+#endif

@@ -1,0 +1,28 @@
+/* xalloc.h — allocators that never return NULL: out of memory ends the process (the one
+ * place lib/ may exit, as skalibs does), so no caller needs an OOM path. */
+#ifndef SBX_XALLOC_H
+#define SBX_XALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Returns a newly allocated formatted string. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable byte buffer; data is always NUL-terminated for convenience. */
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_puts(struct buf *b, const char *s);
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_free(struct buf *b);
+/* Hands the data to the caller (who frees it) and resets b. */
+char *buf_steal(struct buf *b);
+
+#endif

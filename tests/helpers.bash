@@ -1,0 +1,48 @@
+# helpers.bash — loaded by every bats file: a private HOME and state directory per test,
+# the built programs first on PATH, and small assertions.
+# shellcheck shell=bash
+
+setup_sbx_env() {
+	export SBX_TOP=${SBX_TOP:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+	export SBX_BIN=${SBX_BIN:-$SBX_TOP/bin}
+	export PATH="$SBX_BIN:$PATH"
+	export HOME="$BATS_TEST_TMPDIR/home"
+	export XDG_STATE_HOME="$BATS_TEST_TMPDIR/state"
+	mkdir -p "$HOME" "$XDG_STATE_HOME"
+	unset SANDBOX_BACKEND SANDBOX_NAMESPACE SANDBOX_IMAGE SANDBOX_HOME_DIR KUBECONFIG
+	unset GEMINI_API_KEY OPENAI_API_KEY OPENAI_BASE_URL OPENAI_MODEL MODEL SESSION_NAME TOOLSET
+}
+
+# Deletes every local sandbox the test made, so no holder outlives its test.
+teardown_sbx_env() {
+	local n
+	if [ -d "$XDG_STATE_HOME/sbx" ]; then
+		for n in $(sbx-list 2>/dev/null | jq -r '.name' 2>/dev/null); do
+			sbx-delete "$n" >/dev/null 2>&1 || true
+		done
+	fi
+}
+
+# assert_json EXPR: jq -e EXPR against $output.
+assert_json() {
+	if ! printf '%s' "$output" | jq -e "$1" >/dev/null; then
+		echo "jq assertion failed: $1" >&2
+		echo "output: $output" >&2
+		return 1
+	fi
+}
+
+assert_status() {
+	if [ "$status" -ne "$1" ]; then
+		echo "expected status $1, got $status" >&2
+		echo "output: $output" >&2
+		return 1
+	fi
+}
+
+assert_contains() {
+	case $output in
+	*"$1"*) ;;
+	*) echo "expected output to contain: $1" >&2; echo "output: $output" >&2; return 1 ;;
+	esac
+}

@@ -1,0 +1,141 @@
+/* test_core.c — durations, names, flags and Go-compatible JSON. */
+#include <stdlib.h>
+
+#include "../../lib/duration.h"
+#include "../../lib/flag.h"
+#include "../../lib/gojson.h"
+#include "../../lib/name.h"
+#include "../../lib/timeutil.h"
+#include "tap.h"
+
+static void durations(void)
+{
+	static const struct {
+		const char *in;
+		int64_t ns;
+		const char *out;
+	} cases[] = {
+		{"2m", 120 * DURATION_S, "2m0s"},
+		{"30s", 30 * DURATION_S, "30s"},
+		{"500ms", 500 * DURATION_MS, "500ms"},
+		{"1h", 3600 * DURATION_S, "1h0m0s"},
+		{"1.5s", 1500 * DURATION_MS, "1.5s"},
+		{"2m0s", 120 * DURATION_S, "2m0s"},
+		{"1h30m", 5400 * DURATION_S, "1h30m0s"},
+		{"0", 0, "0s"},
+		{"-5s", -5 * DURATION_S, "-5s"},
+		{"1500us", 1500000, "1.5ms"},
+		{"10ns", 10, "10ns"},
+	};
+	char buf[DURATION_BUFSZ];
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int64_t ns = -1;
+		ok(duration_parse(cases[i].in, &ns) == 0 && ns == cases[i].ns, "parse %s", cases[i].in);
+		is_str(duration_format(cases[i].ns, buf, sizeof buf), cases[i].out, "format %s",
+		       cases[i].out);
+	}
+	{
+		const char *bad[] = {"", "5", "s", "1x", "1.s.", "--1s", "1 s"};
+		int64_t ns;
+		for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+			ok(duration_parse(bad[i], &ns) < 0, "reject duration '%s'", bad[i]);
+	}
+}
+
+static void names(void)
+{
+	struct sbx_err e;
+	char long41[42];
+
+	memset(long41, 'a', 41);
+	long41[41] = 0;
+	ok(name_check("demo42", &e) == 0, "valid name");
+	ok(name_check("Demo", &e) < 0 && strcmp(e.msg, "session name must be lowercase alphanumeric") == 0,
+	   "uppercase refused with upstream text");
+	ok(name_check("../x", &e) < 0, "path refused");
+	ok(name_check("", &e) < 0 && e.code == SBX_EINVAL, "empty refused");
+	ok(name_check(long41, &e) < 0 &&
+	   strcmp(e.msg, "session name must be no more than 40 characters long") == 0, "41 chars refused");
+	long41[40] = 0;
+	ok(name_check(long41, &e) == 0, "40 chars accepted");
+	ok(namespace_check("kube-system", &e) == 0, "namespace with dash");
+	ok(namespace_check("-x", &e) < 0, "namespace leading dash refused");
+}
+
+static void flags(void)
+{
+	bool b = false;
+	const char *s = NULL;
+	int64_t d = 0;
+	long long n = 0;
+	struct flag table[] = {
+		{"network", FLAG_BOOL, &b, NULL},
+		{"image", FLAG_STRING, &s, NULL},
+		{"ttl", FLAG_DURATION, &d, NULL},
+		{"max-output", FLAG_SIZE, &n, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+	char *argv1[] = {"p", "-network", "--image=x", "-ttl", "1m", "-max-output", "8M", "name", "-z", NULL};
+	char *argv2[] = {"p", "-nope", NULL};
+	char *argv3[] = {"p", "--help", NULL};
+	char *argv4[] = {"p", "-image", NULL};
+	char *argv5[] = {"p", "-network=false", "--", "-x", NULL};
+	struct sbx_err e;
+
+	ok(flag_parse(table, 9, argv1, &e) == 7, "flags stop at first operand");
+	ok(b && strcmp(s, "x") == 0 && d == 60 * DURATION_S && n == 8 << 20, "flag values set");
+	ok(flag_parse(table, 2, argv2, &e) < 0 && strstr(e.msg, "not defined: -nope"), "unknown flag");
+	ok(flag_parse(table, 2, argv3, &e) == FLAG_HELP, "--help");
+	ok(flag_parse(table, 2, argv4, &e) < 0 && strstr(e.msg, "needs an argument"), "missing value");
+	ok(flag_parse(table, 4, argv5, &e) == 3 && !b, "bool =false and --");
+}
+
+static void json(void)
+{
+	const char *why;
+	const char *doc = "{\"b\":\"<a&b>\\u2028\",\"a\":[1,2.5,true,null],\"c\":\"\\/x\"}";
+	struct json_object *o = gojson_parse(doc, strlen(doc), &why);
+	char *s;
+
+	ok(o != NULL, "parse object");
+	s = gojson_encode(o);
+	is_str(s, "{\"b\":\"\\u003ca\\u0026b\\u003e\\u2028\",\"a\":[1,2.5,true,null],\"c\":\"/x\"}",
+	       "Go escaping and key order");
+	free(s);
+	json_object_put(o);
+	ok(gojson_parse("{\"a\":1} x", 9, &why) == NULL && why, "trailing garbage refused");
+	ok(gojson_parse("{\"a\":", 5, &why) == NULL && why, "truncated refused");
+	o = gojson_parse("42", 2, &why);
+	ok(o && json_object_get_int(o) == 42, "bare number");
+	json_object_put(o);
+	{
+		struct buf b = {0};
+		gojson_append_string(&b, "a\xff\x01\n", 4);
+		is_str(b.data, "\"a\\ufffd\\u0001\\n\"", "invalid UTF-8 and control bytes");
+		buf_free(&b);
+	}
+}
+
+static void times(void)
+{
+	char buf[TIME_BUFSZ];
+	int64_t ns;
+
+	ok(time_parse_rfc3339("2026-11-30T06:00:00Z", &ns) == 0, "parse Z");
+	is_str(time_rfc3339(ns, buf, sizeof buf), "2026-11-30T06:00:00Z", "round trip");
+	ok(time_parse_rfc3339("2026-11-30T07:00:00+01:00", &ns) == 0 &&
+	   strcmp(time_rfc3339(ns, buf, sizeof buf), "2026-11-30T06:00:00Z") == 0, "offset");
+	ok(time_parse_rfc3339("2026-11-30 06:00", &ns) < 0, "garbage refused");
+}
+
+int main(void)
+{
+	durations();
+	names();
+	flags();
+	json();
+	times();
+	return done_testing();
+}
