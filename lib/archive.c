@@ -583,6 +583,7 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		     struct archive_stats *st, struct sbx_err *e)
 {
 	struct sink s = {fn, arg, e, false};
+	struct policy pol = {.max_bytes = ARCHIVE_MAX_EXPANDED};
 	struct archive *a = archive_write_new(), *disk = archive_read_disk_new();
 	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
 	struct archive_entry *ent = archive_entry_new(), *spare = NULL, *out_ent;
@@ -613,6 +614,8 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		archive_write_add_filter_gzip(a);
 		archive_write_set_filter_option(a, "gzip", "compression-level", GZIP_LEVEL);
 	}
+	/* No padding after the compressed stream: zstd readers take trailing zeros for a frame. */
+	archive_write_set_bytes_in_last_block(a, 1);
 	if (archive_write_open(a, &s, NULL, sink_write, NULL) != ARCHIVE_OK) {
 		write_error(a, &s, e);
 		goto out;
@@ -668,6 +671,13 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		archive_entry_linkify(lr, &out_ent, &spare);
 		if (out_ent == NULL)
 			out_ent = ent;
+		/* What restore would refuse is not written: a backup sbx makes is one it restores. */
+		if (policy_check(&pol, out_ent, e) < 0) {
+			if (fd >= 0)
+				close(fd);
+			err_prefix(e, "cannot archive %s", root);
+			goto out;
+		}
 		r = archive_write_header(a, out_ent);
 		if (r < ARCHIVE_WARN) {
 			if (fd >= 0)
@@ -701,6 +711,7 @@ out:
 	archive_write_free(a);
 	archive_entry_free(ent);
 	archive_entry_linkresolver_free(lr);
+	strset_free(&pol.links);
 	free(root);
 	free(buf);
 	return rc;

@@ -37,7 +37,8 @@ const char *archive_codec_ext(enum archive_codec c);
 
 /* Writes a compressed tar of dir's contents to sink: entries "./" and "./path", symlinks
  * stored as symlinks, hard links as links, mount points not crossed, sockets, fifos and device
- * nodes left out. Each file is opened without following links and must still be the inode
+ * nodes left out. An entry restore would refuse (see archive_unpack_fd) fails the whole
+ * run, naming it: every archive written here is one archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
  * that was listed (a file swapped for a link mid-run is left out, never followed). */
 int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn sink, void *arg,
 		     struct archive_stats *st, struct sbx_err *e);
