@@ -675,7 +675,6 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		if (policy_check(&pol, out_ent, e) < 0) {
 			if (fd >= 0)
 				close(fd);
-			err_prefix(e, "cannot archive %s", root);
 			goto out;
 		}
 		r = archive_write_header(a, out_ent);

@@ -352,22 +352,29 @@ static int sha_tap(const void *p, size_t n, void *arg, struct sbx_err *e)
 	return 0;
 }
 
-int backup_verify(const char *dir, const char *name, uint64_t max_bytes, int cancel_fd,
+int backup_open(const char *dir, const char *name, struct sbx_err *e)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		err_sys(e, errno, "cannot open %s", p);
+	free(p);
+	return fd;
+}
+
+int backup_verify(int fd, const char *dir, const char *name, uint64_t max_bytes, int cancel_fd,
 		  struct archive_stats *st, struct sbx_err *e)
 {
 	char want[BACKUP_SHA256_HEX + 1], got[BACKUP_SHA256_HEX + 1];
-	char *p = xasprintf("%s/%s", dir, name);
 	void *sha = sha_new();
-	int fd = -1, has, rc = -1;
+	int has, rc = -1;
 
 	if ((has = backup_read_sidecar(dir, name, want, e)) < 0)
 		goto out;
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
-		err_sys(e, errno, "cannot open %s", p);
-		goto out;
-	}
 	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0) {
-		err_prefix(e, "%s", name);
+		if (e->code != SBX_ECANCELED)
+			err_prefix(e, "%s", name);
 		goto out;
 	}
 	sha_final(sha, got);
@@ -377,10 +384,7 @@ int backup_verify(const char *dir, const char *name, uint64_t max_bytes, int can
 	}
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
 	EVP_MD_CTX_free(sha);
-	free(p);
 	return rc;
 }
 
@@ -430,11 +434,18 @@ int backup_prune(const char *dir, int keep, const char *known_good, struct backu
 	 * must not hold up a snapshot's commit. Only the ones about to go need it. */
 	if (l.n > (size_t)keep) {
 		for (i = l.n; i-- > 0;) {
-			if ((known_good && strcmp(l.name[i], known_good) == 0) ||
-			    backup_verify(dir, l.name[i], ARCHIVE_MAX_EXPANDED, -1, &st, &ve) == 0) {
+			int fd;
+			if (known_good && strcmp(l.name[i], known_good) == 0) {
 				good = i;
 				break;
 			}
+			if ((fd = backup_open(dir, l.name[i], &ve)) < 0)
+				continue;
+			if (backup_verify(fd, dir, l.name[i], ARCHIVE_MAX_EXPANDED, -1, &st, &ve) == 0)
+				good = i;
+			close(fd);
+			if (good == i)
+				break;
 		}
 	}
 	if ((lock = lock_dir(dir, e)) < 0)

@@ -60,9 +60,12 @@ void backup_end(struct backup_tmp *t);
 /* Reads name's sidecar: 1 with hex filled, 0 when there is none, -1 when unreadable. */
 int backup_read_sidecar(const char *dir, const char *name, char hex[BACKUP_SHA256_HEX + 1],
 			struct sbx_err *e);
-/* Checks a backup completely: its sidecar's checksum (when it has one) and every entry
- * (archive_check_fd with max_bytes). 0 = good; -1 with the reason in e. */
-int backup_verify(const char *dir, const char *name, uint64_t max_bytes, int cancel_fd,
+/* Opens dir/name for reading (links not followed); -1 with e set. */
+int backup_open(const char *dir, const char *name, struct sbx_err *e);
+/* Checks the backup open on fd (read from its current offset to the end) completely: the
+ * checksum in dir/name's sidecar when there is one, and every entry (archive_check_fd with
+ * max_bytes). 0 = good; -1 with the reason in e. */
+int backup_verify(int fd, const char *dir, const char *name, uint64_t max_bytes, int cancel_fd,
 		  struct archive_stats *st, struct sbx_err *e);
 
 /* Deletes the oldest complete backups (with their sidecars) until keep remain, and dead
