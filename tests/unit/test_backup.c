@@ -63,6 +63,18 @@ static void make_backup(const char *name)
 	backup_end(&t);
 }
 
+static int verify(const char *name, uint64_t max, int cancel, struct archive_stats *st,
+		  struct sbx_err *e)
+{
+	int fd = backup_open(dir, name, e), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = backup_verify(fd, dir, name, max, cancel, st, e);
+	close(fd);
+	return rc;
+}
+
 static void corrupt(const char *name)
 {
 	char *p = xasprintf("%s/%s", dir, name);
@@ -121,10 +133,10 @@ static void commit(void)
 	   "listed once committed");
 	backup_list_free(&l);
 	ok(sh("ls -a '%s' | grep -c tmp | grep -qx 0", dir) == 0, "no temporary left");
-	ok(backup_verify(dir, t.name, ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 && st.files == 2,
+	ok(verify(t.name, ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 && st.files == 2,
 	   "verify passes (%s)", e.msg);
 	corrupt(t.name);
-	ok(backup_verify(dir, t.name, ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0,
+	ok(verify(t.name, ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0,
 	   "a corrupt backup fails verify (%s)", e.msg);
 	backup_end(&t);
 	sh("rm -f '%s'/backup-*", dir);
@@ -162,7 +174,7 @@ static void upstream_sidecarless(void)
 
 	ok(system(cmd) == 0, "an upstream-style backup");
 	ok(backup_read_sidecar(dir, "backup-20200101T000000.tar.gz", hex, &e) == 0, "has no sidecar");
-	ok(backup_verify(dir, "backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0,
+	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0,
 	   "and verifies by structure (%s)", e.msg);
 	free(cmd);
 	cmd = xasprintf("%s/backup-20200101T000000.tar.gz.sha256", dir);
@@ -171,7 +183,7 @@ static void upstream_sidecarless(void)
 		fputs("not a checksum\n", f);
 		fclose(f);
 	}
-	ok(backup_verify(dir, "backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0 &&
+	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0 &&
 	   strstr(e.msg, "not a SHA-256"), "a garbage sidecar fails (%s)", e.msg);
 	free(cmd);
 	sh("rm -f '%s'/backup-*", dir);
