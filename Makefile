@@ -62,7 +62,7 @@ $(B)/libsbxkube.a: $(KUBE_OBJ)
 $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 	@mkdir -p $(BIN)
 	$(CC) -shared $(LDFLAGS_ALL) -Wl,--whole-archive $(B)/libsbxkube.a -Wl,--no-whole-archive \
-		$(B)/libsbx.a -Wl,--exclude-libs,ALL -o $@ $(LDLIBS_ALL)
+		$(B)/libsbx.a -Wl,--exclude-libs,libsbx.a -o $@ $(LDLIBS_ALL)
 
 # Objects for static programs are built without sanitizers (they cannot link them statically).
 $(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h)
