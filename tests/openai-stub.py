@@ -17,6 +17,7 @@ DIR/script.jsonl, one JSON object per line, used in order; when they run out the
   cut         with sse: drop the connection after the stream, with no final chunk
   hang        never answer (the connection stays open until the client gives up)
   delay_ms    wait before answering
+  repeat      on the last answer: use it again for every later request
 
 The stub exits by itself after IDLE_EXIT seconds without a request, so a test that dies
 before its teardown cannot leave it running for long.
@@ -67,6 +68,8 @@ class Handler(BaseHTTPRequestHandler):
             script = load_script(self.server.dir)
             i = state["next"]
             state["next"] += 1
+        if i >= len(script) and script and script[-1].get("repeat"):
+            i = len(script) - 1
         if i >= len(script):
             return self.send_body(500, {}, b'{"error":"stub: no scripted answer left"}')
         a = script[i]
