@@ -452,6 +452,7 @@ struct xfer {
 	long status;
 	bool started, sse, timed_out, failed;
 	struct buf body;
+	size_t sse_bytes;	/* event stream bytes so far, bounded like a body */
 	struct sse_parser parser;
 	struct assembly as;
 	int64_t retry_after_ns;
@@ -500,7 +501,7 @@ static int emit(const struct llm_config *c, struct assembly *as, const char *key
 	struct json_object *ev;
 	int rc = 0;
 
-	if (c->on_event == NULL) {
+	if (c->on_event == NULL || !c->stream) {
 		json_object_put(val);
 		return 0;
 	}
@@ -655,12 +656,21 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 
 		x->started = true;
 		cu.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
-		if (x->cfg->stream && x->status == 200 &&
+		/* An event stream is read as one even when not asked for: some servers always
+		 * stream. Events are then assembled but not reported. */
+		if (x->status == 200 &&
 		    cu.easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct &&
 		    strncasecmp(ct, "text/event-stream", 17) == 0)
 			x->sse = true;
 	}
 	if (x->sse) {
+		x->sse_bytes += len;
+		if (x->sse_bytes > LLM_RESPONSE_MAX) {
+			err_set(&x->err, SBX_EIO, "llm: failed to read response body: "
+				"event stream larger than %zu bytes", LLM_RESPONSE_MAX);
+			x->failed = true;
+			return 0;
+		}
 		if (sse_feed(&x->parser, p, len, &x->err) < 0) {
 			x->failed = true;
 			return 0;
@@ -751,6 +761,7 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	x->status = 0;
 	x->started = x->sse = x->timed_out = x->failed = false;
 	x->body.len = 0;
+	x->sse_bytes = 0;
 	x->retry_after_ns = -1;
 	err_clear(&x->err);
 	assembly_reset(&x->as);

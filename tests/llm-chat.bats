@@ -320,6 +320,15 @@ EOF
 	[ "${lines[1]}" = '{"message":{"role":"assistant","content":"whole","extra_content":{"k":1}},"finish_reason":"stop"}' ]
 }
 
+@test "without -stream, a server that streams anyway still gives one message line" {
+	start_stub <<'EOF'
+{"sse":[{"choices":[{"index":0,"delta":{"role":"assistant","content":"str"}}]},{"choices":[{"index":0,"delta":{"content":"eamed"},"finish_reason":"stop"}]},"data: [DONE]\n\n"],"split":5}
+EOF
+	run llm-chat <<<"$(user_req hi)"
+	assert_status 0
+	[ "$output" = '{"role":"assistant","content":"streamed"}' ]
+}
+
 @test "429 with Retry-After is retried after the server's delay" {
 	start_stub <<'EOF'
 {"status":429,"headers":{"Retry-After":"1"},"body":"{\"error\":{\"message\":\"quota\"}}"}
