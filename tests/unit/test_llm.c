@@ -77,6 +77,47 @@ static void sse(void)
 	ok(bad == 0, "sse: same events for every split size 1..%zu", sizeof stream - 1);
 	free(whole);
 
+	/* Random partitions (fixed seed, so a failure can be replayed). */
+	srand(42);
+	for (bad = 0, step = 0; step < 300; step++) {
+		struct sse_parser rp;
+		struct buf out = {0};
+		size_t at = 0, len = sizeof stream - 1;
+
+		sse_init(&rp, 1024, 4096, collect, &out);
+		while (at < len) {
+			size_t k = 1 + (size_t)rand() % 9;
+
+			if (k > len - at)
+				k = len - at;
+			sse_feed(&rp, stream + at, k, &e);
+			at += k;
+		}
+		bad += !(out.data && strcmp(out.data, want) == 0);
+		sse_free(&rp);
+		buf_free(&out);
+	}
+	ok(bad == 0, "sse: same events for 300 random partitions");
+	/* Random bytes: the parser must neither crash nor exceed its limits. */
+	for (bad = 0, step = 0; step < 200; step++) {
+		struct sse_parser rp;
+		struct buf out = {0};
+		char junk[512];
+		size_t j;
+
+		static const char alphabet[] = "data:event\r\n :x\xff";	/* NUL included */
+
+		for (j = 0; j < sizeof junk; j++)
+			junk[j] = alphabet[(size_t)rand() % sizeof alphabet];
+		sse_init(&rp, 64, 128, collect, &out);
+		if (sse_feed(&rp, junk, sizeof junk, &e) < 0 && !strstr(e.msg, "longer") &&
+		    !strstr(e.msg, "larger"))
+			bad++;
+		sse_free(&rp);
+		buf_free(&out);
+	}
+	ok(bad == 0, "sse: random bytes fail only on the limits");
+
 	got = parse_split("data: a\r", 0);
 	is_str(got, "", "sse: no event before its blank line");
 	free(got);
