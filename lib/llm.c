@@ -311,11 +311,18 @@ static struct json_object *copy(struct json_object *v)
 	return out;
 }
 
-/* Keys whose streamed value is whole each time it appears, not a fragment. */
+/* Keys whose streamed value is whole each time it appears, not a fragment (a thought
+ * signature is an opaque token: appending a repeated one would corrupt it). */
 static bool replaced_key(const char *k)
 {
-	return strcmp(k, "role") == 0 || strcmp(k, "id") == 0 || strcmp(k, "type") == 0 ||
-	       strcmp(k, "name") == 0 || strcmp(k, "index") == 0;
+	static const char *const keys[] = {"role", "id", "type", "name", "index",
+					   "thought_signature"};
+	size_t i;
+
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	return false;
 }
 
 static bool all_indexed(struct json_object *arr)
