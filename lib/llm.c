@@ -70,6 +70,13 @@ static int curl_load(struct sbx_err *e)
 
 /* ---- the request document ---- */
 
+/* Reads from the request pipe go in pieces of this size (a pipe holds 64 KiB). */
+#define READ_CHUNK 65536
+/* A Retry-After value longer than this is not one (an HTTP-date is 29 bytes). */
+#define RETRY_AFTER_TEXT_MAX 128
+/* Trace labels: a URL plus a few words. */
+#define TRACE_LABEL_MAX (LLM_URL_MAX + 64)
+
 int llm_check_request(struct json_object *doc, struct sbx_err *e)
 {
 	struct json_object *v;
@@ -112,7 +119,7 @@ struct json_object *llm_read_request(int fd, const volatile sig_atomic_t *cancel
 {
 	struct json_object *doc = NULL;
 	struct buf b = {0};
-	char chunk[65536];
+	char chunk[READ_CHUNK];
 	const char *why;
 
 	for (;;) {
@@ -638,7 +645,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	struct xfer *x = arg;
 	size_t len = size * n;
 	static const char name[] = "retry-after:";
-	char val[128];
+	char val[RETRY_AFTER_TEXT_MAX];
 
 	x->last_rx_ns = time_mono_ns();
 	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
@@ -899,7 +906,7 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	struct xfer x = {.cfg = c};
 	struct curl_slist *hdrs = NULL;
 	struct json_object *resp = NULL;
-	char *url = NULL, *body = NULL, *auth = NULL, tbuf[256];
+	char *url = NULL, *body = NULL, *auth = NULL, tbuf[TRACE_LABEL_MAX];
 	int rc = -1, i;
 	bool retry;
 

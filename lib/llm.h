@@ -5,6 +5,7 @@
  * is answered in-process (lib/eliza.h) without loading libcurl.
  * Every field a server sends is kept: unknown message fields (extra_content, thought_signature)
  * go back to the caller verbatim, since Gemini wants its thought signatures on the next turn.
+ * The first real request loads and initialises libcurl: make it from one thread at a time.
  * Ownership: documents passed in stay the caller's; returned json_object pointers are new
  * references (llm_result_free puts them); returned char * are the caller's to free. */
 #ifndef SBX_LLM_H
