@@ -474,8 +474,9 @@ struct xfer {
 	struct sbx_err err;	/* why a callback stopped the transfer (failed) */
 };
 
-/* Copies s with every occurrence of the API key replaced, for messages and traces. */
-static char *redact(const char *key, const char *s, size_t n)
+/* Copies s with every occurrence of the API key replaced, for messages and traces; the
+ * copy's length goes to *len when len is not NULL. */
+static char *redact(const char *key, const char *s, size_t n, size_t *len)
 {
 	struct buf b = {0};
 	size_t kl = key ? strlen(key) : 0, i = 0, start = 0;
@@ -491,6 +492,8 @@ static char *redact(const char *key, const char *s, size_t n)
 		}
 	}
 	buf_append(&b, s + start, n - start);
+	if (len)
+		*len = b.len;
 	return buf_steal(&b);
 }
 
@@ -504,8 +507,8 @@ static void trace(const struct llm_config *c, const char *what, const char *data
 		c->trace(what, NULL, 0, c->arg);
 		return;
 	}
-	r = redact(c->api_key, data, n);
-	c->trace(what, r, strlen(r), c->arg);
+	r = redact(c->api_key, data, n, &n);
+	c->trace(what, r, n, c->arg);
 	free(r);
 }
 
@@ -567,7 +570,7 @@ static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, 
 	if (!json_object_is_type(chunk, json_type_object))
 		return err_set(e, SBX_EIO, "llm: failed to decode stream event: not an object");
 	if (json_object_object_get_ex(chunk, "error", &v) && v != NULL) {
-		char *r = redact(x->cfg->api_key, raw, strlen(raw));
+		char *r = redact(x->cfg->api_key, raw, strlen(raw), NULL);
 
 		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
 		free(r);
@@ -622,7 +625,7 @@ static int on_event(const struct sse_event *ev, void *arg, struct sbx_err *e)
 	if (x->as.done)
 		return 0;
 	if (strcmp(ev->type, "error") == 0) {
-		char *r = redact(x->cfg->api_key, ev->data, ev->len);
+		char *r = redact(x->cfg->api_key, ev->data, ev->len, NULL);
 
 		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
 		free(r);
@@ -815,7 +818,7 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	}
 	if (x->status != 200) {
 		trace(c, "response body", x->body.data ? x->body.data : "", x->body.len);
-		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len);
+		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len, NULL);
 		*retry = llm_retryable_status(x->status);
 		err_set(e, SBX_EIO, "llm: api error (status %ld): %s", x->status, r);
 		free(r);
