@@ -463,6 +463,10 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 
 		if (policy_check(&pol, ent, e) < 0)
 			goto back;
+		/* The top entry is the directory itself: its owner, mode and time stay as they are
+		 * (an archive must not lock the home's owner out of it). */
+		if (is_root(archive_entry_pathname(ent)))
+			continue;
 		/* Set-id bits would outlive the sandbox on the host: drop them. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 01777);
 		if (archive_write_header(w, ent) < ARCHIVE_WARN) {
@@ -605,7 +609,9 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		err_set(e, SBX_EIO, "%s is not a directory", root);
 		goto out;
 	}
-	archive_write_set_format_pax_restricted(a);
+	/* GNU tar's own format, what upstream's `tar -zcf` writes: names as raw bytes (no pax
+	 * hdrcharset header GNU tar would warn about), long names as ././@LongLink. */
+	archive_write_set_format_gnutar(a);
 	archive_entry_linkresolver_set_strategy(lr, archive_format(a));
 	if (codec == ARCHIVE_CODEC_ZSTD) {
 		archive_write_add_filter_zstd(a);

@@ -357,8 +357,10 @@ int backup_open(const char *dir, const char *name, struct sbx_err *e)
 	char *p = xasprintf("%s/%s", dir, name);
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-	if (fd < 0)
+	if (fd < 0) {
 		err_sys(e, errno, "cannot open %s", p);
+		e->code = SBX_EIO;	/* a missing file is not a missing sandbox */
+	}
 	free(p);
 	return fd;
 }

@@ -195,8 +195,14 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 	}
 	if (pid == 0) {
 		struct report r = {0};
-		int fd = hj->fd;
-		close(rp[0]);
+		int fd = hj->fd, lo = fd < rp[1] ? fd : rp[1], hi = fd < rp[1] ? rp[1] : fd;
+		/* Keep only the archive and the report: this child works for the sandbox's owner
+		 * and must hold nothing else of ours (the backup file, sockets, locks). */
+		if (lo > 3)
+			close_range(3, (unsigned)lo - 1, 0);
+		if (hi > lo + 1)
+			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		close_range((unsigned)hi + 1, ~0U, 0);
 		r.rc = enter_as_owner(hj->dir, &r.err);
 		if (r.rc == 0 && hj->unpack)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
@@ -369,7 +375,8 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 			   int cancel_fd, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
-	char *argv[] = {"tar", "-z", "-xf", "-", "-C", (char *)home, NULL};
+	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
+	char *argv[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home, NULL};
 	struct job j = {.b = b, .name = session, .close_after = -1};
 	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
 
