@@ -132,10 +132,25 @@ struct policy {
 };
 
 /* Normalizes an entry path into out ("a/b", "" for the root); why says what is wrong. */
+/* The next path component of *p other than "" and "."; its length (0 at the end). */
+static size_t next_part(const char **p, const char **part)
+{
+	for (;;) {
+		const char *q = strchr(*p, '/');
+		size_t n = q ? (size_t)(q - *p) : strlen(*p);
+		*part = *p;
+		*p += n + (q != NULL);
+		if (n == 0 && q == NULL)
+			return 0;
+		if (n > 1 || (n == 1 && **part != '.'))
+			return n;
+	}
+}
+
 static int normalize(const char *in, char *out, size_t cap, const char **why)
 {
-	size_t o = 0;
-	const char *p = in, *q;
+	size_t o = 0, n;
+	const char *p = in, *part;
 
 	if (in == NULL || *in == '\0')
 		return *why = "empty name", -1;
@@ -143,21 +158,14 @@ static int normalize(const char *in, char *out, size_t cap, const char **why)
 		return *why = "absolute path", -1;
 	if (strlen(in) >= ENTRY_PATH_MAX)
 		return *why = "name too long", -1;
-	for (; *p; p = *q ? q + 1 : q) {
-		size_t n;
-		q = strchr(p, '/');
-		if (q == NULL)
-			q = p + strlen(p);
-		n = (size_t)(q - p);
-		if (n == 0 || (n == 1 && p[0] == '.'))
-			continue;
-		if (n == 2 && p[0] == '.' && p[1] == '.')
+	while ((n = next_part(&p, &part)) > 0) {
+		if (n == 2 && part[0] == '.' && part[1] == '.')
 			return *why = "\"..\" path component", -1;
 		if (o + n + 2 > cap)
 			return *why = "name too long", -1;
 		if (o)
 			out[o++] = '/';
-		memcpy(out + o, p, n);
+		memcpy(out + o, part, n);
 		o += n;
 	}
 	out[o] = '\0';
@@ -183,22 +191,16 @@ static const char *through_link(const struct policy *pol, char *path, bool whole
  * land anywhere). */
 static const char *link_target_problem(const char *target, int parent_depth)
 {
-	const char *p = target, *q;
+	const char *p = target, *part;
 	bool named = false;
+	size_t n;
 
 	if (*target == '\0')
 		return "empty symlink target";
 	if (*target == '/')
 		return "symlink target is an absolute path outside the home directory";
-	for (; *p; p = *q ? q + 1 : q) {
-		size_t n;
-		q = strchr(p, '/');
-		if (q == NULL)
-			q = p + strlen(p);
-		n = (size_t)(q - p);
-		if (n == 0 || (n == 1 && p[0] == '.'))
-			continue;
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
+	while ((n = next_part(&p, &part)) > 0) {
+		if (n == 2 && part[0] == '.' && part[1] == '.') {
 			if (named)
 				return "symlink target has \"..\" after a name";
 			if (--parent_depth < 0)
