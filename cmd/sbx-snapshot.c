@@ -199,8 +199,9 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		cli_die(cli_status(e.code), "unable to snapshot sandbox %s: %s", argv[i], e.msg);
 	if (r.skipped)
-		cli_warn("%llu entries left out (sockets, fifos, device nodes or files that changed "
-			 "while being archived)", (unsigned long long)r.skipped);
+		cli_warn("%llu entries left out (sockets, fifos, device nodes, entries the sandbox "
+			 "may not read, files that changed while being archived)",
+			 (unsigned long long)r.skipped);
 	if (r.prune_error)
 		cli_warn("backup written, but pruning failed: %s", r.prune_error);
 	j = json_object_new_object();

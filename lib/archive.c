@@ -647,6 +647,11 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		r = archive_read_next_header2(disk, ent);
 		if (r == ARCHIVE_EOF)
 			break;
+		/* A directory we may not enter is left out, like an unreadable file. */
+		if (r == ARCHIVE_FAILED) {
+			st->skipped++;
+			continue;
+		}
 		if (r < ARCHIVE_WARN) {
 			err_set(e, SBX_EIO, "cannot read %s: %s", root, archive_error_string(disk));
 			goto out;

@@ -3,6 +3,7 @@
 # retention, prune-only mode beside a running snapshot, interrupted snapshots.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	setup_sbx_env
@@ -156,6 +157,18 @@ wait_tmp() {
 	assert_status 111
 	assert_contains './etc-link'
 	[ -z "$(ls -A "$FS" | grep backup-)" ]
+}
+
+@test "entries the sandbox may not read are left out with a warning, the rest is kept" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'cd ~ && echo a > ok && echo s > secret && chmod 000 secret &&
+		mkdir closed && echo x > closed/f && chmod 000 closed'
+	run --separate-stderr sbx-snapshot demo
+	assert_status 0
+	[[ $stderr == *"warning: 2 entries left out"* ]]
+	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
+	assert_contains "./ok"
+	[[ $output != *secret* ]]
 }
 
 @test "retention keeps exactly the newest -keep backups, with their sidecars" {
