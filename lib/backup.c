@@ -374,14 +374,11 @@ int backup_verify(int fd, const char *dir, const char *name, uint64_t max_bytes,
 
 	if ((has = backup_read_sidecar(dir, name, want, e)) < 0)
 		goto out;
-	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0) {
-		if (e->code != SBX_ECANCELED)
-			err_prefix(e, "%s", name);
+	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0)
 		goto out;
-	}
 	sha_final(sha, got);
 	if (has && strcmp(want, got) != 0) {
-		err_set(e, SBX_EIO, "%s: checksum mismatch (sidecar %s, file %s)", name, want, got);
+		err_set(e, SBX_EIO, "checksum mismatch (sidecar %s, file %s)", want, got);
 		goto out;
 	}
 	rc = 0;

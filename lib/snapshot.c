@@ -435,13 +435,18 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 		goto out;
 	}
 	for (size_t i = l.n; i-- > 0;) {
+		char *path = xasprintf("%s/%s", dir, l.name[i]);
 		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
-			used = xasprintf("%s/%s", dir, l.name[i]);
+			used = path;
 			break;
 		}
+		if (!o->from && e->code != SBX_ECANCELED)
+			backup_list_add(&r->skipped, path, e->msg);
+		if (e->code != SBX_ECANCELED)
+			err_prefix(e, "%s", path);
+		free(path);
 		if (o->from || e->code == SBX_ECANCELED)
 			goto out;
-		backup_list_add(&r->skipped, l.name[i], e->msg);
 	}
 	if (used == NULL) {
 		if (l.n == 0) {

@@ -173,16 +173,23 @@ PY
 	sbx-exec -raw demo -- sh -c 'rm ~/v.txt'
 	run --separate-stderr sbx-restore demo
 	assert_status 0
-	[[ $stderr == *"sbx-restore: warning: skipping backup $(basename "$newest"):"* ]]
-	assert_json ".skipped_corrupt == [\"$(basename "$newest")\"]"
+	[[ $stderr == *"sbx-restore: warning: skipping backup $newest: corrupt archive"* ]]
+	assert_json ".skipped_corrupt == [\"$newest\"]"
 	assert_json '.restored | endswith("backup-20200101T000000.tar.gz")'
 	run sbx-exec -raw demo -- sh -c 'cat ~/v.txt'
 	[ "$output" = one ]
+	# An intact archive whose sidecar disagrees is skipped as well.
+	sed -i 's/^./0/' "$newest.sha256"
+	cp "$FS/backup-20200101T000000.tar.gz" "$newest"
+	sed -i 's/^./f/' "$newest.sha256"
+	run --separate-stderr sbx-restore demo
+	assert_status 0
+	[[ $stderr == *"skipping backup $newest: checksum mismatch (sidecar f"* ]]
 	# A truncated newest backup without sidecar falls back too.
 	head -c 100 "$FS/backup-20200101T000000.tar.gz" >"$FS/backup-20300101T000000.tar.gz"
 	run --separate-stderr sbx-restore demo
 	assert_status 0
-	[[ $stderr == *"skipping backup backup-20300101T000000.tar.gz:"* ]]
+	[[ $stderr == *"skipping backup $FS/backup-20300101T000000.tar.gz: corrupt archive"* ]]
 	assert_json '.skipped_corrupt | length == 2'
 }
 
