@@ -50,7 +50,7 @@ hyperfine -N -w 1 -r "$runs" --export-json "$tmp/r.json" \
 	-n "restore gzip: tar -xzf" -p "$reset_x" "tar -xzf $tmp/b.tar.gz -C $tmp/x" \
 	-n "restore zstd: sbx-restore" -p "$clear_home" "sh -c 'sbx-restore -from \$(ls $fs/*.tar.zst | tail -1) benchsnap'" \
 	-n "restore zstd: tar --zstd -xf" -p "$reset_x" "tar --zstd -xf $tmp/b.tar.zst -C $tmp/x" \
-	>/dev/null
+	>/dev/null 2>"$tmp/hyperfine.err" || { cat "$tmp/hyperfine.err" >&2; exit 1; }
 echo "home: ${size} MB; backup sizes: sbx gzip $(du -m "$(ls "$fs"/*.tar.gz | tail -1)" | cut -f1) MB, tar gzip $(du -m "$tmp/b.tar.gz" | cut -f1) MB, sbx zstd $(du -m "$(ls "$fs"/*.tar.zst | tail -1)" | cut -f1) MB"
 python3 - "$tmp/r.json" <<'PY'
 import json, sys
