@@ -156,6 +156,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, e.msg);
 	if (keep < 1 || keep > 100000)
 		cli_usage_error(usage, "-keep must be between 1 and 100000");
+	if (homedir && homedir[0] != '/')
+		cli_usage_error(usage, "-homedir must be an absolute path");
 	if (archive_codec_parse(compress, &o.codec) < 0)
 		cli_usage_error(usage, "-compress must be gzip or zstd");
 	for (int k = i; k < argc; k++) {

@@ -61,6 +61,9 @@ wait_tmp() {
 	run sbx-snapshot -compress lz4 demo
 	assert_status 100
 	assert_contains "gzip or zstd"
+	run sbx-snapshot -homedir relative/dir demo
+	assert_status 100
+	assert_contains "-homedir must be an absolute path"
 	run sbx-snapshot 'Bad_Name'
 	assert_status 100
 	assert_contains "session name must be lowercase alphanumeric"
