@@ -102,7 +102,9 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 		out[0] = -1;
 		pthread_join(th, NULL);
 		started = false;
-		if (e->code != SBX_ECANCELED && j.rc == 0 && j.res.exit_code != 0 && !j.res.canceled)
+		/* A stream cut short because the command failed: its failure is the reason. */
+		if (e->code != SBX_ECANCELED && !j.res.canceled &&
+		    (j.rc < 0 || j.res.exit_code != 0))
 			tar_outcome(&j, errfd, "snapshot", e);
 		goto out;
 	}
