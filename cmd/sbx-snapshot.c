@@ -32,6 +32,10 @@ static const char usage[] =
 	"  -all            with -prune: every session under ~/.local/sandboxed-tools\n"
 	"  -h              show this help\n";
 
+/* More backups than this is a typo, not a retention policy (and -keep is an int inside). */
+#define KEEP_MAX 100000
+#define SBX_STR2(x) #x
+#define SBX_STR(x) SBX_STR2(x)
 /* Progress is redrawn at most this often (ns): often enough to look alive. */
 #define PROGRESS_EVERY_NS 200000000LL
 
@@ -154,8 +158,8 @@ int main(int argc, char **argv)
 		cli_help(usage);
 	if (i < 0)
 		cli_usage_error(usage, e.msg);
-	if (keep < 1 || keep > 100000)
-		cli_usage_error(usage, "-keep must be between 1 and 100000");
+	if (keep < 1 || keep > KEEP_MAX)
+		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
 	if (homedir && homedir[0] != '/')
 		cli_usage_error(usage, "-homedir must be an absolute path");
 	if (archive_codec_parse(compress, &o.codec) < 0)
