@@ -249,6 +249,21 @@ wait_tmp() {
 	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
 }
 
+@test "concurrent snapshots of one session all succeed and leave matching sidecars" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'head -c 3000000 /dev/urandom > ~/r.bin'
+	local pids=() p
+	for p in 1 2 3 4; do
+		sbx-snapshot demo >"$BATS_TEST_TMPDIR/c$p" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	for p in 1 2 3 4; do jq -e .sha256 "$BATS_TEST_TMPDIR/c$p" >/dev/null; done
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+	[ "$(ls "$FS" | grep -c 'tar.gz$')" = "$(ls "$FS" | grep -c 'sha256$')" ]
+	[ -z "$(ls "$FS" | grep tmp)" ]
+}
+
 @test "kill -9 during a snapshot leaves no final file; the earlier backup stays good" {
 	sbx-create demo >/dev/null
 	sbx-exec -raw demo -- sh -c 'echo before > ~/state.txt'
