@@ -110,6 +110,13 @@ void kubeapi_describe(const char *method, const char *path, char *verb, size_t v
 		snprintf(ns, ns_len, "%s", seg[i + 1]);
 		i += 2;
 	}
+	if (i == 0) {
+		/* A non-resource URL (discovery): RBAC names the path itself. */
+		snprintf(verb, verb_len, "%s", strcmp(method, "GET") == 0 ? "get" : method);
+		snprintf(resource, res_len, "%s", path);
+		free(p);
+		return;
+	}
 	if (i < n)
 		res = seg[i];
 	if (i + 1 < n)
@@ -369,7 +376,7 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
 	struct sink s = {0};
-	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL;
+	const char *text = body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
 	long http = 0;
 	CURLcode cc;
 	int rc = -1;
