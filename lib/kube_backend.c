@@ -861,6 +861,9 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	req.cancel_fd = x->cancel_fd;
 	req.protocols = protos;
 	if (kubeexec_run(&req, &res, e) < 0) {
+		/* A broken stream leaves the command running: stop it like a timeout would. */
+		if (res.established && need_kill)
+			kill_remote(req.kc, b, name, pidfile);
 		if (e->code == SBX_ENOTFOUND)
 			err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s (no pod %s)", name,
 				b->namespace, name);

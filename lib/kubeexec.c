@@ -156,7 +156,9 @@ static int write_all(int fd, const void *p, size_t n)
 static void stop(struct xstate *st)
 {
 	st->closing = true;
-	if (st->ws)
+	if (st->ws && !st->established)
+		lws_set_timeout(st->ws, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC);
+	else if (st->ws)
 		lws_callback_on_writable(st->ws);
 	else
 		st->done = true;
@@ -246,6 +248,7 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		st->established = true;
+		st->res->established = true;
 		lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
 		st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
 		if (st->req->in_fd >= 0) {

@@ -44,6 +44,7 @@ struct kubeexec_result {
 	char msg[512];			/* the Status message on failure */
 	bool timed_out, canceled;	/* the connection was dropped for these reasons */
 	char protocol[32];		/* negotiated subprotocol */
+	bool established;		/* the command was started (the upgrade succeeded) */
 	uint64_t stdin_sent;		/* bytes of stdin delivered */
 };
 
