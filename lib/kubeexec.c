@@ -1,7 +1,9 @@
-/* kubeexec.c — the Kubernetes WebSocket exec client. One lws context per exec; stdin and
- * cancel_fd are adopted into the lws loop as raw file descriptors (dup'd, so lws may close
- * its copies), so one thread moves every byte: stdin is read only when the previous message
- * has been handed to lws (flow control), stdout/stderr are written straight to their fds. */
+/* kubeexec.c — the Kubernetes WebSocket exec client. One lws context per exec. stdout and
+ * stderr are written straight to their fds from the receive callback. stdin is read by a
+ * helper thread into a small ring of message buffers (flow control: it blocks when the ring
+ * is full) and handed to lws from the writeable callback; lws_cancel_service wakes the loop.
+ * (lws's raw-file adoption is not used for stdin: it closes a pipe on POLLHUP and would lose
+ * the bytes still buffered in it.) cancel_fd is adopted as a raw fd; any event on it cancels. */
 #include "kubeexec.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,10 @@
 #include "kubeapi.h"
 #include "timeutil.h"
 #include "xalloc.h"
+
+/* stdin messages in flight between the reader thread and lws: enough to keep the socket
+ * busy while the next chunk is read. */
+#define KUBEEXEC_RING 4
 
 /* Room for the request line and headers lws builds for the upgrade. */
 #define KUBEEXEC_HS_BUF (KUBEEXEC_QUERY_MAX + 8192)
@@ -28,15 +35,23 @@ struct xstate {
 	struct kubeexec_result *res;
 	struct sbx_err *e;
 	struct lws_context *ctx;
-	struct lws *ws, *in_wsi, *cancel_wsi;
+	struct lws *ws, *cancel_wsi;
 	char *token;
-	int in_dup, cancel_dup;
+	int cancel_dup;
 	bool v5;
 	bool done, established, closing;
 	bool in_eof, in_close_sent;
 	int cur_channel;		/* channel of the message being received */
-	unsigned char *in_buf;		/* LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK */
-	size_t in_len;			/* payload bytes waiting in in_buf */
+	/* stdin ring, filled by the reader thread: slot i holds LWS_PRE + 1 + CHUNK bytes */
+	pthread_t reader;
+	bool reader_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned char *slot[KUBEEXEC_RING];
+	size_t slot_len[KUBEEXEC_RING];
+	int head, count;		/* guarded by mu, as are in_eof and reader_stop */
+	bool reader_stop;
+	int wake[2];			/* tells the reader thread to stop polling stdin */
 	struct buf status;
 	int http_status;		/* upgrade refused with this status */
 	char conn_err[256];
@@ -216,6 +231,92 @@ static struct lws *adopt(struct xstate *st, int fd, int *dupfd)
 	return w;
 }
 
+/* The stdin reader thread: fills free ring slots, blocks while the ring is full. */
+static void *reader_main(void *arg)
+{
+	struct xstate *st = arg;
+	int fd = st->req->in_fd;
+
+	for (;;) {
+		struct pollfd pf[2] = {{fd, POLLIN, 0}, {st->wake[0], POLLIN, 0}};
+		unsigned char *b;
+		ssize_t n;
+		bool quit;
+		int i;
+
+		pthread_mutex_lock(&st->mu);
+		while (st->count == KUBEEXEC_RING && !st->reader_stop)
+			pthread_cond_wait(&st->cv, &st->mu);
+		i = (st->head + st->count) % KUBEEXEC_RING;
+		quit = st->reader_stop;
+		pthread_mutex_unlock(&st->mu);
+		if (quit)
+			break;
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			pf[0].revents = POLLERR;	/* read() below reports the problem */
+		}
+		if (pf[1].revents)
+			break;
+		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+			continue;
+		b = st->slot[i];	/* free: only this thread fills, lws empties from head */
+		n = read(fd, b + LWS_PRE + 1, KUBEEXEC_STDIN_CHUNK);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		pthread_mutex_lock(&st->mu);
+		if (n <= 0)
+			st->in_eof = true;	/* a read error ends the input like EOF */
+		else
+			st->slot_len[i] = (size_t)n, st->count++;
+		pthread_mutex_unlock(&st->mu);
+		lws_cancel_service(st->ctx);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+/* Writeable: the next stdin chunk, or the v5 stdin close once the input has ended. */
+static int send_stdin(struct xstate *st, struct lws *wsi)
+{
+	unsigned char *b = NULL;
+	size_t n = 0;
+	bool eof, more;
+
+	pthread_mutex_lock(&st->mu);
+	if (st->count > 0) {
+		b = st->slot[st->head];
+		n = st->slot_len[st->head];
+	}
+	eof = st->in_eof;
+	pthread_mutex_unlock(&st->mu);
+	if (b != NULL) {
+		b[LWS_PRE] = KUBEEXEC_CH_STDIN;
+		/* lws keeps whatever the socket did not take, so the slot is free afterwards. */
+		if (lws_write(wsi, b + LWS_PRE, n + 1, LWS_WRITE_BINARY) < (int)(n + 1))
+			return -1;
+		st->res->stdin_sent += n;
+		pthread_mutex_lock(&st->mu);
+		st->head = (st->head + 1) % KUBEEXEC_RING;
+		st->count--;
+		more = st->count > 0 || st->in_eof;
+		pthread_cond_signal(&st->cv);
+		pthread_mutex_unlock(&st->mu);
+		if (more)
+			lws_callback_on_writable(wsi);
+	} else if (eof && !st->in_close_sent && st->v5) {
+		unsigned char m[LWS_PRE + 2];
+		m[LWS_PRE] = KUBEEXEC_CH_CLOSE;
+		m[LWS_PRE + 1] = KUBEEXEC_CH_STDIN;
+		if (lws_write(wsi, m + LWS_PRE, 2, LWS_WRITE_BINARY) < 2)
+			return -1;
+		st->in_close_sent = true;
+	}
+	return 0;
+}
+
 static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
 		    size_t len)
 {
@@ -246,16 +347,23 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		st->ws = NULL;
 		st->done = true;
 		break;
+	case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
+		/* The handshake headers are gone once established: note the chosen subprotocol. */
+		if (lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL) < 0)
+			st->res->protocol[0] = '\0';
+		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
 		st->established = true;
 		st->res->established = true;
-		lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
+		if (st->res->protocol[0] == '\0')
+			lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
 		st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
 		if (st->req->in_fd >= 0) {
-			st->in_wsi = adopt(st, st->req->in_fd, &st->in_dup);
-			if (st->in_wsi == NULL) {
-				snprintf(st->conn_err, sizeof st->conn_err, "cannot watch stdin");
+			if (pthread_create(&st->reader, NULL, reader_main, st) != 0) {
+				snprintf(st->conn_err, sizeof st->conn_err, "cannot start the stdin reader");
 				stop(st);
+			} else {
+				st->reader_started = true;
 			}
 		}
 		if (st->req->cancel_fd >= 0)
@@ -286,23 +394,11 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
 			return -1;
 		}
-		if (st->in_len > 0) {
-			size_t n = st->in_len + 1;
-			st->in_buf[LWS_PRE] = KUBEEXEC_CH_STDIN;
-			if (lws_write(wsi, st->in_buf + LWS_PRE, n, LWS_WRITE_BINARY) < (int)n)
-				return -1;
-			st->res->stdin_sent += st->in_len;
-			st->in_len = 0;
-			if (st->in_wsi)
-				lws_rx_flow_control(st->in_wsi, 1);
-		} else if (st->in_eof && !st->in_close_sent && st->v5) {
-			unsigned char m[LWS_PRE + 2];
-			m[LWS_PRE] = KUBEEXEC_CH_CLOSE;
-			m[LWS_PRE + 1] = KUBEEXEC_CH_STDIN;
-			if (lws_write(wsi, m + LWS_PRE, 2, LWS_WRITE_BINARY) < 2)
-				return -1;
-			st->in_close_sent = true;
-		}
+		return send_stdin(st, wsi);
+	case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+		/* The reader thread has a chunk or reached EOF. */
+		if (st->ws && st->established && !st->closing)
+			lws_callback_on_writable(st->ws);
 		break;
 	case LWS_CALLBACK_CLIENT_CLOSED:
 		st->ws = NULL;
@@ -315,27 +411,8 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			st->cancel_wsi = NULL;
 			return -1;
 		}
-		if (wsi == st->in_wsi && st->in_len == 0 && !st->in_eof) {
-			ssize_t n = read(st->in_dup, st->in_buf + LWS_PRE + 1, KUBEEXEC_STDIN_CHUNK);
-			if (n < 0 && (errno == EINTR || errno == EAGAIN))
-				break;
-			if (n <= 0) {
-				/* EOF (or a read error, which ends the input the same way). */
-				st->in_eof = true;
-				st->in_wsi = NULL;
-				if (st->ws)
-					lws_callback_on_writable(st->ws);
-				return -1;
-			}
-			st->in_len = (size_t)n;
-			lws_rx_flow_control(wsi, 0);
-			if (st->ws)
-				lws_callback_on_writable(st->ws);
-		}
 		break;
 	case LWS_CALLBACK_RAW_CLOSE_FILE:
-		if (wsi == st->in_wsi)
-			st->in_wsi = NULL;
 		if (wsi == st->cancel_wsi)
 			st->cancel_wsi = NULL;
 		break;
@@ -381,7 +458,10 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	memset(res, 0, sizeof *res);
 	memset(&st, 0, sizeof st);
 	st.req = req, st.res = res, st.e = e;
-	st.in_dup = st.cancel_dup = -1;
+	st.cancel_dup = -1;
+	st.wake[0] = st.wake[1] = -1;
+	pthread_mutex_init(&st.mu, NULL);
+	pthread_cond_init(&st.cv, NULL);
 	st.cur_channel = -1;
 	if ((path = kubeexec_path(req->namespace, req->pod, req->container, req->argv,
 				  req->in_fd >= 0)) == NULL)
@@ -397,7 +477,15 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	full = xasprintf("%s%s%s", *base ? "/" : "", base, path);
 	while (strstr(full, "//") == full)
 		memmove(full, full + 1, strlen(full));
-	st.in_buf = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
+	if (req->in_fd >= 0) {
+		int i;
+		if (pipe2(st.wake, O_CLOEXEC) < 0) {
+			err_sys(e, errno, "pipe");
+			goto out;
+		}
+		for (i = 0; i < KUBEEXEC_RING; i++)
+			st.slot[i] = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
+	}
 	lws_set_log_level(0, NULL);
 	memset(&info, 0, sizeof info);
 	info.port = CONTEXT_PORT_NO_LISTEN;
@@ -474,6 +562,17 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	}
 	rc = 0;
 out:
+	if (st.reader_started) {
+		char c = 1;
+		pthread_mutex_lock(&st.mu);
+		st.reader_stop = true;
+		pthread_cond_signal(&st.cv);
+		pthread_mutex_unlock(&st.mu);
+		if (write(st.wake[1], &c, 1) < 0) {
+			/* the reader also stops at the next chunk */
+		}
+		pthread_join(st.reader, NULL);
+	}
 	if (st.ctx) {
 		lws_sul_schedule(st.ctx, 0, &st.sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
 		lws_context_destroy(st.ctx);
@@ -484,7 +583,16 @@ out:
 		OPENSSL_cleanse(st.token, strlen(st.token));
 		free(st.token);
 	}
-	free(st.in_buf);
+	{
+		int i;
+		for (i = 0; i < KUBEEXEC_RING; i++)
+			free(st.slot[i]);
+		for (i = 0; i < 2; i++)
+			if (st.wake[i] >= 0)
+				close(st.wake[i]);
+	}
+	pthread_mutex_destroy(&st.mu);
+	pthread_cond_destroy(&st.cv);
 	free(full);
 	free(url);
 	free(path);
