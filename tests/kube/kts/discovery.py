@@ -1,0 +1,139 @@
+"""Discovery documents: /version, /api, /apis and their groups, namespaces, OpenAPI."""
+import hashlib
+
+from aiohttp import web
+
+from .status import ApiError
+
+SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kube-test-server",
+                  "gitCommit": "0000000000000000000000000000000000000000",
+                  "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z",
+                  "goVersion": "go1.25.0", "compiler": "gc", "platform": "linux/amd64"}
+
+
+def _hash(s):
+    return hashlib.sha256(s.encode()).hexdigest()[:12]
+
+
+async def version(_ctx, _r):
+    return web.json_response(SERVER_VERSION)
+
+
+async def core_versions(ctx, _r):
+    return web.json_response({"kind": "APIVersions", "versions": ["v1"],
+                              "serverAddressByClientCIDRs": [
+                                  {"clientCIDR": "0.0.0.0/0", "serverAddress": ctx.address}]})
+
+
+CORE_RESOURCES = [
+    {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
+     "verbs": ["get", "list"], "shortNames": ["ns"]},
+    {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+     "verbs": ["get", "list"], "shortNames": ["po"], "categories": ["all"]},
+    {"name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions",
+     "verbs": ["create", "get"]},
+]
+
+
+async def core_v1(_ctx, _r):
+    return web.json_response({"kind": "APIResourceList", "groupVersion": "v1",
+                              "resources": CORE_RESOURCES})
+
+
+def _group_doc(ctx):
+    versions = [{"groupVersion": f"{ctx.crd.group}/{v}", "version": v} for v in ctx.versions]
+    return {"name": ctx.crd.group, "versions": versions, "preferredVersion": versions[0]}
+
+
+async def groups(ctx, _r):
+    return web.json_response({"kind": "APIGroupList", "apiVersion": "v1",
+                              "groups": [_group_doc(ctx)]})
+
+
+async def group(ctx, r):
+    if r.match_info["group"] != ctx.crd.group:
+        raise ApiError(404, "the server could not find the requested resource")
+    return web.json_response(dict(_group_doc(ctx), kind="APIGroup", apiVersion="v1"))
+
+
+async def group_version(ctx, r):
+    if r.match_info["group"] != ctx.crd.group or r.match_info["version"] not in ctx.versions:
+        raise ApiError(404, "the server could not find the requested resource")
+    crd = ctx.crd
+    names = crd.names
+    res = [{"name": crd.plural, "singularName": names.get("singular", ""), "namespaced": True,
+            "kind": crd.kind, "verbs": ["delete", "deletecollection", "get", "list", "patch",
+                                        "create", "update", "watch"],
+            "shortNames": names.get("shortNames", []),
+            "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
+           {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
+            "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
+    return web.json_response({"kind": "APIResourceList", "apiVersion": "v1",
+                              "groupVersion": f"{crd.group}/{r.match_info['version']}",
+                              "resources": res})
+
+
+async def namespace(_ctx, r):
+    ns = r.match_info["ns"]
+    return web.json_response({"kind": "Namespace", "apiVersion": "v1",
+                              "metadata": {"name": ns, "uid": "ns-" + _hash(ns)},
+                              "status": {"phase": "Active"}})
+
+
+async def openapi_v2(_ctx, _r):
+    raise ApiError(404, "the server could not find the requested resource")
+
+
+def _gv_path(ctx, version):
+    return f"apis/{ctx.crd.group}/{version}"
+
+
+async def openapi_v3_root(ctx, _r):
+    """The index kubectl reads to find each group-version's document."""
+    paths = {_gv_path(ctx, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(ctx, v)}?hash="
+                                + _hash(ctx.crd.group + v).upper()} for v in ctx.versions}
+    return web.json_response({"paths": paths})
+
+
+def _schema_name(crd, version):
+    return ".".join(reversed(crd.group.split("."))) + f".{version}.{crd.kind}"
+
+
+def _operation(crd, version, action, verb, params):
+    ref = {"$ref": f"#/components/schemas/{_schema_name(crd, version)}"}
+    return {"operationId": f"{verb}{crd.kind}", "tags": [f"{crd.group}_{version}"],
+            "parameters": [{"name": p, "in": "query", "schema": {"type": "string",
+                                                                  "uniqueItems": True}}
+                           for p in params],
+            "responses": {"200": {"description": "OK",
+                                  "content": {"application/json": {"schema": ref}}}},
+            "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": {"group": crd.group, "version": version,
+                                                "kind": crd.kind}}
+
+
+async def openapi_v3(ctx, r):
+    """A group-version's OpenAPI v3 document: the Sandbox paths (with the query parameters
+    kubectl checks for, notably fieldValidation) and the CRD's schema."""
+    crd = ctx.crd
+    rest = r.match_info["rest"]
+    version = next((v for v in ctx.versions if rest == _gv_path(ctx, v)), None)
+    if version is None:
+        raise ApiError(404, "the server could not find the requested resource")
+    write = ["dryRun", "fieldManager", "fieldValidation"]
+    base = f"/apis/{crd.group}/{version}/namespaces/{{namespace}}/{crd.plural}"
+    paths = {
+        base: {"get": _operation(crd, version, "list", "list", ["labelSelector", "watch"]),
+               "post": _operation(crd, version, "post", "create", write)},
+        base + "/{name}": {"get": _operation(crd, version, "get", "read", []),
+                           "put": _operation(crd, version, "put", "replace", write),
+                           "patch": _operation(crd, version, "patch", "patch", write + ["force"]),
+                           "delete": _operation(crd, version, "delete", "delete", ["dryRun"])},
+    }
+    schema = dict(crd.schema(version))
+    schema["x-kubernetes-group-version-kind"] = [{"group": crd.group, "version": version,
+                                                  "kind": crd.kind}]
+    return web.json_response({"openapi": "3.0.0",
+                              "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+                              "paths": paths,
+                              "components": {"schemas": {_schema_name(crd, version): schema}}})
