@@ -49,6 +49,12 @@
 #define KB_KILL_TIMEOUT_NS (INT64_C(30) * 1000000000)
 /* Piped stdin copied for a v4 exec may be this large; beyond it, ask for v5. */
 #define KB_SPOOL_MAX (INT64_C(16) * 1024 * 1024 * 1024)
+/* The script sent ahead of stdin carries the command line and environment: bounded like a
+ * kernel's argument space. */
+#define KB_SCRIPT_MAX (2 * 1024 * 1024)
+/* The re-run under setsid passes the script in one environment string, which Linux caps at
+ * 128 KiB (MAX_ARG_STRLEN); larger scripts run without a new session. */
+#define KB_SETSID_SCRIPT_MAX (96 * 1024)
 /* Watches that end early (server-side timeouts) are restarted at most this often. */
 #define KB_WATCH_RESTARTS 20
 
@@ -543,13 +549,13 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 		if (e->code != SBX_ENOTFOUND)
 			goto fail;
 		obj = kb_object(full, b->namespace, s);
-		rc = kubeapi_request(api, "POST", coll, obj, NULL, e);
-		json_object_put(obj);
-		if (rc == 0) {
+		rc = -1;
+		if (kubeapi_request(api, "POST", coll, obj, NULL, e) == 0) {
+			json_object_put(obj);
 			created = true;
 			break;
 		}
-		rc = -1;
+		json_object_put(obj);
 		if (e->code != SBX_ECONFLICT)	/* AlreadyExists: someone raced us, look again */
 			goto fail;
 	}
@@ -620,26 +626,14 @@ out:
 
 /* --- exec --- */
 
-/* The sh wrapper (see the top of this file). Arguments: mode (s: start a session first, i:
- * in it), pid file or -, stdin byte count or -, workdir or -, number of NAME=VALUE, those,
- * then the command. $0 is the script itself so it can re-run under setsid. */
-static const char wrap_script[] =
-	"m=$1; shift\n"
-	"if [ \"$m\" = s ] && command -v setsid >/dev/null 2>&1; then exec setsid -w sh -c \"$0\" \"$0\" i \"$@\"; fi\n"
-	"f=$1 n=$2 d=$3 k=$4; shift 4\n"
-	"while [ \"$k\" -gt 0 ]; do export \"$1\"; shift; k=$((k-1)); done\n"
-	"if [ \"$d\" != - ]; then cd \"$d\" || exit 1; fi\n"
-	"if [ \"$f\" = - ]; then\n"
-	"  if [ \"$n\" = - ]; then exec \"$@\"; fi\n"
-	"  head -c \"$n\" | \"$@\"; exit\n"
-	"fi\n"
-	"echo $$ >\"$f\"\n"
-	"if [ \"$n\" = - ]; then \"$@\"; else head -c \"$n\" | \"$@\"; fi\n"
-	"r=$?; rm -f \"$f\"; exit $r\n";
+/* The command that starts every wrapped exec: it reads a script of exactly $0 bytes from
+ * stdin and runs it; the rest of stdin stays for the command. */
+static const char boot_script[] = "s=$(head -c \"$0\"); eval \"$s\"";
 
-/* Kills every process in the session or process group recorded in the pid file ($1). */
-static const char kill_script[] =
-	"f=$1; i=0\n"
+/* Kills every process in the session or process group recorded in the pid file $f (waiting
+ * briefly for the file when the command has only just started), then removes the file. */
+static const char kill_body[] =
+	"i=0\n"
 	"while [ ! -s \"$f\" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done\n"
 	"p=$(cat \"$f\" 2>/dev/null) || exit 0\n"
 	"[ -n \"$p\" ] || exit 0\n"
@@ -651,6 +645,70 @@ static const char kill_script[] =
 	"  done\n"
 	"done\n"
 	"rm -f \"$f\"\n";
+
+/* Appends s as one single-quoted sh word. */
+static void sh_quote(struct buf *b, const char *s)
+{
+	buf_puts(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_puts(b, "'\\''");
+		else
+			buf_append(b, s, 1);
+	}
+	buf_puts(b, "'");
+}
+
+/* How the wrapped command gets its stdin. */
+enum in_mode { IN_NONE, IN_STREAM, IN_COUNTED };
+
+/* The script sent ahead of stdin (see the top of this file): optional new session and pid
+ * file, environment, working directory, then the command with its stdin. */
+static char *exec_script(const struct sbx_exec *x, const char *pidfile, enum in_mode in,
+			 int64_t count, bool setsid)
+{
+	struct buf b = {0};
+	size_t i;
+
+	if (pidfile && setsid) {
+		/* Re-run this script under setsid (its text is still in $s) so that the command
+		 * leads a new session the kill script can find. */
+		buf_puts(&b, "if [ \"${SBXM-}\" != i ] && command -v setsid >/dev/null 2>&1; then "
+			     "SBXM=i SBXS=$s exec setsid -w sh -c 'eval \"$SBXS\"'; fi\n"
+			     "unset SBXM SBXS\n");
+	}
+	buf_puts(&b, "unset s\n");
+	if (pidfile) {
+		buf_puts(&b, "f=");
+		sh_quote(&b, pidfile);
+		buf_puts(&b, "; echo $$ >\"$f\"\n");
+	}
+	for (i = 0; x->env && x->env[i]; i++) {
+		buf_puts(&b, "export ");
+		sh_quote(&b, x->env[i]);
+		buf_puts(&b, "\n");
+	}
+	if (x->workdir) {
+		buf_puts(&b, "cd ");
+		sh_quote(&b, x->workdir);
+		buf_puts(&b, " || exit 1\n");
+	}
+	buf_puts(&b, "set --");
+	for (i = 0; x->argv[i]; i++) {
+		buf_puts(&b, " ");
+		sh_quote(&b, x->argv[i]);
+	}
+	buf_puts(&b, "\n");
+	if (in == IN_COUNTED)
+		buf_printf(&b, "head -c %lld | \"$@\"\n", (long long)count);
+	else
+		buf_printf(&b, "%s\"$@\"%s\n", pidfile ? "" : "exec ", in == IN_NONE ? " </dev/null" : "");
+	if (pidfile)
+		buf_puts(&b, "r=$?; rm -f \"$f\"; exit $r\n");
+	else if (in == IN_COUNTED)
+		buf_puts(&b, "exit $?\n");
+	return buf_steal(&b);
+}
 
 /* The per-server file remembering which subprotocol the server chose last time. */
 static char *proto_cache(const char *server)
@@ -763,18 +821,27 @@ fail:
 
 /* Runs the kill script in the sandbox for pid file f (best effort). */
 static void kill_remote(struct kubeconfig *kc, const struct sbx_backend *b, const char *pod,
-			const char *f)
+			const char *f, const char *protos)
 {
-	char *argv[] = {"sh", "-c", (char *)kill_script, "sbx-kill", (char *)f, NULL};
+	struct buf script = {0};
+	char count[32];
+	char *argv[] = {"sh", "-c", (char *)boot_script, count, NULL};
 	struct kubeexec_req req = {
 		.kc = kc, .namespace = b->namespace, .pod = pod, .container = KB_CONTAINER,
 		.argv = argv, .in_fd = -1, .out_fd = -1, .err_fd = -1, .cancel_fd = -1,
-		.deadline_ns = time_mono_ns() + KB_KILL_TIMEOUT_NS,
+		.deadline_ns = time_mono_ns() + KB_KILL_TIMEOUT_NS, .protocols = protos,
 	};
 	struct kubeexec_result res;
 	struct sbx_err ignored;
 
+	buf_puts(&script, "exec </dev/null\nf=");
+	sh_quote(&script, f);
+	buf_printf(&script, "\n%s", kill_body);
+	snprintf(count, sizeof count, "%zu", script.len);
+	req.in_prefix = script.data;
+	req.in_prefix_len = script.len;
 	kubeexec_run(&req, &res, &ignored);
+	buf_free(&script);
 }
 
 static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
@@ -785,10 +852,12 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	struct kubeexec_result res;
 	const char *env_protos = getenv("SBX_KUBE_EXEC_PROTOCOL");
 	const char *protos = KUBEEXEC_V5 "," KUBEEXEC_V4;
-	char **argv = NULL, *cache = NULL, pidfile[64] = "-", count[32] = "-", nenv[16];
+	char *cache = NULL, *script = NULL, *rawpath = NULL, pidfile[64] = "", count[32];
+	char *boot[] = {"sh", "-c", (char *)boot_script, count, NULL};
 	bool need_kill = x->timeout_ns > 0 || x->cancel_fd >= 0, v4_possible, wrap;
+	enum in_mode in = x->in_fd >= 0 ? IN_STREAM : IN_NONE;
 	int in_fd = x->in_fd, spooled = -1, rc = -1;
-	size_t i, n = 0, nargs = 0, ne = 0;
+	int64_t size = 0;
 
 	if (api == NULL)
 		return -1;
@@ -803,7 +872,6 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		/* Without stdin half-close the remote side must know the byte count. */
 		struct stat sb;
 		off_t pos = lseek(in_fd, 0, SEEK_CUR);
-		int64_t size;
 		if (fstat(in_fd, &sb) == 0 && S_ISREG(sb.st_mode) && pos >= 0) {
 			size = (int64_t)sb.st_size - (int64_t)pos;
 			if (size < 0)
@@ -813,10 +881,11 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 				goto out;
 			in_fd = spooled;
 		}
-		snprintf(count, sizeof count, "%lld", (long long)size);
+		in = IN_COUNTED;
 	}
 	if (need_kill) {
 		unsigned char rnd[12];
+		size_t i;
 		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
 			err_sys(e, errno, "getrandom");
 			goto out;
@@ -825,35 +894,31 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		for (i = 0; i < sizeof rnd; i++)
 			snprintf(pidfile + strlen(pidfile), 3, "%02x", rnd[i]);
 	}
-	for (i = 0; x->env && x->env[i]; i++)
-		ne++;
-	for (i = 0; x->argv[i]; i++)
-		nargs++;
-	wrap = need_kill || strcmp(count, "-") != 0 || x->workdir || ne > 0;
-	argv = xcalloc(nargs + ne + 16, sizeof *argv);
-	if (wrap) {
-		argv[n++] = "sh";
-		argv[n++] = "-c";
-		argv[n++] = (char *)wrap_script;
-		argv[n++] = (char *)wrap_script;
-		argv[n++] = need_kill ? "s" : "i";
-		argv[n++] = pidfile;
-		argv[n++] = count;
-		argv[n++] = x->workdir ? (char *)x->workdir : "-";
-		snprintf(nenv, sizeof nenv, "%zu", ne);
-		argv[n++] = nenv;
-		for (i = 0; i < ne; i++)
-			argv[n++] = x->env[i];
-	}
-	for (i = 0; i < nargs; i++)
-		argv[n++] = x->argv[i];
-	argv[n] = NULL;
+	rawpath = kubeexec_path(b->namespace, name, KB_CONTAINER, x->argv, in_fd >= 0);
+	wrap = need_kill || in == IN_COUNTED || x->workdir || (x->env && x->env[0]) || rawpath == NULL;
 	memset(&req, 0, sizeof req);
 	req.kc = kubeapi_config(api);
 	req.namespace = b->namespace;
 	req.pod = name;
 	req.container = KB_CONTAINER;
-	req.argv = argv;
+	req.argv = x->argv;
+	if (wrap) {
+		script = exec_script(x, need_kill ? pidfile : NULL, in, size, true);
+		if (strlen(script) > KB_SETSID_SCRIPT_MAX) {
+			/* Too large to pass through the environment to the re-run under setsid. */
+			free(script);
+			script = exec_script(x, need_kill ? pidfile : NULL, in, size, false);
+		}
+		if (strlen(script) > KB_SCRIPT_MAX) {
+			err_set(e, SBX_EINVAL, "the command line and environment are larger than %d bytes",
+				KB_SCRIPT_MAX);
+			goto out;
+		}
+		snprintf(count, sizeof count, "%zu", strlen(script));
+		req.argv = boot;
+		req.in_prefix = script;
+		req.in_prefix_len = strlen(script);
+	}
 	req.in_fd = in_fd;
 	req.out_fd = x->out_fd;
 	req.err_fd = x->err_fd;
@@ -863,7 +928,7 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	if (kubeexec_run(&req, &res, e) < 0) {
 		/* A broken stream leaves the command running: stop it like a timeout would. */
 		if (res.established && need_kill)
-			kill_remote(req.kc, b, name, pidfile);
+			kill_remote(req.kc, b, name, pidfile, protos);
 		if (e->code == SBX_ENOTFOUND)
 			err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s (no pod %s)", name,
 				b->namespace, name);
@@ -874,11 +939,17 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	proto_remember(cache, res.protocol);
 	if (res.timed_out || res.canceled) {
 		if (need_kill)
-			kill_remote(req.kc, b, name, pidfile);
+			kill_remote(req.kc, b, name, pidfile, protos);
 		r->timed_out = res.timed_out;
 		r->canceled = res.canceled;
 		r->exit_code = res.timed_out ? 124 : 130;
 		rc = 0;
+		goto out;
+	}
+	if (in == IN_STREAM && strcmp(res.protocol, KUBEEXEC_V4) == 0 && res.stdin_sent > 0 &&
+	    !res.got_status) {
+		err_set(e, SBX_EIO, "the server chose %s, which cannot close stdin; run the command again",
+			KUBEEXEC_V4);
 		goto out;
 	}
 	if (res.failure) {
@@ -899,7 +970,8 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 out:
 	if (spooled >= 0)
 		close(spooled);
-	free(argv);
+	free(rawpath);
+	free(script);
 	free(cache);
 	return rc;
 }

@@ -51,7 +51,9 @@ struct xstate {
 	size_t slot_len[KUBEEXEC_RING];
 	int head, count;		/* guarded by mu, as are in_eof and reader_stop */
 	bool reader_stop;
+	size_t prefix_sent;		/* bytes of req->in_prefix handed to lws */
 	int wake[2];			/* tells the reader thread to stop polling stdin */
+	unsigned char *scratch;		/* LWS_PRE + 1 + CHUNK, for the prefix */
 	struct buf status;
 	int http_status;		/* upgrade refused with this status */
 	char conn_err[256];
@@ -285,6 +287,19 @@ static int send_stdin(struct xstate *st, struct lws *wsi)
 	size_t n = 0;
 	bool eof, more;
 
+	if (st->prefix_sent < st->req->in_prefix_len) {
+		/* The prefix goes first, a chunk at a time through slot 0's twin (scratch). */
+		n = st->req->in_prefix_len - st->prefix_sent;
+		if (n > KUBEEXEC_STDIN_CHUNK)
+			n = KUBEEXEC_STDIN_CHUNK;
+		st->scratch[LWS_PRE] = KUBEEXEC_CH_STDIN;
+		memcpy(st->scratch + LWS_PRE + 1, st->req->in_prefix + st->prefix_sent, n);
+		if (lws_write(wsi, st->scratch + LWS_PRE, n + 1, LWS_WRITE_BINARY) < (int)(n + 1))
+			return -1;
+		st->prefix_sent += n;
+		lws_callback_on_writable(wsi);
+		return 0;
+	}
 	pthread_mutex_lock(&st->mu);
 	if (st->count > 0) {
 		b = st->slot[st->head];
@@ -358,6 +373,8 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		if (st->res->protocol[0] == '\0')
 			lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
 		st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
+		if (st->req->in_prefix_len > 0)
+			lws_callback_on_writable(wsi);
 		if (st->req->in_fd >= 0) {
 			if (pthread_create(&st->reader, NULL, reader_main, st) != 0) {
 				snprintf(st->conn_err, sizeof st->conn_err, "cannot start the stdin reader");
@@ -464,7 +481,7 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	pthread_cond_init(&st.cv, NULL);
 	st.cur_channel = -1;
 	if ((path = kubeexec_path(req->namespace, req->pod, req->container, req->argv,
-				  req->in_fd >= 0)) == NULL)
+				  req->in_fd >= 0 || req->in_prefix_len > 0)) == NULL)
 		return err_set(e, SBX_EINVAL, "the command line is longer than %d bytes", KUBEEXEC_QUERY_MAX);
 	if (kubeconfig_token(req->kc, &st.token, e) < 0)
 		goto out;
@@ -477,6 +494,11 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	full = xasprintf("%s%s%s", *base ? "/" : "", base, path);
 	while (strstr(full, "//") == full)
 		memmove(full, full + 1, strlen(full));
+	if (req->in_prefix_len > 0) {
+		st.scratch = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
+		if (req->in_fd < 0)
+			st.in_eof = true;	/* the prefix is all the input there is */
+	}
 	if (req->in_fd >= 0) {
 		int i;
 		if (pipe2(st.wake, O_CLOEXEC) < 0) {
@@ -486,13 +508,16 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 		for (i = 0; i < KUBEEXEC_RING; i++)
 			st.slot[i] = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
 	}
-	lws_set_log_level(0, NULL);
+	/* lib/ never prints: libwebsockets' own log stays off unless asked for ($SBX_KUBE_LWS_LOG,
+	 * an lws log-level mask, for debugging). */
+	lws_set_log_level(getenv("SBX_KUBE_LWS_LOG") ? atoi(getenv("SBX_KUBE_LWS_LOG")) : 0, NULL);
 	memset(&info, 0, sizeof info);
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.protocols = protocols;
 	info.user = &st;
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-	info.max_http_header_data = 4096;
+	info.max_http_header_data = 0;
+	info.max_http_header_data2 = 2 * KUBEEXEC_QUERY_MAX;
 	info.pt_serv_buf_size = KUBEEXEC_HS_BUF;
 	info.timeout_secs = KUBEAPI_CONNECT_TIMEOUT_MS / 1000;
 	if (req->kc->ca.data) {
@@ -587,6 +612,7 @@ out:
 		int i;
 		for (i = 0; i < KUBEEXEC_RING; i++)
 			free(st.slot[i]);
+		free(st.scratch);
 		for (i = 0; i < 2; i++)
 			if (st.wake[i] >= 0)
 				close(st.wake[i]);

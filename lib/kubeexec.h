@@ -20,8 +20,9 @@
 #define KUBEEXEC_STDIN_CHUNK (128 * 1024)
 /* The status channel carries one small metav1.Status. */
 #define KUBEEXEC_STATUS_MAX (64 * 1024)
-/* The query string (one command= per argv element) has to fit in a request line. */
-#define KUBEEXEC_QUERY_MAX (256 * 1024)
+/* The request path with its query (one command= per argv element): libwebsockets 4.1 formats
+ * the request line into 2048 bytes, so longer command lines go on stdin (see kube_backend.c). */
+#define KUBEEXEC_QUERY_MAX 1900
 
 enum { KUBEEXEC_CH_STDIN = 0, KUBEEXEC_CH_STDOUT = 1, KUBEEXEC_CH_STDERR = 2,
        KUBEEXEC_CH_STATUS = 3, KUBEEXEC_CH_RESIZE = 4, KUBEEXEC_CH_CLOSE = 255 };
@@ -31,6 +32,8 @@ struct kubeexec_req {
 	const char *namespace, *pod, *container;
 	char *const *argv;		/* sent as is (wrapping is the caller's choice) */
 	int in_fd;			/* -1: no stdin */
+	const char *in_prefix;		/* sent on stdin before in_fd's bytes (or alone), or NULL */
+	size_t in_prefix_len;
 	int out_fd, err_fd;
 	int64_t deadline_ns;		/* monotonic; 0: none */
 	int cancel_fd;			/* -1 or readable to stop */
