@@ -2,17 +2,23 @@
  * makes them (plus a managed-by label), waited for with a watch (polling as fallback),
  * kept alive by GET+PUT, and entered over WebSocket exec (lib/kubeexec.c).
  *
- * Killing a command on timeout: Kubernetes does not stop a process when its exec stream
- * closes, so when a deadline or cancel_fd is given the command runs under a small sh wrapper
- * that starts a new session (setsid -w), records its pid in /tmp/.sbx-exec-<random> and waits
- * for the command. On timeout or cancel a second exec kills every process in that session
- * (and process group) by reading /proc/<pid>/stat, then removes the pid file.
- *
- * v4.channel.k8s.io cannot half-close stdin, so when v4 may be negotiated the wrapper feeds
- * the command through `head -c N`, N being the exact stdin size (a regular file's remaining
- * bytes, or the size of a temporary copy of piped input); the command then sees EOF after
- * N bytes. A server known (from an earlier exec, cached per server in the state dir) to
- * speak v5 gets stdin streamed and half-closed instead. */
+ * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
+ * for real command lines, and Kubernetes neither stops a process when its exec stream closes
+ * nor (on v4.channel.k8s.io) lets a client close stdin. So unless the command is short and
+ * needs nothing else, sbx runs `sh -c 's=$(head -c "$0"); eval "$s"' N` and sends, as the
+ * first N bytes of stdin, a script with the real command line (shell-quoted), environment
+ * and working directory; the rest of stdin belongs to the command. `head -c N` reads exactly
+ * N bytes, so nothing of the command's input is consumed. The script then:
+ *  - with a deadline or cancel_fd: re-runs itself under `setsid -w` (when setsid exists), so
+ *    the command leads a new session, writes its pid to /tmp/.sbx-exec-<random>, waits for
+ *    the command and removes the file. On timeout, cancel or a broken stream a second exec
+ *    kills every process of that session or process group (read from /proc/<pid>/stat) and
+ *    removes the file: the command and everything it started die, as on the local backend.
+ *  - on v4 with stdin: feeds the command through `head -c M`, M being the exact stdin size (a
+ *    regular file's remaining bytes, or the size of a temporary copy of piped input), so the
+ *    command sees EOF after M bytes. A server known (from an earlier exec, remembered per
+ *    server in the state dir) to choose v5 gets piped stdin streamed and half-closed instead.
+ * Wrapped execs need /bin/sh and head in the image (every Debian-based image has them). */
 #include "backend.h"
 
 #include <errno.h>

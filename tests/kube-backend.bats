@@ -65,6 +65,17 @@ remote_count() {
 	sbx-exec -raw "$1" -- sh -c 'n=0; for d in /proc/[0-9]*; do tr "\0" " " <"$d/cmdline" 2>/dev/null | grep -q -- "$0" && n=$((n+1)); done; echo $n' "$2"
 }
 
+# Waits (bounded) until no process in sandbox $1 matches $2; fails if one still does.
+remote_gone() {
+	local i
+	for i in $(seq 1 50); do
+		[ "$(remote_count "$1" "$2")" = 0 ] && return 0
+		sleep 0.1
+	done
+	echo "still running in $1: $2" >&2
+	return 1
+}
+
 @test "create makes a Ready Sandbox shaped as upstream makes it, with the sbx label" {
 	run sbx-create k1
 	assert_status 0
@@ -124,14 +135,19 @@ done" ]
 	printf '%s' "$output" | jq -se '[.[] | select(.path | endswith("/exec")) | .headers["Sec-WebSocket-Protocol"] // .headers["sec-websocket-protocol"]] | any(. == "v4.channel.k8s.io") and any(. == "v5.channel.k8s.io")'
 }
 
-@test "exec streams 200 MB of stdin and the sandbox sees every byte" {
+@test "exec streams 200 MB of stdin and the sandbox sees every byte (v5 streamed, v4 counted)" {
 	sbx-create k5 >/dev/null
 	head -c 200M /dev/urandom >"$BATS_TEST_TMPDIR/big"
 	want=$(sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)
+	# The first exec teaches sbx that the server speaks v5, so the pipe is streamed.
+	sbx-exec -raw k5 -- true
 	got=$(cat "$BATS_TEST_TMPDIR/big" | sbx-exec -raw k5 -- sha256sum | cut -d' ' -f1)
 	[ "$got" = "$want" ]
 	got=$(SBX_KUBE_EXEC_PROTOCOL=v4 sbx-exec -raw k5 -- sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)
 	[ "$got" = "$want" ]
+	got=$(cat "$BATS_TEST_TMPDIR/big" | SBX_KUBE_EXEC_PROTOCOL=v4 sbx-exec -raw k5 -- sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ]
+	rm -f "$BATS_TEST_TMPDIR/big"
 }
 
 @test "exec timeout kills every process the command started (exit 124)" {
@@ -139,15 +155,36 @@ done" ]
 	run sbx-exec -timeout 1s k6 -- sh -c 'sleep 317 & sleep 318; echo never'
 	assert_status 124
 	assert_json '.timed_out == true'
-	for i in $(seq 1 50); do
-		[ "$(remote_count k6 'sleep 31[78]')" = 0 ]
-	# the counter does see processes: it finds itself
-	[ "$(remote_count k6 'n=0; for')" -ge 1 ] && break
-		sleep 0.1
-	done
-	[ "$(remote_count k6 'sleep 31[78]')" = 0 ]
+	remote_gone k6 'sleep 31[78]'
 	# the counter does see processes: it finds itself
 	[ "$(remote_count k6 'n=0; for')" -ge 1 ]
+}
+
+@test "a signal to sbx-exec stops the remote command too" {
+	sbx-create k19 >/dev/null
+	sbx-exec -raw k19 -- sh -c 'echo started; exec sleep 322' >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	for i in $(seq 1 100); do
+		grep -q started "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.1
+	done
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 143 ]
+	remote_gone k19 'sleep 3[2]2'
+}
+
+@test "a server that serves only v1alpha1 is used through discovery" {
+	start_server "$BATS_TEST_TMPDIR/alpha" -versions v1alpha1
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-create ka1
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-touch ka1
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" ks -kubeconfig "$BATS_TEST_TMPDIR/alpha/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -se '[.[] | select(.method == "POST")][0].path | test("/apis/agents.x-k8s.io/v1alpha1/")' "$BATS_TEST_TMPDIR/req"
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" sbx-delete ka1
+	stop_server "$BATS_TEST_TMPDIR/alpha"
 }
 
 @test "touch moves the shutdown time; a missing Sandbox exits 101" {
@@ -219,11 +256,7 @@ done" ]
 	run sbx-exec -timeout 1m k13 -- sh -c 'echo 0123456789; sleep 319'
 	assert_status 111
 	assert_contains "ended before the command's exit status arrived"
-	for i in $(seq 1 50); do
-		[ "$(remote_count k13 'sleep 3[1]9')" = 0 ] && break
-		sleep 0.1
-	done
-	[ "$(remote_count k13 'sleep 3[1]9')" = 0 ]
+	remote_gone k13 'sleep 3[1]9'
 }
 
 @test "fault: readiness that never comes times out and the Sandbox is deleted" {

