@@ -716,7 +716,8 @@ static char *exec_script(const struct sbx_exec *x, const char *pidfile, enum in_
 	return buf_steal(&b);
 }
 
-/* The per-server file remembering which subprotocol the server chose last time. */
+/* The per-server file remembering which subprotocol the server chose last time. It lives in
+ * <state root>/.kube/: a dot name can never be a namespace of the local backend. */
 static char *proto_cache(const char *server)
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
@@ -728,7 +729,7 @@ static char *proto_cache(const char *server)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	if ((root = paths_state_root(NULL)) == NULL)
 		return NULL;
-	p = xasprintf("%s/kube", root);
+	p = xasprintf("%s/.kube", root);
 	free(root);
 	if (paths_mkdirs(p, 0700, NULL) < 0) {
 		free(p);

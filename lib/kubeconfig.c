@@ -509,7 +509,7 @@ static char *cache_path(const struct kubeconfig *kc)
 		char *st = paths_state_root(NULL);
 		if (st == NULL)
 			return NULL;
-		root = xasprintf("%s/kube-exec", st);
+		root = xasprintf("%s/.kube-exec", st);	/* never a namespace name */
 		free(st);
 	}
 	if (paths_mkdirs(root, 0700, NULL) < 0) {
