@@ -250,10 +250,16 @@ class Sandboxes:
 
     async def _watch(self):
         rv = self.r.query.get("resourceVersion")
+        initial = _qbool(self.r, "sendInitialEvents")
+        if initial and self.r.query.get("resourceVersionMatch") != "NotOlderThan":
+            raise ApiError(422, "resourceVersionMatch: Forbidden: sendInitialEvents requires "
+                           "setting resourceVersionMatch to NotOlderThan", "Invalid")
         try:
             since = int(rv) if rv not in (None, "", "0") else None
         except ValueError:
             raise ApiError(400, f"invalid resourceVersion {rv!r}") from None
+        if initial:
+            since = None        # the current state first, then a bookmark marking its end
         try:
             timeout = min(int(self.r.query.get("timeoutSeconds", WATCH_TIMEOUT_MAX)),
                           WATCH_TIMEOUT_MAX)
@@ -270,6 +276,8 @@ class Sandboxes:
         self.ctx.watch_responses.add(resp)
         try:
             await resp.prepare(self.r)
+            if initial:
+                await self._send_initial(w, resp, table)
             deadline = asyncio.get_running_loop().time() + timeout
             while True:
                 left = deadline - asyncio.get_running_loop().time()
@@ -291,6 +299,21 @@ class Sandboxes:
             self.ctx.store.unwatch(w)
             self.ctx.watch_responses.discard(resp)
         return resp
+
+    async def _send_initial(self, w, resp, table):
+        """The ADDED events queued for the current objects, then the initial-events-end
+        BOOKMARK that WatchList clients (kubectl wait) require."""
+        while not w.queue.empty():
+            ev = w.queue.get_nowait()
+            if ev is None:
+                return
+            kind, obj = ev
+            out = self._table([obj]) if table else self._out(obj)
+            await resp.write(json.dumps({"type": kind, "object": out}).encode() + b"\n")
+        mark = {"kind": self.res.kind, "apiVersion": self.api_version,
+                "metadata": {"resourceVersion": str(self.ctx.store.rv),
+                             "annotations": {"k8s.io/initial-events-end": "true"}}}
+        await resp.write(json.dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
 
     async def _create(self):
         obj = await read_json(self.r)
