@@ -14,7 +14,7 @@ import signal
 
 from aiohttp import WSMsgType, web
 
-from .status import PODS, ApiError, not_found
+from .status import PODS, ApiError, dumps, not_found
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
@@ -163,7 +163,7 @@ async def handle(ctx, request):
     except OSError as e:
         doc = {"metadata": {}, "status": "Failure", "reason": "InternalError",
                "message": f"failed to start the command: {e}"}
-        await ws.send_bytes(bytes([STATUS]) + json.dumps(doc).encode())
+        await ws.send_bytes(bytes([STATUS]) + dumps(doc).encode())
         await ws.close()
         return ws
     s = Session(request, ws, proc, ctx.faults.take_exec_drop())
@@ -178,7 +178,7 @@ async def handle(ctx, request):
             code = 128 - code
         if not s.gone:
             doc = exit_status(command, code)
-            await s.send(STATUS, json.dumps(doc).encode())
+            await s.send(STATUS, dumps(doc).encode())
             await ws.close()
     except asyncio.CancelledError:
         _kill(proc)
