@@ -12,8 +12,8 @@ from aiohttp import web
 from . import discovery, execws, tables
 from .patch import PatchError, apply_patch, json_patch, merge_patch
 from .selectors import SelectorError, matcher
-from .status import (PODS, ApiError, Resource, already_exists, conflict, forbidden, invalid, not_found,
-                     status_doc)
+from .status import (PODS, ApiError, Resource, already_exists, conflict, dumps, forbidden,
+                     invalid, json_response, not_found, status_doc)
 from .store import Conflict, Exists, Gone
 
 # Request bodies are capped like the API server's (3 MiB); larger ones get 413.
@@ -70,13 +70,13 @@ def make_middlewares(ctx):
         except ApiError as e:
             return e.response()
         except web.HTTPNotFound:
-            return web.json_response(status_doc(404, "the server could not find the requested "
+            return json_response(status_doc(404, "the server could not find the requested "
                                                 "resource"), status=404)
         except web.HTTPMethodNotAllowed:
-            return web.json_response(status_doc(405, f"the server does not allow this method on "
+            return json_response(status_doc(405, f"the server does not allow this method on "
                                                 "the requested resource"), status=405)
         except web.HTTPRequestEntityTooLarge:
-            return web.json_response(status_doc(413, "Request entity too large: limit is 3145728"),
+            return json_response(status_doc(413, "Request entity too large: limit is 3145728"),
                                      status=413)
 
     @web.middleware
@@ -84,21 +84,25 @@ def make_middlewares(ctx):
         if request.path.startswith(TEST_PREFIX):
             return await handler(request)
         body = b""
+        too_large = False
         if request.can_read_body:
             try:
                 body = await request.read()
             except web.HTTPRequestEntityTooLarge:
-                body = b""
+                too_large = True
         query = {k: request.query.getall(k) for k in request.query.keys()}
         entry = ctx.faults.log(request.method, request.path, query, request.headers, body, None)
-        resp = await handler(request)
+        if too_large:
+            resp = ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
+        else:
+            resp = await handler(request)
         entry["status"] = resp.status
         return resp
 
     @web.middleware
     async def auth(request, handler):
         if not authenticated(ctx, request):
-            return web.json_response(status_doc(401, "Unauthorized"), status=401)
+            return json_response(status_doc(401, "Unauthorized"), status=401)
         return await handler(request)
 
     @web.middleware
@@ -108,7 +112,7 @@ def make_middlewares(ctx):
             code = ctx.faults.fail_status
             headers = {"Retry-After": "1"} if code in (429, 503) else {}
             msg = "Internal error occurred: injected fault" if code == 500 else "injected fault"
-            return web.json_response(status_doc(code, msg), status=code, headers=headers)
+            return json_response(status_doc(code, msg), status=code, headers=headers)
         return await handler(request)
 
     return [record, errors, auth, faults]
@@ -170,8 +174,8 @@ class Sandboxes:
 
     def _respond(self, obj, code=200):
         if tables.wants_table(self.r.headers.get("Accept")):
-            return web.json_response(self._table([obj]), status=code)
-        return web.json_response(self._out(obj), status=code)
+            return json_response(self._table([obj]), status=code)
+        return json_response(self._out(obj), status=code)
 
     def _table(self, objs):
         return tables.table([self._out(o) for o in objs], self.ctx.crd.columns(self.version),
@@ -228,7 +232,7 @@ class Sandboxes:
             self._authorize("deletecollection")
             for o in self.ctx.store.list(self._match()):
                 self._delete_obj(o)
-            return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
+            return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Success"})
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
@@ -243,17 +247,23 @@ class Sandboxes:
     def _list(self):
         items = self.ctx.store.list(self._match())
         if tables.wants_table(self.r.headers.get("Accept")):
-            return web.json_response(self._table(items))
-        return web.json_response({"apiVersion": self.api_version, "kind": self.res.kind + "List",
+            return json_response(self._table(items))
+        return json_response({"apiVersion": self.api_version, "kind": self.res.kind + "List",
                                   "metadata": {"resourceVersion": str(self.ctx.store.rv)},
                                   "items": [self._out(o) for o in items]})
 
     async def _watch(self):
         rv = self.r.query.get("resourceVersion")
+        initial = _qbool(self.r, "sendInitialEvents")
+        if initial and self.r.query.get("resourceVersionMatch") != "NotOlderThan":
+            raise ApiError(422, "resourceVersionMatch: Forbidden: sendInitialEvents requires "
+                           "setting resourceVersionMatch to NotOlderThan", "Invalid")
         try:
             since = int(rv) if rv not in (None, "", "0") else None
         except ValueError:
             raise ApiError(400, f"invalid resourceVersion {rv!r}") from None
+        if initial:
+            since = None        # the current state first, then a bookmark marking its end
         try:
             timeout = min(int(self.r.query.get("timeoutSeconds", WATCH_TIMEOUT_MAX)),
                           WATCH_TIMEOUT_MAX)
@@ -270,6 +280,8 @@ class Sandboxes:
         self.ctx.watch_responses.add(resp)
         try:
             await resp.prepare(self.r)
+            if initial:
+                await self._send_initial(w, resp, table)
             deadline = asyncio.get_running_loop().time() + timeout
             while True:
                 left = deadline - asyncio.get_running_loop().time()
@@ -283,7 +295,7 @@ class Sandboxes:
                     break
                 kind, obj = ev
                 out = self._table([obj]) if table else self._out(obj)
-                await resp.write(json.dumps({"type": kind, "object": out}).encode() + b"\n")
+                await resp.write(dumps({"type": kind, "object": out}).encode() + b"\n")
             await resp.write_eof()
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -291,6 +303,21 @@ class Sandboxes:
             self.ctx.store.unwatch(w)
             self.ctx.watch_responses.discard(resp)
         return resp
+
+    async def _send_initial(self, w, resp, table):
+        """The ADDED events queued for the current objects, then the initial-events-end
+        BOOKMARK that WatchList clients (kubectl wait) require."""
+        while not w.queue.empty():
+            ev = w.queue.get_nowait()
+            if ev is None:
+                return
+            kind, obj = ev
+            out = self._table([obj]) if table else self._out(obj)
+            await resp.write(dumps({"type": kind, "object": out}).encode() + b"\n")
+        mark = {"kind": self.res.kind, "apiVersion": self.api_version,
+                "metadata": {"resourceVersion": str(self.ctx.store.rv),
+                             "annotations": {"k8s.io/initial-events-end": "true"}}}
+        await resp.write(dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
 
     async def _create(self):
         obj = await read_json(self.r)
@@ -307,7 +334,7 @@ class Sandboxes:
         if "All" in self.r.query.getall("dryRun", []):
             if self.ctx.store.get(self.ns, name):
                 raise already_exists(self.res, name)
-            return web.json_response(self._out(obj), status=201, headers=headers)
+            return json_response(self._out(obj), status=201, headers=headers)
         for k in ("resourceVersion", "uid"):
             obj["metadata"].pop(k, None)
         try:
@@ -382,7 +409,7 @@ class Sandboxes:
             if new["status"] is None:
                 new.pop("status")
         if "All" in self.r.query.getall("dryRun", []):
-            return web.json_response(self._out(new), headers=headers)
+            return json_response(self._out(new), headers=headers)
         try:
             updated = self.ctx.store.update(new)
         except Conflict:
@@ -468,9 +495,9 @@ class Sandboxes:
                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                            f"{live['metadata']['resourceVersion']}", "Conflict")
         if "All" in self.r.query.getall("dryRun", []):
-            return web.json_response(self._out(live))
+            return json_response(self._out(live))
         gone = self._delete_obj(live)
-        return web.json_response(self._out(gone))
+        return json_response(self._out(gone))
 
     def _delete_obj(self, obj):
         gone = self.ctx.store.delete(obj["metadata"]["namespace"], obj["metadata"]["name"])
@@ -556,8 +583,8 @@ class Pods:
             raise not_found(PODS, self.name)
         doc = pod_doc(self.ctx, s, p)
         if tables.wants_table(self.r.headers.get("Accept")):
-            return web.json_response(self._table([doc]))
-        return web.json_response(doc)
+            return json_response(self._table([doc]))
+        return json_response(doc)
 
     async def list(self):
         self._authorize("list")
@@ -569,37 +596,37 @@ class Pods:
         pods = [p for p in self._pods(lambda o: ns is None or o["metadata"]["namespace"] == ns)
                 if sel(p)]
         if tables.wants_table(self.r.headers.get("Accept")):
-            return web.json_response(self._table(pods))
-        return web.json_response({"kind": "PodList", "apiVersion": "v1",
+            return json_response(self._table(pods))
+        return json_response({"kind": "PodList", "apiVersion": "v1",
                                   "metadata": {"resourceVersion": str(self.ctx.store.rv)},
                                   "items": pods})
 
 
 # /_test control endpoints.
 async def get_faults(ctx, _r):
-    return web.json_response(ctx.faults.as_dict())
+    return json_response(ctx.faults.as_dict())
 
 
 async def set_faults(ctx, r):
     try:
         ctx.faults.set(await r.json())
     except ValueError as e:
-        return web.json_response(status_doc(400, str(e)), status=400)
-    return web.json_response(ctx.faults.as_dict())
+        return json_response(status_doc(400, str(e)), status=400)
+    return json_response(ctx.faults.as_dict())
 
 
 async def reset_faults(ctx, _r):
     ctx.faults.reset()
-    return web.json_response(ctx.faults.as_dict())
+    return json_response(ctx.faults.as_dict())
 
 
 async def get_requests(ctx, _r):
-    return web.json_response({"requests": list(ctx.faults.requests)})
+    return json_response({"requests": list(ctx.faults.requests)})
 
 
 async def clear_requests(ctx, _r):
     ctx.faults.requests.clear()
-    return web.json_response({"requests": []})
+    return json_response({"requests": []})
 
 
 async def expire(ctx, r):
@@ -607,12 +634,12 @@ async def expire(ctx, r):
         doc = await r.json()
         key = (doc.get("namespace") or "default", doc["name"])
     except (ValueError, KeyError, AttributeError, TypeError):
-        return web.json_response(status_doc(400, 'expected {"namespace": NS, "name": NAME}'),
+        return json_response(status_doc(400, 'expected {"namespace": NS, "name": NAME}'),
                                  status=400)
     if not ctx.controller.expire(key):
-        return web.json_response(status_doc(404, f'sandbox "{key[0]}/{key[1]}" not found'),
+        return json_response(status_doc(404, f'sandbox "{key[0]}/{key[1]}" not found'),
                                  status=404)
-    return web.json_response({"expired": f"{key[0]}/{key[1]}"})
+    return json_response({"expired": f"{key[0]}/{key[1]}"})
 
 
 def random_token():

@@ -33,6 +33,9 @@ class SbxBackend:
 
     def __init__(self):
         self.bin_dir = os.environ.get("SBX_BIN")
+        # The tools must act on the local backend whatever the caller's environment says
+        # (a client under test may run with SANDBOX_BACKEND=kubernetes pointing at us).
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
 
     def tool(self, name):
         if self.bin_dir:
@@ -47,7 +50,7 @@ class SbxBackend:
     async def _run(self, *argv):
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+            stderr=asyncio.subprocess.PIPE, env=self.env)
         out, err = await proc.communicate()
         if proc.returncode != 0:
             raise BackendError(f"{os.path.basename(argv[0])} exited {proc.returncode}: "
@@ -55,22 +58,24 @@ class SbxBackend:
         return out
 
     async def create(self, ns, name, homedir, ttl_s):
-        argv = [self.tool("sbx-create"), "-namespace", ns, "-ttl", go_seconds(ttl_s)]
+        argv = [self.tool("sbx-create"), "-backend", "local", "-namespace", ns,
+                "-image", "host", "-ttl", go_seconds(ttl_s)]
         if homedir:
             argv += ["-homedir", homedir]
         await self._run(*argv, local_name(name))
 
     async def touch(self, ns, name, ttl_s):
-        await self._run(self.tool("sbx-touch"), "-namespace", ns, "-ttl", go_seconds(ttl_s),
+        await self._run(self.tool("sbx-touch"), "-backend", "local", "-namespace", ns, "-ttl", go_seconds(ttl_s),
                         local_name(name))
 
     async def delete(self, ns, name):
-        await self._run(self.tool("sbx-delete"), "-namespace", ns, local_name(name))
+        await self._run(self.tool("sbx-delete"), "-backend", "local", "-namespace", ns,
+                        local_name(name))
 
     def exec_spec(self, ns, name, homedir, command):
         """(argv, env, cwd) for running `command` in the sandbox with raw streams."""
-        return ([self.tool("sbx-exec"), "-raw", "-namespace", ns, local_name(name), "--"]
-                + list(command), None, None)
+        return ([self.tool("sbx-exec"), "-backend", "local", "-raw", "-namespace", ns,
+                 local_name(name), "--"] + list(command), self.env, None)
 
 
 class SubprocessBackend:

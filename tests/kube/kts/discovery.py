@@ -3,7 +3,7 @@ import hashlib
 
 from aiohttp import web
 
-from .status import ApiError
+from .status import json_response, ApiError
 
 SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kube-test-server",
                   "gitCommit": "0000000000000000000000000000000000000000",
@@ -16,11 +16,11 @@ def _hash(s):
 
 
 async def version(_ctx, _r):
-    return web.json_response(SERVER_VERSION)
+    return json_response(SERVER_VERSION)
 
 
 async def core_versions(ctx, _r):
-    return web.json_response({"kind": "APIVersions", "versions": ["v1"],
+    return json_response({"kind": "APIVersions", "versions": ["v1"],
                               "serverAddressByClientCIDRs": [
                                   {"clientCIDR": "0.0.0.0/0", "serverAddress": ctx.address}]})
 
@@ -36,7 +36,7 @@ CORE_RESOURCES = [
 
 
 async def core_v1(_ctx, _r):
-    return web.json_response({"kind": "APIResourceList", "groupVersion": "v1",
+    return json_response({"kind": "APIResourceList", "groupVersion": "v1",
                               "resources": CORE_RESOURCES})
 
 
@@ -46,14 +46,14 @@ def _group_doc(ctx):
 
 
 async def groups(ctx, _r):
-    return web.json_response({"kind": "APIGroupList", "apiVersion": "v1",
+    return json_response({"kind": "APIGroupList", "apiVersion": "v1",
                               "groups": [_group_doc(ctx)]})
 
 
 async def group(ctx, r):
     if r.match_info["group"] != ctx.crd.group:
         raise ApiError(404, "the server could not find the requested resource")
-    return web.json_response(dict(_group_doc(ctx), kind="APIGroup", apiVersion="v1"))
+    return json_response(dict(_group_doc(ctx), kind="APIGroup", apiVersion="v1"))
 
 
 async def group_version(ctx, r):
@@ -68,14 +68,14 @@ async def group_version(ctx, r):
             "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
            {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
             "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
-    return web.json_response({"kind": "APIResourceList", "apiVersion": "v1",
+    return json_response({"kind": "APIResourceList", "apiVersion": "v1",
                               "groupVersion": f"{crd.group}/{r.match_info['version']}",
                               "resources": res})
 
 
 async def namespace(_ctx, r):
     ns = r.match_info["ns"]
-    return web.json_response({"kind": "Namespace", "apiVersion": "v1",
+    return json_response({"kind": "Namespace", "apiVersion": "v1",
                               "metadata": {"name": ns, "uid": "ns-" + _hash(ns)},
                               "status": {"phase": "Active"}})
 
@@ -92,7 +92,7 @@ async def openapi_v3_root(ctx, _r):
     """The index kubectl reads to find each group-version's document."""
     paths = {_gv_path(ctx, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(ctx, v)}?hash="
                                 + _hash(ctx.crd.group + v).upper()} for v in ctx.versions}
-    return web.json_response({"paths": paths})
+    return json_response({"paths": paths})
 
 
 def _schema_name(crd, version):
@@ -133,7 +133,7 @@ async def openapi_v3(ctx, r):
     schema = dict(crd.schema(version))
     schema["x-kubernetes-group-version-kind"] = [{"group": crd.group, "version": version,
                                                   "kind": crd.kind}]
-    return web.json_response({"openapi": "3.0.0",
+    return json_response({"openapi": "3.0.0",
                               "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
                               "paths": paths,
                               "components": {"schemas": {_schema_name(crd, version): schema}}})

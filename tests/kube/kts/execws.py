@@ -14,7 +14,7 @@ import signal
 
 from aiohttp import WSMsgType, web
 
-from .status import PODS, ApiError, not_found
+from .status import PODS, ApiError, dumps, not_found
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
@@ -74,15 +74,16 @@ class Session:
         """Client frames to the process's stdin until the client closes."""
         stdin = self.proc.stdin
         async for msg in self.ws:
-            if msg.type == WSMsgType.BINARY and not self.b64:
-                data = msg.data
-            elif msg.type == WSMsgType.TEXT and self.b64 and msg.data:
-                try:
-                    data = bytes([int(msg.data[0])]) + base64.b64decode(msg.data[1:])
-                except ValueError:
-                    continue
-            else:
+            if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
                 continue
+            # Like the API server, the frame type does not matter, only the protocol does
+            # (the Python client sends text frames for str data).
+            data = msg.data.encode() if msg.type == WSMsgType.TEXT else msg.data
+            if self.b64:
+                try:
+                    data = bytes([data[0] - ord("0")]) + base64.b64decode(data[1:], validate=True)
+                except (ValueError, IndexError):
+                    continue
             if not data:
                 continue
             ch, payload = data[0], data[1:]
@@ -162,7 +163,7 @@ async def handle(ctx, request):
     except OSError as e:
         doc = {"metadata": {}, "status": "Failure", "reason": "InternalError",
                "message": f"failed to start the command: {e}"}
-        await ws.send_bytes(bytes([STATUS]) + json.dumps(doc).encode())
+        await ws.send_bytes(bytes([STATUS]) + dumps(doc).encode())
         await ws.close()
         return ws
     s = Session(request, ws, proc, ctx.faults.take_exec_drop())
@@ -177,7 +178,7 @@ async def handle(ctx, request):
             code = 128 - code
         if not s.gone:
             doc = exit_status(command, code)
-            await s.send(STATUS, json.dumps(doc).encode())
+            await s.send(STATUS, dumps(doc).encode())
             await ws.close()
     except asyncio.CancelledError:
         _kill(proc)

@@ -1,5 +1,16 @@
 """metav1.Status error answers, shaped as the API server shapes them."""
+import json
+
 from aiohttp import web
+
+
+def dumps(doc):
+    """JSON as the API server writes it: compact."""
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def json_response(doc, status=200, headers=None):
+    return web.json_response(doc, status=status, headers=headers, dumps=dumps)
 
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
            405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
@@ -35,7 +46,7 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def response(self):
-        return web.json_response(self.doc, status=self.code, headers=self.headers)
+        return json_response(self.doc, status=self.code, headers=self.headers)
 
 
 def resource_id(res):
