@@ -452,14 +452,21 @@ static int upgrade_error(struct xstate *st, const char *path, struct sbx_err *e)
 
 	if (st->http_status == 404)
 		return err_set(e, SBX_ENOTFOUND, "pod \"%s\" not found in namespace %s", r->pod, r->namespace);
-	if (st->http_status >= 400)
-		return kubeapi_status_error(st->http_status, NULL, 0, "POST", path, e);
+	if (st->http_status == 400)
+		return err_set(e, SBX_EIO,
+			       "the API server refused the exec into %s (400 Bad Request): is its pod running?",
+			       r->pod);
+	if (st->http_status >= 400) {
+		/* lws keeps no body of a refused upgrade: say that much instead of a Status message. */
+		static const char why[] = "WebSocket upgrade refused";
+		return kubeapi_status_error(st->http_status, why, sizeof why - 1, "POST", path, e);
+	}
 	if (strstr(st->conn_err, "certificate") || strstr(st->conn_err, "SSL") ||
 	    strstr(st->conn_err, "ssl") || strstr(st->conn_err, "tls"))
 		return err_set(e, SBX_EUNAVAIL, "TLS failure talking to the Kubernetes API server at %s: %s",
 			       r->kc->server, st->conn_err);
 	if (!st->established)
-		return err_set(e, SBX_EUNAVAIL, "cannot open an exec stream to %s at %s: %s", r->pod,
+		return err_set(e, SBX_EUNAVAIL, "cannot reach the Kubernetes API server at %s: %s",
 			       r->kc->server, st->conn_err);
 	return err_set(e, SBX_EIO, "exec stream to %s failed: %s", r->pod, st->conn_err);
 }

@@ -301,6 +301,9 @@ done" ]
 	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-list
 	assert_status 111
 	assert_contains "cannot reach the Kubernetes API server at https://127.0.0.1:1"
+	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-exec kz -- true
+	assert_status 111
+	assert_contains "kubernetes exec failed: cannot reach the Kubernetes API server at https://127.0.0.1:1"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
 		-subj /CN=other -keyout "$BATS_TEST_TMPDIR/other.key" -out "$BATS_TEST_TMPDIR/other.crt" 2>/dev/null
 	sed -E 's#certificate-authority-data: .*#certificate-authority-data: '"$(base64 -w0 "$BATS_TEST_TMPDIR/other.crt")"'#' "$KS/kc" >"$BATS_TEST_TMPDIR/badca"
@@ -315,6 +318,9 @@ done" ]
 	KUBECONFIG="$BATS_TEST_TMPDIR/badtok" run sbx-list
 	assert_status 111
 	assert_contains "401 Unauthorized"
+	KUBECONFIG="$BATS_TEST_TMPDIR/badtok" run sbx-exec kz -- true
+	assert_status 111
+	assert_contains "rejected our credentials (401 Unauthorized)"
 	KUBECONFIG="$BATS_TEST_TMPDIR/none" run sbx-list
 	assert_status 111
 	assert_contains "no Kubernetes configuration"
