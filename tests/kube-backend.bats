@@ -119,6 +119,16 @@ remote_gone() {
 	assert_status 0
 	assert_json '.stdout == "in\n/tmp\nvee\n"'
 	run -127 sbx-exec k3 -- no-such-command-here
+	# argv reaches the command exactly, however it is quoted, and long command lines work
+	run sbx-exec -raw k3 -- printf '%s|' "a'b" 'c d' '$HOME' '' 'x
+y'
+	assert_status 0
+	[ "$output" = "a'b|c d|\$HOME||x
+y|" ]
+	long=$(head -c 100000 /dev/zero | tr '\0' a)
+	run sbx-exec -raw k3 -- sh -c 'printf %s "$1" | wc -c' sh "$long"
+	assert_status 0
+	[ "$output" = 100000 ]
 }
 
 @test "exec over v4.channel.k8s.io and v5.channel.k8s.io: stdin EOF reaches the command" {
