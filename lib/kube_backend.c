@@ -851,8 +851,10 @@ static void kill_remote(struct kubeconfig *kc, const struct sbx_backend *b, cons
 	buf_free(&script);
 }
 
-static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
-		  struct sbx_exec_result *r, struct sbx_err *e)
+/* One exec attempt. Returns 0 or -1, or 2 when the server chose v4 for a stream that needs
+ * v5: nothing ran, and the caller tries again with counted stdin (counted_only). */
+static int exec_once(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
+		     struct sbx_exec_result *r, bool counted_only, struct sbx_err *e)
 {
 	struct kubeapi *api = kb_api(b, e);
 	struct kubeexec_req req;
@@ -873,8 +875,8 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	else if (env_protos && strcmp(env_protos, "v5") == 0)
 		protos = KUBEEXEC_V5;
 	cache = proto_cache(kubeapi_config(api)->server);
-	v4_possible = strstr(protos, KUBEEXEC_V4) &&
-		      !(strstr(protos, KUBEEXEC_V5) && proto_known_v5(cache));
+	v4_possible = counted_only || (strstr(protos, KUBEEXEC_V4) &&
+				       !(strstr(protos, KUBEEXEC_V5) && proto_known_v5(cache)));
 	if (in_fd >= 0 && v4_possible) {
 		/* Without stdin half-close the remote side must know the byte count. */
 		struct stat sb;
@@ -902,7 +904,9 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 			snprintf(pidfile + strlen(pidfile), 3, "%02x", rnd[i]);
 	}
 	rawpath = kubeexec_path(b->namespace, name, KB_CONTAINER, x->argv, in_fd >= 0);
-	wrap = need_kill || in == IN_COUNTED || x->workdir || (x->env && x->env[0]) || rawpath == NULL;
+	/* Streamed stdin is always wrapped: should the server choose v4 after all, the command
+	 * has not started when the connection is dropped before its script. */
+	wrap = need_kill || in != IN_NONE || x->workdir || (x->env && x->env[0]) || rawpath == NULL;
 	memset(&req, 0, sizeof req);
 	req.kc = kubeapi_config(api);
 	req.namespace = b->namespace;
@@ -932,6 +936,7 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	req.deadline_ns = x->timeout_ns > 0 ? time_mono_ns() + x->timeout_ns : 0;
 	req.cancel_fd = x->cancel_fd;
 	req.protocols = protos;
+	req.require_v5 = in == IN_STREAM;
 	if (kubeexec_run(&req, &res, e) < 0) {
 		/* A broken stream leaves the command running: stop it like a timeout would. */
 		if (res.established && need_kill)
@@ -944,6 +949,10 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		goto out;
 	}
 	proto_remember(cache, res.protocol);
+	if (res.wrong_protocol) {
+		rc = 2;
+		goto out;
+	}
 	if (res.timed_out || res.canceled) {
 		if (need_kill)
 			kill_remote(req.kc, b, name, pidfile, protos);
@@ -951,12 +960,6 @@ static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		r->canceled = res.canceled;
 		r->exit_code = res.timed_out ? 124 : 130;
 		rc = 0;
-		goto out;
-	}
-	if (in == IN_STREAM && strcmp(res.protocol, KUBEEXEC_V4) == 0 && res.stdin_sent > 0 &&
-	    !res.got_status) {
-		err_set(e, SBX_EIO, "the server chose %s, which cannot close stdin; run the command again",
-			KUBEEXEC_V4);
 		goto out;
 	}
 	if (res.failure) {
@@ -980,6 +983,19 @@ out:
 	free(rawpath);
 	free(script);
 	free(cache);
+	return rc;
+}
+
+static int k_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
+		  struct sbx_exec_result *r, struct sbx_err *e)
+{
+	int rc = exec_once(b, name, x, r, false, e);
+
+	if (rc == 2)
+		rc = exec_once(b, name, x, r, true, e);
+	if (rc == 2)
+		rc = err_set(e, SBX_EIO, "kubernetes exec failed: the server keeps choosing %s for a stream that needs %s",
+			     KUBEEXEC_V4, KUBEEXEC_V5);
 	return rc;
 }
 

@@ -374,6 +374,12 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		if (st->res->protocol[0] == '\0')
 			lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
 		st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
+		if (st->req->require_v5 && !st->v5) {
+			/* Close before the first stdin byte: a wrapped command has not begun. */
+			st->res->wrong_protocol = true;
+			stop(st);
+			break;
+		}
 		if (st->req->in_prefix_len > 0)
 			lws_callback_on_writable(wsi);
 		if (st->req->in_fd >= 0) {
@@ -577,7 +583,7 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 			break;
 	}
 	free(host);
-	if (res->timed_out || res->canceled) {
+	if (res->timed_out || res->canceled || res->wrong_protocol) {
 		rc = 0;
 		goto out;
 	}

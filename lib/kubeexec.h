@@ -38,6 +38,7 @@ struct kubeexec_req {
 	int64_t deadline_ns;		/* monotonic; 0: none */
 	int cancel_fd;			/* -1 or readable to stop */
 	const char *protocols;		/* offered, comma-separated; NULL: v5 then v4 */
+	bool require_v5;		/* stdin must be half-closed: on v4 send nothing, report */
 };
 
 struct kubeexec_result {
@@ -48,6 +49,7 @@ struct kubeexec_result {
 	bool timed_out, canceled;	/* the connection was dropped for these reasons */
 	char protocol[32];		/* negotiated subprotocol */
 	bool established;		/* the command was started (the upgrade succeeded) */
+	bool wrong_protocol;		/* require_v5 but the server chose v4: nothing was sent */
 	uint64_t stdin_sent;		/* bytes of stdin delivered */
 };
 
