@@ -636,20 +636,31 @@ out:
  * stdin and runs it; the rest of stdin stays for the command. */
 static const char boot_script[] = "s=$(head -c \"$0\"); eval \"$s\"";
 
-/* Kills every process in the session or process group recorded in the pid file $f (waiting
- * briefly for the file when the command has only just started), then removes the file. */
+/* Kills the command recorded in the pid file $f and everything it started: every process in
+ * its session or process group, and every descendant (found through the parent pids, for
+ * images without setsid). The processes are collected, stopped so they cannot fork, collected
+ * again and killed. Waits briefly for the file when the command has only just started. */
 static const char kill_body[] =
 	"i=0\n"
 	"while [ ! -s \"$f\" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done\n"
 	"p=$(cat \"$f\" 2>/dev/null) || exit 0\n"
 	"[ -n \"$p\" ] || exit 0\n"
-	"for r in 1 2 3; do\n"
-	"  for d in /proc/[0-9]*; do\n"
-	"    read -r l <\"$d/stat\" 2>/dev/null || continue\n"
-	"    s=${l##*) }; set -- $s\n"
-	"    if [ \"$4\" = \"$p\" ] || [ \"$3\" = \"$p\" ] || [ \"${d#/proc/}\" = \"$p\" ]; then kill -9 \"${d#/proc/}\" 2>/dev/null; fi\n"
+	"k=\" $p \"\n"
+	"collect() {\n"
+	"  c=1\n"
+	"  while [ $c = 1 ]; do\n"
+	"    c=0\n"
+	"    for d in /proc/[0-9]*; do\n"
+	"      q=${d#/proc/}\n"
+	"      case $k in *\" $q \"*) continue;; esac\n"
+	"      read -r l <\"$d/stat\" 2>/dev/null || continue\n"
+	"      set -- ${l##*) }\n"
+	"      case $k in *\" $2 \"*) k=\"$k$q \"; c=1; continue;; esac\n"
+	"      if [ \"$3\" = \"$p\" ] || [ \"$4\" = \"$p\" ]; then k=\"$k$q \"; c=1; fi\n"
+	"    done\n"
 	"  done\n"
-	"done\n"
+	"}\n"
+	"collect; kill -STOP $k 2>/dev/null; collect; kill -KILL $k 2>/dev/null\n"
 	"rm -f \"$f\"\n";
 
 /* Appends s as one single-quoted sh word. */
