@@ -12,8 +12,9 @@
  *  - with a deadline or cancel_fd: re-runs itself under `setsid -w` (when setsid exists), so
  *    the command leads a new session, writes its pid to /tmp/.sbx-exec-<random>, waits for
  *    the command and removes the file. On timeout, cancel or a broken stream a second exec
- *    kills every process of that session or process group (read from /proc/<pid>/stat) and
- *    removes the file: the command and everything it started die, as on the local backend.
+ *    stops and kills every process of that session or process group and every descendant
+ *    (read from /proc/<pid>/stat) and removes the file: the command and everything it started
+ *    die, as on the local backend.
  *  - on v4 with stdin: feeds the command through `head -c M`, M being the exact stdin size (a
  *    regular file's remaining bytes, or the size of a temporary copy of piped input), so the
  *    command sees EOF after M bytes. A server known (from an earlier exec, remembered per
