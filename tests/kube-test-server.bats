@@ -75,6 +75,18 @@ assert_jsonl() {
 	fi
 }
 
+# no_local_sandboxes: true once no local sandbox is left (deletion is asynchronous, as a pod's
+# termination is); gives up after 10 s.
+no_local_sandboxes() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(local_sandboxes)" ] && return 0
+		sleep 0.1
+	done
+	local_sandboxes >&2
+	return 1
+}
+
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
 
@@ -131,6 +143,34 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	! grep -q "token:" "$KUBECONFIG"
 }
 
+@test "knob: tokens replaces the accepted bearer tokens (rotation), /_test keeps the -token one" {
+	kts_start -token first
+	run k get sandboxes
+	assert_status 0
+	kts_ctl faults '{"tokens": ["second"]}' >/dev/null
+	run k get sandboxes
+	[ "$status" -ne 0 ]
+	assert_contains "You must be logged in to the server"
+	run k --token second get sandboxes
+	assert_status 0
+	kts_ctl reset >/dev/null
+	run k get sandboxes
+	assert_status 0
+}
+
+@test "-serviceaccount DIR: in-cluster configuration works with python3-kubernetes" {
+	kts_start -serviceaccount "$BATS_TEST_TMPDIR/sa" -namespace team1 -token satoken
+	[ "$(cat "$BATS_TEST_TMPDIR/sa/token")" = satoken ]
+	[ "$(cat "$BATS_TEST_TMPDIR/sa/namespace")" = team1 ]
+	cmp "$BATS_TEST_TMPDIR/sa/ca.crt" "$KTS_CA"
+	port=${KTS_URL##*:}
+	KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$port \
+		PYCLIENT_SA_DIR=$BATS_TEST_TMPDIR/sa run "$KUBE/pyclient" create incl
+	assert_status 0
+	run k get sandboxes -n team1 -o name
+	[ "$output" = sandbox.agents.x-k8s.io/incl ]
+}
+
 @test "kubectl: apply, get, apply again, delete a Sandbox" {
 	kts_start
 	f=$(manifest demo)
@@ -160,8 +200,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains '"demo" deleted'
 	run k get sandboxes
 	assert_contains "No resources found"
-	run local_sandboxes
-	[ -z "$output" ]
+	no_local_sandboxes
 }
 
 @test "kubectl exec -i: stdin over WebSocket, stdout and stderr apart, exit status" {
@@ -211,8 +250,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 		[ "$status" -ne 0 ]
 	fi
 	k delete sandbox demo
-	run local_sandboxes
-	[ -z "$output" ]
+	no_local_sandboxes
 }
 
 @test "python3-kubernetes: create, read, watch Ready, stream exec with stdin" {
@@ -386,11 +424,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_status 0
 	run k get sandbox gone
 	assert_contains "NotFound"
-	for ((i = 0; i < 100; i++)); do
-		[ -z "$(local_sandboxes)" ] && break
-		sleep 0.1
-	done
-	[ -z "$(local_sandboxes)" ]
+	no_local_sandboxes
 }
 
 @test "expiry with policy Retain removes the pod and sets Ready=False reason Expired" {

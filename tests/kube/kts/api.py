@@ -119,8 +119,14 @@ def make_middlewares(ctx):
 
 
 def authenticated(ctx, request):
-    h = request.headers.get("Authorization", "")
-    if h.startswith("Bearer ") and any(secrets.compare_digest(h[7:].strip(), t) for t in ctx.tokens):
+    """A valid bearer token (the -token one, or the 'tokens' knob's for the API while it is
+    set), or a client certificate signed by the server's CA (checked by TLS)."""
+    tokens = ctx.tokens
+    if ctx.faults.tokens and not request.path.startswith(TEST_PREFIX):
+        tokens = ctx.faults.tokens
+    scheme, _, cred = request.headers.get("Authorization", "").partition(" ")
+    cred = cred.strip().encode()
+    if scheme.lower() == "bearer" and any(secrets.compare_digest(cred, t.encode()) for t in tokens):
         return True
     ssl_obj = request.transport.get_extra_info("ssl_object") if request.transport else None
     return bool(ssl_obj and ssl_obj.getpeercert())

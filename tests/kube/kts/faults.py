@@ -18,6 +18,8 @@ KNOBS = {
     "ready_delay": (float, -1.0, "seconds before Ready for Sandboxes created from now; -1: default"),
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
+    "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
+               "(the -token one keeps working for /_test)"),
 }
 
 
@@ -50,6 +52,8 @@ class Faults:
                 re.compile(v)
             if k == "forbid" and not all(isinstance(x, str) and len(x.split()) == 2 for x in v):
                 raise ValueError("knob 'forbid' wants strings 'VERB RESOURCE'")
+            if k == "tokens" and not all(isinstance(x, str) and x for x in v):
+                raise ValueError("knob 'tokens' wants non-empty strings")
         for k, v in doc.items():
             setattr(self, k, float(v) if KNOBS[k][0] is float else v)
 
