@@ -555,6 +555,29 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	[ -z "$output" ]
 }
 
+@test "discovery: aggregated (apidiscovery v2) by default, legacy with -legacy-discovery" {
+	kts_start
+	run curl -sS -D "$BATS_TEST_TMPDIR/h" --cacert "$KTS_CA" -H "Authorization: Bearer $KTS_TOKEN" \
+		-H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' \
+		"$KTS_URL/apis"
+	assert_json '.kind == "APIGroupDiscoveryList" and .apiVersion == "apidiscovery.k8s.io/v2"'
+	assert_json '.items[0].metadata.name == "agents.x-k8s.io" and ([.items[0].versions[].version] == ["v1beta1", "v1alpha1"])'
+	assert_json '.items[0].versions[0].resources[0] | .resource == "sandboxes" and .scope == "Namespaced" and .subresources[0].subresource == "status"'
+	grep -qi '^Content-Type: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' "$BATS_TEST_TMPDIR/h"
+	run kts_curl "$KTS_URL/apis"
+	output=$(http_body) assert_json '.kind == "APIGroupList"'
+	k get sandboxes >/dev/null
+	run kts_ctl requests
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1")) == []'
+	kts_stop
+	kts_start -legacy-discovery
+	run k get sandboxes
+	assert_status 0
+	run kts_ctl requests
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1")) | length == 1'
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"))[0].status == 200'
+}
+
 @test "-versions v1alpha1: discovery offers only v1alpha1 and kubectl uses it" {
 	kts_start -versions v1alpha1
 	run kts_curl "$KTS_URL/apis"

@@ -92,12 +92,17 @@ def make_middlewares(ctx):
                 too_large = True
         query = {k: request.query.getall(k) for k in request.query.keys()}
         entry = ctx.faults.log(request.method, request.path, query, request.headers, body, None)
-        if too_large:
-            resp = ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
-        else:
-            resp = await handler(request)
-        entry["status"] = resp.status
-        return resp
+        resp = None
+        try:
+            if too_large:
+                resp = ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
+            else:
+                resp = await handler(request)
+            return resp
+        finally:
+            # Streams (watch, exec) record their status once started: they may end by
+            # cancellation when the client goes away.
+            entry["status"] = resp.status if resp is not None else request.get("kts_status")
 
     @web.middleware
     async def auth(request, handler):
@@ -286,6 +291,7 @@ class Sandboxes:
         self.ctx.watch_responses.add(resp)
         try:
             await resp.prepare(self.r)
+            self.r["kts_status"] = 200
             if initial:
                 await self._send_initial(w, resp, table)
             deadline = asyncio.get_running_loop().time() + timeout
@@ -303,7 +309,7 @@ class Sandboxes:
                 out = self._table([obj]) if table else self._out(obj)
                 await resp.write(dumps({"type": kind, "object": out}).encode() + b"\n")
             await resp.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass
         finally:
             self.ctx.store.unwatch(w)

@@ -149,6 +149,7 @@ async def handle(ctx, request):
         # An SPDY client (POST with Upgrade: SPDY/3.1): not served, so clients use WebSocket.
         raise ApiError(400, "Upgrade request required", "BadRequest")
     await ws.prepare(request)
+    request["kts_status"] = 101
     if ws.ws_protocol is None:
         await ws.close(code=1002, message=b"no supported subprotocol offered")
         return ws

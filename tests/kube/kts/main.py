@@ -68,6 +68,8 @@ def parse_args(argv):
     add("serviceaccount", default=None, metavar="DIR",
         help="also write DIR/token, DIR/ca.crt and DIR/namespace, as a pod's service account "
         "directory (for in-cluster configuration)")
+    add("legacy-discovery", action="store_true",
+        help="answer /api and /apis only in the legacy form, never aggregated (apidiscovery v2)")
     add("port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     add("crd", default=None, metavar="FILE", help="Sandbox CRD (default: $SBX_SANDBOX_CRD, else "
         "../shared/k8s/agents.x-k8s.io_sandboxes.yaml beside the repository)")
@@ -92,6 +94,7 @@ class Context:
         self.controller = controller.Controller(self.store, backend, self.faults, args.ready_delay)
         self.tokens = tokens
         self.user = USER
+        self.aggregated_discovery = not args.legacy_discovery
         self.address = ""
         self.watch_responses = set()
         self.exec_sessions = set()
