@@ -639,6 +639,24 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	[ "$output" = sandbox.agents.x-k8s.io/ssa ]
 }
 
+@test "deleting and recreating Sandboxes mid-creation leaves exactly the live ones" {
+	kts_start -ready-delay 0s
+	for i in 1 2 3; do
+		"$KUBE/pyclient" create race >/dev/null
+		k delete sandbox race --wait=false >/dev/null
+	done
+	"$KUBE/pyclient" create race >/dev/null
+	k wait --for=condition=Ready sandbox/race --timeout=$WAIT
+	run k exec race -c sandbox -- echo alive
+	[ "$output" = alive ]
+	if [ "$(kts_exec_mode)" = sbx ]; then
+		run sbx-list
+		assert_jsonl 'map(.name) == ["race"]'
+	fi
+	k delete sandbox race >/dev/null
+	no_local_sandboxes
+}
+
 @test "SIGTERM: the server deletes its local sandboxes and its kubeconfig" {
 	kts_start
 	ready demo
