@@ -73,7 +73,7 @@ def make_middlewares(ctx):
             return json_response(status_doc(404, "the server could not find the requested "
                                                 "resource"), status=404)
         except web.HTTPMethodNotAllowed:
-            return json_response(status_doc(405, f"the server does not allow this method on "
+            return json_response(status_doc(405, "the server does not allow this method on "
                                                 "the requested resource"), status=405)
         except web.HTTPRequestEntityTooLarge:
             return json_response(status_doc(413, "Request entity too large: limit is 3145728"),
@@ -153,7 +153,8 @@ async def read_json(request, what="object"):
         else:
             doc = json.loads(body.decode("utf-8"))
     except (ValueError, yaml.YAMLError) as e:
-        raise ApiError(400, f"the body of the request could not be decoded as {what}: {e}") from None
+        raise ApiError(400, f"the body of the request could not be decoded as {what}: {e}") \
+            from None
     return doc
 
 
@@ -437,7 +438,7 @@ class Sandboxes:
         ctype = self.r.headers.get("Content-Type", "").split(";")[0].strip()
         if ctype not in ("application/merge-patch+json", "application/json-patch+json",
                          "application/apply-patch+yaml", "application/apply-patch+cbor"):
-            raise ApiError(415, f"the body of the request was in an unknown format - accepted "
+            raise ApiError(415, "the body of the request was in an unknown format - accepted "
                            "media types include: application/json-patch+json, "
                            "application/merge-patch+json, application/apply-patch+yaml")
         patch = await read_json(self.r, "a patch")
@@ -502,7 +503,8 @@ class Sandboxes:
         if pre.get("uid") and pre["uid"] != live["metadata"]["uid"]:
             raise ApiError(409, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
                            f"object meta: {live['metadata']['uid']}", "Conflict")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != live["metadata"]["resourceVersion"]:
+        live_rv = live["metadata"]["resourceVersion"]
+        if pre.get("resourceVersion") and pre["resourceVersion"] != live_rv:
             raise ApiError(409, f"Precondition failed: ResourceVersion in precondition: "
                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                            f"{live['metadata']['resourceVersion']}", "Conflict")

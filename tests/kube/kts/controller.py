@@ -74,7 +74,8 @@ class Controller:
         self.shutdown_times[key] = obj["spec"].get("shutdownTime")
         delay = self.faults.ready_delay if self.faults.ready_delay >= 0 else self.ready_delay
         if not self.faults.never_ready:
-            self.tasks[key] = asyncio.create_task(self._make_ready(key, obj["metadata"]["uid"], delay))
+            self.tasks[key] = asyncio.create_task(
+                self._make_ready(key, obj["metadata"]["uid"], delay))
         self._set_ready(key, "False", "DependenciesNotReady", "Pod exists with phase: Pending")
 
     def updated(self, obj):

@@ -1,7 +1,6 @@
 """Discovery documents: /version, /api, /apis and their groups, namespaces, OpenAPI."""
 import hashlib
 
-from aiohttp import web
 
 from .status import ApiError, json_response
 
@@ -38,8 +37,8 @@ def _aggregated_version(ctx, r):
         return None
     for media in r.headers.get("Accept", "").split(","):
         params = dict(p.strip().split("=", 1) for p in media.split(";")[1:] if "=" in p)
-        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList" \
-                and params.get("v") in AGGREGATED:
+        if params.get("g") == "apidiscovery.k8s.io" and \
+                params.get("as") == "APIGroupDiscoveryList" and params.get("v") in AGGREGATED:
             return params["v"]
     return None
 

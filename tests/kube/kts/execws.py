@@ -6,8 +6,6 @@ metav1.Status JSON document), 4 resize; v5 adds 255 'close', [255, 0] half-closi
 The base64 variant sends text frames: an ASCII channel digit then base64 data."""
 import asyncio
 import base64
-import json
-import logging
 import os
 import shlex
 import signal
@@ -25,8 +23,6 @@ STDIN, STDOUT, STDERR, STATUS, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 READ_CHUNK = 64 * 1024
 # Largest message a client may send (stdin chunks are far smaller; this bounds memory).
 MSG_MAX = 16 * 1024 * 1024
-
-log = logging.getLogger("kts.exec")
 
 
 class Session:

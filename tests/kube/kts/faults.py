@@ -15,7 +15,7 @@ KNOBS = {
     "fail_status": (int, 500, "the HTTP status of injected failures"),
     "fail_match": (str, "", "regular expression on 'METHOD /path?query'; empty matches all"),
     "exec_drop_after_bytes": (int, -1, "the next exec stream is cut after K output bytes"),
-    "ready_delay": (float, -1.0, "seconds before Ready for Sandboxes created from now; -1: default"),
+    "ready_delay": (float, -1.0, "seconds to Ready for Sandboxes created from now; -1: default"),
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
     "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
