@@ -509,6 +509,17 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	# one-shot: the next exec is whole
 	run bash -c "'$KUBECTL' exec demo -c sandbox -- head -c 100000 /dev/zero | wc -c"
 	[ "$output" = 100000 ]
+	# the stdin side: the command sees only the first K bytes, the client a lost connection
+	kts_ctl faults '{"exec_drop_after_stdin_bytes": 5000}' >/dev/null
+	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/in"
+	run "$KUBECTL" exec -i demo -c sandbox -- sh -c 'wc -c >"$HOME/n"' <"$BATS_TEST_TMPDIR/in"
+	[ "$status" -ne 0 ]
+	for ((i = 0; i < 100; i++)); do
+		[ "$(k exec demo -c sandbox -- cat /home/tester/n 2>/dev/null)" = 5000 ] && break
+		sleep 0.1
+	done
+	run k exec demo -c sandbox -- cat /home/tester/n
+	[ "$output" = 5000 ]
 }
 
 @test "knob: slow or no readiness" {
