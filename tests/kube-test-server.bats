@@ -75,6 +75,18 @@ assert_jsonl() {
 	fi
 }
 
+# no_local_sandboxes: true once no local sandbox is left (deletion is asynchronous, as a pod's
+# termination is); gives up after 10 s.
+no_local_sandboxes() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(local_sandboxes)" ] && return 0
+		sleep 0.1
+	done
+	local_sandboxes >&2
+	return 1
+}
+
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
 
@@ -131,6 +143,34 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	! grep -q "token:" "$KUBECONFIG"
 }
 
+@test "knob: tokens replaces the accepted bearer tokens (rotation), /_test keeps the -token one" {
+	kts_start -token first
+	run k get sandboxes
+	assert_status 0
+	kts_ctl faults '{"tokens": ["second"]}' >/dev/null
+	run k get sandboxes
+	[ "$status" -ne 0 ]
+	assert_contains "You must be logged in to the server"
+	run k --token second get sandboxes
+	assert_status 0
+	kts_ctl reset >/dev/null
+	run k get sandboxes
+	assert_status 0
+}
+
+@test "-serviceaccount DIR: in-cluster configuration works with python3-kubernetes" {
+	kts_start -serviceaccount "$BATS_TEST_TMPDIR/sa" -namespace team1 -token satoken
+	[ "$(cat "$BATS_TEST_TMPDIR/sa/token")" = satoken ]
+	[ "$(cat "$BATS_TEST_TMPDIR/sa/namespace")" = team1 ]
+	cmp "$BATS_TEST_TMPDIR/sa/ca.crt" "$KTS_CA"
+	port=${KTS_URL##*:}
+	KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$port \
+		PYCLIENT_SA_DIR=$BATS_TEST_TMPDIR/sa run "$KUBE/pyclient" create incl
+	assert_status 0
+	run k get sandboxes -n team1 -o name
+	[ "$output" = sandbox.agents.x-k8s.io/incl ]
+}
+
 @test "kubectl: apply, get, apply again, delete a Sandbox" {
 	kts_start
 	f=$(manifest demo)
@@ -160,8 +200,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains '"demo" deleted'
 	run k get sandboxes
 	assert_contains "No resources found"
-	run local_sandboxes
-	[ -z "$output" ]
+	no_local_sandboxes
 }
 
 @test "kubectl exec -i: stdin over WebSocket, stdout and stderr apart, exit status" {
@@ -211,8 +250,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 		[ "$status" -ne 0 ]
 	fi
 	k delete sandbox demo
-	run local_sandboxes
-	[ -z "$output" ]
+	no_local_sandboxes
 }
 
 @test "python3-kubernetes: create, read, watch Ready, stream exec with stdin" {
@@ -386,11 +424,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_status 0
 	run k get sandbox gone
 	assert_contains "NotFound"
-	for ((i = 0; i < 100; i++)); do
-		[ -z "$(local_sandboxes)" ] && break
-		sleep 0.1
-	done
-	[ -z "$(local_sandboxes)" ]
+	no_local_sandboxes
 }
 
 @test "expiry with policy Retain removes the pod and sets Ready=False reason Expired" {
@@ -475,6 +509,17 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	# one-shot: the next exec is whole
 	run bash -c "'$KUBECTL' exec demo -c sandbox -- head -c 100000 /dev/zero | wc -c"
 	[ "$output" = 100000 ]
+	# the stdin side: the command sees only the first K bytes, the client a lost connection
+	kts_ctl faults '{"exec_drop_after_stdin_bytes": 5000}' >/dev/null
+	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/in"
+	run "$KUBECTL" exec -i demo -c sandbox -- sh -c 'wc -c >"$HOME/n"' <"$BATS_TEST_TMPDIR/in"
+	[ "$status" -ne 0 ]
+	for ((i = 0; i < 100; i++)); do
+		[ "$(k exec demo -c sandbox -- cat /home/tester/n 2>/dev/null)" = 5000 ] && break
+		sleep 0.1
+	done
+	run k exec demo -c sandbox -- cat /home/tester/n
+	[ "$output" = 5000 ]
 }
 
 @test "knob: slow or no readiness" {
@@ -519,6 +564,29 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	kts_ctl clear-requests >/dev/null
 	run kts_ctl requests
 	[ -z "$output" ]
+}
+
+@test "discovery: aggregated (apidiscovery v2) by default, legacy with -legacy-discovery" {
+	kts_start
+	run curl -sS -D "$BATS_TEST_TMPDIR/h" --cacert "$KTS_CA" -H "Authorization: Bearer $KTS_TOKEN" \
+		-H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' \
+		"$KTS_URL/apis"
+	assert_json '.kind == "APIGroupDiscoveryList" and .apiVersion == "apidiscovery.k8s.io/v2"'
+	assert_json '.items[0].metadata.name == "agents.x-k8s.io" and ([.items[0].versions[].version] == ["v1beta1", "v1alpha1"])'
+	assert_json '.items[0].versions[0].resources[0] | .resource == "sandboxes" and .scope == "Namespaced" and .subresources[0].subresource == "status"'
+	grep -qi '^Content-Type: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList' "$BATS_TEST_TMPDIR/h"
+	run kts_curl "$KTS_URL/apis"
+	output=$(http_body) assert_json '.kind == "APIGroupList"'
+	k get sandboxes >/dev/null
+	run kts_ctl requests
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1")) == []'
+	kts_stop
+	kts_start -legacy-discovery
+	run k get sandboxes
+	assert_status 0
+	run kts_ctl requests
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1")) | length == 1'
+	assert_jsonl 'map(select(.path == "/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"))[0].status == 200'
 }
 
 @test "-versions v1alpha1: discovery offers only v1alpha1 and kubectl uses it" {
@@ -580,6 +648,24 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	[ "$output" = sandbox.agents.x-k8s.io/other ]
 	run k get sandboxes -l 'team!=x' -o name
 	[ "$output" = sandbox.agents.x-k8s.io/ssa ]
+}
+
+@test "deleting and recreating Sandboxes mid-creation leaves exactly the live ones" {
+	kts_start -ready-delay 0s
+	for i in 1 2 3; do
+		"$KUBE/pyclient" create race >/dev/null
+		k delete sandbox race --wait=false >/dev/null
+	done
+	"$KUBE/pyclient" create race >/dev/null
+	k wait --for=condition=Ready sandbox/race --timeout=$WAIT
+	run k exec race -c sandbox -- echo alive
+	[ "$output" = alive ]
+	if [ "$(kts_exec_mode)" = sbx ]; then
+		run sbx-list
+		assert_jsonl 'map(.name) == ["race"]'
+	fi
+	k delete sandbox race >/dev/null
+	no_local_sandboxes
 }
 
 @test "SIGTERM: the server deletes its local sandboxes and its kubeconfig" {

@@ -73,7 +73,7 @@ def make_middlewares(ctx):
             return json_response(status_doc(404, "the server could not find the requested "
                                                 "resource"), status=404)
         except web.HTTPMethodNotAllowed:
-            return json_response(status_doc(405, f"the server does not allow this method on "
+            return json_response(status_doc(405, "the server does not allow this method on "
                                                 "the requested resource"), status=405)
         except web.HTTPRequestEntityTooLarge:
             return json_response(status_doc(413, "Request entity too large: limit is 3145728"),
@@ -92,12 +92,17 @@ def make_middlewares(ctx):
                 too_large = True
         query = {k: request.query.getall(k) for k in request.query.keys()}
         entry = ctx.faults.log(request.method, request.path, query, request.headers, body, None)
-        if too_large:
-            resp = ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
-        else:
-            resp = await handler(request)
-        entry["status"] = resp.status
-        return resp
+        resp = None
+        try:
+            if too_large:
+                resp = ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
+            else:
+                resp = await handler(request)
+            return resp
+        finally:
+            # Streams (watch, exec) record their status once started: they may end by
+            # cancellation when the client goes away.
+            entry["status"] = resp.status if resp is not None else request.get("kts_status")
 
     @web.middleware
     async def auth(request, handler):
@@ -119,8 +124,14 @@ def make_middlewares(ctx):
 
 
 def authenticated(ctx, request):
-    h = request.headers.get("Authorization", "")
-    if h.startswith("Bearer ") and any(secrets.compare_digest(h[7:].strip(), t) for t in ctx.tokens):
+    """A valid bearer token (the -token one, or the 'tokens' knob's for the API while it is
+    set), or a client certificate signed by the server's CA (checked by TLS)."""
+    tokens = ctx.tokens
+    if ctx.faults.tokens and not request.path.startswith(TEST_PREFIX):
+        tokens = ctx.faults.tokens
+    scheme, _, cred = request.headers.get("Authorization", "").partition(" ")
+    cred = cred.strip().encode()
+    if scheme.lower() == "bearer" and any(secrets.compare_digest(cred, t.encode()) for t in tokens):
         return True
     ssl_obj = request.transport.get_extra_info("ssl_object") if request.transport else None
     return bool(ssl_obj and ssl_obj.getpeercert())
@@ -142,7 +153,8 @@ async def read_json(request, what="object"):
         else:
             doc = json.loads(body.decode("utf-8"))
     except (ValueError, yaml.YAMLError) as e:
-        raise ApiError(400, f"the body of the request could not be decoded as {what}: {e}") from None
+        raise ApiError(400, f"the body of the request could not be decoded as {what}: {e}") \
+            from None
     return doc
 
 
@@ -280,6 +292,7 @@ class Sandboxes:
         self.ctx.watch_responses.add(resp)
         try:
             await resp.prepare(self.r)
+            self.r["kts_status"] = 200
             if initial:
                 await self._send_initial(w, resp, table)
             deadline = asyncio.get_running_loop().time() + timeout
@@ -297,7 +310,7 @@ class Sandboxes:
                 out = self._table([obj]) if table else self._out(obj)
                 await resp.write(dumps({"type": kind, "object": out}).encode() + b"\n")
             await resp.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass
         finally:
             self.ctx.store.unwatch(w)
@@ -425,7 +438,7 @@ class Sandboxes:
         ctype = self.r.headers.get("Content-Type", "").split(";")[0].strip()
         if ctype not in ("application/merge-patch+json", "application/json-patch+json",
                          "application/apply-patch+yaml", "application/apply-patch+cbor"):
-            raise ApiError(415, f"the body of the request was in an unknown format - accepted "
+            raise ApiError(415, "the body of the request was in an unknown format - accepted "
                            "media types include: application/json-patch+json, "
                            "application/merge-patch+json, application/apply-patch+yaml")
         patch = await read_json(self.r, "a patch")
@@ -490,7 +503,8 @@ class Sandboxes:
         if pre.get("uid") and pre["uid"] != live["metadata"]["uid"]:
             raise ApiError(409, f"Precondition failed: UID in precondition: {pre['uid']}, UID in "
                            f"object meta: {live['metadata']['uid']}", "Conflict")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != live["metadata"]["resourceVersion"]:
+        live_rv = live["metadata"]["resourceVersion"]
+        if pre.get("resourceVersion") and pre["resourceVersion"] != live_rv:
             raise ApiError(409, f"Precondition failed: ResourceVersion in precondition: "
                            f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                            f"{live['metadata']['resourceVersion']}", "Conflict")

@@ -65,7 +65,8 @@ class SbxBackend:
         await self._run(*argv, local_name(name))
 
     async def touch(self, ns, name, ttl_s):
-        await self._run(self.tool("sbx-touch"), "-backend", "local", "-namespace", ns, "-ttl", go_seconds(ttl_s),
+        await self._run(self.tool("sbx-touch"), "-backend", "local", "-namespace", ns,
+                        "-ttl", go_seconds(ttl_s),
                         local_name(name))
 
     async def delete(self, ns, name):

@@ -44,6 +44,7 @@ class Pod:
         self.created = now_rfc3339()
         self.started = None
         self.phase = "Pending"
+        self.creating = False       # sbx-create running: let it finish, then undo
         self.homedir = homedir_of(sandbox)
         self.template = sandbox["spec"].get("podTemplate") or {}
         self.labels = dict((self.template.get("metadata") or {}).get("labels") or {})
@@ -59,6 +60,9 @@ class Controller:
         self.tasks = {}
         self.expired = set()
         self.shutdown_times = {}
+        # One local-backend operation at a time per Sandbox, in order: a delete still running
+        # when a Sandbox of the same name is created again goes first.
+        self.locks = {}
 
     def start(self):
         self.loop_task = asyncio.create_task(self._expiry_loop())
@@ -70,7 +74,8 @@ class Controller:
         self.shutdown_times[key] = obj["spec"].get("shutdownTime")
         delay = self.faults.ready_delay if self.faults.ready_delay >= 0 else self.ready_delay
         if not self.faults.never_ready:
-            self.tasks[key] = asyncio.create_task(self._make_ready(key, obj["metadata"]["uid"], delay))
+            self.tasks[key] = asyncio.create_task(
+                self._make_ready(key, obj["metadata"]["uid"], delay))
         self._set_ready(key, "False", "DependenciesNotReady", "Pod exists with phase: Pending")
 
     def updated(self, obj):
@@ -97,6 +102,7 @@ class Controller:
         for key in list(self.pods):
             self._remove_pod(key)
         pending = [t for t in self.tasks.values() if not t.done()]
+        # sbx-create runs still in flight finish, then see their pod gone and delete it.
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
@@ -111,12 +117,17 @@ class Controller:
         pod = self.pods.get(key)
         if pod is None or pod.uid != uid:
             return
+        pod.creating = True
         try:
-            await self.backend.create(key[0], key[1], pod.homedir, self._ttl(self.shutdown_times.get(key)))
+            async with self._lock(key):
+                await self.backend.create(key[0], key[1], pod.homedir,
+                                          self._ttl(self.shutdown_times.get(key)))
         except BackendError as e:
             log.warning("sandbox %s/%s: %s", key[0], key[1], e)
             self._set_ready(key, "False", "PodFailed", f"creating the pod failed: {e}")
             return
+        finally:
+            pod.creating = False
         if self.pods.get(key) is not pod:      # deleted while being created
             await self._delete_local(key)
             return
@@ -126,23 +137,32 @@ class Controller:
 
     async def _touch(self, key, shutdown_time):
         try:
-            await self.backend.touch(key[0], key[1], self._ttl(shutdown_time))
+            async with self._lock(key):
+                await self.backend.touch(key[0], key[1], self._ttl(shutdown_time))
         except BackendError as e:
             log.warning("touch %s/%s: %s", key[0], key[1], e)
 
+    def _lock(self, key):
+        return self.locks.setdefault(key, asyncio.Lock())
+
     async def _delete_local(self, key):
         try:
-            await self.backend.delete(*key)
+            async with self._lock(key):
+                await self.backend.delete(*key)
         except BackendError as e:
             log.warning("delete %s/%s: %s", key[0], key[1], e)
 
     def _remove_pod(self, key):
+        self.tasks = {k: t for k, t in self.tasks.items() if not t.done()}
         pod = self.pods.pop(key, None)
         t = self.tasks.pop(key, None)
         if pod is None:
             return
         if t and not t.done():
-            t.cancel()
+            if pod.creating:
+                self.tasks[("undo",) + key] = t      # finishes, sees the pod gone, deletes
+            else:
+                t.cancel()
         if pod.phase == "Running":
             self.tasks[("delete",) + key] = asyncio.create_task(self._delete_local(key))
 

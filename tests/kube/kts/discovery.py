@@ -1,9 +1,8 @@
 """Discovery documents: /version, /api, /apis and their groups, namespaces, OpenAPI."""
 import hashlib
 
-from aiohttp import web
 
-from .status import json_response, ApiError
+from .status import ApiError, json_response
 
 SERVER_VERSION = {"major": "1", "minor": "35", "gitVersion": "v1.35.0-kube-test-server",
                   "gitCommit": "0000000000000000000000000000000000000000",
@@ -19,12 +18,7 @@ async def version(_ctx, _r):
     return json_response(SERVER_VERSION)
 
 
-async def core_versions(ctx, _r):
-    return json_response({"kind": "APIVersions", "versions": ["v1"],
-                              "serverAddressByClientCIDRs": [
-                                  {"clientCIDR": "0.0.0.0/0", "serverAddress": ctx.address}]})
-
-
+SANDBOX_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 CORE_RESOURCES = [
     {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
      "verbs": ["get", "list"], "shortNames": ["ns"]},
@@ -33,11 +27,65 @@ CORE_RESOURCES = [
     {"name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions",
      "verbs": ["create", "get"]},
 ]
+# Aggregated discovery (one request for all groups), in the client's order of preference.
+AGGREGATED = {"v2": "apidiscovery.k8s.io/v2", "v2beta1": "apidiscovery.k8s.io/v2beta1"}
+
+
+def _aggregated_version(ctx, r):
+    """'v2' or 'v2beta1' when the client asks for aggregated discovery and it is on."""
+    if not ctx.aggregated_discovery:
+        return None
+    for media in r.headers.get("Accept", "").split(","):
+        params = dict(p.strip().split("=", 1) for p in media.split(";")[1:] if "=" in p)
+        if params.get("g") == "apidiscovery.k8s.io" and \
+                params.get("as") == "APIGroupDiscoveryList" and params.get("v") in AGGREGATED:
+            return params["v"]
+    return None
+
+
+def _aggregated(version, items):
+    return json_response({"kind": "APIGroupDiscoveryList", "apiVersion": AGGREGATED[version],
+                          "metadata": {}, "items": items},
+                         content_type=f"application/json;g=apidiscovery.k8s.io;v={version};"
+                         "as=APIGroupDiscoveryList")
+
+
+def _to_aggregated(group, version, resources):
+    """Legacy APIResource entries to an APIVersionDiscovery (subresources folded in)."""
+    out = []
+    for res in resources:
+        if "/" in res["name"]:
+            continue
+        d = {"resource": res["name"], "responseKind": {"group": group, "version": version,
+                                                     "kind": res["kind"]},
+             "scope": "Namespaced" if res["namespaced"] else "Cluster",
+             "singularResource": res["singularName"], "verbs": res["verbs"]}
+        for k in ("shortNames", "categories"):
+            if res.get(k):
+                d[k] = res[k]
+        subs = [{"subresource": x["name"].split("/", 1)[1],
+                 "responseKind": {"group": group, "version": version, "kind": x["kind"]},
+                 "verbs": x["verbs"]}
+                for x in resources if x["name"].startswith(res["name"] + "/")]
+        if subs:
+            d["subresources"] = subs
+        out.append(d)
+    return {"version": version, "resources": out, "freshness": "Current"}
+
+
+async def core_versions(ctx, r):
+    agg = _aggregated_version(ctx, r)
+    if agg:
+        return _aggregated(agg, [{"metadata": {"creationTimestamp": None},
+                                  "versions": [_to_aggregated("", "v1", CORE_RESOURCES)]}])
+    return json_response({"kind": "APIVersions", "versions": ["v1"],
+                          "serverAddressByClientCIDRs": [
+                              {"clientCIDR": "0.0.0.0/0", "serverAddress": ctx.address}]})
 
 
 async def core_v1(_ctx, _r):
     return json_response({"kind": "APIResourceList", "groupVersion": "v1",
-                              "resources": CORE_RESOURCES})
+                          "resources": CORE_RESOURCES})
 
 
 def _group_doc(ctx):
@@ -45,9 +93,25 @@ def _group_doc(ctx):
     return {"name": ctx.crd.group, "versions": versions, "preferredVersion": versions[0]}
 
 
-async def groups(ctx, _r):
+def _sandbox_resources(ctx):
+    crd = ctx.crd
+    names = crd.names
+    return [{"name": crd.plural, "singularName": names.get("singular", ""), "namespaced": True,
+             "kind": crd.kind, "verbs": SANDBOX_VERBS, "shortNames": names.get("shortNames", []),
+             "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
+            {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
+             "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
+
+
+async def groups(ctx, r):
+    agg = _aggregated_version(ctx, r)
+    if agg:
+        versions = [_to_aggregated(ctx.crd.group, v, _sandbox_resources(ctx))
+                    for v in ctx.versions]
+        return _aggregated(agg, [{"metadata": {"name": ctx.crd.group, "creationTimestamp": None},
+                                  "versions": versions}])
     return json_response({"kind": "APIGroupList", "apiVersion": "v1",
-                              "groups": [_group_doc(ctx)]})
+                          "groups": [_group_doc(ctx)]})
 
 
 async def group(ctx, r):
@@ -59,18 +123,9 @@ async def group(ctx, r):
 async def group_version(ctx, r):
     if r.match_info["group"] != ctx.crd.group or r.match_info["version"] not in ctx.versions:
         raise ApiError(404, "the server could not find the requested resource")
-    crd = ctx.crd
-    names = crd.names
-    res = [{"name": crd.plural, "singularName": names.get("singular", ""), "namespaced": True,
-            "kind": crd.kind, "verbs": ["delete", "deletecollection", "get", "list", "patch",
-                                        "create", "update", "watch"],
-            "shortNames": names.get("shortNames", []),
-            "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
-           {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
-            "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
     return json_response({"kind": "APIResourceList", "apiVersion": "v1",
-                              "groupVersion": f"{crd.group}/{r.match_info['version']}",
-                              "resources": res})
+                          "groupVersion": f"{ctx.crd.group}/{r.match_info['version']}",
+                          "resources": _sandbox_resources(ctx)})
 
 
 async def namespace(_ctx, r):

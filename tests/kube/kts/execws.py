@@ -6,8 +6,6 @@ metav1.Status JSON document), 4 resize; v5 adds 255 'close', [255, 0] half-closi
 The base64 variant sends text frames: an ASCII channel digit then base64 data."""
 import asyncio
 import base64
-import json
-import logging
 import os
 import shlex
 import signal
@@ -26,8 +24,6 @@ READ_CHUNK = 64 * 1024
 # Largest message a client may send (stdin chunks are far smaller; this bounds memory).
 MSG_MAX = 16 * 1024 * 1024
 
-log = logging.getLogger("kts.exec")
-
 
 class Session:
     """One exec: the WebSocket, the process and the byte counting for the drop knob."""
@@ -36,8 +32,9 @@ class Session:
         self.r, self.ws, self.proc = request, ws, proc
         self.b64 = ws.ws_protocol == V4_B64
         self.v5 = ws.ws_protocol == V5
-        self.drop_after = drop_after
+        self.drop_after, self.drop_after_stdin = drop_after
         self.sent = 0
+        self.received = 0
         self.dropped = False
         self.gone = False       # the client went away
 
@@ -57,11 +54,15 @@ class Session:
                     await self.ws.send_bytes(bytes([channel]) + data)
             self.sent += len(data) if channel in (STDOUT, STDERR) else 0
             if self.dropped:
-                self.gone = True
-                if self.r.transport:
-                    self.r.transport.abort()    # no close frame, no status: a cut connection
+                self.cut()
         except (ConnectionResetError, RuntimeError):
             self.gone = True
+
+    def cut(self):
+        """The drop knobs: no close frame, no status, as when a connection is lost."""
+        self.dropped = self.gone = True
+        if self.r.transport:
+            self.r.transport.abort()
 
     async def pump(self, stream, channel):
         while True:
@@ -87,6 +88,12 @@ class Session:
             if not data:
                 continue
             ch, payload = data[0], data[1:]
+            if ch == STDIN and self.drop_after_stdin >= 0:
+                room = self.drop_after_stdin - self.received
+                if len(payload) >= room:
+                    payload = payload[:max(room, 0)]
+                    self.dropped = True
+                self.received += len(payload)
             if ch == STDIN and stdin and not stdin.is_closing():
                 try:
                     stdin.write(payload)
@@ -96,6 +103,9 @@ class Session:
             elif ch == CLOSE and self.v5 and payload[:1] == bytes([STDIN]) and stdin:
                 stdin.close()
                 stdin = None
+            if self.dropped:
+                self.cut()
+                break
         self.gone = True
         if stdin and not stdin.is_closing():
             stdin.close()
@@ -149,6 +159,7 @@ async def handle(ctx, request):
         # An SPDY client (POST with Upgrade: SPDY/3.1): not served, so clients use WebSocket.
         raise ApiError(400, "Upgrade request required", "BadRequest")
     await ws.prepare(request)
+    request["kts_status"] = 101
     if ws.ws_protocol is None:
         await ws.close(code=1002, message=b"no supported subprotocol offered")
         return ws

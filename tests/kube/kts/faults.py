@@ -15,9 +15,12 @@ KNOBS = {
     "fail_status": (int, 500, "the HTTP status of injected failures"),
     "fail_match": (str, "", "regular expression on 'METHOD /path?query'; empty matches all"),
     "exec_drop_after_bytes": (int, -1, "the next exec stream is cut after K output bytes"),
-    "ready_delay": (float, -1.0, "seconds before Ready for Sandboxes created from now; -1: default"),
+    "exec_drop_after_stdin_bytes": (int, -1, "the next exec stream is cut after K stdin bytes"),
+    "ready_delay": (float, -1.0, "seconds to Ready for Sandboxes created from now; -1: default"),
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
+    "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
+               "(the -token one keeps working for /_test)"),
 }
 
 
@@ -50,6 +53,8 @@ class Faults:
                 re.compile(v)
             if k == "forbid" and not all(isinstance(x, str) and len(x.split()) == 2 for x in v):
                 raise ValueError("knob 'forbid' wants strings 'VERB RESOURCE'")
+            if k == "tokens" and not all(isinstance(x, str) and x for x in v):
+                raise ValueError("knob 'tokens' wants non-empty strings")
         for k, v in doc.items():
             setattr(self, k, float(v) if KNOBS[k][0] is float else v)
 
@@ -69,8 +74,10 @@ class Faults:
         return True
 
     def take_exec_drop(self):
-        k, self.exec_drop_after_bytes = self.exec_drop_after_bytes, -1
-        return k
+        """(output, stdin) byte counts after which the next exec is cut; -1: never."""
+        out, self.exec_drop_after_bytes = self.exec_drop_after_bytes, -1
+        inp, self.exec_drop_after_stdin_bytes = self.exec_drop_after_stdin_bytes, -1
+        return out, inp
 
     def forbidden(self, verb, resource):
         return f"{verb} {resource}" in self.forbid

@@ -65,6 +65,11 @@ def parse_args(argv):
         "subprocess: commands run unisolated on the host")
     add("versions", default="v1beta1,v1alpha1",
         help="comma-separated served versions of agents.x-k8s.io (first is preferred)")
+    add("serviceaccount", default=None, metavar="DIR",
+        help="also write DIR/token, DIR/ca.crt and DIR/namespace, as a pod's service account "
+        "directory (for in-cluster configuration)")
+    add("legacy-discovery", action="store_true",
+        help="answer /api and /apis only in the legacy form, never aggregated (apidiscovery v2)")
     add("port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     add("crd", default=None, metavar="FILE", help="Sandbox CRD (default: $SBX_SANDBOX_CRD, else "
         "../shared/k8s/agents.x-k8s.io_sandboxes.yaml beside the repository)")
@@ -89,6 +94,7 @@ class Context:
         self.controller = controller.Controller(self.store, backend, self.faults, args.ready_delay)
         self.tokens = tokens
         self.user = USER
+        self.aggregated_discovery = not args.legacy_discovery
         self.address = ""
         self.watch_responses = set()
         self.exec_sessions = set()
@@ -138,6 +144,11 @@ async def serve(args, repo_top):
         user = {"token": token} if args.auth == "token" else {
             "client-certificate-data": base64.b64encode(auth.client_cert_pem).decode(),
             "client-key-data": base64.b64encode(auth.client_key_pem).decode()}
+        if args.serviceaccount:
+            os.makedirs(args.serviceaccount, exist_ok=True)
+            for name, text in (("token", token), ("ca.crt", auth.ca_pem.decode()),
+                               ("namespace", args.namespace)):
+                write_atomic(os.path.join(args.serviceaccount, name), text)
         write_atomic(args.kubeconfig, yaml.safe_dump(kubeconfig_doc(url, auth.ca_pem,
                                                                     args.namespace, user)))
         print(json.dumps({"server": url, "kubeconfig": args.kubeconfig, "pid": os.getpid(),

@@ -119,7 +119,8 @@ class Checker:
 
     def _string(self, v, s, path):
         if "maxLength" in s and len(v) > s["maxLength"]:
-            self.err(path, "FieldValueTooLong", f"Too long: may not be longer than {s['maxLength']}")
+            self.err(path, "FieldValueTooLong",
+                     f"Too long: may not be longer than {s['maxLength']}")
         if "minLength" in s and len(v) < s["minLength"]:
             self.err(path, "FieldValueInvalid", f"Invalid value: {go_value(v)}: {path} in body "
                      f"should be at least {s['minLength']} chars long")
@@ -218,7 +219,7 @@ def check_metadata(meta, errors, require_name=True):
         elif field == "labels":
             for k, x in m.items():
                 if len(x) > LABEL_VALUE_MAX:
-                    errors.append(FieldError(f"metadata.labels", "FieldValueInvalid",
+                    errors.append(FieldError("metadata.labels", "FieldValueInvalid",
                                              f"Invalid value: {go_value(x)}: must be no more than "
                                              f"{LABEL_VALUE_MAX} characters"))
 

@@ -9,8 +9,9 @@ def dumps(doc):
     return json.dumps(doc, separators=(",", ":"))
 
 
-def json_response(doc, status=200, headers=None):
-    return web.json_response(doc, status=status, headers=headers, dumps=dumps)
+def json_response(doc, status=200, headers=None, content_type="application/json"):
+    return web.json_response(doc, status=status, headers=headers, dumps=dumps,
+                             content_type=content_type)
 
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
            405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",

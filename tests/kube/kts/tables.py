@@ -19,10 +19,15 @@ def human_duration(seconds):
     return f"{s // 86400}d"
 
 
+JSONPATH_TOKEN = re.compile(r"\.([A-Za-z0-9_-]+)"
+                            r"|\[\?\(@\.([A-Za-z0-9_-]+)==['\"]([^'\"]*)['\"]\)\]"
+                            r"|\[(\d+)\]")
+
+
 def jsonpath(obj, path):
     """The subset printer columns use: .a.b, [N], [?(@.k=='v')]."""
     cur = [obj]
-    for tok in re.findall(r"\.([A-Za-z0-9_-]+)|\[\?\(@\.([A-Za-z0-9_-]+)==['\"]([^'\"]*)['\"]\)\]|\[(\d+)\]", path):
+    for tok in JSONPATH_TOKEN.findall(path):
         field, fk, fv, idx = tok
         nxt = []
         for c in cur:
