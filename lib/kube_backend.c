@@ -634,8 +634,12 @@ out:
 /* --- exec --- */
 
 /* The command that starts every wrapped exec: it reads a script of exactly $0 bytes from
- * stdin and runs it; the rest of stdin stays for the command. */
-static const char boot_script[] = "s=$(head -c \"$0\"); eval \"$s\"";
+ * stdin and runs it; the rest of stdin stays for the command. The script ends with the
+ * comment KB_SCRIPT_END: a script cut short (a broken stream) is refused, never half run. */
+#define KB_SCRIPT_END "#sbx-end"
+static const char boot_script[] =
+	"s=$(head -c \"$0\"); case $s in *'" KB_SCRIPT_END "') eval \"$s\";; "
+	"*) echo 'sbx: the command script arrived incomplete' >&2; exit 126;; esac";
 
 /* Kills the command recorded in the pid file $f and everything it started: every process in
  * its session or process group, and every descendant (found through the parent pids, for
@@ -725,6 +729,7 @@ static char *exec_script(const struct sbx_exec *x, const char *pidfile, enum in_
 		buf_puts(&b, "r=$?; rm -f \"$f\"; exit $r\n");
 	else if (in == IN_COUNTED)
 		buf_puts(&b, "exit $?\n");
+	buf_puts(&b, KB_SCRIPT_END);
 	return buf_steal(&b);
 }
 
@@ -855,7 +860,7 @@ static void kill_remote(struct kubeconfig *kc, const struct sbx_backend *b, cons
 
 	buf_puts(&script, "exec </dev/null\nf=");
 	sh_quote(&script, f);
-	buf_printf(&script, "\n%s", kill_body);
+	buf_printf(&script, "\n%s%s", kill_body, KB_SCRIPT_END);
 	snprintf(count, sizeof count, "%zu", script.len);
 	req.in_prefix = script.data;
 	req.in_prefix_len = script.len;

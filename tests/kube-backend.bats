@@ -269,6 +269,22 @@ done" ]
 	remote_gone k13 'sleep 3[1]9'
 }
 
+@test "fault: a stream cut while stdin flows: a cut command script never runs; a cut input leaves nothing running" {
+	sbx-create k20 >/dev/null
+	ctl faults '{"exec_drop_after_stdin_bytes": 10}'
+	run bash -c "printf data | sbx-exec -timeout 1m k20 -- sh -c 'touch /tmp/ran; cat >/dev/null'"
+	assert_status 111
+	assert_contains "ended before the command's exit status arrived"
+	run sbx-exec k20 -- test -e /tmp/ran
+	assert_status 1
+	ctl faults '{"exec_drop_after_stdin_bytes": 200000}'
+	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/zeros"
+	run bash -c "sbx-exec -raw -timeout 1m k20 -- sh -c 'cat >/dev/null; sleep 323' <'$BATS_TEST_TMPDIR/zeros'"
+	assert_status 111
+	assert_contains "ended before the command's exit status arrived"
+	remote_gone k20 'sleep 3[2]3'
+}
+
 @test "fault: readiness that never comes times out and the Sandbox is deleted" {
 	ctl faults '{"never_ready": true}'
 	SBX_KUBE_READY_TIMEOUT=2s run sbx-create k14
