@@ -5,10 +5,11 @@
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
  * for real command lines, and Kubernetes neither stops a process when its exec stream closes
  * nor (on v4.channel.k8s.io) lets a client close stdin. So unless the command is short and
- * needs nothing else, sbx runs `sh -c 's=$(head -c "$0"); eval "$s"' N` and sends, as the
+ * needs nothing else, sbx runs boot_script (`s=$(head -c N)`, then eval) and sends, as the
  * first N bytes of stdin, a script with the real command line (shell-quoted), environment
- * and working directory; the rest of stdin belongs to the command. `head -c N` reads exactly
- * N bytes, so nothing of the command's input is consumed. The script then:
+ * and working directory, ending in KB_SCRIPT_END; the rest of stdin belongs to the command.
+ * `head -c N` reads exactly N bytes, so nothing of the command's input is consumed, and a
+ * script without its end marker (a stream cut short) is refused. The script then:
  *  - with a deadline or cancel_fd: re-runs itself under `setsid -w` (when setsid exists), so
  *    the command leads a new session, writes its pid to /tmp/.sbx-exec-<random>, waits for
  *    the command and removes the file. On timeout, cancel or a broken stream a second exec
