@@ -411,6 +411,21 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_jsonl 'all(.object.metadata.name == "w1")'
 	assert_jsonl '.[0].type == "ADDED"'
 	assert_jsonl '[.[] | .object.status.conditions // [] | .[] | select(.type == "Ready") | .status] | .[-2:] == ["False", "True"]'
+	# close-watches ends an open watch cleanly
+	kts_curl -N "$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=1&timeoutSeconds=60" \
+		>"$BATS_TEST_TMPDIR/watch2" &
+	curl_pid=$!
+	for ((i = 0; i < 100; i++)); do
+		[ "$(kts_ctl close-watches | jq .closed)" = 1 ] && break
+		sleep 0.1
+	done
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$curl_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$curl_pid"
+	run tail -n 1 "$BATS_TEST_TMPDIR/watch2"
+	[ "$output" = 200 ]
 	# resuming from an old resourceVersion replays what followed it
 	run kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=1&resourceVersion=1&timeoutSeconds=1"
 	assert_contains '"type":"MODIFIED"'

@@ -55,6 +55,7 @@ def routes_for(ctx):
         web.get(TEST_PREFIX + "requests", lambda r: get_requests(ctx, r)),
         web.delete(TEST_PREFIX + "requests", lambda r: clear_requests(ctx, r)),
         web.post(TEST_PREFIX + "expire", lambda r: expire(ctx, r)),
+        web.post(TEST_PREFIX + "close-watches", lambda r: close_watches(ctx, r)),
     ]
 
 
@@ -654,6 +655,12 @@ async def expire(ctx, r):
         return json_response(status_doc(404, f'sandbox "{key[0]}/{key[1]}" not found'),
                                  status=404)
     return json_response({"expired": f"{key[0]}/{key[1]}"})
+
+
+async def close_watches(ctx, _r):
+    """Ends every open watch cleanly (as an API server restart or timeout would)."""
+    n = ctx.store.close_watches()
+    return json_response({"closed": n})
 
 
 def random_token():
