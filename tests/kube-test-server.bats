@@ -328,6 +328,15 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	[ "$(http_status)" = 409 ]
 	output=$(http_body) assert_json '.reason == "Conflict" and .code == 409 and .details.name == "demo"'
 	assert_contains 'the object has been modified; please apply your changes to the latest version'
+	# custom resources take no unconditional update
+	run kts_curl -X PUT -H 'Content-Type: application/json' \
+		--data "$(jq 'del(.metadata.resourceVersion)' <<<"$obj")" "$url"
+	[ "$(http_status)" = 422 ]
+	assert_contains 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update'
+	run kts_curl -X POST -H 'Content-Type: application/json' --data "$(jq '.metadata.name = "copy"' <<<"$obj")" \
+		"$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"
+	[ "$(http_status)" = 400 ]
+	assert_contains "resourceVersion should not be set on objects to be created"
 	# status is a subresource: a PUT cannot change it
 	run k get sandbox demo -o json
 	assert_json '.spec.shutdownPolicy == "Delete" and (.status.conditions[0].status == "True")'
