@@ -328,6 +328,15 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	[ "$(http_status)" = 409 ]
 	output=$(http_body) assert_json '.reason == "Conflict" and .code == 409 and .details.name == "demo"'
 	assert_contains 'the object has been modified; please apply your changes to the latest version'
+	# custom resources take no unconditional update
+	run kts_curl -X PUT -H 'Content-Type: application/json' \
+		--data "$(jq 'del(.metadata.resourceVersion)' <<<"$obj")" "$url"
+	[ "$(http_status)" = 422 ]
+	assert_contains 'metadata.resourceVersion: Invalid value: 0x0: must be specified for an update'
+	run kts_curl -X POST -H 'Content-Type: application/json' --data "$(jq '.metadata.name = "copy"' <<<"$obj")" \
+		"$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes"
+	[ "$(http_status)" = 400 ]
+	assert_contains "resourceVersion should not be set on objects to be created"
 	# status is a subresource: a PUT cannot change it
 	run k get sandbox demo -o json
 	assert_json '.spec.shutdownPolicy == "Delete" and (.status.conditions[0].status == "True")'
@@ -411,6 +420,21 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_jsonl 'all(.object.metadata.name == "w1")'
 	assert_jsonl '.[0].type == "ADDED"'
 	assert_jsonl '[.[] | .object.status.conditions // [] | .[] | select(.type == "Ready") | .status] | .[-2:] == ["False", "True"]'
+	# close-watches ends an open watch cleanly
+	kts_curl -N "$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=1&timeoutSeconds=60" \
+		>"$BATS_TEST_TMPDIR/watch2" &
+	curl_pid=$!
+	for ((i = 0; i < 100; i++)); do
+		[ "$(kts_ctl close-watches | jq .closed)" = 1 ] && break
+		sleep 0.1
+	done
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$curl_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	wait "$curl_pid"
+	run tail -n 1 "$BATS_TEST_TMPDIR/watch2"
+	[ "$output" = 200 ]
 	# resuming from an old resourceVersion replays what followed it
 	run kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=1&resourceVersion=1&timeoutSeconds=1"
 	assert_contains '"type":"MODIFIED"'

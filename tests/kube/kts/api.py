@@ -11,6 +11,7 @@ from aiohttp import web
 
 from . import discovery, execws, tables
 from .patch import PatchError, apply_patch, json_patch, merge_patch
+from .schema import FieldError
 from .selectors import SelectorError, matcher
 from .status import (PODS, ApiError, Resource, already_exists, conflict, dumps, forbidden,
                      invalid, json_response, not_found, status_doc)
@@ -55,6 +56,7 @@ def routes_for(ctx):
         web.get(TEST_PREFIX + "requests", lambda r: get_requests(ctx, r)),
         web.delete(TEST_PREFIX + "requests", lambda r: clear_requests(ctx, r)),
         web.post(TEST_PREFIX + "expire", lambda r: expire(ctx, r)),
+        web.post(TEST_PREFIX + "close-watches", lambda r: close_watches(ctx, r)),
     ]
 
 
@@ -348,8 +350,9 @@ class Sandboxes:
             if self.ctx.store.get(self.ns, name):
                 raise already_exists(self.res, name)
             return json_response(self._out(obj), status=201, headers=headers)
-        for k in ("resourceVersion", "uid"):
-            obj["metadata"].pop(k, None)
+        if obj["metadata"].get("resourceVersion"):
+            raise ApiError(400, "resourceVersion should not be set on objects to be created")
+        obj["metadata"].pop("uid", None)
         try:
             created = self.ctx.store.create(obj)
         except Exists:
@@ -404,6 +407,11 @@ class Sandboxes:
         if isinstance(meta, dict) and meta.get("name") not in (None, self.name):
             raise ApiError(400, f'the name of the object ({meta.get("name")}) does not match the '
                            f"name on the URL ({self.name})")
+        if not (isinstance(meta, dict) and meta.get("resourceVersion")):
+            # Custom resources allow no unconditional update.
+            raise invalid(self.res, self.res.kind, self.name, [FieldError(
+                "metadata.resourceVersion", "FieldValueInvalid",
+                "Invalid value: 0x0: must be specified for an update")])
         if self.ctx.faults.take_conflict():
             raise conflict(self.res, self.name)
         if status_only:
@@ -654,6 +662,12 @@ async def expire(ctx, r):
         return json_response(status_doc(404, f'sandbox "{key[0]}/{key[1]}" not found'),
                                  status=404)
     return json_response({"expired": f"{key[0]}/{key[1]}"})
+
+
+async def close_watches(ctx, _r):
+    """Ends every open watch cleanly (as an API server restart or timeout would)."""
+    n = ctx.store.close_watches()
+    return json_response({"closed": n})
 
 
 def random_token():

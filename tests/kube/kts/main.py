@@ -75,7 +75,7 @@ def parse_args(argv):
         "../shared/k8s/agents.x-k8s.io_sandboxes.yaml beside the repository)")
     add("v", action="store_true", help="log every request on stderr")
     add("ctl", nargs="+", metavar="ARG", help="talk to a running server: faults [JSON] | reset "
-        "| requests | clear-requests | expire [NS/]NAME")
+        "| requests | clear-requests | expire [NS/]NAME | close-watches")
     return p.parse_args(argv)
 
 
@@ -206,6 +206,8 @@ def ctl(args):
         method, path, body = "GET", "requests", None
     elif verb == "clear-requests":
         method, path, body = "DELETE", "requests", None
+    elif verb == "close-watches":
+        method, path, body = "POST", "close-watches", None
     elif verb == "expire" and len(rest) == 1:
         ns, _, name = rest[0].rpartition("/")
         method, path, body = "POST", "expire", json.dumps({"namespace": ns or "default",

@@ -130,5 +130,13 @@ class Store:
         self.watchers.add(w)
         return w
 
+    def close_watches(self):
+        """Ends every watch (its stream sees the end of the queue); returns how many."""
+        n = len(self.watchers)
+        for w in list(self.watchers):
+            w.queue.put_nowait(None)
+        self.watchers.clear()
+        return n
+
     def unwatch(self, w):
         self.watchers.discard(w)
