@@ -1,0 +1,804 @@
+/* kubeconfig.c — client-go's loading rules in C: in-cluster, then merged kubeconfig files
+ * (parsed with libyaml into json-c trees), then the current context's cluster and user;
+ * exec credential plugins with their token cached in memory and in a 0600 file. */
+#include "kubeconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "paths.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+/* Limit on kubeconfig files in $KUBECONFIG: more is a mistake, not a configuration. */
+#define KUBECONFIG_FILES_MAX 64
+/* YAML nesting deeper than this is not a kubeconfig (and would recurse without bound). */
+#define YAML_DEPTH_MAX 64
+
+extern char **environ;
+
+/* Reads a whole file (at most KUBECONFIG_FILE_MAX bytes). */
+static int read_file(const char *path, struct kube_blob *out, struct sbx_err *e)
+{
+	struct buf b = {0};
+	char chunk[8192];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		err_sys(e, errno, "cannot read %s", path);
+		goto nocode;
+	}
+	while ((n = read(fd, chunk, sizeof chunk)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err_sys(e, errno, "cannot read %s", path);
+			close(fd);
+			goto nocode;
+		}
+		if (b.len + (size_t)n > KUBECONFIG_FILE_MAX) {
+			err_set(e, SBX_EINVAL, "%s is larger than %d bytes", path, KUBECONFIG_FILE_MAX);
+			goto fail;
+		}
+		buf_append(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	if (b.data == NULL)
+		buf_append(&b, "", 0);
+	out->len = b.len;
+	out->data = buf_steal(&b);
+	return 0;
+fail:
+	close(fd);
+	buf_free(&b);
+	return -1;
+nocode:
+	/* A missing config file is a configuration problem, not a missing sandbox. */
+	buf_free(&b);
+	if (e)
+		e->code = SBX_EUNAVAIL;
+	return -1;
+}
+
+int kubeconfig_base64(const char *in, struct kube_blob *out)
+{
+	size_t n = strlen(in), i, m = 0;
+	char *clean = xmalloc(n + 4);
+	unsigned char *dec;
+	int len, pad = 0;
+
+	for (i = 0; i < n; i++) {
+		if (in[i] == ' ' || in[i] == '\n' || in[i] == '\r' || in[i] == '\t')
+			continue;
+		clean[m++] = in[i];
+	}
+	clean[m] = '\0';
+	if (m % 4 != 0) {
+		free(clean);
+		return -1;
+	}
+	dec = xmalloc(m / 4 * 3 + 1);
+	len = m ? EVP_DecodeBlock(dec, (unsigned char *)clean, (int)m) : 0;
+	if (len < 0) {
+		free(clean), free(dec);
+		return -1;
+	}
+	if (m >= 1 && clean[m - 1] == '=')
+		pad++;
+	if (m >= 2 && clean[m - 2] == '=')
+		pad++;
+	free(clean);
+	out->len = (size_t)len - (size_t)pad;
+	dec[out->len] = '\0';
+	out->data = (char *)dec;
+	return 0;
+}
+
+/* Converts one libyaml document node into JSON (scalars stay strings). */
+static struct json_object *yaml_to_json(yaml_document_t *doc, yaml_node_t *node, int depth)
+{
+	struct json_object *o = NULL;
+
+	if (node == NULL || depth > YAML_DEPTH_MAX)
+		return NULL;
+	switch (node->type) {
+	case YAML_SCALAR_NODE:
+		if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    (node->data.scalar.length == 0 ||
+		     (node->data.scalar.length == 4 && memcmp(node->data.scalar.value, "null", 4) == 0) ||
+		     (node->data.scalar.length == 1 && node->data.scalar.value[0] == '~')))
+			return NULL;
+		return json_object_new_string_len((const char *)node->data.scalar.value,
+						  (int)node->data.scalar.length);
+	case YAML_SEQUENCE_NODE: {
+		yaml_node_item_t *it;
+		o = json_object_new_array();
+		for (it = node->data.sequence.items.start; it < node->data.sequence.items.top; it++)
+			json_object_array_add(o, yaml_to_json(doc, yaml_document_get_node(doc, *it),
+							      depth + 1));
+		return o;
+	}
+	case YAML_MAPPING_NODE: {
+		yaml_node_pair_t *p;
+		o = json_object_new_object();
+		for (p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
+			yaml_node_t *k = yaml_document_get_node(doc, p->key);
+			if (k == NULL || k->type != YAML_SCALAR_NODE)
+				continue;
+			json_object_object_add(o, (const char *)k->data.scalar.value,
+					       yaml_to_json(doc, yaml_document_get_node(doc, p->value),
+							    depth + 1));
+		}
+		return o;
+	}
+	default:
+		return NULL;
+	}
+}
+
+/* Parses one kubeconfig file into JSON. An empty file is an empty object. */
+static struct json_object *parse_yaml(const char *path, struct sbx_err *e)
+{
+	struct kube_blob f = {0};
+	yaml_parser_t p;
+	yaml_document_t doc;
+	struct json_object *o = NULL;
+	yaml_node_t *root;
+
+	if (read_file(path, &f, e) < 0)
+		return NULL;
+	if (!yaml_parser_initialize(&p)) {
+		free(f.data);
+		err_set(e, SBX_EIO, "cannot initialise the YAML parser");
+		return NULL;
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)f.data, f.len);
+	if (!yaml_parser_load(&p, &doc)) {
+		err_set(e, SBX_EINVAL, "%s: invalid YAML at line %zu: %s", path,
+			p.problem_mark.line + 1, p.problem ? p.problem : "parse error");
+		goto out;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (root == NULL)
+		o = json_object_new_object();
+	else if (root->type != YAML_MAPPING_NODE)
+		err_set(e, SBX_EINVAL, "%s: not a kubeconfig (the top level is not a mapping)", path);
+	else
+		o = yaml_to_json(&doc, root, 0);
+	yaml_document_delete(&doc);
+out:
+	yaml_parser_delete(&p);
+	free(f.data);
+	return o;
+}
+
+static const char *jstr(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static struct json_object *jget(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* Finds the named entry of a kubeconfig list ("clusters", "users", "contexts") across the
+ * files in order (first wins) and returns its inner object (e.g. "cluster"). */
+static struct json_object *find_named(struct json_object **files, size_t n, const char *list,
+				      const char *inner, const char *name, size_t *which)
+{
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *a = jget(files[i], list);
+		if (a == NULL || !json_object_is_type(a, json_type_array))
+			continue;
+		for (j = 0; j < json_object_array_length(a); j++) {
+			struct json_object *it = json_object_array_get_idx(a, j);
+			const char *nm = jstr(it, "name");
+			if (nm && strcmp(nm, name) == 0 && jget(it, inner)) {
+				*which = i;
+				return jget(it, inner);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* A path from a kubeconfig, relative to the directory of the file that holds it. */
+static char *resolve_path(const char *p, const char *file)
+{
+	const char *slash = strrchr(file, '/');
+
+	if (p[0] == '/' || slash == NULL)
+		return xstrdup(p);
+	if (p[0] == '~' && p[1] == '/' && getenv("HOME"))
+		return xasprintf("%s%s", getenv("HOME"), p + 1);
+	return xasprintf("%.*s/%s", (int)(slash - file), file, p);
+}
+
+/* Loads a PEM blob from "<key>-data" (base64) or "<key>" (a path). */
+static int load_blob(struct json_object *o, const char *key, const char *file,
+		     struct kube_blob *out, struct sbx_err *e)
+{
+	char dkey[64];
+	const char *s;
+
+	snprintf(dkey, sizeof dkey, "%s-data", key);
+	if ((s = jstr(o, dkey)) != NULL && *s) {
+		if (kubeconfig_base64(s, out) < 0)
+			return err_set(e, SBX_EINVAL, "%s: %s is not valid base64", file, dkey);
+		return 0;
+	}
+	if ((s = jstr(o, key)) != NULL && *s) {
+		char *p = resolve_path(s, file);
+		int rc = read_file(p, out, e);
+		free(p);
+		if (rc < 0)
+			return err_prefix(e, "%s: %s", file, key);
+	}
+	return 0;
+}
+
+static char **str_array(struct json_object *a)
+{
+	size_t i, n = a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+	char **v = xcalloc(n + 1, sizeof *v);
+	size_t m = 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(a, i);
+		if (s && json_object_is_type(s, json_type_string))
+			v[m++] = xstrdup(json_object_get_string(s));
+	}
+	return v;
+}
+
+static void free_strv(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Reads the user's exec plugin stanza. */
+static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *file,
+		     struct sbx_err *e)
+{
+	const char *cmd = jstr(ex, "command"), *api = jstr(ex, "apiVersion");
+	struct json_object *env = jget(ex, "env");
+	size_t i, n, m = 0;
+
+	if (cmd == NULL || *cmd == '\0')
+		return err_set(e, SBX_EINVAL, "%s: user exec plugin has no command", file);
+	if (api == NULL || (strcmp(api, "client.authentication.k8s.io/v1") != 0 &&
+			    strcmp(api, "client.authentication.k8s.io/v1beta1") != 0))
+		return err_set(e, SBX_EINVAL,
+			       "%s: exec plugin apiVersion \"%s\" is not supported (use client.authentication.k8s.io/v1 or v1beta1)",
+			       file, api ? api : "");
+	/* A bare name is looked up on PATH; a relative path is relative to the kubeconfig. */
+	kc->exec_cmd = strchr(cmd, '/') ? resolve_path(cmd, file) : xstrdup(cmd);
+	kc->exec_api = xstrdup(api);
+	kc->exec_args = str_array(jget(ex, "args"));
+	n = env && json_object_is_type(env, json_type_array) ? json_object_array_length(env) : 0;
+	kc->exec_env = xcalloc(n + 1, sizeof *kc->exec_env);
+	for (i = 0; i < n; i++) {
+		struct json_object *it = json_object_array_get_idx(env, i);
+		const char *k = jstr(it, "name"), *v = jstr(it, "value");
+		if (k && *k)
+			kc->exec_env[m++] = xasprintf("%s=%s", k, v ? v : "");
+	}
+	return 0;
+}
+
+int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_err *e)
+{
+	struct json_object *files[KUBECONFIG_FILES_MAX] = {0};
+	char *names[KUBECONFIG_FILES_MAX] = {0};
+	char *list = NULL, *tok, *save = NULL;
+	const char *ctxname = NULL, *cname, *uname, *s;
+	struct json_object *ctx, *cl, *user;
+	size_t n = 0, i, ci, ui, xi;
+	struct buf src = {0};
+	int rc = -1;
+
+	memset(kc, 0, sizeof *kc);
+	if (paths == NULL || *paths == '\0') {
+		const char *h = getenv("HOME");
+		if (h == NULL || *h == '\0')
+			return err_set(e, SBX_EUNAVAIL,
+				       "no Kubernetes configuration: not in a cluster, KUBECONFIG and HOME are not set");
+		list = xasprintf("%s/.kube/config", h);
+	} else {
+		list = xstrdup(paths);
+	}
+	for (tok = strtok_r(list, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+		if (*tok == '\0')
+			continue;
+		if (access(tok, F_OK) < 0 && errno == ENOENT)
+			continue;	/* client-go skips missing files in the list */
+		if (n == KUBECONFIG_FILES_MAX) {
+			err_set(e, SBX_EINVAL, "KUBECONFIG lists more than %d files", KUBECONFIG_FILES_MAX);
+			goto out;
+		}
+		if ((files[n] = parse_yaml(tok, e)) == NULL)
+			goto out;
+		names[n] = xstrdup(tok);
+		buf_printf(&src, "%s%s", n ? ":" : "", tok);
+		n++;
+	}
+	if (n == 0) {
+		err_set(e, SBX_EUNAVAIL,
+			"no Kubernetes configuration: not in a cluster and no kubeconfig at %s", paths && *paths ? paths : list);
+		goto out;
+	}
+	kc->source = buf_steal(&src);
+	for (i = 0; i < n && ctxname == NULL; i++) {
+		s = jstr(files[i], "current-context");
+		if (s && *s)
+			ctxname = s;
+	}
+	if (ctxname == NULL) {
+		err_set(e, SBX_EINVAL, "%s: no current-context is set", kc->source);
+		goto out;
+	}
+	if ((ctx = find_named(files, n, "contexts", "context", ctxname, &xi)) == NULL) {
+		err_set(e, SBX_EINVAL, "%s: context \"%s\" is not defined", kc->source, ctxname);
+		goto out;
+	}
+	kc->context = xstrdup(ctxname);
+	if ((s = jstr(ctx, "namespace")) && *s)
+		kc->namespace = xstrdup(s);
+	cname = jstr(ctx, "cluster");
+	uname = jstr(ctx, "user");
+	if (cname == NULL || (cl = find_named(files, n, "clusters", "cluster", cname, &ci)) == NULL) {
+		err_set(e, SBX_EINVAL, "%s: context \"%s\" names cluster \"%s\", which is not defined",
+			kc->source, ctxname, cname ? cname : "");
+		goto out;
+	}
+	s = jstr(cl, "server");
+	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)) {
+		err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source, cname);
+		goto out;
+	}
+	kc->server = xstrdup(s);
+	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
+		kc->server[strlen(kc->server) - 1] = '\0';
+	s = jstr(cl, "insecure-skip-tls-verify");
+	kc->insecure = s && strcmp(s, "true") == 0;
+	if (load_blob(cl, "certificate-authority", names[ci], &kc->ca, e) < 0)
+		goto out;
+	user = uname ? find_named(files, n, "users", "user", uname, &ui) : NULL;
+	if (user != NULL) {
+		if (load_blob(user, "client-certificate", names[ui], &kc->cert, e) < 0 ||
+		    load_blob(user, "client-key", names[ui], &kc->key, e) < 0)
+			goto out;
+		if ((kc->cert.data == NULL) != (kc->key.data == NULL)) {
+			err_set(e, SBX_EINVAL, "%s: user \"%s\" has a client certificate without a key (or a key without a certificate)",
+				names[ui], uname);
+			goto out;
+		}
+		if ((s = jstr(user, "token")) && *s)
+			kc->token = xstrdup(s);
+		if ((s = jstr(user, "tokenFile")) && *s)
+			kc->token_file = resolve_path(s, names[ui]);
+		if (jget(user, "exec") && load_exec(kc, jget(user, "exec"), names[ui], e) < 0)
+			goto out;
+		if (jget(user, "auth-provider")) {
+			err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not supported (use an exec plugin)",
+				names[ui], uname);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < n; i++) {
+		json_object_put(files[i]);
+		free(names[i]);
+	}
+	buf_free(&src);
+	free(list);
+	if (rc < 0)
+		kubeconfig_free(kc);
+	return rc;
+}
+
+static const char *sa_dir(void)
+{
+	const char *d = getenv("SBX_KUBE_SA_DIR");
+
+	return d && *d ? d : KUBECONFIG_SA_DIR;
+}
+
+int kubeconfig_load_incluster(struct kubeconfig *kc, struct sbx_err *e)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+	struct kube_blob ns = {0};
+	char *p;
+	int rc;
+
+	memset(kc, 0, sizeof *kc);
+	if (host == NULL || *host == '\0' || port == NULL || *port == '\0')
+		return 0;
+	p = xasprintf("%s/token", sa_dir());
+	rc = access(p, R_OK);
+	if (rc < 0) {
+		err_sys(e, errno, "in-cluster configuration: cannot read the service-account token %s", p);
+		free(p);
+		return -1;
+	}
+	kc->token_file = p;
+	kc->source = xstrdup("in-cluster");
+	kc->context = xstrdup("");
+	kc->server = strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port)
+				       : xasprintf("https://%s:%s", host, port);
+	p = xasprintf("%s/ca.crt", sa_dir());
+	rc = read_file(p, &kc->ca, e);
+	free(p);
+	if (rc < 0) {
+		err_prefix(e, "in-cluster configuration");
+		kubeconfig_free(kc);
+		return -1;
+	}
+	p = xasprintf("%s/namespace", sa_dir());
+	if (read_file(p, &ns, NULL) == 0) {
+		ns.data[strcspn(ns.data, "\r\n")] = '\0';
+		if (*ns.data)
+			kc->namespace = xstrdup(ns.data);
+		free(ns.data);
+	}
+	free(p);
+	return 1;
+}
+
+int kubeconfig_load(struct kubeconfig *kc, struct sbx_err *e)
+{
+	int rc = kubeconfig_load_incluster(kc, e);
+
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	return kubeconfig_load_files(kc, getenv("KUBECONFIG"), e);
+}
+
+/* --- exec credential plugins --- */
+
+/* The cache file for this plugin invocation: a hash of everything that defines it. */
+static char *cache_path(const struct kubeconfig *kc)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char hex[2 * 16 + 1];
+	const char *x = getenv("XDG_CACHE_HOME");
+	struct buf k = {0};
+	char *root;
+	size_t i;
+
+	buf_printf(&k, "%s\n%s\n%s\n", kc->server, kc->exec_api, kc->exec_cmd);
+	for (i = 0; kc->exec_args[i]; i++)
+		buf_printf(&k, "a:%s\n", kc->exec_args[i]);
+	for (i = 0; kc->exec_env[i]; i++)
+		buf_printf(&k, "e:%s\n", kc->exec_env[i]);
+	SHA256((const unsigned char *)k.data, k.len, md);
+	buf_free(&k);
+	for (i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	if (x && x[0] == '/') {
+		root = xasprintf("%s/sbx/kube-exec", x);
+	} else {
+		char *st = paths_state_root(NULL);
+		if (st == NULL)
+			return NULL;
+		root = xasprintf("%s/.kube-exec", st);	/* never a namespace name */
+		free(st);
+	}
+	if (paths_mkdirs(root, 0700, NULL) < 0) {
+		free(root);
+		return NULL;
+	}
+	{
+		char *p = xasprintf("%s/%s.json", root, hex);
+		free(root);
+		return p;
+	}
+}
+
+/* Takes token and expiry from an ExecCredential (or our cache file, same shape). */
+static int take_credential(struct kubeconfig *kc, const char *text, size_t len, bool strict,
+			   struct sbx_err *e)
+{
+	struct json_object *o = json_tokener_parse(text), *st;
+	const char *tok, *exp, *kind;
+	int64_t ns = 0;
+	int rc = -1;
+
+	(void)len;
+	if (o == NULL || !json_object_is_type(o, json_type_object)) {
+		err_set(e, SBX_EINVAL, "exec plugin %s printed no JSON ExecCredential", kc->exec_cmd);
+		goto out;
+	}
+	kind = jstr(o, "kind");
+	if (strict && (kind == NULL || strcmp(kind, "ExecCredential") != 0)) {
+		err_set(e, SBX_EINVAL, "exec plugin %s: output is not an ExecCredential", kc->exec_cmd);
+		goto out;
+	}
+	if (strict && (jstr(o, "apiVersion") == NULL || strcmp(jstr(o, "apiVersion"), kc->exec_api) != 0)) {
+		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential apiVersion \"%s\" does not match the requested %s",
+			kc->exec_cmd, jstr(o, "apiVersion") ? jstr(o, "apiVersion") : "", kc->exec_api);
+		goto out;
+	}
+	st = jget(o, "status");
+	tok = jstr(st, "token");
+	if (tok == NULL || *tok == '\0') {
+		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential has no status.token%s", kc->exec_cmd,
+			jstr(st, "clientCertificateData") ? " (client certificates from plugins are not supported)" : "");
+		goto out;
+	}
+	exp = jstr(st, "expirationTimestamp");
+	if (exp && *exp && time_parse_rfc3339(exp, &ns) < 0) {
+		err_set(e, SBX_EINVAL, "exec plugin %s: bad expirationTimestamp \"%s\"", kc->exec_cmd, exp);
+		goto out;
+	}
+	if (ns && ns - KUBECONFIG_EXPIRY_SLACK_NS <= time_now_ns()) {
+		err_set(e, SBX_EINVAL, "exec plugin %s: the credential has already expired (%s)", kc->exec_cmd, exp);
+		goto out;
+	}
+	free(kc->token);
+	kc->token = xstrdup(tok);
+	kc->token_expiry_ns = ns;
+	rc = 0;
+out:
+	json_object_put(o);
+	return rc;
+}
+
+/* Runs the plugin with KUBERNETES_EXEC_INFO set; collects its stdout (and stderr for errors). */
+static int run_plugin(struct kubeconfig *kc, struct buf *out, struct sbx_err *e)
+{
+	int op[2] = {-1, -1}, ep[2] = {-1, -1}, status = 0, rc = -1;
+	struct buf err = {0};
+	size_t nenv = 0, i, j;
+	char **argv, **envp;
+	pid_t pid;
+	int64_t deadline = time_mono_ns() + (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000;
+
+	for (i = 0; kc->exec_args[i]; i++)
+		;
+	argv = xcalloc(i + 2, sizeof *argv);
+	argv[0] = kc->exec_cmd;
+	for (j = 0; j < i; j++)
+		argv[j + 1] = kc->exec_args[j];
+	for (i = 0; environ[i]; i++)
+		nenv++;
+	for (i = 0; kc->exec_env[i]; i++)
+		nenv++;
+	envp = xcalloc(nenv + 2, sizeof *envp);
+	nenv = 0;
+	for (i = 0; environ[i]; i++)
+		if (strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21) != 0)
+			envp[nenv++] = environ[i];
+	for (i = 0; kc->exec_env[i]; i++)
+		envp[nenv++] = kc->exec_env[i];
+	envp[nenv++] = xasprintf("KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false}}",
+				 kc->exec_api);
+	if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		err_sys(e, errno, "exec plugin: pipe");
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err_sys(e, errno, "exec plugin: fork");
+		goto out;
+	}
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		dup2(op[1], 1);
+		dup2(ep[1], 2);
+		execvpe(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(op[1]), close(ep[1]);
+	op[1] = ep[1] = -1;
+	for (;;) {
+		struct pollfd pf[2] = {{op[0], POLLIN, 0}, {ep[0], POLLIN, 0}};
+		int64_t left = (deadline - time_mono_ns()) / 1000000;
+		char chunk[4096];
+		ssize_t n;
+		int k;
+
+		if (pf[0].fd < 0 && pf[1].fd < 0)
+			break;
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			err_set(e, SBX_ETIMEDOUT, "exec plugin %s did not finish within %d s", kc->exec_cmd,
+				KUBECONFIG_PLUGIN_TIMEOUT_MS / 1000);
+			goto out;
+		}
+		if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
+			break;
+		for (k = 0; k < 2; k++) {
+			int *fd = k ? &ep[0] : &op[0];
+			struct buf *b = k ? &err : out;
+			if (*fd < 0 || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(*fd, chunk, sizeof chunk);
+			if (n <= 0) {
+				close(*fd);
+				*fd = -1;
+			} else if (b->len + (size_t)n <= KUBECONFIG_PLUGIN_OUT_MAX) {
+				buf_append(b, chunk, (size_t)n);
+			}
+		}
+	}
+	waitpid(pid, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		size_t l = err.len;
+		while (l && (err.data[l - 1] == '\n' || err.data[l - 1] == ' '))
+			l--;
+		err_set(e, SBX_EPERM, "exec plugin %s failed (%s %d)%s%.*s", kc->exec_cmd,
+			WIFEXITED(status) ? "exit status" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			l ? ": " : (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? ": not found" : ""),
+			(int)(l > 500 ? 500 : l), err.data ? err.data : "");
+		goto out;
+	}
+	if (out->data == NULL)
+		buf_append(out, "", 0);
+	rc = 0;
+out:
+	for (i = 0; i < 2; i++) {
+		if (op[i] >= 0)
+			close(op[i]);
+		if (ep[i] >= 0)
+			close(ep[i]);
+	}
+	free(envp[nenv - 1]);
+	free(envp);
+	free(argv);
+	buf_free(&err);
+	return rc;
+}
+
+/* Writes the token to the cache file (0600, atomically). Failures only lose the cache. */
+static void cache_store(const struct kubeconfig *kc)
+{
+	struct json_object *o, *st;
+	char *tmp, tbuf[TIME_BUFSZ];
+	const char *txt;
+	int fd;
+
+	if (kc->cache_path == NULL || kc->token_expiry_ns == 0)
+		return;	/* no expiry: client-go keeps it for the process only */
+	o = json_object_new_object();
+	st = json_object_new_object();
+	json_object_object_add(o, "kind", json_object_new_string("ExecCredential"));
+	json_object_object_add(o, "apiVersion", json_object_new_string(kc->exec_api));
+	json_object_object_add(st, "token", json_object_new_string(kc->token));
+	json_object_object_add(st, "expirationTimestamp",
+			       json_object_new_string(time_rfc3339(kc->token_expiry_ns, tbuf, sizeof tbuf)));
+	json_object_object_add(o, "status", st);
+	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	tmp = xasprintf("%s.%d.tmp", kc->cache_path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		ssize_t w = write(fd, txt, strlen(txt));
+		if (close(fd) == 0 && w == (ssize_t)strlen(txt))
+			rename(tmp, kc->cache_path);
+		else
+			unlink(tmp);
+	}
+	free(tmp);
+	json_object_put(o);
+}
+
+static int cache_load(struct kubeconfig *kc)
+{
+	struct kube_blob f = {0};
+	struct stat st;
+	int rc;
+
+	if (kc->cache_path == NULL || stat(kc->cache_path, &st) < 0)
+		return -1;
+	/* Only trust a private file of ours: anyone else could plant a token. */
+	if (st.st_uid != getuid() || (st.st_mode & 077) != 0)
+		return -1;
+	if (read_file(kc->cache_path, &f, NULL) < 0)
+		return -1;
+	rc = take_credential(kc, f.data, f.len, false, NULL);
+	free(f.data);
+	return rc;
+}
+
+int kubeconfig_token(struct kubeconfig *kc, char **token, struct sbx_err *e)
+{
+	struct buf out = {0};
+	int rc;
+
+	*token = NULL;
+	if (kc->exec_cmd != NULL) {
+		if (kc->token && (kc->token_expiry_ns == 0 ||
+				  kc->token_expiry_ns - KUBECONFIG_EXPIRY_SLACK_NS > time_now_ns()))
+			goto have;
+		if (kc->cache_path == NULL)
+			kc->cache_path = cache_path(kc);
+		if (kc->token == NULL && cache_load(kc) == 0)
+			goto have;
+		rc = run_plugin(kc, &out, e);
+		if (rc == 0)
+			rc = take_credential(kc, out.data, out.len, true, e);
+		buf_free(&out);
+		if (rc < 0)
+			return -1;
+		cache_store(kc);
+		goto have;
+	}
+	if (kc->token_file != NULL) {
+		struct kube_blob f = {0};
+		if (read_file(kc->token_file, &f, e) < 0)
+			return err_prefix(e, "token file");
+		f.data[strcspn(f.data, "\r\n")] = '\0';
+		*token = f.data;
+		return 0;
+	}
+have:
+	if (kc->token)
+		*token = xstrdup(kc->token);
+	return 0;
+}
+
+void kubeconfig_forget_token(struct kubeconfig *kc)
+{
+	if (kc->exec_cmd == NULL)
+		return;
+	free(kc->token);
+	kc->token = NULL;
+	kc->token_expiry_ns = 0;
+	if (kc->cache_path)
+		unlink(kc->cache_path);
+}
+
+void kubeconfig_free(struct kubeconfig *kc)
+{
+	if (kc == NULL)
+		return;
+	free(kc->source);
+	free(kc->server);
+	free(kc->context);
+	free(kc->namespace);
+	free(kc->ca.data);
+	free(kc->cert.data);
+	if (kc->key.data)
+		OPENSSL_cleanse(kc->key.data, kc->key.len);
+	free(kc->key.data);
+	free(kc->token);
+	free(kc->token_file);
+	free(kc->exec_cmd);
+	free_strv(kc->exec_args);
+	free_strv(kc->exec_env);
+	free(kc->exec_api);
+	free(kc->cache_path);
+	memset(kc, 0, sizeof *kc);
+}

@@ -1,0 +1,410 @@
+#!/usr/bin/env bats
+# kube-backend.bats — the sbx tools on -backend kubernetes against scripts/kube-test-server:
+# create/reuse/mismatch, exec (JSON, -raw, stdin, v4 and v5), touch, delete, list, every fault
+# knob, expiry, timeouts that kill the remote processes, and each configuration/auth form.
+# One server per file (started here, on 127.0.0.1); every test resets its faults and deletes
+# what it made.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
+ctl() { ks -kubeconfig "$KS/kc" -ctl "$@" >/dev/null; }
+
+start_server() {	# $1 = directory; extra args follow
+	local d=$1 i
+	shift
+	mkdir -p "$d/home" "$d/state"
+	HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
+		"$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@" >"$d/log" 2>&1 3>&- &
+	echo $! >"$d/pid"
+	for i in $(seq 1 300); do
+		[ -s "$d/kc" ] && return 0
+		kill -0 "$(cat "$d/pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "kube-test-server did not start:" >&2
+	cat "$d/log" >&2
+	return 1
+}
+
+stop_server() {
+	local p
+	p=$(cat "$1/pid" 2>/dev/null) || return 0
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+}
+
+setup_file() {
+	export SBX_TOP=${SBX_TOP:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
+	export KS="$BATS_FILE_TMPDIR/ks"
+	start_server "$KS" -ready-delay 300ms
+}
+
+teardown_file() {
+	stop_server "$KS"
+}
+
+setup() {
+	setup_sbx_env
+	export KUBECONFIG="$KS/kc" SANDBOX_BACKEND=kubernetes
+	ctl reset
+}
+
+teardown() {
+	local n
+	ctl reset || true
+	for n in $(KUBECONFIG="$KS/kc" sbx-list -backend kubernetes 2>/dev/null | jq -r .name); do
+		KUBECONFIG="$KS/kc" sbx-delete -backend kubernetes "$n" >/dev/null 2>&1 || true
+	done
+}
+
+# The processes in sandbox $1 whose command line matches the grep pattern $2 (via /proc, no ps
+# needed). Write the pattern so that it does not match itself, e.g. 'sleep 3[1]9'.
+remote_count() {
+	sbx-exec -raw "$1" -- sh -c 'n=0; for d in /proc/[0-9]*; do tr "\0" " " <"$d/cmdline" 2>/dev/null | grep -q -- "$0" && n=$((n+1)); done; echo $n' "$2"
+}
+
+# Waits (bounded) until no process in sandbox $1 matches $2; fails if one still does.
+remote_gone() {
+	local i
+	for i in $(seq 1 50); do
+		[ "$(remote_count "$1" "$2")" = 0 ] && return 0
+		sleep 0.1
+	done
+	echo "still running in $1: $2" >&2
+	return 1
+}
+
+@test "create makes a Ready Sandbox shaped as upstream makes it, with the sbx label" {
+	run sbx-create k1
+	assert_status 0
+	assert_json '.name == "k1" and .backend == "kubernetes" and .namespace == "default" and .reused == false'
+	assert_json '.image == "debian:bookworm-slim" and .homedir == "/home/clawtainer"'
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	assert_status 0
+	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][0].body | fromjson')
+	printf '%s' "$post" | jq -e '.metadata.labels["app.kubernetes.io/managed-by"] == "sbx"'
+	printf '%s' "$post" | jq -e '.spec.shutdownPolicy == "Delete" and (.spec.shutdownTime | test("Z$"))'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | .automountServiceAccountToken == false and .restartPolicy == "Never" and .containers[0].name == "sandbox" and .containers[0].command == ["sleep","infinity"] and .volumes[0].emptyDir == {}'
+}
+
+@test "create reuses a Sandbox with the same spec and refuses one that differs" {
+	sbx-create k2 >/dev/null
+	run sbx-create k2
+	assert_status 0
+	assert_json '.name == "k2" and .reused == true'
+	run sbx-create -image alpine:3 k2
+	assert_status 100
+	assert_contains "already exists in namespace default with another spec"
+	assert_contains "alpine:3"
+	run sbx-create -homedir /root k2
+	assert_contains "home directory is /home/clawtainer, not /root"
+}
+
+@test "exec: JSON result, exit status, stdin and -raw streams" {
+	sbx-create k3 >/dev/null
+	run sbx-exec k3 -- sh -c 'echo out; echo err >&2; exit 3'
+	assert_status 3
+	assert_json '.stdout == "out\n" and .stderr == "err\n" and .exit_code == 3'
+	run sbx-exec -raw k3 -- sh -c 'printf "a\0b"; exit 0'
+	assert_status 0
+	[ "$(sbx-exec -raw k3 -- printf 'a\0b' | od -An -c | tr -d ' ')" = 'a\0b' ]
+	run bash -c 'printf "hello stdin" | sbx-exec -raw k3 -- wc -c'
+	assert_status 0
+	[ "$output" = 11 ]
+	run bash -c 'printf "x y" | sbx-exec -stdin k3 -- cat'
+	assert_json '.stdout == "x y"'
+	run bash -c 'echo "{\"command\":[\"sh\",\"-c\",\"cat; pwd; echo \$V\"],\"stdin\":\"in\\n\",\"workdir\":\"/tmp\",\"env\":{\"V\":\"vee\"}}" | sbx-exec k3'
+	assert_status 0
+	assert_json '.stdout == "in\n/tmp\nvee\n"'
+	run -127 sbx-exec k3 -- no-such-command-here
+	# argv reaches the command exactly, however it is quoted, and long command lines work
+	run sbx-exec -raw k3 -- printf '%s|' "a'b" 'c d' '$HOME' '' 'x
+y'
+	assert_status 0
+	[ "$output" = "a'b|c d|\$HOME||x
+y|" ]
+	long=$(head -c 100000 /dev/zero | tr '\0' a)
+	run sbx-exec -raw k3 -- sh -c 'printf %s "$1" | wc -c' sh "$long"
+	assert_status 0
+	[ "$output" = 100000 ]
+}
+
+@test "exec over v4.channel.k8s.io and v5.channel.k8s.io: stdin EOF reaches the command" {
+	sbx-create k4 >/dev/null
+	for p in v4 v5; do
+		run bash -c "printf 'abc' | SBX_KUBE_EXEC_PROTOCOL=$p sbx-exec -raw k4 -- sh -c 'cat; echo; echo done'"
+		assert_status 0
+		[ "$output" = "abc
+done" ]
+		run bash -c "SBX_KUBE_EXEC_PROTOCOL=$p sbx-exec -raw k4 -- sh -c 'wc -c' </dev/null"
+		[ "$output" = 0 ]
+	done
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.path | endswith("/exec")) | .headers["Sec-WebSocket-Protocol"] // .headers["sec-websocket-protocol"]] | any(. == "v4.channel.k8s.io") and any(. == "v5.channel.k8s.io")'
+}
+
+@test "exec streams 200 MB of stdin and the sandbox sees every byte (v5 streamed, v4 counted)" {
+	sbx-create k5 >/dev/null
+	head -c 200M /dev/urandom >"$BATS_TEST_TMPDIR/big"
+	want=$(sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)
+	# The first exec teaches sbx that the server speaks v5, so the pipe is streamed.
+	sbx-exec -raw k5 -- true
+	got=$(cat "$BATS_TEST_TMPDIR/big" | sbx-exec -raw k5 -- sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ]
+	got=$(SBX_KUBE_EXEC_PROTOCOL=v4 sbx-exec -raw k5 -- sha256sum <"$BATS_TEST_TMPDIR/big" | cut -d' ' -f1)
+	[ "$got" = "$want" ]
+	got=$(cat "$BATS_TEST_TMPDIR/big" | SBX_KUBE_EXEC_PROTOCOL=v4 sbx-exec -raw k5 -- sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ]
+	rm -f "$BATS_TEST_TMPDIR/big"
+}
+
+@test "exec timeout kills every process the command started (exit 124)" {
+	sbx-create k6 >/dev/null
+	run sbx-exec -timeout 1s k6 -- sh -c 'sleep 317 & sleep 318; echo never'
+	assert_status 124
+	assert_json '.timed_out == true'
+	remote_gone k6 'sleep 31[78]'
+	# the counter does see processes: it finds itself
+	[ "$(remote_count k6 'n=0; for')" -ge 1 ]
+}
+
+@test "a signal to sbx-exec stops the remote command too" {
+	sbx-create k19 >/dev/null
+	sbx-exec -raw k19 -- sh -c 'echo started; exec sleep 322' >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	pid=$!
+	for i in $(seq 1 100); do
+		grep -q started "$BATS_TEST_TMPDIR/out" && break
+		sleep 0.1
+	done
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 143 ]
+	remote_gone k19 'sleep 3[2]2'
+}
+
+@test "a server that serves only v1alpha1 is used through discovery" {
+	start_server "$BATS_TEST_TMPDIR/alpha" -versions v1alpha1
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-create ka1
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-touch ka1
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" ks -kubeconfig "$BATS_TEST_TMPDIR/alpha/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -se '[.[] | select(.method == "POST")][0].path | test("/apis/agents.x-k8s.io/v1alpha1/")' "$BATS_TEST_TMPDIR/req"
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" sbx-delete ka1
+	stop_server "$BATS_TEST_TMPDIR/alpha"
+}
+
+@test "touch moves the shutdown time; a missing Sandbox exits 101" {
+	sbx-create -ttl 1m k7 >/dev/null
+	before=$(sbx-list | jq -r 'select(.name == "k7") | .shutdown_time')
+	run sbx-touch -ttl 30m k7
+	assert_status 0
+	assert_json '.name == "k7"'
+	after=$(printf '%s' "$output" | jq -r .shutdown_time)
+	[[ "$after" > "$before" ]]
+	run sbx-touch nosuchsandbox
+	assert_status 101
+	assert_contains "sandbox nosuchsandbox not found in namespace default"
+}
+
+@test "delete is idempotent; list shows what exists" {
+	sbx-create k8 >/dev/null
+	run sbx-list
+	assert_status 0
+	printf '%s\n' "$output" | jq -e 'select(.name == "k8") | .backend == "kubernetes"'
+	run sbx-delete k8
+	assert_status 0
+	run sbx-delete k8
+	assert_status 0
+	for i in $(seq 1 50); do
+		sbx-list | jq -e 'select(.name == "k8")' >/dev/null || break
+		sleep 0.1
+	done
+	run sbx-exec k8 -- true
+	assert_status 101
+}
+
+@test "fault: conflicting updates are retried; too many are reported" {
+	sbx-create k9 >/dev/null
+	ctl faults '{"conflict_updates": 3}'
+	run sbx-touch k9
+	assert_status 0
+	ctl faults '{"conflict_updates": 10}'
+	run sbx-touch k9
+	assert_status 111
+	assert_contains "conflict (409)"
+}
+
+@test "fault: server errors, RBAC refusals and 422 are explained" {
+	sbx-create k10 >/dev/null
+	ctl faults '{"fail_requests": 1, "fail_status": 500, "fail_match": "^GET .*/sandboxes/k10"}'
+	run sbx-touch k10
+	assert_status 111
+	assert_contains "failed (500)"
+	ctl faults '{"forbid": ["update sandboxes"]}'
+	run sbx-touch k10
+	assert_status 111
+	assert_contains "may not update sandboxes.agents.x-k8s.io in namespace default"
+	ctl reset
+	ctl faults '{"forbid": ["create pods/exec"]}'
+	run sbx-exec k10 -- true
+	assert_status 111
+	assert_contains "pods/exec"
+	ctl reset
+	ctl faults '{"fail_requests": 1, "fail_status": 422, "fail_match": "^POST "}'
+	run sbx-create k11
+	assert_status 100
+	assert_contains "failed to create Sandbox: the API server rejected the object (422 Unprocessable Entity)"
+}
+
+@test "fault: a dropped exec stream is an error and leaves nothing running" {
+	sbx-create k13 >/dev/null
+	ctl faults '{"exec_drop_after_bytes": 5}'
+	run sbx-exec -timeout 1m k13 -- sh -c 'echo 0123456789; sleep 319'
+	assert_status 111
+	assert_contains "ended before the command's exit status arrived"
+	remote_gone k13 'sleep 3[1]9'
+}
+
+@test "fault: a stream cut while stdin flows: a cut command script never runs; a cut input leaves nothing running" {
+	sbx-create k20 >/dev/null
+	ctl faults '{"exec_drop_after_stdin_bytes": 10}'
+	run bash -c "printf data | sbx-exec -timeout 1m k20 -- sh -c 'touch /tmp/ran; cat >/dev/null'"
+	assert_status 111
+	assert_contains "ended before the command's exit status arrived"
+	run sbx-exec k20 -- test -e /tmp/ran
+	assert_status 1
+	ctl faults '{"exec_drop_after_stdin_bytes": 200000}'
+	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/zeros"
+	run bash -c "sbx-exec -raw -timeout 1m k20 -- sh -c 'cat >/dev/null; sleep 323' <'$BATS_TEST_TMPDIR/zeros'"
+	assert_status 111
+	assert_contains "ended before the command's exit status arrived"
+	remote_gone k20 'sleep 3[2]3'
+}
+
+@test "fault: readiness that never comes times out and the Sandbox is deleted" {
+	ctl faults '{"never_ready": true}'
+	SBX_KUBE_READY_TIMEOUT=2s run sbx-create k14
+	assert_status 124
+	assert_contains "timed out waiting for Sandbox k14 to become ready"
+	for i in $(seq 1 50); do
+		sbx-list | jq -e 'select(.name == "k14")' >/dev/null || break
+		sleep 0.1
+	done
+	run sbx-list
+	assert_status 0
+	[ -z "$(printf '%s\n' "$output" | jq -r 'select(.name == "k14") | .name')" ]
+}
+
+@test "fault: slow readiness is waited for, by watch and by polling" {
+	ctl faults '{"ready_delay": 1.5}'
+	run sbx-create k15
+	assert_status 0
+	assert_json '.name == "k15"'
+	ctl faults '{"fail_requests": 5, "fail_status": 500, "fail_match": "watch="}'
+	run sbx-create k16
+	assert_status 0
+	SBX_KUBE_NO_WATCH=1 run sbx-create k17
+	assert_status 0
+}
+
+@test "expiry: a Sandbox past its shutdown time disappears" {
+	sbx-create k18 >/dev/null
+	ctl expire default/k18
+	for i in $(seq 1 100); do
+		sbx-list | jq -e 'select(.name == "k18")' >/dev/null || break
+		sleep 0.1
+	done
+	run sbx-touch k18
+	assert_status 101
+}
+
+@test "config: unreachable server, TLS failure and garbage kubeconfig are clear errors" {
+	sed -E 's#server: https://127.0.0.1:[0-9]+#server: https://127.0.0.1:1#' "$KS/kc" >"$BATS_TEST_TMPDIR/down"
+	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-list
+	assert_status 111
+	assert_contains "cannot reach the Kubernetes API server at https://127.0.0.1:1"
+	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-exec kz -- true
+	assert_status 111
+	assert_contains "kubernetes exec failed: cannot reach the Kubernetes API server at https://127.0.0.1:1"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+		-subj /CN=other -keyout "$BATS_TEST_TMPDIR/other.key" -out "$BATS_TEST_TMPDIR/other.crt" 2>/dev/null
+	sed -E 's#certificate-authority-data: .*#certificate-authority-data: '"$(base64 -w0 "$BATS_TEST_TMPDIR/other.crt")"'#' "$KS/kc" >"$BATS_TEST_TMPDIR/badca"
+	KUBECONFIG="$BATS_TEST_TMPDIR/badca" run sbx-list
+	assert_status 111
+	assert_contains "TLS failure"
+	printf 'current-context: [\n' >"$BATS_TEST_TMPDIR/garbage"
+	KUBECONFIG="$BATS_TEST_TMPDIR/garbage" run sbx-list
+	[ "$status" -ne 0 ]
+	assert_contains "invalid YAML"
+	sed -E 's#token: .*#token: wrong#' "$KS/kc" >"$BATS_TEST_TMPDIR/badtok"
+	KUBECONFIG="$BATS_TEST_TMPDIR/badtok" run sbx-list
+	assert_status 111
+	assert_contains "401 Unauthorized"
+	KUBECONFIG="$BATS_TEST_TMPDIR/badtok" run sbx-exec kz -- true
+	assert_status 111
+	assert_contains "rejected our credentials (401 Unauthorized)"
+	KUBECONFIG="$BATS_TEST_TMPDIR/none" run sbx-list
+	assert_status 111
+	assert_contains "no Kubernetes configuration"
+}
+
+# The kubeconfig of the test server with its user replaced by $2 (YAML lines under "user:").
+with_user() {
+	/usr/bin/python3 - "$KS/kc" "$1" "$2" <<'EOF'
+import sys, yaml
+src, dst, user = sys.argv[1:]
+kc = yaml.safe_load(open(src))
+kc["users"][0]["user"] = yaml.safe_load(user)
+yaml.safe_dump(kc, open(dst, "w"))
+EOF
+}
+
+@test "auth: token file, exec plugin (cached), client certificate" {
+	tok=$(/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"]["token"])' "$KS/kc")
+	printf '%s\n' "$tok" >"$BATS_TEST_TMPDIR/token"
+	with_user "$BATS_TEST_TMPDIR/tf" "{tokenFile: $BATS_TEST_TMPDIR/token}"
+	KUBECONFIG="$BATS_TEST_TMPDIR/tf" run sbx-list
+	assert_status 0
+	cat >"$BATS_TEST_TMPDIR/plugin" <<EOF
+#!/bin/sh
+echo run >>"$BATS_TEST_TMPDIR/plugin-runs"
+printf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"2100-01-01T00:00:00Z"}}\n' "$tok"
+EOF
+	chmod +x "$BATS_TEST_TMPDIR/plugin"
+	with_user "$BATS_TEST_TMPDIR/ex" "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: $BATS_TEST_TMPDIR/plugin}}"
+	KUBECONFIG="$BATS_TEST_TMPDIR/ex" run sbx-create ka
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/ex" run sbx-exec ka -- echo via-plugin
+	assert_json '.stdout == "via-plugin\n"'
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/plugin-runs")" -eq 1 ]
+	start_server "$BATS_TEST_TMPDIR/cs" -auth cert
+	grep -q client-certificate-data "$BATS_TEST_TMPDIR/cs/kc"
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" run sbx-create kb
+	assert_status 0
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" run sbx-exec kb -- echo via-cert
+	assert_json '.stdout == "via-cert\n"'
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" sbx-delete kb
+	stop_server "$BATS_TEST_TMPDIR/cs"
+}
+
+@test "auth: in-cluster service account variables" {
+	sa="$BATS_TEST_TMPDIR/sa"
+	mkdir -p "$sa"
+	/usr/bin/python3 - "$KS/kc" "$sa" <<'EOF'
+import base64, sys, yaml
+kc = yaml.safe_load(open(sys.argv[1]))
+c = kc["clusters"][0]["cluster"]
+open(sys.argv[2] + "/ca.crt", "wb").write(base64.b64decode(c["certificate-authority-data"]))
+open(sys.argv[2] + "/token", "w").write(kc["users"][0]["user"]["token"])
+open(sys.argv[2] + "/namespace", "w").write("default")
+print(c["server"].rsplit(":", 1)[1], file=open(sys.argv[2] + "/port", "w"))
+EOF
+	KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$(cat "$sa/port") SBX_KUBE_SA_DIR="$sa" \
+		KUBECONFIG="$BATS_TEST_TMPDIR/none" run sbx-create kc
+	assert_status 0
+	assert_json '.name == "kc" and .backend == "kubernetes"'
+}

@@ -1,0 +1,208 @@
+"""The Sandbox controller: a pod per Sandbox, Ready after a delay, expiry at shutdownTime."""
+import asyncio
+import datetime
+import logging
+
+from .backend import BackendError
+from .store import now_rfc3339
+
+# How often shutdownTimes are checked: expiry is seen within this much of its time.
+EXPIRY_TICK = 0.1
+# Local sandboxes outlive their Sandbox's shutdownTime by this much, so the controller (not the
+# local backend's own reaper) decides what happens at expiry.
+LOCAL_TTL_MARGIN = 120.0
+
+log = logging.getLogger("kts.controller")
+
+
+def parse_time(s):
+    try:
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+    except (AttributeError, ValueError):
+        return None
+
+
+def homedir_of(obj):
+    """The HOME of the pod template's `sandbox` container (env HOME, else the home mount)."""
+    try:
+        containers = obj["spec"]["podTemplate"]["spec"]["containers"]
+    except (KeyError, TypeError):
+        return None
+    for c in containers:
+        for e in c.get("env") or []:
+            if e.get("name") == "HOME" and e.get("value"):
+                return e["value"]
+        for m in c.get("volumeMounts") or []:
+            if m.get("name") == "home":
+                return m.get("mountPath")
+    return None
+
+
+class Pod:
+    def __init__(self, sandbox):
+        self.uid = sandbox["metadata"]["uid"]
+        self.created = now_rfc3339()
+        self.started = None
+        self.phase = "Pending"
+        self.creating = False       # sbx-create running: let it finish, then undo
+        self.homedir = homedir_of(sandbox)
+        self.template = sandbox["spec"].get("podTemplate") or {}
+        self.labels = dict((self.template.get("metadata") or {}).get("labels") or {})
+
+
+class Controller:
+    def __init__(self, store, backend, faults, ready_delay):
+        self.store = store
+        self.backend = backend
+        self.faults = faults
+        self.ready_delay = ready_delay
+        self.pods = {}
+        self.tasks = {}
+        self.expired = set()
+        self.shutdown_times = {}
+        # One local-backend operation at a time per Sandbox, in order: a delete still running
+        # when a Sandbox of the same name is created again goes first.
+        self.locks = {}
+
+    def start(self):
+        self.loop_task = asyncio.create_task(self._expiry_loop())
+
+    # Hooks called by the API after each change of a Sandbox.
+    def created(self, obj):
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        self.pods[key] = Pod(obj)
+        self.shutdown_times[key] = obj["spec"].get("shutdownTime")
+        delay = self.faults.ready_delay if self.faults.ready_delay >= 0 else self.ready_delay
+        if not self.faults.never_ready:
+            self.tasks[key] = asyncio.create_task(
+                self._make_ready(key, obj["metadata"]["uid"], delay))
+        self._set_ready(key, "False", "DependenciesNotReady", "Pod exists with phase: Pending")
+
+    def updated(self, obj):
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        st = obj["spec"].get("shutdownTime")
+        if st != self.shutdown_times.get(key):
+            self.shutdown_times[key] = st
+            self.expired.discard(key)
+            pod = self.pods.get(key)
+            if pod and pod.phase == "Running":
+                asyncio.create_task(self._touch(key, st))
+
+    def deleted(self, obj):
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        self._remove_pod(key)
+        self.shutdown_times.pop(key, None)
+        self.expired.discard(key)
+
+    def pod(self, ns, name):
+        return self.pods.get((ns, name))
+
+    async def shutdown(self):
+        """Deletes every local sandbox made (server exit)."""
+        for key in list(self.pods):
+            self._remove_pod(key)
+        pending = [t for t in self.tasks.values() if not t.done()]
+        # sbx-create runs still in flight finish, then see their pod gone and delete it.
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+    # Internals.
+    def _ttl(self, shutdown_time):
+        t = parse_time(shutdown_time) if shutdown_time else None
+        left = (t - datetime.datetime.now().timestamp()) if t else 3600.0
+        return max(left, 0) + LOCAL_TTL_MARGIN
+
+    async def _make_ready(self, key, uid, delay):
+        await asyncio.sleep(delay)
+        pod = self.pods.get(key)
+        if pod is None or pod.uid != uid:
+            return
+        pod.creating = True
+        try:
+            async with self._lock(key):
+                await self.backend.create(key[0], key[1], pod.homedir,
+                                          self._ttl(self.shutdown_times.get(key)))
+        except BackendError as e:
+            log.warning("sandbox %s/%s: %s", key[0], key[1], e)
+            self._set_ready(key, "False", "PodFailed", f"creating the pod failed: {e}")
+            return
+        finally:
+            pod.creating = False
+        if self.pods.get(key) is not pod:      # deleted while being created
+            await self._delete_local(key)
+            return
+        pod.phase = "Running"
+        pod.started = now_rfc3339()
+        self._set_ready(key, "True", "DependenciesReady", "Pod is Ready; Service Exists")
+
+    async def _touch(self, key, shutdown_time):
+        try:
+            async with self._lock(key):
+                await self.backend.touch(key[0], key[1], self._ttl(shutdown_time))
+        except BackendError as e:
+            log.warning("touch %s/%s: %s", key[0], key[1], e)
+
+    def _lock(self, key):
+        return self.locks.setdefault(key, asyncio.Lock())
+
+    async def _delete_local(self, key):
+        try:
+            async with self._lock(key):
+                await self.backend.delete(*key)
+        except BackendError as e:
+            log.warning("delete %s/%s: %s", key[0], key[1], e)
+
+    def _remove_pod(self, key):
+        self.tasks = {k: t for k, t in self.tasks.items() if not t.done()}
+        pod = self.pods.pop(key, None)
+        t = self.tasks.pop(key, None)
+        if pod is None:
+            return
+        if t and not t.done():
+            if pod.creating:
+                self.tasks[("undo",) + key] = t      # finishes, sees the pod gone, deletes
+            else:
+                t.cancel()
+        if pod.phase == "Running":
+            self.tasks[("delete",) + key] = asyncio.create_task(self._delete_local(key))
+
+    def _set_ready(self, key, status, reason, message):
+        obj = self.store.get(*key)
+        if obj is None:
+            return
+        st = obj.setdefault("status", {})
+        conds = [c for c in st.get("conditions") or [] if c.get("type") != "Ready"]
+        old = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+        ltt = old["lastTransitionTime"] if old and old.get("status") == status else now_rfc3339()
+        conds.append({"type": "Ready", "status": status, "reason": reason, "message": message,
+                      "observedGeneration": obj["metadata"].get("generation", 1),
+                      "lastTransitionTime": ltt})
+        st["conditions"] = conds
+        st["service"] = key[1]
+        st["serviceFQDN"] = f"{key[1]}.{key[0]}.svc.cluster.local"
+        obj["metadata"].pop("resourceVersion", None)
+        self.store.update(obj, check_rv=False)
+
+    def expire(self, key):
+        """Acts on a Sandbox's shutdownTime now (also the 'expire now' knob)."""
+        obj = self.store.get(*key)
+        if obj is None:
+            return False
+        self.expired.add(key)
+        policy = obj["spec"].get("shutdownPolicy") or "Retain"
+        if policy == "Delete":
+            self.store.delete(*key)
+            self.deleted(obj)
+        else:
+            self._remove_pod(key)
+            self._set_ready(key, "False", "Expired", "Sandbox has expired")
+        return True
+
+    async def _expiry_loop(self):
+        while True:
+            await asyncio.sleep(EXPIRY_TICK)
+            now = datetime.datetime.now().timestamp()
+            for key, st in list(self.shutdown_times.items()):
+                t = parse_time(st) if st else None
+                if t is not None and t <= now and key not in self.expired:
+                    self.expire(key)
