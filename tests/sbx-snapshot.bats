@@ -3,6 +3,7 @@
 # retention, prune-only mode beside a running snapshot, interrupted snapshots.
 
 load helpers
+load kube/server
 bats_require_minimum_version 1.5.0
 
 setup() {
@@ -13,6 +14,12 @@ setup() {
 }
 
 teardown() {
+	local n
+	if [ -n "${KTS_PID:-}" ]; then
+		for n in $(sbx-list 2>/dev/null | jq -r .name); do sbx-delete "$n" >/dev/null 2>&1 || true; done
+		kts_stop
+		unset SANDBOX_BACKEND KUBECONFIG
+	fi
 	[ -z "${BG:-}" ] || kill -9 "$BG" 2>/dev/null || true
 	teardown_sbx_env
 }
@@ -178,6 +185,7 @@ wait_tmp() {
 	sbx-create demo >/dev/null
 	sbx-snapshot demo >/dev/null
 	for t in 20200101T000001 20200101T000002 20200101T000003 20200101T000004; do fake_older $t; done
+	find "$FS" -name "backup-*" ! -name "backup-2020*" -delete	# four old ones; the next makes five
 	run sbx-snapshot -keep 3 demo
 	assert_status 0
 	assert_json '.pruned | length == 2'
@@ -269,7 +277,7 @@ wait_tmp() {
 	sbx-exec -raw demo -- sh -c 'echo before > ~/state.txt'
 	sbx-snapshot demo >/dev/null
 	fake_older 20200101T000001
-	rm "$FS"/backup-2026*
+	find "$FS" -name "backup-*" ! -name "backup-2020*" -delete
 	big_home
 	sbx-snapshot demo >/dev/null 2>&1 &
 	BG=$!
@@ -318,6 +326,50 @@ wait_tmp() {
 	assert_status 0
 	assert_contains "MB written"
 	assert_contains "MB/s"
+}
+
+# --- the kubernetes backend, against scripts/kube-test-server (started by the test) ---
+
+kube_up() {
+	kts_start -ready-delay 100ms
+	export SANDBOX_BACKEND=kubernetes
+	FS="$HOME/.local/sandboxed-tools/k1/fs"
+}
+
+@test "kubernetes: tar runs in the pod, the stream is checked into a backup with a sidecar" {
+	kube_up
+	sbx-create k1 >/dev/null
+	sbx-exec -raw k1 -- sh -c 'mkdir -p ~/d && echo kube > ~/d/f.txt && ln -s d/f.txt ~/l'
+	run sbx-snapshot k1
+	assert_status 0
+	assert_json '.files == 3 and (.path | endswith(".tar.gz"))'
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
+	assert_contains "./d/f.txt"
+	run sbx-snapshot -compress zstd k1
+	assert_status 0
+	zstd -qt "$(printf '%s' "$output" | jq -r .path)"
+	sbx-exec -raw k1 -- sh -c 'ln -s /etc ~/out'
+	run sbx-snapshot k1
+	assert_status 111
+	assert_contains 'refusing entry "./out"'
+	run sbx-snapshot -homedir /nonexistent k1
+	assert_status 111
+	assert_contains "snapshot failed with exit code 2: tar:"
+}
+
+@test "kubernetes: an exec cut mid-stream leaves no backup and the earlier one good" {
+	kube_up
+	sbx-create k1 >/dev/null
+	sbx-snapshot k1 >/dev/null
+	sbx-exec -raw k1 -- sh -c 'head -c 2000000 /dev/urandom > ~/big.bin'
+	kts_ctl faults '{"exec_drop_after_bytes": 100000}' >/dev/null
+	before=$(ls "$FS")
+	run sbx-snapshot k1
+	assert_status 111
+	assert_contains "failed to execute snapshot"
+	[ "$(ls "$FS")" = "$before" ]
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
 }
 
 @test "man page EXAMPLES run as written, and so does the crontab line" {
