@@ -3,7 +3,7 @@
 # upstream (GNU tar) backups, and hostile archives refused with the home untouched.
 
 load helpers
-load kube/server
+load snapshot
 bats_require_minimum_version 1.5.0
 
 setup() {
@@ -12,12 +12,7 @@ setup() {
 }
 
 teardown() {
-	local n
-	if [ -n "${KTS_PID:-}" ]; then
-		for n in $(sbx-list 2>/dev/null | jq -r .name); do sbx-delete "$n" >/dev/null 2>&1 || true; done
-		kts_stop
-		unset SANDBOX_BACKEND KUBECONFIG
-	fi
+	kube_down
 	teardown_sbx_env
 }
 
@@ -268,13 +263,7 @@ PY
 	for l in "${lines[@]}"; do [[ $l == ./* ]]; done
 }
 
-# --- the kubernetes backend, against scripts/kube-test-server (started by the test) ---
-
-kube_up() {
-	kts_start -ready-delay 100ms
-	export SANDBOX_BACKEND=kubernetes
-	FS="$HOME/.local/sandboxed-tools/k1/fs"
-}
+# --- the kubernetes backend (kube_up in snapshot.bash) ---
 
 @test "kubernetes: round trip over v5 and v4 exec (no stdin close on v4), gzip and zstd" {
 	kube_up

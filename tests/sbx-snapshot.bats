@@ -3,7 +3,7 @@
 # retention, prune-only mode beside a running snapshot, interrupted snapshots.
 
 load helpers
-load kube/server
+load snapshot
 bats_require_minimum_version 1.5.0
 
 setup() {
@@ -14,12 +14,7 @@ setup() {
 }
 
 teardown() {
-	local n
-	if [ -n "${KTS_PID:-}" ]; then
-		for n in $(sbx-list 2>/dev/null | jq -r .name); do sbx-delete "$n" >/dev/null 2>&1 || true; done
-		kts_stop
-		unset SANDBOX_BACKEND KUBECONFIG
-	fi
+	kube_down
 	[ -z "${BG:-}" ] || kill -9 "$BG" 2>/dev/null || true
 	teardown_sbx_env
 }
@@ -328,13 +323,7 @@ wait_tmp() {
 	assert_contains "MB/s"
 }
 
-# --- the kubernetes backend, against scripts/kube-test-server (started by the test) ---
-
-kube_up() {
-	kts_start -ready-delay 100ms
-	export SANDBOX_BACKEND=kubernetes
-	FS="$HOME/.local/sandboxed-tools/k1/fs"
-}
+# --- the kubernetes backend (kube_up in snapshot.bash) ---
 
 @test "kubernetes: tar runs in the pod, the stream is checked into a backup with a sidecar" {
 	kube_up
