@@ -194,6 +194,21 @@ static void write_archive(const char *path, const struct hent *ents, size_t n)
 	archive_entry_free(ae);
 }
 
+/* The standard output of a shell command, newly allocated. */
+static char *run_capture(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	struct buf b = {0};
+	char chunk[4096];
+	size_t k;
+
+	while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
+		buf_append(&b, chunk, k);
+	pclose(f);
+	buf_append(&b, "", 0);
+	return buf_steal(&b);
+}
+
 static void hostile(void)
 {
 	char out[512];
@@ -243,31 +258,13 @@ static void hostile(void)
 		write_archive(ar, ents, n);
 		listing = xasprintf("find '%s' -maxdepth 1 -printf '%%p\\n' | sort && "
 				    "find '%s' -printf '%%p %%s %%m %%T@\\n' | sort", base, outside);
-		{
-			FILE *f = popen(listing, "r");
-			struct buf b = {0};
-			char chunk[4096];
-			size_t k;
-			while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-				buf_append(&b, chunk, k);
-			pclose(f);
-			before = buf_steal(&b);
-		}
+		before = run_capture(listing);
 		ok(check(ar, 1000000, &st, &e) < 0 && strstr(e.msg, cases[i].expect) &&
 		   e.code == SBX_EPERM, "%s: check refuses it (%s)", cases[i].what, e.msg);
 		e.msg[0] = '\0';
 		ok(unpack(ar, home, 1000000, &st, &e) < 0 && strstr(e.msg, cases[i].expect),
 		   "%s: unpack refuses it too (%s)", cases[i].what, e.msg);
-		{
-			FILE *f = popen(listing, "r");
-			struct buf b = {0};
-			char chunk[4096];
-			size_t k;
-			while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-				buf_append(&b, chunk, k);
-			pclose(f);
-			after = buf_steal(&b);
-		}
+		after = run_capture(listing);
 		/* unpack alone may have written entries before the bad one, inside the home only. */
 		ok(strcmp(before, after) == 0 && strstr(before, "secret"),
 		   "%s: nothing outside the home changed", cases[i].what);
