@@ -34,6 +34,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS :=
+sbx-init_LIBSRC := lib/fsutil.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
@@ -60,7 +61,7 @@ endef
 $(foreach p,$(DYN_PROGS),$(eval $(call dyn_prog,$(p))))
 
 define static_prog
-$(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cmd/$(1)/*.c))
+$(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cmd/$(1)/*.c) $($(1)_LIBSRC))
 	@mkdir -p $(BIN)
 	$$(CC) -static -o $$@ $$^ $$($(1)_STATIC_LIBS)
 endef

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "timeutil.h"
 #include "xalloc.h"
 
 const char *const backend_names[] = {"local", "kubernetes", NULL};
@@ -116,4 +117,20 @@ int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struc
 	if (name_check(name, e) < 0)
 		return -1;
 	return b->ops->get(b, name, out, e);
+}
+
+struct json_object *sbx_info_json(const struct sbx_info *in)
+{
+	struct json_object *o = json_object_new_object();
+	char t[TIME_BUFSZ];
+
+	json_object_object_add(o, "name", json_object_new_string(in->name));
+	json_object_object_add(o, "namespace", json_object_new_string(in->namespace));
+	json_object_object_add(o, "backend", json_object_new_string(in->backend ? in->backend : ""));
+	json_object_object_add(o, "image", json_object_new_string(in->image));
+	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
+	json_object_object_add(o, "shutdown_time",
+			       json_object_new_string(time_rfc3339(in->shutdown_ns, t, sizeof t)));
+	json_object_object_add(o, "reused", json_object_new_boolean(in->reused));
+	return o;
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 #include "err.h"
 #include "name.h"
 
@@ -112,6 +114,10 @@ int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sb
 	      struct sbx_err *e);
 int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
 int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e);
+
+/* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
+ * reused (new reference). */
+struct json_object *sbx_info_json(const struct sbx_info *in);
 
 /* The ops tables, defined by each backend's module. */
 extern const struct backend_ops local_backend_ops;

@@ -1,0 +1,253 @@
+/* sbx-exec — run one command in a sandbox: a JSON result, or raw byte streams with -raw. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/backend.h"
+#include "../lib/capture.h"
+#include "../lib/duration.h"
+#include "../lib/flag.h"
+#include "../lib/gojson.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-exec [-backend local|kubernetes] [-namespace NS] [-timeout D] [-workdir W]\n"
+	"                [-raw] [-stdin] [-max-output N] NAME [--] CMD [ARG...]\n"
+	"       sbx-exec [options] NAME < request.json\n"
+	"Runs CMD in sandbox NAME and prints {\"stdout\",\"stderr\",\"exit_code\"} as one JSON line\n"
+	"(plus \"timed_out\" and \"truncated\" when they apply); exits with the command's status.\n"
+	"Without CMD, reads {\"command\":[...],\"stdin\":\"...\",\"timeout\":\"30s\",\"workdir\":\"...\",\n"
+	"\"env\":{\"K\":\"V\"}} from standard input.\n"
+	"\n"
+	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -timeout D      kill every process the command started after D (Go duration); exit 124\n"
+	"  -workdir W      working directory inside (default /)\n"
+	"  -raw            stream stdin/stdout/stderr as bytes, no JSON\n"
+	"  -stdin          JSON mode: pass this program's standard input to the command\n"
+	"  -max-output N   JSON mode: keep at most N bytes per stream (default 8M)\n"
+	"  -h              show this help\n";
+
+/* A request document is read whole; its stdin field is the only big part. */
+#define REQUEST_MAX (64u << 20)
+
+static int cancel_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	got_signal = sig;
+	if (write(cancel_pipe[1], &c, 1) < 0) {
+		/* the pipe already holds a byte: cancellation is pending anyway */
+	}
+	errno = saved;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+struct request {
+	char **argv;
+	char **env;
+	const char *workdir;
+	const char *in;
+	size_t in_len;
+	int64_t timeout;
+	struct json_object *doc;
+};
+
+/* Reads and checks the request document on stdin. */
+static void read_request(struct request *rq)
+{
+	struct buf b = {0};
+	struct json_object *cmd, *v;
+	const char *why;
+	char chunk[65536];
+	size_t i, n;
+	ssize_t r;
+
+	while ((r = read(0, chunk, sizeof chunk)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			cli_die(EXIT_FAIL, "cannot read the request: %s", strerror(errno));
+		if (b.len + (size_t)r > REQUEST_MAX)
+			cli_die(EXIT_USAGE, "invalid request: larger than %u bytes", REQUEST_MAX);
+		buf_append(&b, chunk, (size_t)r);
+	}
+	rq->doc = gojson_parse(b.data ? b.data : "", b.len, &why);
+	buf_free(&b);
+	if (rq->doc == NULL)
+		cli_die(EXIT_USAGE, "invalid request: not valid JSON: %s", why);
+	if (!json_object_is_type(rq->doc, json_type_object))
+		cli_die(EXIT_USAGE, "invalid request: not a JSON object");
+	if (!json_object_object_get_ex(rq->doc, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_array) || json_object_array_length(cmd) == 0)
+		cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
+	n = json_object_array_length(cmd);
+	rq->argv = xcalloc(n + 1, sizeof *rq->argv);
+	for (i = 0; i < n; i++) {
+		v = json_object_array_get_idx(cmd, i);
+		if (!json_object_is_type(v, json_type_string))
+			cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
+		rq->argv[i] = (char *)json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(rq->doc, "stdin", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			cli_die(EXIT_USAGE, "invalid request: \"stdin\" must be a string");
+		rq->in = json_object_get_string(v);
+		rq->in_len = (size_t)json_object_get_string_len(v);
+	}
+	if (json_object_object_get_ex(rq->doc, "timeout", &v)) {
+		if (!json_object_is_type(v, json_type_string) ||
+		    duration_parse(json_object_get_string(v), &rq->timeout) < 0 || rq->timeout < 0)
+			cli_die(EXIT_USAGE, "invalid request: \"timeout\" must be a Go duration such as \"30s\"");
+	}
+	if (json_object_object_get_ex(rq->doc, "workdir", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			cli_die(EXIT_USAGE, "invalid request: \"workdir\" must be a string");
+		rq->workdir = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(rq->doc, "env", &v)) {
+		size_t k = 0;
+		if (!json_object_is_type(v, json_type_object))
+			cli_die(EXIT_USAGE, "invalid request: \"env\" must be an object of strings");
+		rq->env = xcalloc((size_t)json_object_object_length(v) + 1, sizeof *rq->env);
+		json_object_object_foreach(v, key, val) {
+			if (!json_object_is_type(val, json_type_string) || !*key || strchr(key, '='))
+				cli_die(EXIT_USAGE, "invalid request: \"env\" must be an object of strings");
+			rq->env[k++] = xasprintf("%s=%s", key, json_object_get_string(val));
+		}
+	}
+}
+
+static int status_of(const char *name, const struct sbx_exec_result *r, int64_t timeout, int raw)
+{
+	char d[DURATION_BUFSZ];
+
+	if (r->canceled && got_signal)
+		return 128 + got_signal;
+	if (r->timed_out && raw)
+		cli_msg("command in sandbox %s timed out after %s and was killed", name,
+			duration_format(timeout, d, sizeof d));
+	return r->exit_code;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL, *workdir = NULL, *name;
+	int64_t timeout = 0;
+	long long max = CAPTURE_DEFAULT_MAX;
+	bool raw = false, use_stdin = false;
+	struct request rq = {0};
+	struct sbx_backend *b;
+	struct sbx_err e;
+	int i, rc;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"timeout", FLAG_DURATION, &timeout, NULL},
+		{"workdir", FLAG_STRING, &workdir, NULL},
+		{"raw", FLAG_BOOL, &raw, NULL},
+		{"stdin", FLAG_BOOL, &use_stdin, NULL},
+		{"max-output", FLAG_SIZE, &max, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i >= argc)
+		cli_usage_error(usage, "missing NAME");
+	if (timeout < 0)
+		cli_usage_error(usage, "-timeout must not be negative");
+	if (max <= 0 || max > (1LL << 32))
+		cli_usage_error(usage, "-max-output must be between 1 and 4G");
+	name = argv[i++];
+	if (name_check(name, &e) < 0)
+		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", name, e.msg);
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i < argc) {
+		rq.argv = argv + i;
+		rq.timeout = timeout;
+		rq.workdir = workdir;
+	} else {
+		if (raw)
+			cli_usage_error(usage, "-raw needs a command on the command line");
+		read_request(&rq);
+		if (timeout && !rq.timeout)
+			rq.timeout = timeout;
+		if (workdir && !rq.workdir)
+			rq.workdir = workdir;
+	}
+	install_signals();
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+
+	if (raw) {
+		struct sbx_exec x = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
+				     .in_fd = 0, .out_fd = 1, .err_fd = 2,
+				     .timeout_ns = rq.timeout, .cancel_fd = cancel_pipe[0]};
+		struct sbx_exec_result r;
+		if (sbx_exec(b, name, &x, &r, &e) < 0)
+			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
+				name, e.msg);
+		rc = status_of(name, &r, rq.timeout, 1);
+	} else {
+		struct capture_req cr = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
+					 .in = rq.in, .in_len = rq.in_len,
+					 .in_fd = use_stdin && !rq.in ? 0 : -1,
+					 .timeout_ns = rq.timeout, .cancel_fd = cancel_pipe[0],
+					 .max = (size_t)max};
+		struct capture c;
+		struct json_object *o;
+		if (capture_run(b, name, &cr, &c, &e) < 0)
+			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
+				name, e.msg);
+		o = json_object_new_object();
+		json_object_object_add(o, "stdout", json_object_new_string_len(c.out, (int)c.out_len));
+		json_object_object_add(o, "stderr", json_object_new_string_len(c.err, (int)c.err_len));
+		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
+		if (c.res.timed_out)
+			json_object_object_add(o, "timed_out", json_object_new_boolean(1));
+		if (c.out_truncated || c.err_truncated)
+			json_object_object_add(o, "truncated", json_object_new_boolean(1));
+		rc = status_of(name, &c.res, rq.timeout, 0);
+		if (cli_print_json(o) < 0)
+			rc = EXIT_FAIL;
+		json_object_put(o);
+		capture_free(&c);
+	}
+	backend_close(b);
+	if (rq.env)
+		for (char **p = rq.env; *p; p++)
+			free(*p);
+	free(rq.env);
+	if (rq.doc) {
+		free(rq.argv);
+		json_object_put(rq.doc);
+	}
+	return cli_finish(rc);
+}

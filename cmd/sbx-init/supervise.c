@@ -1,0 +1,238 @@
+/* supervise.c — the host-side keeper of one local sandbox. It holds DIR/lock while the
+ * sandbox lives (so anyone can tell a live sandbox from a stale directory left by a crash or
+ * a reboot), runs bubblewrap, and removes the sandbox and its home when DIR/deadline passes
+ * (the Agent Sandbox controller's shutdownTime with policy Delete) or on SIGTERM. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../lib/fsutil.h"
+#include "init.h"
+
+/* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
+#define MAX_SLEEP_MS 30000
+/* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
+ * holds it only briefly). */
+#define LOCK_WAIT_MS 5000
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t read_deadline(const char *dir)
+{
+	char path[4096], *s;
+	int64_t v;
+
+	snprintf(path, sizeof path, "%s/deadline", dir);
+	s = fs_read_small(path, 64, NULL);
+	if (s == NULL)
+		return 0;
+	v = strtoll(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* Root's sandboxes run as an unprivileged host user, and bubblewrap then resolves bind
+ * sources as that user, who cannot traverse root's 0700 state directory. So, in a mount
+ * namespace private to this supervisor, the sources are bound below a fresh tmpfs on /run
+ * (STAGE_DIR) that the user can reach. Nobody else sees these mounts. */
+#define STAGE_DIR "/run/sbx-stage"
+
+static int stage_one(const char *src, const char *name, int is_dir)
+{
+	char dst[256];
+	int fd;
+
+	if (strcmp(src, "-") == 0)
+		return 0;
+	snprintf(dst, sizeof dst, "%s/%s", STAGE_DIR, name);
+	if (is_dir) {
+		if (mkdir(dst, 0755) < 0)
+			return -1;
+	} else {
+		if ((fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0755)) < 0)
+			return -1;
+		close(fd);
+	}
+	return mount(src, dst, NULL, MS_BIND, NULL);
+}
+
+static int stage(const char *home, const char *init, const char *toolbox)
+{
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("sbx-stage", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
+	    mkdir(STAGE_DIR, 0755) < 0)
+		return -1;
+	if (stage_one(home, "home", 1) < 0 || stage_one(init, "sbx-init", 0) < 0 ||
+	    stage_one(toolbox, "geminicli-toolbox", 0) < 0)
+		return -1;
+	return 0;
+}
+
+static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char **argv)
+{
+	pid_t p = fork();
+	char log[4096];
+	sigset_t none;
+	int fd, i;
+
+	if (p != 0)
+		return p;
+	sigemptyset(&none);
+	for (i = 1; i < NSIG; i++)
+		signal(i, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	snprintf(log, sizeof log, "%s/bwrap.log", dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		dup2(fd, 2);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+	}
+	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
+	if (strcmp(uid, "-") != 0) {
+		uid_t u = (uid_t)strtoul(uid, NULL, 10);
+		gid_t g = (gid_t)strtoul(gid, NULL, 10);
+		if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0) {
+			fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
+			_exit(111);
+		}
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Takes the namespace lock unless SIGTERM arrives first. Returns the fd or -1. */
+static int take_nslock(const char *nslock, int sfd)
+{
+	int fd = open(nslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600), waited;
+
+	if (fd < 0)
+		return -1;
+	for (waited = 0; waited < LOCK_WAIT_MS; waited += 10) {
+		struct pollfd p = {.fd = sfd, .events = POLLIN};
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (poll(&p, 1, 10) > 0)
+			break;
+	}
+	close(fd);
+	return -1;
+}
+
+static void teardown(const char *dir, pid_t bwrap)
+{
+	char trash[4096];
+	const char *base = strrchr(dir, '/');
+	int st;
+
+	if (bwrap > 0) {
+		kill(bwrap, SIGKILL);
+		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	/* Rename first: the sandbox disappears at once; the removal may take a while. */
+	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
+		 (long)getpid());
+	if (rename(dir, trash) == 0)
+		fs_remove_tree(trash);
+	else
+		fs_remove_tree(dir);
+}
+
+int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
+		   const char *const stage_src[3], char **bwrap_argv)
+{
+	char path[4096], pid[32];
+	sigset_t set;
+	int lock, sfd;
+	pid_t bwrap;
+
+	snprintf(path, sizeof path, "%s/lock", dir);
+	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		return 111;
+	snprintf(path, sizeof path, "%s/supervisor.pid", dir);
+	snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (fs_write_atomic(path, pid, strlen(pid), 0600) < 0)
+		return 111;
+
+	if (strcmp(uid, "-") != 0 && stage(stage_src[0], stage_src[1], stage_src[2]) < 0) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "staging: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return 111;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return 111;
+	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
+	close(3);	/* the listening socket now lives only in the sandbox */
+	if (bwrap < 0) {
+		teardown(dir, -1);
+		return 111;
+	}
+
+	for (;;) {
+		int64_t left = read_deadline(dir) - now_ns();
+		struct pollfd p = {.fd = sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		int timeout, st;
+
+		if (left <= 0) {
+			int nl = take_nslock(nslock, sfd);
+			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
+			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
+				close(nl);
+				continue;
+			}
+			teardown(dir, bwrap);
+			return 0;
+		}
+		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
+		if (poll(&p, 1, timeout) <= 0)
+			continue;
+		while (read(sfd, &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				teardown(dir, bwrap);
+				return 0;
+			}
+			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
+				/* The sandbox ended by itself: nothing can run in it any more. */
+				int nl = take_nslock(nslock, sfd);
+				teardown(dir, -1);
+				if (nl >= 0)
+					close(nl);
+				return 0;
+			}
+		}
+	}
+}

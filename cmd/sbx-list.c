@@ -1,0 +1,67 @@
+/* sbx-list — one JSON line per sandbox in a namespace. */
+#include "../lib/backend.h"
+#include "../lib/duration.h"
+#include "../lib/flag.h"
+#include "../lib/timeutil.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
+	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
+	"shutdown_time, ready.\n"
+	"\n"
+	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -h             show this help\n";
+
+static int print_one(const struct sbx_info *in, void *arg)
+{
+	struct json_object *o = json_object_new_object();
+	char t[TIME_BUFSZ], d[DURATION_BUFSZ];
+	int64_t age = time_now_ns() - in->created_ns;
+	int *failed = arg;
+
+	age -= age % 1000000000;	/* whole seconds, as kubectl shows ages */
+	json_object_object_add(o, "name", json_object_new_string(in->name));
+	json_object_object_add(o, "namespace", json_object_new_string(in->namespace));
+	json_object_object_add(o, "backend", json_object_new_string(in->backend));
+	json_object_object_add(o, "age", json_object_new_string(
+		in->created_ns ? duration_format(age < 0 ? 0 : age, d, sizeof d) : ""));
+	json_object_object_add(o, "created", json_object_new_string(
+		in->created_ns ? time_rfc3339(in->created_ns, t, sizeof t) : ""));
+	json_object_object_add(o, "shutdown_time", json_object_new_string(
+		in->shutdown_ns ? time_rfc3339(in->shutdown_ns, t, sizeof t) : ""));
+	json_object_object_add(o, "ready", json_object_new_boolean(in->ready));
+	if (cli_print_json(o) < 0)
+		*failed = 1;
+	json_object_put(o);
+	return *failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL;
+	struct sbx_backend *b;
+	struct sbx_err e;
+	int i, failed = 0;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i != argc)
+		cli_usage_error(usage, "too many arguments");
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+	if (b->ops->list(b, print_one, &failed, &e) < 0)
+		cli_die(cli_status(e.code), "unable to list sandboxes: %s", e.msg);
+	backend_close(b);
+	return cli_finish(failed ? EXIT_FAIL : EXIT_OK);
+}

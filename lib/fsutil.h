@@ -1,0 +1,17 @@
+/* fsutil.h — small file-system operations shared by the host tools and sbx-init (which links
+ * this file statically, so it uses libc only). */
+#ifndef SBX_FSUTIL_H
+#define SBX_FSUTIL_H
+
+#include <stddef.h>
+
+/* rm -rf path without following symlinks; a missing path is success. Returns 0 or -1 (errno). */
+int fs_remove_tree(const char *path);
+/* Writes data to path atomically (path.tmp, fsync, rename, fsync of the directory) with mode.
+ * Returns 0 or -1 (errno). */
+int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
+/* Reads a whole small file (at most max bytes) into a new NUL-terminated buffer. NULL + errno
+ * on failure (EFBIG when larger than max). */
+char *fs_read_small(const char *path, size_t max, size_t *len);
+
+#endif
