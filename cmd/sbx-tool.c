@@ -1,0 +1,165 @@
+/* sbx-tool — run one model tool call in a sandbox and print the tool message. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/backend.h"
+#include "../lib/flag.h"
+#include "../lib/gojson.h"
+#include "../lib/toolset.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-tool [-backend local|kubernetes] [-namespace NS] [-toolset basic|geminicli]\n"
+	"                [-tool-timeout 2m] [-homedir D] SANDBOX < tool-call.json\n"
+	"       sbx-tool [-toolset basic|geminicli] -list\n"
+	"Reads one tool call {\"id\",\"type\":\"function\",\"function\":{\"name\",\"arguments\"}} on\n"
+	"standard input, runs it in SANDBOX and prints the tool message\n"
+	"{\"role\":\"tool\",\"tool_call_id\",\"content\"}. Exits 1 when the tool reported an error\n"
+	"(the message, with upstream's error text, is still printed).\n"
+	"\n"
+	"  -toolset T       basic (default) or geminicli; env TOOLSET\n"
+	"  -tool-timeout D  deadline per call (Go duration, default 2m; 0 disables)\n"
+	"  -list            print the toolset's declarations (the \"tools\" of a chat request)\n"
+	"  -backend B       local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS    namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -homedir D       home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -h               show this help\n";
+
+/* A tool call is small; its arguments carry at most a file to write. */
+#define CALL_MAX (64u << 20)
+
+static int cancel_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	got_signal = sig;
+	if (write(cancel_pipe[1], &c, 1) < 0) {
+		/* already pending */
+	}
+	errno = saved;
+}
+
+static struct json_object *read_call(void)
+{
+	struct buf b = {0};
+	struct json_object *o;
+	char chunk[65536];
+	const char *why;
+	ssize_t r;
+
+	while ((r = read(0, chunk, sizeof chunk)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			cli_die(EXIT_FAIL, "cannot read the tool call: %s", strerror(errno));
+		if (b.len + (size_t)r > CALL_MAX)
+			cli_die(EXIT_USAGE, "invalid tool call: larger than %u bytes", CALL_MAX);
+		buf_append(&b, chunk, (size_t)r);
+	}
+	o = gojson_parse(b.data ? b.data : "", b.len, &why);
+	buf_free(&b);
+	if (o == NULL)
+		cli_die(EXIT_USAGE, "invalid tool call: not valid JSON: %s", why);
+	return o;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL, *tsname = getenv("TOOLSET"), *homedir = NULL;
+	const char *id, *fname, *fargs;
+	int64_t timeout = 120 * INT64_C(1000000000);
+	bool list = false;
+	struct json_object *call, *fn, *v, *msg;
+	const struct toolset *ts;
+	struct sbx_backend *b;
+	struct sbx_err e;
+	struct sigaction sa;
+	int i, failed, rc;
+	char *content;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"toolset", FLAG_STRING, &tsname, NULL},
+		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
+		{"homedir", FLAG_STRING, &homedir, NULL},
+		{"list", FLAG_BOOL, &list, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if ((ts = toolset_find(tsname, &e)) == NULL)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	if (list) {
+		struct json_object *d = toolset_declarations(ts);
+		rc = cli_print_json(d) < 0 ? EXIT_FAIL : EXIT_OK;
+		json_object_put(d);
+		return cli_finish(rc);
+	}
+	if (argc - i != 1)
+		cli_usage_error(usage, argc - i < 1 ? "missing SANDBOX" : "too many arguments");
+	if (name_check(argv[i], &e) < 0)
+		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
+	if (homedir == NULL)
+		homedir = getenv("SANDBOX_HOME_DIR");
+	if (homedir == NULL || *homedir == '\0')
+		homedir = SBX_DEFAULT_HOMEDIR;
+
+	call = read_call();
+	if (!json_object_is_type(call, json_type_object) ||
+	    !json_object_object_get_ex(call, "function", &fn) ||
+	    !json_object_is_type(fn, json_type_object) ||
+	    !json_object_object_get_ex(fn, "name", &v) || !json_object_is_type(v, json_type_string))
+		cli_die(EXIT_USAGE, "invalid tool call: want {\"id\",\"type\":\"function\","
+			"\"function\":{\"name\",\"arguments\"}}");
+	fname = json_object_get_string(v);
+	fargs = json_object_object_get_ex(fn, "arguments", &v) && json_object_is_type(v, json_type_string)
+		? json_object_get_string(v) : "";
+	id = json_object_object_get_ex(call, "id", &v) && json_object_is_type(v, json_type_string)
+	     ? json_object_get_string(v) : "";
+
+	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+	{
+		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
+				       .timeout_ns = timeout > 0 ? timeout : 0,
+				       .cancel_fd = cancel_pipe[0]};
+		content = toolset_call(ts, &ctx, fname, fargs, &failed, &e);
+	}
+	if (content == NULL) {
+		if (e.code == SBX_ECANCELED && got_signal)
+			cli_die(128 + got_signal, "tool %s canceled", fname);
+		cli_die(cli_status(e.code), "unable to run tool %s in sandbox %s: %s", fname, argv[i],
+			e.msg);
+	}
+	msg = json_object_new_object();
+	json_object_object_add(msg, "role", json_object_new_string("tool"));
+	json_object_object_add(msg, "content", json_object_new_string(content));
+	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
+	rc = cli_print_json(msg) < 0 ? EXIT_FAIL : (failed ? 1 : EXIT_OK);
+	json_object_put(msg);
+	json_object_put(call);
+	free(content);
+	backend_close(b);
+	return cli_finish(rc);
+}

@@ -1,0 +1,367 @@
+/* toolset.c — the tool registry rules shared by every toolset, and the `basic` toolset
+ * (upstream pkg/tools): run_command, ls, read, write, run with sh/ls/cat in the sandbox. */
+#include "toolset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "duration.h"
+#include "gojson.h"
+#include "xalloc.h"
+
+static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
+
+const struct toolset *toolset_find(const char *name, struct sbx_err *e)
+{
+	size_t i;
+
+	if (name == NULL || *name == '\0')
+		name = "basic";
+	for (i = 0; i < sizeof toolsets / sizeof toolsets[0]; i++)
+		if (strcmp(toolsets[i]->name, name) == 0)
+			return toolsets[i];
+	err_set(e, SBX_EINVAL, "unknown toolset \"%s\" (available: basic, geminicli)", name);
+	return NULL;
+}
+
+struct json_object *toolset_declarations(const struct toolset *ts)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	for (i = 0; i < ts->ntools; i++) {
+		const struct tool *t = &ts->tools[i];
+		struct json_object *o = json_object_new_object(), *f = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("function"));
+		json_object_object_add(f, "name", json_object_new_string(t->name));
+		json_object_object_add(f, "description", json_object_new_string(t->description));
+		json_object_object_add(f, "parameters", json_tokener_parse(t->parameters));
+		json_object_object_add(o, "function", f);
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+static const char *json_kind(struct json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "bool";
+	case json_type_int:
+	case json_type_double: return "number";
+	case json_type_string: return "string";
+	case json_type_array: return "array";
+	default: return "object";
+	}
+}
+
+/* Checks each present argument against the schema's declared type, as Go's decoder would
+ * when filling the tool's parameter struct. Unknown keys are ignored; null is allowed. */
+static int check_types(const struct tool *t, struct json_object *args, struct sbx_err *e)
+{
+	struct json_object *schema = json_tokener_parse(t->parameters), *props = NULL, *p, *ty;
+	int rc = 0;
+
+	if (schema == NULL || !json_object_object_get_ex(schema, "properties", &props)) {
+		json_object_put(schema);
+		return 0;
+	}
+	json_object_object_foreach(args, key, val) {
+		const char *want, *have = json_kind(val);
+		int ok;
+
+		if (!json_object_object_get_ex(props, key, &p) ||
+		    !json_object_object_get_ex(p, "type", &ty) || json_object_is_type(val, json_type_null))
+			continue;
+		want = json_object_get_string(ty);
+		if (strcmp(want, "integer") == 0)
+			ok = json_object_is_type(val, json_type_int);
+		else if (strcmp(want, "number") == 0)
+			ok = strcmp(have, "number") == 0;
+		else if (strcmp(want, "boolean") == 0)
+			ok = strcmp(have, "bool") == 0;
+		else
+			ok = strcmp(want, have) == 0;
+		if (!ok) {
+			const char *gotype = strcmp(want, "integer") == 0 ? "int"
+					   : strcmp(want, "number") == 0 ? "float64"
+					   : strcmp(want, "boolean") == 0 ? "bool"
+					   : strcmp(want, "array") == 0 ? "[]string" : want;
+			rc = err_set(e, SBX_EINVAL,
+				     "json: cannot unmarshal %s into Go struct field .%s of type %s",
+				     have, key, gotype);
+			break;
+		}
+	}
+	json_object_put(schema);
+	return rc;
+}
+
+char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
+		   const char *arguments, int *failed, struct sbx_err *e)
+{
+	const struct tool *t = NULL;
+	struct json_object *args = NULL;
+	struct sbx_err te;
+	const char *why;
+	char *out = NULL, d[DURATION_BUFSZ];
+	size_t i;
+
+	*failed = 1;
+	for (i = 0; i < ts->ntools; i++)
+		if (strcmp(ts->tools[i].name, name) == 0)
+			t = &ts->tools[i];
+	if (t == NULL)
+		return xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
+	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
+	if (args == NULL || !json_object_is_type(args, json_type_object)) {
+		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name,
+				args ? "json: cannot unmarshal non-object into Go value of type struct"
+				     : (arguments && *arguments ? why : "unexpected end of JSON input"));
+		goto done;
+	}
+	if (check_types(t, args, &te) < 0) {
+		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name, te.msg);
+		goto done;
+	}
+	err_clear(&te);
+	out = t->run(ctx, args, &te);
+	if (out != NULL) {
+		*failed = 0;
+	} else if (te.code == SBX_ECANCELED) {
+		err_set(e, SBX_ECANCELED, "%s", te.msg);
+	} else if (te.code == SBX_ETIMEDOUT) {
+		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
+				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
+	} else if (te.code == SBX_ENOTFOUND) {
+		/* The sandbox vanished: the caller recreates it and calls again. */
+		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
+	} else {
+		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
+	}
+done:
+	json_object_put(args);
+	return out;
+}
+
+/* ---- basic toolset ---- */
+
+static const char *arg_str(struct json_object *args, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(args, key, &v) || !json_object_is_type(v, json_type_string))
+		return "";
+	return json_object_get_string(v);
+}
+
+/* Go's %q for the few places upstream quotes a path. */
+static char *go_quote(const char *s)
+{
+	struct buf b = {0};
+	const unsigned char *p = (const unsigned char *)s;
+
+	buf_append(&b, "\"", 1);
+	for (; *p; p++) {
+		switch (*p) {
+		case '"': buf_puts(&b, "\\\""); break;
+		case '\\': buf_puts(&b, "\\\\"); break;
+		case '\n': buf_puts(&b, "\\n"); break;
+		case '\t': buf_puts(&b, "\\t"); break;
+		case '\r': buf_puts(&b, "\\r"); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				buf_printf(&b, "\\x%02x", *p);
+			else
+				buf_append(&b, p, 1);
+		}
+	}
+	buf_append(&b, "\"", 1);
+	return buf_steal(&b);
+}
+
+/* Runs argv in the sandbox; NULL with e on a harness failure (timeout: SBX_ETIMEDOUT). */
+static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, size_t in_len,
+	       struct capture *c, struct sbx_err *e)
+{
+	struct capture_req rq = {.argv = argv, .in = in, .in_len = in_len, .in_fd = -1,
+				 .timeout_ns = ctx->timeout_ns, .cancel_fd = ctx->cancel_fd};
+
+	if (capture_run(ctx->b, ctx->sandbox, &rq, c, e) < 0)
+		return -1;
+	if (c->res.timed_out) {
+		capture_free(c);
+		return err_set(e, SBX_ETIMEDOUT, "context deadline exceeded");
+	}
+	if (c->res.canceled) {
+		capture_free(c);
+		return err_set(e, SBX_ECANCELED, "context canceled");
+	}
+	return 0;
+}
+
+static char *report(const char *head, const struct capture *c)
+{
+	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d", head, c->out, c->err,
+			 c->res.exit_code);
+}
+
+static char *run_command(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+{
+	const char *cmd = arg_str(args, "command");
+	char *argv[] = {"sh", "-c", (char *)cmd, NULL}, *out;
+	struct capture c;
+
+	if (*cmd == '\0') {
+		err_set(e, SBX_EINVAL, "command is required");
+		return NULL;
+	}
+	if (run(ctx, argv, NULL, 0, &c, e) < 0)
+		return NULL;
+	out = report("", &c);
+	capture_free(&c);
+	return out;
+}
+
+static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, int is_read,
+			struct sbx_err *e)
+{
+	const char *path = arg_str(args, "path");
+	char *argv[] = {is_read ? "cat" : "ls", is_read ? "--" : "-p", is_read ? (char *)path : "--",
+			is_read ? NULL : (char *)(*path ? path : "."), NULL};
+	char *out, *q, *head;
+	struct capture c;
+
+	if (is_read && *path == '\0') {
+		err_set(e, SBX_EINVAL, "path is required");
+		return NULL;
+	}
+	if (run(ctx, argv, NULL, 0, &c, e) < 0)
+		return NULL;
+	if (c.res.exit_code == 0) {
+		out = xstrdup(c.out);
+	} else {
+		q = go_quote(is_read ? path : (*path ? path : "."));
+		head = xasprintf("Failed to %s %s:\n", is_read ? "read" : "list", q);
+		out = report(head, &c);
+		free(q);
+		free(head);
+	}
+	capture_free(&c);
+	return out;
+}
+
+static char *ls_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+{
+	return ls_or_read(ctx, args, 0, e);
+}
+
+static char *read_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+{
+	return ls_or_read(ctx, args, 1, e);
+}
+
+/* Go's filepath.Dir: "foo" → ".", "/a/b" → "/a", "/a" → "/". */
+static char *go_dir(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+
+	if (slash == NULL)
+		return xstrdup(".");
+	while (slash > p && slash[-1] == '/')
+		slash--;
+	if (slash == p)
+		return xstrdup("/");
+	return xstrndup(p, (size_t)(slash - p));
+}
+
+static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+{
+	const char *path = arg_str(args, "path"), *content;
+	struct json_object *v;
+	char *dir, *q, *out, *head;
+	struct capture c;
+	size_t len = 0;
+
+	if (*path == '\0') {
+		err_set(e, SBX_EINVAL, "path is required");
+		return NULL;
+	}
+	content = json_object_object_get_ex(args, "content", &v) ? json_object_get_string(v) : "";
+	if (content == NULL)
+		content = "";
+	else if (v)
+		len = (size_t)json_object_get_string_len(v);
+	dir = go_dir(path);
+	{
+		char *argv[] = {"mkdir", "-p", "--", dir, NULL};
+		if (run(ctx, argv, NULL, 0, &c, e) < 0) {
+			free(dir);
+			if (e->code == SBX_ETIMEDOUT || e->code == SBX_ECANCELED)
+				return NULL;
+			err_prefix(e, "failed to create directory");
+			return NULL;
+		}
+		capture_free(&c);	/* its exit status is ignored, as upstream does */
+	}
+	free(dir);
+	{
+		char *argv[] = {"sh", "-c", "cat > \"$1\"", "--", (char *)path, NULL};
+		if (run(ctx, argv, content, len, &c, e) < 0)
+			return NULL;
+	}
+	q = go_quote(path);
+	if (c.res.exit_code == 0) {
+		out = xasprintf("Wrote file %s", q);
+	} else {
+		head = xasprintf("failed to write file %s:\n", q);
+		out = report(head, &c);
+		free(head);
+	}
+	free(q);
+	capture_free(&c);
+	return out;
+}
+
+static const struct tool basic_tools[] = {
+	{"ls", "List files in a directory.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
+	 "\"Directory to list (default: current directory)\"}}}",
+	 ls_tool},
+	{"read", "Read the contents of a file.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
+	 "\"Path to the file to read (relative or absolute)\"}},\"required\":[\"path\"]}",
+	 read_tool},
+	{"run_command", "Executes a shell command inside a sandbox and returns the stdout and stderr.",
+	 "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"description\":"
+	 "\"The shell command to execute\"}},\"required\":[\"command\"]}",
+	 run_command},
+	{"write",
+	 "Write content to a file. Creates the file if it doesn't exist, overwrites if it does. "
+	 "Automatically creates parent directories.",
+	 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
+	 "\"Path to the file to write (relative or absolute)\"},\"content\":{\"type\":\"string\","
+	 "\"description\":\"Content to write to the file\"}},\"required\":[\"path\",\"content\"]}",
+	 write_tool},
+};
+
+static char *basic_prompt(struct sbx_err *e)
+{
+	(void)e;
+	return xstrdup(
+		"You are a helpful assistant with access to a sandboxed Linux environment. You can "
+		"run shell commands with the run_command tool, list directories with ls, read files "
+		"with read and create or overwrite files with write. The sandbox is isolated from the "
+		"user's machine; your home directory there is kept between turns. Use the tools when "
+		"they help answer the user, and explain briefly what you are doing and what you found.");
+}
+
+const struct toolset toolset_basic = {
+	.name = "basic",
+	.default_image = NULL,
+	.tools = basic_tools,
+	.ntools = sizeof basic_tools / sizeof basic_tools[0],
+	.system_prompt = basic_prompt,
+};
