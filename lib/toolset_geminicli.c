@@ -208,14 +208,18 @@ static char *toolbox_input(const struct tool *t, struct json_object *args)
 	json_object_object_get_ex(schema, "properties", &props);
 	json_object_object_get_ex(schema, "required", &req);
 	json_object_object_foreach(props, key, spec) {
-		struct json_object *v = NULL, *ty = NULL;
-		bool required = false;
+		struct json_object *v = NULL, *ty = NULL, *dflt = NULL;
+		bool required = false, keep_false;
 		for (size_t i = 0; req && i < json_object_array_length(req); i++)
 			if (strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key) == 0)
 				required = true;
 		json_object_object_get_ex(args, key, &v);
 		json_object_object_get_ex(spec, "type", &ty);
-		if (v && !json_object_is_type(v, json_type_null) && (required || !zero_valued(v)))
+		/* false is meaningful where the default is true (read_many_files' useDefaultExcludes) */
+		keep_false = json_object_object_get_ex(spec, "default", &dflt) &&
+			     json_object_is_type(dflt, json_type_boolean) && json_object_get_boolean(dflt);
+		if (v && !json_object_is_type(v, json_type_null) &&
+		    (required || keep_false || !zero_valued(v)))
 			json_object_object_add(in, key, json_object_get(v));
 		else if (required && ty && strcmp(json_object_get_string(ty), "string") == 0)
 			json_object_object_add(in, key, json_object_new_string(""));
