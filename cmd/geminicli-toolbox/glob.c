@@ -22,6 +22,7 @@ static const struct tb_param params[] = {
 struct hit {
 	char *path;
 	long long mtime_ms;
+	size_t order;		/* walk order: ties keep it */
 };
 
 struct state {
@@ -50,17 +51,19 @@ static bool descend(const char *rel, void *arg)
 	return tb_glob_may_descend(s->g, rel);
 }
 
-static int add(const char *abs, const char *rel, const struct stat *st, void *arg)
+static int add(const char *abs, const char *rel, void *arg)
 {
 	struct state *s = arg;
-	if (!tb_glob_match(s->g, rel))
+	struct stat st;
+	if (!tb_glob_match(s->g, rel) || stat(abs, &st) < 0)
 		return 0;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 64;
 		s->hits = tb_xrealloc(s->hits, s->cap * sizeof *s->hits);
 	}
 	s->hits[s->n].path = tb_xstrdup(abs);
-	s->hits[s->n].mtime_ms = (long long)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+	s->hits[s->n].order = s->n;
+	s->hits[s->n].mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 	s->n++;
 	return 0;
 }
@@ -72,11 +75,14 @@ static int cmp_hits(const void *a, const void *b)
 	const struct hit *x = a, *y = b;
 	bool xr = g_now_ms - x->mtime_ms < RECENT_NS / 1000000;
 	bool yr = g_now_ms - y->mtime_ms < RECENT_NS / 1000000;
-	if (xr && yr)
-		return x->mtime_ms == y->mtime_ms ? 0 : (y->mtime_ms > x->mtime_ms ? 1 : -1);
+	int r;
+	if (xr && yr && x->mtime_ms != y->mtime_ms)
+		return y->mtime_ms > x->mtime_ms ? 1 : -1;
 	if (xr != yr)
 		return xr ? -1 : 1;
-	return tb_collate(x->path, y->path);
+	if (!xr && (r = tb_collate(x->path, y->path)) != 0)
+		return r;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int run(struct tb_call *c)

@@ -21,6 +21,8 @@
 /* Context asked for automatically when a search finds 1 (50 lines) or 2–3 matches (15). */
 #define AUTO_CONTEXT_ONE 50
 #define AUTO_CONTEXT_FEW 15
+/* Files up to this size are read into one reused buffer; larger ones are mapped. */
+#define GREP_READ_MAX (16u << 20)
 
 static const struct tb_param params[] = {
 	{"pattern", TB_STRING, true, -1, false},
@@ -62,6 +64,8 @@ struct search {
 	size_t nrecs, cap;
 	struct timespec deadline;
 	bool timed_out;
+	char *buf;		/* the read buffer, reused from file to file */
+	size_t bufcap;
 };
 
 static pcre2_code *compile(const char *pat, bool caseless, bool literal, bool multiline,
@@ -69,14 +73,14 @@ static pcre2_code *compile(const char *pat, bool caseless, bool literal, bool mu
 {
 	int code;
 	PCRE2_SIZE off;
-	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_UCP;
+	uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
 	pcre2_code *re;
 	if (caseless)
 		opts |= PCRE2_CASELESS;
 	if (literal)
-		opts |= PCRE2_LITERAL;
-	if (multiline)
-		opts |= PCRE2_MULTILINE;
+		opts |= PCRE2_LITERAL;	/* allows neither UCP nor MULTILINE (not needed) */
+	else
+		opts |= PCRE2_UCP | (multiline ? PCRE2_MULTILINE : 0);
 	re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED, opts, &code, &off, NULL);
 	if (!re) {
 		PCRE2_UCHAR msg[256];
@@ -305,7 +309,9 @@ static bool search_buf(struct search *s, const char *buf, size_t len, const char
 static int search_file(struct search *s, const char *abs)
 {
 	struct stat st;
-	void *map;
+	void *map = MAP_FAILED;
+	const char *data;
+	size_t len, got = 0;
 	bool stop;
 	int fd = open(abs, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -314,24 +320,40 @@ static int search_file(struct search *s, const char *abs)
 		close(fd);
 		return 0;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return 0;
-	/* rg's binary detection: a NUL byte means the file is not searched */
-	if (memchr(map, '\0', (size_t)st.st_size)) {
-		munmap(map, (size_t)st.st_size);
-		return 0;
+	len = (size_t)st.st_size;
+	if (len > GREP_READ_MAX) {
+		map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (map == MAP_FAILED)
+			return 0;
+		data = map;
+	} else {
+		if (len > s->bufcap) {
+			s->buf = tb_xrealloc(s->buf, len);
+			s->bufcap = len;
+		}
+		while (got < len) {
+			ssize_t r = read(fd, s->buf + got, len - got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+		close(fd);
+		len = got;
+		data = s->buf;
 	}
-	stop = search_buf(s, map, (size_t)st.st_size, abs);
-	munmap(map, (size_t)st.st_size);
+	/* rg's binary detection: a NUL byte means the file is not searched */
+	stop = len > 0 && !memchr(data, '\0', len) && search_buf(s, data, len, abs);
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
 	return stop ? 1 : 0;
 }
 
-static int walk_fn(const char *abs, const char *rel, const struct stat *st, void *arg)
+static int walk_fn(const char *abs, const char *rel, void *arg)
 {
 	struct search *s = arg;
-	(void)st;
 	if (s->include && !tb_glob_match(s->include, s->include_path ? rel : tb_basename(rel)))
 		return 0;
 	if (past_deadline(s))
@@ -535,6 +557,7 @@ static int run(struct tb_call *c)
 	rc = 0;
 out:
 	reset(&s);
+	free(s.buf);
 	pcre2_match_data_free(s.md);
 	pcre2_code_free(s.re);
 	pcre2_code_free(s.exclude);

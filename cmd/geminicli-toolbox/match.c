@@ -235,16 +235,21 @@ char *tb_glob_escape(const char *s)
 	return b.data;
 }
 
-static int cmp_names(const void *a, const void *b)
+struct dent {
+	char *name;
+	unsigned char type;	/* d_type; DT_UNKNOWN when the filesystem does not say */
+};
+
+static int cmp_dents(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
 }
 
 static int walk_dir(const struct tb_walk *w, const char *abs, const char *rel, int depth)
 {
 	DIR *d;
 	struct dirent *de;
-	char **names = NULL;
+	struct dent *ents = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
 	if (depth > TB_MAX_DEPTH || !(d = opendir(abs)))
@@ -254,36 +259,49 @@ static int walk_dir(const struct tb_walk *w, const char *abs, const char *rel, i
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
-			names = tb_xrealloc(names, cap * sizeof *names);
+			ents = tb_xrealloc(ents, cap * sizeof *ents);
 		}
-		names[n++] = tb_xstrdup(de->d_name);
+		ents[n].name = tb_xstrdup(de->d_name);
+		ents[n].type = de->d_type;
+		n++;
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, cmp_names);
+	qsort(ents, n, sizeof *ents, cmp_dents);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		char *cabs = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", names[i]);
-		char *crel = *rel ? tb_xasprintf("%s/%s", rel, names[i]) : tb_xstrdup(names[i]);
+		const char *name = ents[i].name;
+		char *cabs = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", name);
+		char *crel = *rel ? tb_xasprintf("%s/%s", rel, name) : tb_xstrdup(name);
+		unsigned char type = ents[i].type;
 		struct stat st;
-		if (lstat(cabs, &st) == 0) {
-			if (S_ISDIR(st.st_mode)) {
-				if (!(w->skip_dir && w->skip_dir(names[i], crel, w->arg)) &&
-				    !(w->descend && !w->descend(crel, w->arg)))
-					rc = walk_dir(w, cabs, crel, depth + 1);
-			} else if (S_ISLNK(st.st_mode)) {
-				if (stat(cabs, &st) == 0 && S_ISREG(st.st_mode) &&
-				    !(w->skip_file && w->skip_file(names[i], w->arg)))
-					rc = w->fn(cabs, crel, &st, w->arg);
-			} else if (S_ISREG(st.st_mode)) {
-				if (!(w->skip_file && w->skip_file(names[i], w->arg)))
-					rc = w->fn(cabs, crel, &st, w->arg);
-			}
+		if (type == DT_UNKNOWN) {
+			if (lstat(cabs, &st) < 0)
+				type = DT_UNKNOWN;
+			else if (S_ISDIR(st.st_mode))
+				type = DT_DIR;
+			else if (S_ISLNK(st.st_mode))
+				type = DT_LNK;
+			else if (S_ISREG(st.st_mode))
+				type = DT_REG;
+		}
+		if (type == DT_DIR) {
+			if (!(w->skip_dir && w->skip_dir(name, crel, w->arg)) &&
+			    !(w->descend && !w->descend(crel, w->arg)))
+				rc = walk_dir(w, cabs, crel, depth + 1);
+		} else if (type == DT_LNK) {
+			/* symlinks to files count as files; directory links are not followed */
+			if (stat(cabs, &st) == 0 && S_ISREG(st.st_mode) &&
+			    !(w->skip_file && w->skip_file(name, w->arg)))
+				rc = w->fn(cabs, crel, w->arg);
+		} else if (type == DT_REG) {
+			if (!(w->skip_file && w->skip_file(name, w->arg)))
+				rc = w->fn(cabs, crel, w->arg);
 		}
 		free(cabs);
 		free(crel);
 	}
 	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+		free(ents[i].name);
+	free(ents);
 	return rc;
 }
 

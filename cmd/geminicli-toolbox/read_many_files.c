@@ -57,10 +57,9 @@ static bool descend(const char *rel, void *arg)
 	return !gone;
 }
 
-static int add(const char *abs, const char *rel, const struct stat *st, void *arg)
+static int add(const char *abs, const char *rel, void *arg)
 {
 	struct state *s = arg;
-	(void)st;
 	if (!any(s->inc, s->ninc, rel) || any(s->exc, s->nexc, rel))
 		return 0;
 	s->files = tb_xrealloc(s->files, (s->n + 1) * sizeof *s->files);

@@ -142,7 +142,7 @@ struct tb_walk {
 	const char *root;
 	bool (*skip_dir)(const char *name, const char *rel, void *arg);
 	bool (*skip_file)(const char *name, void *arg);
-	int (*fn)(const char *abs, const char *rel, const struct stat *st, void *arg);
+	int (*fn)(const char *abs, const char *rel, void *arg);
 	bool (*descend)(const char *rel, void *arg);
 	void *arg;
 };
