@@ -205,13 +205,21 @@ run_cases_sandboxed() {
 	[ "$output" = "missing system prompt file '/nonexistent/x.md'" ]
 }
 
-@test "declarations match @google/gemini-cli-core@0.61.0" {
-	local cache="$SBX_TOP/tests/.cache/gemini-cli-core" ours theirs
+# gemini-cli-core 0.61.0 from npm, installed once into tests/.cache (bounded by a timeout).
+gemini_core() {
+	local cache="$SBX_TOP/tests/.cache/gemini-cli-core"
 	if [ ! -d "$cache/node_modules/@google/gemini-cli-core/dist" ]; then
 		mkdir -p "$cache"
 		(cd "$cache" && timeout 600 npm install --silent --no-audit --no-fund --ignore-scripts \
 			--omit=optional @google/gemini-cli-core@0.61.0 >/dev/null 2>&1)
 	fi
+	[ -d "$cache/node_modules/@google/gemini-cli-core/dist" ] || return 1
+	echo "$cache"
+}
+
+@test "declarations match @google/gemini-cli-core@0.61.0" {
+	local cache ours theirs
+	cache=$(gemini_core)
 	ours=$(sbx-tool -toolset geminicli -list | jq -S '[.[].function | {name, props: (.parameters.properties | map_values(.type)), required: .parameters.required}] | sort_by(.name)')
 	theirs=$(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/geminicli-decls.mjs" | jq -S 'sort_by(.name)')
 	diff <(echo "$ours") <(echo "$theirs")
@@ -230,4 +238,20 @@ run_cases_sandboxed() {
 	assert_contains "Status: Showing lines 2-3 of 5 total lines."
 	run sh -c 'echo "{\"pattern\":\"**/*.c\"}" | geminicli-toolbox --workdir=proj glob'
 	assert_contains "Found 1 file(s) matching"
+}
+
+@test "write_file snippets match gemini-cli's getDiffContextSnippet" {
+	local cache i w="$BATS_TEST_TMPDIR/snip" bad=0
+	cache=$(gemini_core)
+	mkdir -p "$w"
+	for i in $(seq 1 60); do
+		python3 "$BATS_TEST_DIRNAME/unit/snippet-case.py" "$i" "$w"
+		cp "$w/old" "$w/f"
+		geminicli-toolbox --workdir="$w" write_file <"$w/in.json" | tail -n +2 >"$w/got"
+		(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/snippet.mjs" "$w/old" "$w/new") >"$w/want"
+		[ -s "$w/want" ] && [ "$(tail -c1 "$w/want" | od -An -c | tr -d ' ')" != '\n' ] && echo >>"$w/want"
+		[ -s "$w/want" ] || echo >"$w/want"
+		cmp -s "$w/want" "$w/got" || { echo "seed $i differs"; diff "$w/want" "$w/got"; bad=1; }
+	done
+	return $bad
 }
