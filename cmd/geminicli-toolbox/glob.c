@@ -99,6 +99,8 @@ static int run(struct tb_call *c)
 
 	dir = tb_real_or_same(resolved);
 	free(resolved);
+	if (tb_check_path(c, dir) < 0)
+		goto out;
 	if (stat(dir, &st) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			tb_fail(c, "Search path does not exist %s", dir);

@@ -498,6 +498,8 @@ static int run(struct tb_call *c)
 		target = tb_real_or_same(r);
 		free(r);
 	}
+	if (tb_check_path(c, target) < 0)
+		goto out;
 	if (stat(target, &st) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			tb_fail(c, "Path does not exist: %s", target);

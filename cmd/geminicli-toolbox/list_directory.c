@@ -83,6 +83,8 @@ static int run(struct tb_call *c)
 	struct dirent *de;
 	int rc = -1;
 
+	if (tb_check_path(c, abs) < 0)
+		goto out;
 	if (stat(abs, &st) < 0) {
 		char *e = tb_node_err(errno, "stat", abs);
 		tb_fail(c, "Error listing directory: %s", e);

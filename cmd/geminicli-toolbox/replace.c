@@ -186,6 +186,11 @@ static int run(struct tb_call *c)
 
 	if (!(abs = tb_tool_path(c, fp)))
 		return -1;
+	if (tb_has_new_placeholder(tb_str(c, "new_string"), tb_str(c, "old_string"))) {
+		tb_fail(c, "`new_string` contains an omission placeholder (for example 'rest of methods "
+			   "...'). Provide exact literal replacement text.");
+		goto out;
+	}
 	old = tb_to_lf(tb_str(c, "old_string"), NULL);
 	new_text = tb_to_lf(tb_str(c, "new_string"), NULL);
 	if (stat(abs, &st) < 0) {

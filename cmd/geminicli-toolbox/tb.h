@@ -75,8 +75,14 @@ const char **tb_strs(struct tb_call *c, const char *name, size_t *n);
 char *tb_resolve(const char *workdir, const char *p);
 /* Node's path.relative(from, to) for absolute normalised paths. */
 char *tb_relative(const char *from, const char *to);
-/* realpath when the path exists, else the path itself (copied). */
+/* gemini-cli's resolveToRealPath: realpath, or the real path of the nearest existing parent
+ * followed by the rest. */
 char *tb_real_or_same(const char *p);
+/* gemini-cli's validatePath on a resolved path (control characters, log fragments, lengths);
+ * -1 with `Invalid path: …` in c->err. */
+#define TB_PATH_MAX_CHARS 4096
+#define TB_COMPONENT_MAX_CHARS 255
+int tb_check_path(struct tb_call *c, const char *abs);
 /* The user-facing path rules of gemini-cli's file tools: leading `@` stripped unless a
  * literal `@…` path exists; control characters rejected. NULL with c->err set on failure. */
 char *tb_tool_path(struct tb_call *c, const char *p);
@@ -128,6 +134,10 @@ char *tb_glob_escape(const char *s);
 /* gemini-cli's "Here is the updated code" text: the whole new text when old is empty, else
  * the changed lines of new with 5 lines of context and `...` for the rest. */
 char *tb_snippet(const char *old, const char *new_text);
+
+/* Whether text has an omission placeholder line (`// rest of code ...`) that old (NULL: none)
+ * does not have, as gemini-cli's detectOmissionPlaceholders decides. */
+bool tb_has_new_placeholder(const char *text, const char *old);
 
 /* CRLF → LF, and LF → CRLF (lone LFs only); newly allocated. */
 char *tb_to_lf(const char *s, size_t *n);

@@ -313,29 +313,92 @@ char *tb_relative(const char *from, const char *to)
 	return b.data ? b.data : tb_xstrdup("");
 }
 
+/* gemini-cli's robustRealpath: realpath, else the real parent plus the last component(s). */
 char *tb_real_or_same(const char *p)
 {
-	char *r = realpath(p, NULL);
-	return r ? r : tb_xstrdup(p);
+	char *r = realpath(p, NULL), *parent, *rp, *out;
+	const char *slash;
+	if (r)
+		return r;
+	if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG)
+		return tb_xstrdup(p);
+	slash = strrchr(p, '/');
+	if (!slash || slash == p)
+		return tb_xstrdup(p);
+	parent = tb_xasprintf("%.*s", (int)(slash - p), p);
+	rp = tb_real_or_same(parent);
+	out = tb_xasprintf("%s%s", strcmp(rp, "/") ? rp : "", slash);
+	free(parent);
+	free(rp);
+	return out;
+}
+
+int tb_check_path(struct tb_call *c, const char *abs)
+{
+	static const char *const log_markers[] = {"AssertionError:", "FAIL ", "\u2713 ", "\u00d7 ",
+						  "TestingLibraryElementError:"};
+	size_t len = tb_utf8_len(abs, strlen(abs));
+	const char *why = NULL;
+	if (strpbrk(abs, "\n\r\t"))
+		why = "Path contains invalid characters (newlines or control characters).";
+	for (size_t i = 0; !why && i < sizeof log_markers / sizeof log_markers[0]; i++)
+		for (const char *q = abs; (q = strstr(q, log_markers[i])); q++)
+			if (q == abs || q[-1] == '/' || q[-1] == '\\') {
+				why = "Path appears to be a misinterpreted log fragment.";
+				break;
+			}
+	if (!why && (strchr(abs, '"') || strstr(abs, "...")) && len > 20)
+		why = "Path contains suspicious characters (double quotes or ellipses) and is too long "
+		      "to be a simple filename.";
+	if (!why && len > TB_PATH_MAX_CHARS)
+		why = "Path is too long (maximum 4096 characters).";
+	if (why)
+		return tb_fail(c, "Invalid path: %s", why);
+	for (const char *q = abs; *q;) {
+		size_t n = strcspn(q, "/\\");
+		if (tb_utf8_len(q, n) > TB_COMPONENT_MAX_CHARS)
+			return tb_fail(c, "Invalid path: Path component \"%.*s...\" is too long (maximum 255 characters).",
+				       (int)tb_utf8_prefix(q, n, 20), q);
+		q += n;
+		if (*q)
+			q++;
+	}
+	return 0;
 }
 
 char *tb_tool_path(struct tb_call *c, const char *p)
 {
 	struct stat st;
-	char *abs;
-	for (const char *q = p; *q; q++)
-		if (*q == '\n' || *q == '\r' || *q == '\t') {
-			tb_fail(c, "Invalid path: Path contains invalid characters (newlines or control characters).");
-			return NULL;
+	char *lit = tb_resolve(c->workdir, p), *abs, *real;
+	const char *use = p;
+	/* resolveDefensiveToolPath: a leading `@` is dropped unless the path (or its first
+	 * segment) exists with it */
+	if (lstat(lit, &st) < 0 && p[0] == '@' && p[1]) {
+		const char *stripped = p + 1;
+		while (*stripped == '/' || *stripped == '\\')
+			stripped++;
+		if (p[1] == '/' || p[1] == '\\') {
+			if (*stripped)
+				use = stripped;
+		} else {
+			size_t n = strcspn(stripped, "/\\");
+			char *first = tb_xasprintf("@%.*s", (int)n, stripped);
+			char *firstabs = tb_resolve(c->workdir, first);
+			if (n == 0 || lstat(firstabs, &st) < 0)
+				use = *stripped ? stripped : p;
+			free(first);
+			free(firstabs);
 		}
-	if (p[0] == '@') {
-		abs = tb_resolve(c->workdir, p);
-		if (lstat(abs, &st) == 0)
-			return abs;
-		free(abs);
-		p++;
 	}
-	return tb_resolve(c->workdir, p);
+	abs = tb_resolve(c->workdir, use);
+	real = tb_real_or_same(abs);
+	free(abs);
+	free(lit);
+	if (tb_check_path(c, real) < 0) {
+		free(real);
+		return NULL;
+	}
+	return real;
 }
 
 const char *tb_basename(const char *p)

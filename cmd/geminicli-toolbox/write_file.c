@@ -19,6 +19,7 @@ static int run(struct tb_call *c)
 	size_t oldlen = 0, n;
 	struct stat st;
 	bool is_new;
+	int errno_at_stat;
 	int rc = -1;
 
 	if (!*fp)
@@ -26,12 +27,18 @@ static int run(struct tb_call *c)
 	if (!(abs = tb_tool_path(c, fp)))
 		return -1;
 	is_new = stat(abs, &st) < 0;
+	errno_at_stat = errno;
 	if (!is_new && S_ISDIR(st.st_mode)) {
 		tb_fail(c, "Path is a directory, not a file: %s", abs);
 		goto out;
 	}
-	if (is_new && errno != ENOENT && errno != ENOTDIR) {
-		char *m = tb_node_err(errno, "stat", abs);
+	if (tb_has_new_placeholder(content, NULL)) {
+		tb_fail(c, "`content` contains an omission placeholder (for example 'rest of methods ...'). "
+			   "Provide complete file content.");
+		goto out;
+	}
+	if (is_new && errno_at_stat != ENOENT && errno_at_stat != ENOTDIR) {
+		char *m = tb_node_err(errno_at_stat, "stat", abs);
 		tb_fail(c, "Error checking existing file '%s': %s (%.*s)", abs, m,
 			(int)strcspn(m, ":"), m);
 		free(m);
