@@ -106,6 +106,10 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
 		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
 
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), each for FUZZ_SECONDS (default 60).
+fuzz:
+	@tests/fuzz/run
+
 bench: all
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/bench/run
 
@@ -120,4 +124,4 @@ uninstall:
 	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin
