@@ -255,3 +255,28 @@ gemini_core() {
 	done
 	return $bad
 }
+
+@test "replace picks the same matches as gemini-cli's calculateReplacement" {
+	local cache n i want occ multi out got w="$BATS_TEST_TMPDIR/rc" bad=0
+	cache=$(gemini_core)
+	mkdir -p "$w/cases"
+	n=$(python3 "$BATS_TEST_DIRNAME/unit/replace-cases.py" "$w/cases")
+	[ "$n" -ge 40 ]
+	for i in $(seq 0 $((n - 1))); do
+		want=$(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/replace-calc.mjs" "$w/cases/$i.txt" "$w/cases/$i.json")
+		occ=$(jq -r .occurrences <<<"$want")
+		multi=$(jq -r '.allow_multiple // false' "$w/cases/$i.json")
+		rm -rf "$w/run" && mkdir "$w/run" && cp "$w/cases/$i.txt" "$w/run/f"
+		out=$(geminicli-toolbox --workdir="$w/run" replace <"$w/cases/$i.json" 2>&1) || true
+		if [ "$occ" = 0 ]; then
+			[[ $out == "Could not find an exact match"* ]] || { echo "case $i: want no match: $out"; bad=1; }
+		elif [ "$occ" != 1 ] && [ "$multi" != true ]; then
+			[[ $out == "Failed to edit, Expected 1 occurrence but found $occ "* ]] || { echo "case $i: want $occ: $out"; bad=1; }
+		else
+			got=$(cat "$w/run/f"; echo .)
+			[ "$got" = "$(jq -j .newContent <<<"$want"; echo .)" ] && [[ $out == *"($occ replacements)"* ]] ||
+				{ echo "case $i differs: $out"; bad=1; }
+		fi
+	done
+	return $bad
+}

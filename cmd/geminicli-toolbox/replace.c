@@ -1,7 +1,7 @@
 /* replace.c — `replace`: replaces old_string with new_string in one file: an exact literal
- * match first, then gemini-cli's flexible match (lines compared with surrounding whitespace
- * trimmed, the replacement re-indented); one occurrence unless allow_multiple. An empty
- * old_string creates a new file. CRLF files stay CRLF. */
+ * match first, then gemini-cli's flexible, regex and fuzzy matches (replace_match.c); one
+ * occurrence unless allow_multiple. An empty old_string creates a new file. CRLF files stay
+ * CRLF. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,126 +39,6 @@ static char *replace_all(const char *hay, const char *old, const char *new_text)
 	return b.data;
 }
 
-static char *trim_dup(const char *s, size_t n)
-{
-	while (n && strchr(" \t\r\n\v\f", *s)) {
-		s++;
-		n--;
-	}
-	while (n && strchr(" \t\r\n\v\f", s[n - 1]))
-		n--;
-	return tb_xasprintf("%.*s", (int)n, s);
-}
-
-/* Lines of s each keeping its `\n` (the /.*(?:\n|$)/g split minus the final empty match). */
-static size_t source_lines(const char *s, char ***out)
-{
-	size_t n = 0, len = strlen(s), start = 0;
-	char **v = tb_xmalloc((len + 2) * sizeof *v);
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == '\n') {
-			v[n++] = tb_xasprintf("%.*s", (int)(i + 1 - start), s + start);
-			start = i + 1;
-		}
-	if (start < len)
-		v[n++] = tb_xstrdup(s + start);
-	*out = v;
-	return n;
-}
-
-static char **split_lines(const char *s, size_t *n)
-{
-	size_t len = strlen(s), start = 0, k = 0;
-	char **v = tb_xmalloc((len + 2) * sizeof *v);
-	for (size_t i = 0; i <= len; i++)
-		if (i == len || s[i] == '\n') {
-			v[k++] = tb_xasprintf("%.*s", (int)(i - start), s + start);
-			start = i + 1;
-		}
-	*n = k;
-	return v;
-}
-
-static size_t indent_len(const char *s)
-{
-	size_t i = 0;
-	while (s[i] == ' ' || s[i] == '\t')
-		i++;
-	return i;
-}
-
-/* gemini-cli's calculateFlexibleReplacement; returns the occurrences, *out the new text. */
-static size_t flexible(const char *code, const char *old, const char *new_text, char **out)
-{
-	char **src, **search, **repl;
-	size_t nsrc = source_lines(code, &src), nsearch, nrepl, occ = 0;
-	search = split_lines(old, &nsearch);
-	repl = split_lines(new_text, &nrepl);
-	for (size_t k = 0; k < nsearch; k++) {
-		char *t = trim_dup(search[k], strlen(search[k]));
-		free(search[k]);
-		search[k] = t;
-	}
-	for (size_t i = 0; nsrc >= nsearch && i <= nsrc - nsearch; i++) {
-		bool hit = true;
-		for (size_t k = 0; k < nsearch && hit; k++) {
-			char *t = trim_dup(src[i + k], strlen(src[i + k]));
-			hit = strcmp(t, search[k]) == 0;
-			free(t);
-		}
-		if (!hit)
-			continue;
-		occ++;
-		{
-			struct tbuf b = {0};
-			size_t ti = indent_len(src[i]), ri = indent_len(repl[0]);
-			const char *last = src[i + nsearch - 1];
-			for (size_t k = 0; k < nrepl; k++) {
-				const char *l = repl[k];
-				char *t = trim_dup(l, strlen(l));
-				if (k)
-					tb_puts(&b, "\n");
-				if (*t) {
-					tb_put(&b, src[i], ti);
-					if (strncmp(l, repl[0], ri) == 0)
-						tb_puts(&b, l + ri);
-					else
-						tb_puts(&b, l + indent_len(l));
-				}
-				free(t);
-			}
-			if (!b.data)
-				tb_put(&b, "", 0);
-			if (*new_text && last[strlen(last) - 1] == '\n' &&
-			    (b.len == 0 || b.data[b.len - 1] != '\n'))
-				tb_puts(&b, "\n");
-			for (size_t k = 0; k < nsearch; k++)
-				free(src[i + k]);
-			src[i] = b.data;
-			memmove(src + i + 1, src + i + nsearch, (nsrc - i - nsearch) * sizeof *src);
-			nsrc -= nsearch - 1;
-		}
-	}
-	if (occ) {
-		struct tbuf b = {0};
-		for (size_t i = 0; i < nsrc; i++)
-			tb_puts(&b, src[i]);
-		if (!b.data)
-			tb_put(&b, "", 0);
-		*out = b.data;
-	}
-	for (size_t i = 0; i < nsrc; i++)
-		free(src[i]);
-	for (size_t k = 0; k < nsearch; k++)
-		free(search[k]);
-	for (size_t k = 0; k < nrepl; k++)
-		free(repl[k]);
-	free(src);
-	free(search);
-	free(repl);
-	return occ;
-}
-
 /* The trailing-newline state of the original is kept. */
 static char *restore_newline(const char *orig, char *mod)
 {
@@ -181,6 +61,7 @@ static int run(struct tb_call *c)
 	char *abs = NULL, *raw = NULL, *text = NULL, *code = NULL, *old = NULL, *new_text = NULL;
 	char *mod = NULL, *final = NULL, *snip = NULL;
 	size_t rawlen, n, occ;
+	struct tbuf fuzzy = {0};
 	struct stat st;
 	int rc = -1;
 
@@ -218,7 +99,9 @@ static int run(struct tb_call *c)
 	occ = count(code, old);
 	if (occ > 0 && (occ == 1 || multi))
 		mod = restore_newline(code, replace_all(code, old, new_text));
-	else if (occ == 0 && (occ = flexible(code, old, new_text, &mod)) > 0)
+	else if (occ == 0 && ((occ = tb_replace_flexible(code, old, new_text, &mod)) > 0 ||
+			      (occ = tb_replace_regex(code, old, new_text, &mod)) > 0 ||
+			      (occ = tb_replace_fuzzy(code, old, new_text, &mod, &fuzzy)) > 0))
 		mod = restore_newline(code, mod);
 	if (occ == 0) {
 		tb_fail(c, "Could not find an exact match for 'old_string' in '%s'. If previous edits "
@@ -241,10 +124,11 @@ static int run(struct tb_call *c)
 	if (tb_write_file(c, abs, final, strlen(final)) < 0)
 		goto out;
 	snip = tb_snippet(code, final);
-	tb_printf(&c->out, "Successfully modified file: %s (%zu replacements). Here is the updated code:\n%s",
-		  abs, occ, snip);
+	tb_printf(&c->out, "Successfully modified file: %s (%zu replacements). Here is the updated code:\n%s%s%s",
+		  abs, occ, snip, fuzzy.len ? " " : "", fuzzy.len ? fuzzy.data : "");
 	rc = 0;
 out:
+	tb_free(&fuzzy);
 	free(snip);
 	free(final);
 	free(mod);

@@ -139,6 +139,13 @@ char *tb_snippet(const char *old, const char *new_text);
  * does not have, as gemini-cli's detectOmissionPlaceholders decides. */
 bool tb_has_new_placeholder(const char *text, const char *old);
 
+/* replace's fallbacks (replace_match.c); each returns the occurrences and *out the new text
+ * (set only when > 0). Fuzzy also writes gemini-cli's "Applied fuzzy match at line…" note. */
+size_t tb_replace_flexible(const char *code, const char *old, const char *new_text, char **out);
+size_t tb_replace_regex(const char *code, const char *old, const char *new_text, char **out);
+size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text, char **out,
+			struct tbuf *feedback);
+
 /* CRLF → LF, and LF → CRLF (lone LFs only); newly allocated. */
 char *tb_to_lf(const char *s, size_t *n);
 char *tb_to_crlf(const char *s);
