@@ -280,3 +280,59 @@ gemini_core() {
 	done
 	return $bad
 }
+
+# A project with nested .gitignore files, negations, directory rules and a .geminiignore.
+make_ignore_tree() {
+	local t=$1 f
+	mkdir -p "$t"/{.git/info,src/gen,build,docs/sub,logs,deep/a/b}
+	printf '*.log\nbuild/\n/docs/sub\n!keep.log\ngen\ndeep/**/z.*\n' >"$t/.gitignore"
+	printf 'secret*\n' >"$t/.geminiignore"
+	printf '*.tmp\n!important.tmp\n/local.c\n' >"$t/src/.gitignore"
+	printf 'ex.txt\n' >"$t/.git/info/exclude"
+	for f in a.txt a.log keep.log build/o.txt docs/d.md docs/sub/s.md src/x.c src/y.tmp \
+		src/important.tmp src/gen/g.c src/local.c secret.txt ex.txt logs/l.txt deep/a/b/z.c \
+		deep/a/y.c; do
+		echo x >"$t/$f"
+	done
+}
+
+@test "ignore files filter as gemini-cli's FileDiscoveryService does" {
+	local cache t="$BATS_TEST_TMPDIR/ign" mode want got args
+	cache=$(gemini_core)
+	make_ignore_tree "$t"
+	for mode in "true true" "false true" "true false"; do
+		set -- $mode
+		args=$([ "$1" = false ] && echo nogit || echo git)" "$([ "$2" = false ] && echo nogemini || echo gemini)
+		want=$(cd "$t" && find . -type f -not -path './.git/*' | sed 's|^\./||' | sort |
+			(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/filter-files.mjs" "$t" $args) | sort)
+		got=$(geminicli-toolbox --workdir="$t" glob <<<"{\"pattern\":\"**/*\",\"respect_git_ignore\":$1,\"respect_gemini_ignore\":$2}" |
+			tail -n +2 | sed "s|^$t/||" | sort)
+		diff <(echo "$want") <(echo "$got") || { echo "mode: $mode"; return 1; }
+	done
+	# without .git, only .geminiignore counts
+	rm -rf "$t/.git"
+	want=$(cd "$t" && find . -type f | sed 's|^\./||' | sort |
+		(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/filter-files.mjs" "$t") | sort)
+	got=$(geminicli-toolbox --workdir="$t" glob <<<'{"pattern":"**/*"}' | tail -n +2 | sed "s|^$t/||" | sort)
+	diff <(echo "$want") <(echo "$got")
+}
+
+@test "ignore files in list_directory, grep_search and read_many_files" {
+	local t="$BATS_TEST_TMPDIR/ign"
+	make_ignore_tree "$t"
+	run geminicli-toolbox --workdir="$t" list_directory <<<'{"dir_path":"."}'
+	assert_status 0
+	assert_contains $'\n\n(4 ignored)'
+	[[ $output != *"a.log"* && $output != *"secret.txt"* && $output == *"keep.log"* ]]
+	run geminicli-toolbox --workdir="$t" list_directory <<<'{"dir_path":".","file_filtering_options":{"respect_git_ignore":false,"respect_gemini_ignore":false}}'
+	[[ $output == *"a.log"* && $output != *"ignored)"* ]]
+	run geminicli-toolbox --workdir="$t" grep_search <<<'{"pattern":"x","names_only":true}'
+	assert_status 0
+	# rg's view (.gitignore files, .geminiignore) minus gemini-cli's *.log and *.tmp globs
+	[ "$output" = "$(printf 'Found 5 files with matches for pattern "x" in path ".":\na.txt\ndeep/a/y.c\ndocs/d.md\nlogs/l.txt\nsrc/x.c')" ]
+	run geminicli-toolbox --workdir="$t" grep_search <<<'{"pattern":"x","names_only":true,"no_ignore":true}'
+	assert_contains "src/gen/g.c"
+	run geminicli-toolbox --workdir="$t" read_many_files <<<'{"include":["src/*"]}'
+	assert_contains "--- $t/src/x.c ---"
+	[[ $output != *"--- $t/src/y.tmp ---"* && $output != *"--- $t/src/local.c ---"* ]]
+}

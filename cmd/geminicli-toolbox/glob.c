@@ -68,6 +68,31 @@ static int add(const char *abs, const char *rel, void *arg)
 	return 0;
 }
 
+/* Drops the hits the ignore files exclude (paths relative to the real working directory);
+ * returns how many. */
+static size_t drop_ignored(struct tb_call *c, struct state *s)
+{
+	struct tb_ignore *ig = tb_ignore_open(c->workdir, tb_bool(c, "respect_git_ignore", true),
+					      tb_bool(c, "respect_gemini_ignore", true));
+	char *root = tb_real_or_same(c->workdir);
+	size_t kept = 0, dropped = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		char *real = tb_real_or_same(s->hits[i].path), *rel = tb_relative(root, real);
+		if (tb_ignore_match(ig, rel, false)) {
+			free(s->hits[i].path);
+			dropped++;
+		} else {
+			s->hits[kept++] = s->hits[i];
+		}
+		free(rel);
+		free(real);
+	}
+	s->n = kept;
+	free(root);
+	tb_ignore_close(ig);
+	return dropped;
+}
+
 static long long g_now_ms;
 
 static int cmp_hits(const void *a, const void *b)
@@ -95,6 +120,7 @@ static int run(struct tb_call *c)
 	char *dir, *resolved = tb_resolve(c->workdir, dp && *dp ? dp : ".");
 	char *full = NULL, *esc = NULL, *why = NULL, *root = NULL;
 	const char *pat = pattern, *q;
+	size_t nignored;
 	int rc = -1;
 
 	dir = tb_real_or_same(resolved);
@@ -136,17 +162,21 @@ static int run(struct tb_call *c)
 	w.fn = add;
 	w.arg = &s;
 	tb_walk(&w);
+	nignored = drop_ignored(c, &s);
 	if (s.n == 0) {
 		tb_printf(&c->out, "No files found matching pattern \"%s\" within %s", pattern, dir);
+		if (nignored)
+			tb_printf(&c->out, " (%zu files were ignored)", nignored);
 		rc = 0;
 		goto out;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	g_now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	qsort(s.hits, s.n, sizeof *s.hits, cmp_hits);
-	tb_printf(&c->out,
-		  "Found %zu file(s) matching \"%s\" within %s, sorted by modification time (newest first):\n",
-		  s.n, pattern, dir);
+	tb_printf(&c->out, "Found %zu file(s) matching \"%s\" within %s", s.n, pattern, dir);
+	if (nignored)
+		tb_printf(&c->out, " (%zu additional files were ignored)", nignored);
+	tb_puts(&c->out, ", sorted by modification time (newest first):\n");
 	for (size_t i = 0; i < s.n; i++) {
 		if (i)
 			tb_puts(&c->out, "\n");

@@ -64,6 +64,8 @@ struct search {
 	size_t nrecs, cap;
 	struct timespec deadline;
 	bool timed_out;
+	struct tb_ignore *ig;	/* NULL with no_ignore */
+	char *root;		/* the real working directory ignore rules are relative to */
 	char *buf;		/* the read buffer, reused from file to file */
 	size_t bufcap;
 };
@@ -104,13 +106,27 @@ static bool past_deadline(struct search *s)
 
 /* rg's walk with gemini-cli's excludes: hidden entries are never searched; unless
  * no_ignore, the usual dependency/build directories and the .log and .tmp files are not either. */
+/* Whether the ignore files exclude abs (judged relative to the working directory). */
+static bool ignored_abs(struct search *s, const char *abs, bool is_dir)
+{
+	char *rel;
+	bool hit;
+	if (!s->ig)
+		return false;
+	rel = tb_relative(s->root, abs);
+	hit = tb_ignore_match(s->ig, rel, is_dir);
+	free(rel);
+	return hit;
+}
+
 static bool skip_dir(const char *name, const char *rel, void *arg)
 {
 	static const char *const dirs[] = {"node_modules", ".git", "bower_components", ".svn",
 					   ".hg", ".vscode", ".idea", "dist", "build",
 					   "coverage", "__pycache__"};
 	struct search *s = arg;
-	(void)rel;
+	char *abs;
+	bool hit;
 	if (name[0] == '.')
 		return true;
 	if (s->no_ignore)
@@ -118,7 +134,10 @@ static bool skip_dir(const char *name, const char *rel, void *arg)
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
 		if (!strcmp(name, dirs[i]))
 			return true;
-	return false;
+	abs = tb_xasprintf("%s/%s", s->base, rel);
+	hit = ignored_abs(s, abs, true);
+	free(abs);
+	return hit;
 }
 
 static bool skip_file(const char *name, void *arg)
@@ -356,6 +375,8 @@ static int walk_fn(const char *abs, const char *rel, void *arg)
 	struct search *s = arg;
 	if (s->include && !tb_glob_match(s->include, s->include_path ? rel : tb_basename(rel)))
 		return 0;
+	if (ignored_abs(s, abs, false))
+		return 0;
 	if (past_deadline(s))
 		return 1;
 	return search_file(s, abs);
@@ -522,6 +543,10 @@ static int run(struct tb_call *c)
 	if (!tb_int(c, "total_max_matches", &s.total))
 		s.total = DEFAULT_TOTAL_MAX;
 	s.base = target;
+	if (!s.no_ignore) {
+		s.ig = tb_ignore_open(c->workdir, true, true);
+		s.root = tb_real_or_same(c->workdir);
+	}
 	if (include) {
 		char *w2 = NULL;
 		s.include_path = strchr(include, '/') != NULL;
@@ -560,6 +585,8 @@ static int run(struct tb_call *c)
 out:
 	reset(&s);
 	free(s.buf);
+	tb_ignore_close(s.ig);
+	free(s.root);
 	pcre2_match_data_free(s.md);
 	pcre2_code_free(s.re);
 	pcre2_code_free(s.exclude);

@@ -77,7 +77,8 @@ static int run(struct tb_call *c)
 	char *abs = tb_resolve(c->workdir, tb_str(c, "dir_path"));
 	const char **pats = NULL;
 	struct entry *ents = NULL;
-	size_t npats, n = 0, cap = 0, total = 0;
+	size_t npats, n = 0, cap = 0, total = 0, nignored = 0;
+	struct tb_ignore *ig = NULL;
 	struct stat st;
 	DIR *d = NULL;
 	struct dirent *de;
@@ -102,14 +103,28 @@ static int run(struct tb_call *c)
 		goto out;
 	}
 	pats = tb_strs(c, "ignore", &npats);
+	ig = tb_ignore_open(c->workdir, tb_filtering(c, "respect_git_ignore"),
+			    tb_filtering(c, "respect_gemini_ignore"));
 	while ((de = readdir(d))) {
-		char *full;
+		char *full, *rel;
+		bool hit;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		total++;
-		if (blocked(de->d_name) || ignored(de->d_name, pats, npats))
-			continue;
 		full = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", de->d_name);
+		/* ignore files first (counted), as filterFilesWithReport sees the names */
+		rel = tb_relative(c->workdir, full);
+		hit = tb_ignore_match(ig, rel, false);
+		free(rel);
+		if (hit) {
+			nignored++;
+			free(full);
+			continue;
+		}
+		if (blocked(de->d_name) || ignored(de->d_name, pats, npats)) {
+			free(full);
+			continue;
+		}
 		if (stat(full, &st) == 0) {	/* broken entries are skipped silently */
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
@@ -137,10 +152,13 @@ static int run(struct tb_call *c)
 		else
 			tb_printf(&c->out, "%s (%lld bytes)", ents[i].name, ents[i].size);
 	}
+	if (nignored)
+		tb_printf(&c->out, "\n\n(%zu ignored)", nignored);
 	rc = 0;
 out:
 	if (d)
 		closedir(d);
+	tb_ignore_close(ig);
 	for (size_t i = 0; i < n; i++)
 		free(ents[i].name);
 	free(ents);

@@ -150,6 +150,21 @@ static int run(struct tb_call *c)
 	w.fn = add;
 	w.arg = &s;
 	tb_walk(&w);
+	{
+		struct tb_ignore *ig = tb_ignore_open(c->workdir, tb_filtering(c, "respect_git_ignore"),
+						      tb_filtering(c, "respect_gemini_ignore"));
+		size_t kept = 0;
+		for (size_t i = 0; i < s.n; i++) {
+			char *rel = tb_relative(c->workdir, s.files[i]);
+			if (tb_ignore_match(ig, rel, false))
+				free(s.files[i]);	/* skipped: ignored by project ignore files */
+			else
+				s.files[kept++] = s.files[i];
+			free(rel);
+		}
+		s.n = kept;
+		tb_ignore_close(ig);
+	}
 	qsort(s.files, s.n, sizeof *s.files, cmp_str);
 	for (size_t i = 0; i < s.n; i++) {
 		struct tb_read r;

@@ -152,6 +152,15 @@ char *tb_to_crlf(const char *s);
 /* Writes a whole file, creating parents; failures in gemini-cli's words in c->err. */
 int tb_write_file(struct tb_call *c, const char *abs, const char *data, size_t len);
 
+/* The ignore files of the working directory (ignore.c): .gitignore files (in a git repository)
+ * and .geminiignore. rel is relative to the root; paths outside it are never ignored. */
+struct tb_ignore;
+struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respect_gemini);
+bool tb_ignore_match(struct tb_ignore *ig, const char *rel, bool is_dir);
+void tb_ignore_close(struct tb_ignore *ig);
+/* file_filtering_options.<key> (default true). */
+bool tb_filtering(struct tb_call *c, const char *key);
+
 /* A directory walk: calls fn for every regular file (and symlink to one when follow_files)
  * under root, in byte order of names; never follows directory symlinks. skip_dir decides
  * which directory names are not entered. fn returning non-zero stops the walk. */

@@ -224,6 +224,15 @@ bool tb_int(struct tb_call *c, const char *name, int64_t *out)
 	return v && is_integer(v, out);
 }
 
+bool tb_filtering(struct tb_call *c, const char *key)
+{
+	struct json_object *o = param(c, "file_filtering_options"), *v;
+	if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, key, &v) &&
+	    json_object_is_type(v, json_type_boolean))
+		return json_object_get_boolean(v);
+	return true;
+}
+
 const char **tb_strs(struct tb_call *c, const char *name, size_t *n)
 {
 	struct json_object *v = param(c, name);
