@@ -21,6 +21,7 @@ static const struct tb_param params[] = {
 
 struct hit {
 	char *path;
+	uint32_t *key;		/* collation key, for the hits sorted by path */
 	long long mtime_ms;
 	size_t order;		/* walk order: ties keep it */
 };
@@ -63,6 +64,7 @@ static int add(const char *abs, const char *rel, void *arg)
 	}
 	s->hits[s->n].path = tb_xstrdup(abs);
 	s->hits[s->n].order = s->n;
+	s->hits[s->n].key = NULL;
 	s->hits[s->n].mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 	s->n++;
 	return 0;
@@ -76,8 +78,10 @@ static size_t drop_ignored(struct tb_call *c, struct state *s)
 					      tb_bool(c, "respect_gemini_ignore", true));
 	char *root = tb_real_or_same(c->workdir);
 	size_t kept = 0, dropped = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		char *real = tb_real_or_same(s->hits[i].path), *rel = tb_relative(root, real);
+	/* hits are real paths already: the walk starts at a real directory and never follows a
+	 * directory link */
+	for (size_t i = 0; tb_ignore_active(ig) && i < s->n; i++) {
+		char *rel = tb_relative(root, s->hits[i].path);
 		if (tb_ignore_match(ig, rel, false)) {
 			free(s->hits[i].path);
 			dropped++;
@@ -85,9 +89,9 @@ static size_t drop_ignored(struct tb_call *c, struct state *s)
 			s->hits[kept++] = s->hits[i];
 		}
 		free(rel);
-		free(real);
 	}
-	s->n = kept;
+	if (tb_ignore_active(ig))
+		s->n = kept;
 	free(root);
 	tb_ignore_close(ig);
 	return dropped;
@@ -105,7 +109,7 @@ static int cmp_hits(const void *a, const void *b)
 		return y->mtime_ms > x->mtime_ms ? 1 : -1;
 	if (xr != yr)
 		return xr ? -1 : 1;
-	if (!xr && (r = tb_collate(x->path, y->path)) != 0)
+	if (!xr && (r = tb_collate_cmp(x->key, y->key)) != 0)
 		return r;
 	return x->order < y->order ? -1 : x->order > y->order;
 }
@@ -172,6 +176,8 @@ static int run(struct tb_call *c)
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	g_now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	for (size_t i = 0; i < s.n; i++)
+		s.hits[i].key = tb_collate_key(s.hits[i].path);
 	qsort(s.hits, s.n, sizeof *s.hits, cmp_hits);
 	tb_printf(&c->out, "Found %zu file(s) matching \"%s\" within %s", s.n, pattern, dir);
 	if (nignored)
@@ -184,8 +190,10 @@ static int run(struct tb_call *c)
 	}
 	rc = 0;
 out:
-	for (size_t i = 0; i < s.n; i++)
+	for (size_t i = 0; i < s.n; i++) {
 		free(s.hits[i].path);
+		free(s.hits[i].key);
+	}
 	free(s.hits);
 	tb_glob_free(s.g);
 	free(root);

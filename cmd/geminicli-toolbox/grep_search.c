@@ -546,6 +546,10 @@ static int run(struct tb_call *c)
 	if (!s.no_ignore) {
 		s.ig = tb_ignore_open(c->workdir, true, true);
 		s.root = tb_real_or_same(c->workdir);
+		if (!tb_ignore_active(s.ig)) {
+			tb_ignore_close(s.ig);
+			s.ig = NULL;
+		}
 	}
 	if (include) {
 		char *w2 = NULL;

@@ -137,6 +137,11 @@ struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respec
 	return ig;
 }
 
+bool tb_ignore_active(const struct tb_ignore *ig)
+{
+	return ig && (ig->git || ig->extra.n > 0);
+}
+
 void tb_ignore_close(struct tb_ignore *ig)
 {
 	if (!ig)

@@ -114,6 +114,9 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 
 /* ICU root-collation order as JavaScript's localeCompare gives it (for ASCII and Latin-1). */
 int tb_collate(const char *a, const char *b);
+/* The same order through precomputed keys (newly allocated), for sorting many strings. */
+uint32_t *tb_collate_key(const char *s);
+int tb_collate_cmp(const uint32_t *a, const uint32_t *b);
 /* Counts UTF-8 code points. */
 size_t tb_utf8_len(const char *s, size_t n);
 /* Byte length of the first `chars` code points of s[0..n). */
@@ -157,6 +160,8 @@ int tb_write_file(struct tb_call *c, const char *abs, const char *data, size_t l
 struct tb_ignore;
 struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respect_gemini);
 bool tb_ignore_match(struct tb_ignore *ig, const char *rel, bool is_dir);
+/* Whether any rule applies at all (else every match is false). */
+bool tb_ignore_active(const struct tb_ignore *ig);
 void tb_ignore_close(struct tb_ignore *ig);
 /* file_filtering_options.<key> (default true). */
 bool tb_filtering(struct tb_call *c, const char *key);

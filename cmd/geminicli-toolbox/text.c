@@ -441,10 +441,14 @@ static struct ckey key_of(uint32_t cp)
 	const char *p;
 	int base;
 	uint8_t accent = 0;
+	static uint8_t punct_rank[128];	/* 1-based rank in punct_order, 0: not listed */
+	if (!punct_rank[(unsigned char)' '])
+		for (p = punct_order; *p; p++)
+			punct_rank[(unsigned char)*p] = (uint8_t)(1 + (p - punct_order));
 	if (cp < 0x20 || cp == 0x7f)
 		return k;	/* controls are ignorable */
-	if (cp < 0x80 && (p = strchr(punct_order, (int)cp)) && cp != 0) {
-		k.primary = 1 + (uint32_t)(p - punct_order);
+	if (cp < 0x80 && punct_rank[cp]) {
+		k.primary = punct_rank[cp];
 		return k;
 	}
 	if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
@@ -491,6 +495,48 @@ static int cmp_level(const char *a, const char *b, int level)
 		}
 		if (va != vb)
 			return va < vb ? -1 : 1;
+	}
+}
+
+uint32_t *tb_collate_key(const char *s)
+{
+	size_t n = 0, cap = 16, k = 0;
+	struct ckey *keys = tb_xmalloc(cap * sizeof *keys);
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t *out;
+	while (*p) {
+		struct ckey c = key_of(next_cp(&p));
+		if (!c.primary)
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			keys = tb_xrealloc(keys, cap * sizeof *keys);
+		}
+		keys[n++] = c;
+	}
+	/* primaries, 0, secondaries + 1, 0, tertiaries + 1, 0: a shorter run sorts first */
+	out = tb_xmalloc((3 * n + 3) * sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[k++] = keys[i].primary;
+	out[k++] = 0;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = keys[i].secondary + 1u;
+	out[k++] = 0;
+	for (size_t i = 0; i < n; i++)
+		out[k++] = keys[i].tertiary + 1u;
+	out[k++] = 0;
+	free(keys);
+	return out;
+}
+
+int tb_collate_cmp(const uint32_t *a, const uint32_t *b)
+{
+	int zeros = 0;
+	for (;; a++, b++) {
+		if (*a != *b)
+			return *a < *b ? -1 : 1;
+		if (*a == 0 && ++zeros == 3)
+			return 0;	/* equal through all three levels */
 	}
 }
 
