@@ -1,0 +1,1 @@
+mkdir sub; echo via-at > sub/a.txt

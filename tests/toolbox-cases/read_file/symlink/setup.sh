@@ -1,0 +1,1 @@
+mkdir real; echo target > real/t.txt; ln -s real/t.txt link.txt

@@ -1,0 +1,1 @@
+printf "x\n// rest of code ...\n" > f.js
