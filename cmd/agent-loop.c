@@ -118,18 +118,17 @@ static void on_assistant(void *arg, struct json_object *msg, bool final)
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
 {
-	const char *outcome = failed ? "failed" : "completed";
 	int shown = (int)strcspn(content, "\n");
 
 	(void)arg;
 	fflush(stdout);
-	if (strstr(content, "the user cancelled the turn"))
-		outcome = "cancelled";
-	if (failed)
-		cli_msg("tool %s(%.300s): %s: %.*s", c->name, c->arguments, outcome,
+	if (failed && strstr(content, "the user cancelled the turn"))
+		cli_msg("tool %s(%.300s): cancelled", c->name, c->arguments);
+	else if (failed)
+		cli_msg("tool %s(%.300s): failed: %.*s", c->name, c->arguments,
 			shown > 300 ? 300 : shown, content);
 	else
-		cli_msg("tool %s(%.300s): %s", c->name, c->arguments, outcome);
+		cli_msg("tool %s(%.300s): completed", c->name, c->arguments);
 }
 
 static void banner(struct agent_session *s, const char *why)
