@@ -776,7 +776,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		json_object_put(m);
 		if (ok != 0) {
 			struct sbx_err te;
-			if (touch(s, -1, &te) < 0)
+			if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
 				logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
 		}
 		continue;

@@ -324,6 +324,24 @@ EOF
 	no_sandbox intr
 }
 
+@test "SIGINT during the LLM call stops llm-chat and stores nothing but the user line" {
+	start_stub '{"hang": true}' "$(answer_text 'second answer')"
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	agent-loop -session llmc <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "first" >&4
+	wait_until test -s "$STUB_DIR/requests.jsonl"
+	kill -INT "$pid"
+	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
+	echo "second" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	wait "$pid"
+	grep -q "Agent> second answer" "$BATS_TEST_TMPDIR/out"
+	jq -s -e 'map(.role) == ["system","user","user","assistant"]' "$(hist llmc)"
+}
+
 @test "SIGINT at the prompt exits 1 after deleting the sandbox" {
 	mkfifo "$BATS_TEST_TMPDIR/in"
 	OPENAI_MODEL=fake-eliza agent-loop -session quit <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
