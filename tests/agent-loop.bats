@@ -402,3 +402,15 @@ EOF
 	assert_contains 'Resumed session "example" with 5 messages in history:'
 	assert_contains "Hello from Sandbox"
 }
+
+@test "a sandbox that cannot be created ends the CLI; the history answers the call" {
+	SANDBOX_IMAGE=debian:bookworm-slim run eliza -session nocreate <<<'run: true'
+	assert_status 1
+	assert_contains "agent-loop: failed to create sandbox: "
+	assert_contains "cannot pull image"
+	jq -s -e 'map(.role) == ["system","user","assistant","tool"]' "$(hist nocreate)"
+	jq -s -e '.[3].content | startswith("Error calling tool \"run_command\": failed to create sandbox: ")' "$(hist nocreate)"
+	run eliza -session nocreate <<<'run: echo works-now'
+	assert_status 0
+	assert_contains "works-now"
+}
