@@ -405,6 +405,7 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	if (s->ttl_ns > 0)
 		arg_duration(&a, "-ttl", s->ttl_ns);
 	arg(&a, s->name);
+	s->created = true;	/* even a cancelled or failed create may leave something to delete */
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
 	if (st == -2 || st == -1) {
 		if (st == -1)
@@ -415,7 +416,7 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 		err_set(e, SBX_EIO, "failed to create sandbox: %s", msg);
 		goto out;
 	}
-	s->active = s->created = true;
+	s->active = true;
 	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
 	if (reused)
 		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
