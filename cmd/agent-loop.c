@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../lib/agent.h"
+#include "../lib/chatview.h"
 #include "../lib/flag.h"
 #include "../lib/prompt.h"
 #include "cli.h"
@@ -38,9 +39,6 @@ static const char usage[] =
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
 
-static const char rule[] =
-	"================================================================================\n";
-
 static int sig_pipe[2] = {-1, -1};
 static volatile sig_atomic_t n_int, got_term;
 
@@ -67,10 +65,6 @@ static void drain(void)
 	}
 }
 
-struct ui {
-	bool line_open;			/* "Agent> " printed, text streaming */
-};
-
 static void on_log(void *arg, enum agent_log_level lv, const char *msg)
 {
 	(void)arg;
@@ -87,31 +81,6 @@ static void on_trace(void *arg, const char *label, const char *json)
 	(void)arg;
 	fflush(stdout);
 	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
-}
-
-static void on_delta(void *arg, const char *text, size_t len)
-{
-	struct ui *u = arg;
-
-	if (!u->line_open)
-		fputs("\nAgent> ", stdout);
-	u->line_open = true;
-	fwrite(text, 1, len, stdout);
-	fflush(stdout);
-}
-
-static void on_assistant(void *arg, struct json_object *msg, bool final)
-{
-	struct ui *u = arg;
-	struct json_object *c;
-
-	if (u->line_open)
-		fputs("\n", stdout);
-	else if (final)
-		printf("\nAgent> %s\n", json_object_object_get_ex(msg, "content", &c) && c
-		       ? json_object_get_string(c) : "");
-	u->line_open = false;
-	fflush(stdout);
 }
 
 /* One line per tool call: name, arguments (shortened), outcome. */
@@ -131,52 +100,12 @@ static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 		cli_msg("tool %s(%.300s): completed", c->name, c->arguments);
 }
 
-static void banner(struct agent_session *s, const char *why)
-{
-	struct json_object *h = agent_session_history(s), *m, *v;
-	size_t i, n = json_object_array_length(h);
-
-	if (agent_session_is_new(s)) {
-		printf("%sWelcome to the Sandboxed Tools example!\nSession Name: %s\n"
-		       "Sandbox Backend: %s (%s)\n"
-		       "Type your message (or '/exit' or '/quit' to quit):\n%s",
-		       rule, agent_session_name(s), agent_session_backend(s), why, rule);
-		return;
-	}
-	cli_msg("sandbox backend: %s (%s)", agent_session_backend(s), why);
-	printf("%sResumed session \"%s\" with %zu messages in history:\n%s", rule,
-	       agent_session_name(s), n, rule);
-	for (i = 0; i < n; i++) {
-		const char *role, *content;
-		m = json_object_array_get_idx(h, i);
-		role = json_object_object_get_ex(m, "role", &v) ? json_object_get_string(v) : "";
-		content = json_object_object_get_ex(m, "content", &v) && v &&
-			  json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-		if (strcmp(role, "user") == 0)
-			printf("User> %s\n", content ? content : "");
-		else if (strcmp(role, "assistant") == 0 && content && *content)
-			printf("Agent> %s\n", content);
-	}
-}
-
-/* Trims ASCII white space in place (Go's strings.TrimSpace for the common case). */
-static char *trim(char *s)
-{
-	char *end = s + strlen(s);
-
-	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\v' || *s == '\f' || *s == '\r')
-		s++;
-	while (end > s && strchr(" \t\n\v\f\r", end[-1]))
-		*--end = '\0';
-	return s;
-}
-
 /* The chat loop. Returns the exit status. */
 static int chat(struct agent_session *s)
 {
-	struct ui u = {false};
-	struct agent_callbacks cb = {.arg = &u, .on_delta = on_delta, .on_assistant = on_assistant,
-				     .on_tool_end = on_tool_end};
+	struct chatview v = {.out = stdout};
+	struct agent_callbacks cb = {.arg = &v, .on_delta = chatview_delta,
+				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end};
 	struct sbx_err e;
 	char *line, *reply, *in;
 	int status = EXIT_OK;
@@ -194,7 +123,7 @@ static int chat(struct agent_session *s)
 			status = 1;
 			break;
 		}
-		in = trim(line);
+		in = chatview_trim(line);
 		if (*in == '\0' || strcasecmp(in, "/exit") == 0 || strcasecmp(in, "/quit") == 0) {
 			bool quit = *in != '\0';
 			free(line);
@@ -208,10 +137,7 @@ static int chat(struct agent_session *s)
 		st = agent_turn(s, in, &cb, sig_pipe[0], &reply, &e);
 		free(line);
 		free(reply);
-		if (u.line_open)
-			fputs("\n", stdout);
-		u.line_open = false;
-		fflush(stdout);
+		chatview_end_turn(&v);
 		if (st == AGENT_ERROR) {
 			cli_msg("%s", e.msg);
 			status = 1;
@@ -295,7 +221,8 @@ int main(int argc, char **argv)
 			cli_die(1, "%s", e.msg);
 	}
 	prompt_init(sig_pipe[0]);
-	banner(s, why);
+	if (chatview_banner(stdout, s, why))
+		cli_msg("sandbox backend: %s (%s)", agent_session_backend(s), why);
 	status = chat(s);
 	fflush(stdout);
 	if (agent_session_close(s, &e) < 0)
