@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../../lib/agent.h"
+#include "../../lib/chatview.h"
 #include "../../lib/child.h"
 #include "../../lib/gojson.h"
 #include "../../lib/history.h"
@@ -237,6 +238,30 @@ static void startup(void)
 	}
 }
 
+static void view(void)
+{
+	char a[] = " \t /exit \r\n", b[] = "   ", c[] = "x";
+	struct chatview v = {0};
+	struct json_object *m = json_tokener_parse("{\"role\":\"assistant\",\"content\":\"hi\"}");
+	char *text = NULL;
+	size_t len = 0;
+
+	is_str(chatview_trim(a), "/exit", "trim both ends");
+	is_str(chatview_trim(b), "", "trim to nothing");
+	is_str(chatview_trim(c), "x", "nothing to trim");
+	v.out = open_memstream(&text, &len);
+	chatview_assistant(&v, m, true);	/* nothing streamed */
+	chatview_delta(&v, "str", 3);
+	chatview_delta(&v, "eamed", 5);
+	chatview_assistant(&v, m, false);
+	chatview_delta(&v, "cut", 3);
+	chatview_end_turn(&v);
+	fclose(v.out);
+	is_str(text, "\nAgent> hi\n\nAgent> streamed\n\nAgent> cut\n", "answers as upstream prints them");
+	free(text);
+	json_object_put(m);
+}
+
 static void backends(const char *home)
 {
 	const char *why;
@@ -269,6 +294,7 @@ int main(void)
 	history(home);
 	child();
 	startup();
+	view();
 	backends(home);
 	cmd = xasprintf("rm -rf '%s'", home);
 	if (system(cmd) != 0)
