@@ -294,12 +294,40 @@ static void arg_duration(struct argv *a, const char *flag, int64_t ns)
 	arg_own(a, xstrdup(duration_format(ns, d, sizeof d)));
 }
 
+/* -v: the command line, quoted for a POSIX shell, so the step can be rerun by hand. */
+static void trace_argv(struct agent_session *s, struct argv *a)
+{
+	struct buf b = {0};
+
+	if (s->trace == NULL)
+		return;
+	for (int i = 0; i < a->n; i++) {
+		const char *w = a->v[i];
+		if (i > 0)
+			buf_puts(&b, " ");
+		if (*w && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+				 "-_./:=,+@%") == strlen(w)) {
+			buf_puts(&b, w);
+			continue;
+		}
+		buf_puts(&b, "'");
+		for (; *w; w++)
+			buf_puts(&b, *w == '\'' ? "'\\''" : (char[]){*w, 0});
+		buf_puts(&b, "'");
+	}
+	s->trace(s->log_arg, "$", b.data);
+	buf_free(&b);
+}
+
 /* Runs argv (argv[0] = program name) found next to us, else on PATH. */
 static int run(struct agent_session *s, struct argv *a, const char *in, size_t in_len,
 	       int cancel_fd, int (*on_line)(void *, char *, size_t), void *larg,
 	       struct child_result *res, struct sbx_err *e)
 {
-	char *path = child_find(s->bindir, a->v[0]);
+	char *path;
+
+	trace_argv(s, a);
+	path = child_find(s->bindir, a->v[0]);
 	struct child_req rq = {.path = path ? path : a->v[0], .argv = a->v, .in = in,
 			       .in_len = in_len, .cancel_fd = cancel_fd, .on_line = on_line,
 			       .arg = larg};

@@ -68,7 +68,8 @@ struct agent_config {
 	/* Log lines (what upstream logs with klog). May be NULL. */
 	void (*log)(void *arg, enum agent_log_level level, const char *msg);
 	/* -v: each JSON document exchanged with a child, labelled like "llm-chat <" (sent) or
-	 * "sbx-tool >" (received). May be NULL. Documents never contain API keys. */
+	 * "sbx-tool >" (received), and before each child its command line (shell-quoted) with
+	 * the label "$". May be NULL. Neither ever contains an API key. */
 	void (*trace)(void *arg, const char *label, const char *json);
 	void *log_arg;
 };

@@ -305,6 +305,8 @@ EOF
 	assert_contains 'agent-loop: sbx-tool <: {"id":"call-1","type":"function"'
 	assert_contains 'agent-loop: sbx-tool >: {"role":"tool"'
 	assert_contains 'agent-loop: sbx-create >: {"name":"verb"'
+	assert_contains 'agent-loop: $: sbx-tool -backend local -namespace default -toolset basic -tool-timeout 2m0s -homedir /home/clawtainer verb'
+	assert_contains 'agent-loop: $: llm-chat -stream'
 	[[ "$output" != *sk-test-secret-4711* ]]
 	# the key still reached the API
 	jq -s -e '.[0].headers.authorization == "Bearer sk-test-secret-4711"' "$STUB_DIR/requests.jsonl"
