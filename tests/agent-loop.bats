@@ -423,3 +423,15 @@ EOF
 	assert_status 0
 	assert_contains "works-now"
 }
+
+@test "in a terminal (tmux): Ctrl-C at the prompt, over a half-typed line, exits 1" {
+	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
+	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s t -x 160 -y 50 \
+		"env PATH='$PATH' HOME='$HOME' XDG_STATE_HOME='$XDG_STATE_HOME' OPENAI_MODEL=fake-eliza agent-loop -session tty2; echo EXITED:\$?; sleep 60"
+	pane() { tmux -S "$TMUX_SOCK" capture-pane -p -t t -S -200; }
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q '^User>'"
+	tmux -S "$TMUX_SOCK" send-keys -t t -l 'half typed'
+	tmux -S "$TMUX_SOCK" send-keys -t t C-c
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'EXITED:1'"
+	jq -s -e 'map(.role) == ["system"]' "$(hist tty2)"
+}
