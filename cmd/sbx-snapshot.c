@@ -32,6 +32,10 @@ static const char usage[] =
 	"  -all            with -prune: every session under ~/.local/sandboxed-tools\n"
 	"  -h              show this help\n";
 
+/* More backups than this is a typo, not a retention policy (and -keep is an int inside). */
+#define KEEP_MAX 100000
+#define SBX_STR2(x) #x
+#define SBX_STR(x) SBX_STR2(x)
 /* Progress is redrawn at most this often (ns): often enough to look alive. */
 #define PROGRESS_EVERY_NS 200000000LL
 
@@ -154,8 +158,10 @@ int main(int argc, char **argv)
 		cli_help(usage);
 	if (i < 0)
 		cli_usage_error(usage, e.msg);
-	if (keep < 1 || keep > 100000)
-		cli_usage_error(usage, "-keep must be between 1 and 100000");
+	if (keep < 1 || keep > KEEP_MAX)
+		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
+	if (homedir && homedir[0] != '/')
+		cli_usage_error(usage, "-homedir must be an absolute path");
 	if (archive_codec_parse(compress, &o.codec) < 0)
 		cli_usage_error(usage, "-compress must be gzip or zstd");
 	for (int k = i; k < argc; k++) {
@@ -199,8 +205,9 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		cli_die(cli_status(e.code), "unable to snapshot sandbox %s: %s", argv[i], e.msg);
 	if (r.skipped)
-		cli_warn("%llu entries left out (sockets, fifos, device nodes or files that changed "
-			 "while being archived)", (unsigned long long)r.skipped);
+		cli_warn("%llu entries left out (sockets, fifos, device nodes, entries the sandbox "
+			 "may not read, files that changed while being archived)",
+			 (unsigned long long)r.skipped);
 	if (r.prune_error)
 		cli_warn("backup written, but pruning failed: %s", r.prune_error);
 	j = json_object_new_object();

@@ -357,8 +357,10 @@ int backup_open(const char *dir, const char *name, struct sbx_err *e)
 	char *p = xasprintf("%s/%s", dir, name);
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-	if (fd < 0)
+	if (fd < 0) {
 		err_sys(e, errno, "cannot open %s", p);
+		e->code = SBX_EIO;	/* a missing file is not a missing sandbox */
+	}
 	free(p);
 	return fd;
 }
@@ -372,14 +374,11 @@ int backup_verify(int fd, const char *dir, const char *name, uint64_t max_bytes,
 
 	if ((has = backup_read_sidecar(dir, name, want, e)) < 0)
 		goto out;
-	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0) {
-		if (e->code != SBX_ECANCELED)
-			err_prefix(e, "%s", name);
+	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0)
 		goto out;
-	}
 	sha_final(sha, got);
 	if (has && strcmp(want, got) != 0) {
-		err_set(e, SBX_EIO, "%s: checksum mismatch (sidecar %s, file %s)", name, want, got);
+		err_set(e, SBX_EIO, "checksum mismatch (sidecar %s, file %s)", want, got);
 		goto out;
 	}
 	rc = 0;

@@ -102,7 +102,9 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 		out[0] = -1;
 		pthread_join(th, NULL);
 		started = false;
-		if (e->code != SBX_ECANCELED && j.rc == 0 && j.res.exit_code != 0 && !j.res.canceled)
+		/* A stream cut short because the command failed: its failure is the reason. */
+		if (e->code != SBX_ECANCELED && !j.res.canceled &&
+		    (j.rc < 0 || j.res.exit_code != 0))
 			tar_outcome(&j, errfd, "snapshot", e);
 		goto out;
 	}
@@ -195,8 +197,14 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 	}
 	if (pid == 0) {
 		struct report r = {0};
-		int fd = hj->fd;
-		close(rp[0]);
+		int fd = hj->fd, lo = fd < rp[1] ? fd : rp[1], hi = fd < rp[1] ? rp[1] : fd;
+		/* Keep only the archive and the report: this child works for the sandbox's owner
+		 * and must hold nothing else of ours (the backup file, sockets, locks). */
+		if (lo > 3)
+			close_range(3, (unsigned)lo - 1, 0);
+		if (hi > lo + 1)
+			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+		close_range((unsigned)hi + 1, ~0U, 0);
 		r.rc = enter_as_owner(hj->dir, &r.err);
 		if (r.rc == 0 && hj->unpack)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
@@ -369,7 +377,8 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 			   int cancel_fd, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
-	char *argv[] = {"tar", "-z", "-xf", "-", "-C", (char *)home, NULL};
+	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
+	char *argv[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home, NULL};
 	struct job j = {.b = b, .name = session, .close_after = -1};
 	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
 
@@ -428,13 +437,18 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 		goto out;
 	}
 	for (size_t i = l.n; i-- > 0;) {
+		char *path = xasprintf("%s/%s", dir, l.name[i]);
 		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
-			used = xasprintf("%s/%s", dir, l.name[i]);
+			used = path;
 			break;
 		}
+		if (!o->from && e->code != SBX_ECANCELED)
+			backup_list_add(&r->skipped, path, e->msg);
+		if (e->code != SBX_ECANCELED)
+			err_prefix(e, "%s", path);
+		free(path);
 		if (o->from || e->code == SBX_ECANCELED)
 			goto out;
-		backup_list_add(&r->skipped, l.name[i], e->msg);
 	}
 	if (used == NULL) {
 		if (l.n == 0) {

@@ -1,7 +1,9 @@
 /* snapshot.h — a sandbox's home to a verified backup and back. A backend that exposes the
  * home on the host (home_path) is read and written directly with libarchive; otherwise tar
  * runs inside the sandbox (upstream's `tar -zcf - -C HOME .` / `tar -zxf - -C HOME`) and the
- * stream is checked as it passes. Ownership: results are freed with their *_free function. */
+ * stream is checked as it passes. The host path forks a child that takes the home owner's
+ * identity (and runs a thread for the exec path), so callers in threaded programs must not hold
+ * locks the child needs. Ownership: results are freed with their *_free function. */
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
 

@@ -3,6 +3,7 @@
 # retention, prune-only mode beside a running snapshot, interrupted snapshots.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	setup_sbx_env
@@ -60,6 +61,9 @@ wait_tmp() {
 	run sbx-snapshot -compress lz4 demo
 	assert_status 100
 	assert_contains "gzip or zstd"
+	run sbx-snapshot -homedir relative/dir demo
+	assert_status 100
+	assert_contains "-homedir must be an absolute path"
 	run sbx-snapshot 'Bad_Name'
 	assert_status 100
 	assert_contains "session name must be lowercase alphanumeric"
@@ -158,6 +162,18 @@ wait_tmp() {
 	[ -z "$(ls -A "$FS" | grep backup-)" ]
 }
 
+@test "entries the sandbox may not read are left out with a warning, the rest is kept" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'cd ~ && echo a > ok && echo s > secret && chmod 000 secret &&
+		mkdir closed && echo x > closed/f && chmod 000 closed'
+	run --separate-stderr sbx-snapshot demo
+	assert_status 0
+	[[ $stderr == *"warning: 2 entries left out"* ]]
+	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
+	assert_contains "./ok"
+	[[ $output != *secret* ]]
+}
+
 @test "retention keeps exactly the newest -keep backups, with their sidecars" {
 	sbx-create demo >/dev/null
 	sbx-snapshot demo >/dev/null
@@ -233,6 +249,21 @@ wait_tmp() {
 	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
 }
 
+@test "concurrent snapshots of one session all succeed and leave matching sidecars" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'head -c 3000000 /dev/urandom > ~/r.bin'
+	local pids=() p
+	for p in 1 2 3 4; do
+		sbx-snapshot demo >"$BATS_TEST_TMPDIR/c$p" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	for p in 1 2 3 4; do jq -e .sha256 "$BATS_TEST_TMPDIR/c$p" >/dev/null; done
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+	[ "$(ls "$FS" | grep -c 'tar.gz$')" = "$(ls "$FS" | grep -c 'sha256$')" ]
+	[ -z "$(ls "$FS" | grep tmp)" ]
+}
+
 @test "kill -9 during a snapshot leaves no final file; the earlier backup stays good" {
 	sbx-create demo >/dev/null
 	sbx-exec -raw demo -- sh -c 'echo before > ~/state.txt'
@@ -289,20 +320,14 @@ wait_tmp() {
 	assert_contains "MB/s"
 }
 
-@test "man page EXAMPLES run as written" {
-	sbx-create demo >/dev/null
-	sbx-exec demo -- sh -c 'echo hi > ~/hello.txt' >/dev/null
-	run sbx-snapshot demo
-	assert_status 0
-	run sbx-snapshot -compress zstd -keep 10 demo
-	assert_status 0
-	run sbx-snapshot -prune -keep 5 -all
-	assert_status 0
-	assert_json '.session == "demo"'
-	# The crontab line from the page, run the way cron would run it.
+@test "man page EXAMPLES run as written, and so does the crontab line" {
+	run_man_examples sbx-snapshot
+	[ "$(ls "$FS" | grep -c 'backup-.*\.tar\.gz$')" = 1 ]
+	[ "$(ls "$FS" | grep -c 'backup-.*\.tar\.zst$')" = 1 ]
 	local line
-	line=$(sed -n 's/^\*\/30 \* \* \* \* //p' "$SBX_TOP/man/man1/sbx-snapshot.1" | sed 's/\\-/-/g')
-	[ -n "$line" ]
+	line=$(man_examples sbx-snapshot | sed -n 's|^# \*/30 \* \* \* \* ||p')
+	[ "$line" = "sbx-snapshot -prune -keep 5 -all" ]
 	run sh -c "$line"
 	assert_status 0
+	assert_json '.session == "demo" and .pruned == []'
 }

@@ -230,12 +230,15 @@ static void hostile(void)
 		struct sbx_err e = {0};
 		char *before, *after;
 
+		char *owned[6] = {0};
+		size_t no = 0;
+
 		for (; n < 3 && cases[i].e[n].name; n++) {
 			ents[n] = cases[i].e[n];
 			if (strncmp(ents[n].name, "@OUT@", 5) == 0)
-				ents[n].name = xasprintf("%s%s", outside, ents[n].name + 5);
+				ents[n].name = owned[no++] = xasprintf("%s%s", outside, ents[n].name + 5);
 			if (ents[n].target && strncmp(ents[n].target, "@OUT@", 5) == 0)
-				ents[n].target = xasprintf("%s%s", outside, ents[n].target + 5);
+				ents[n].target = owned[no++] = xasprintf("%s%s", outside, ents[n].target + 5);
 		}
 		write_archive(ar, ents, n);
 		listing = xasprintf("find '%s' -maxdepth 1 -printf '%%p\\n' | sort && "
@@ -275,6 +278,8 @@ static void hostile(void)
 			free(cmd);
 		}
 		free(before), free(after), free(listing), free(ar);
+		while (no > 0)
+			free(owned[--no]);
 	}
 	free(home), free(outside);
 }

@@ -1,0 +1,266 @@
+#!/usr/bin/env bats
+# sbx-restore: round trips through real local sandboxes, fall-back past corrupt backups,
+# upstream (GNU tar) backups, and hostile archives refused with the home untouched.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() {
+	setup_sbx_env
+	FS="$HOME/.local/sandboxed-tools/demo/fs"
+}
+
+teardown() {
+	teardown_sbx_env
+}
+
+# Lists a sandbox home: path, type, mode, size, mtime (seconds), link target; sorted (no
+# directory sizes: they differ between file systems).
+listing() {	# $1 = sandbox, $2 = directory (default ~)
+	sbx-exec -raw "$1" -- sh -c "cd ${2:-/home/clawtainer} && find . -mindepth 1 \( -type d -printf '%p|d|%m|%Ts\n' \) -o -printf '%p|%y|%m|%s|%Ts|%l\n' | LC_ALL=C sort; cat ./a/b/c/deep.txt ./run.sh"
+}
+
+# A home worth restoring: nested dirs, links inside, an empty file, odd names, modes, mtimes.
+populate() {	# $1 = sandbox, $2 = directory (default ~)
+	sbx-exec -raw "$1" -- sh -c "mkdir -p ${2:-/home/clawtainer} && cd ${2:-/home/clawtainer} && mkdir -p a/b/c && chmod 750 a && chmod 700 a/b &&
+		echo deep > a/b/c/deep.txt && chmod 640 a/b/c/deep.txt &&
+		printf '#!/bin/sh\necho hi\n' > run.sh && chmod 755 run.sh && touch -d '2001-02-03 04:05:06' run.sh &&
+		: > empty && echo s > 'with space' && echo n > 'new
+line' && echo u > 'été 漢字' &&
+		ln -s a/b link && ln -s ../../run.sh a/b/up && ln -s nowhere dangling &&
+		echo same > hard1 && ln hard1 a/hard2 && touch -d '2010-01-01 00:00:00' a/b/c"
+}
+
+# Writes a hostile gzip tar: $1 = file, $2 = kind.
+hostile() {
+	python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+path, kind = sys.argv[1], sys.argv[2]
+t = tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT)
+def add(name, type=tarfile.REGTYPE, data=b"x", link=""):
+    i = tarfile.TarInfo(name); i.type = type; i.linkname = link; i.mode = 0o644
+    if type == tarfile.REGTYPE:
+        i.size = len(data); t.addfile(i, io.BytesIO(data))
+    else:
+        t.addfile(i)
+add("./", tarfile.DIRTYPE)
+add("./ok.txt")
+if kind == "traversal": add("./../escaped.txt")
+if kind == "absolute": add(sys.argv[1] + ".abs")
+if kind == "symlink-out": add("./out", tarfile.SYMTYPE, link="/etc")
+if kind == "symlink-then-write":
+    add("./sub", tarfile.DIRTYPE); add("./ln", tarfile.SYMTYPE, link="sub"); add("./ln/evil.txt")
+if kind == "hardlink-out": add("./hl", tarfile.LNKTYPE, link="../outside.txt")
+if kind == "device": add("./dev", tarfile.CHRTYPE)
+if kind == "fifo": add("./p", tarfile.FIFOTYPE)
+if kind == "bomb":
+    add("./zeros1", data=bytes(700 * 1024)); add("./zeros2", data=bytes(700 * 1024))
+t.close()
+PY
+}
+
+@test "-h prints the usage on stdout" {
+	run sbx-restore -h
+	assert_status 0
+	assert_contains "usage: sbx-restore"
+}
+
+@test "bad flags and names are usage errors" {
+	run sbx-restore -nope demo
+	assert_status 100
+	run sbx-restore
+	assert_status 100
+	assert_contains "missing SESSION"
+	run sbx-restore 'UPPER'
+	assert_status 100
+	assert_contains "session name must be lowercase alphanumeric"
+	run sbx-restore -max-size 0 demo
+	assert_status 100
+	run sbx-restore -max-size lots demo
+	assert_status 100
+	run sbx-restore -homedir relative demo
+	assert_status 100
+	run sbx-restore -from '' demo
+	assert_status 100
+	run sbx-restore demo extra
+	assert_status 100
+}
+
+@test "a sandbox that does not exist: status 101" {
+	run sbx-restore ghost
+	assert_status 101
+	assert_contains "sbx-restore: unable to restore sandbox ghost: sandbox ghost not found"
+}
+
+@test "no backup is a fresh start: restored null, status 0" {
+	sbx-create demo >/dev/null
+	run sbx-restore demo
+	assert_status 0
+	[ "$output" = '{"restored":null,"files":0,"bytes":0,"skipped_corrupt":[]}' ]
+}
+
+@test "round trip through delete and create keeps names, types, modes, mtimes, links" {
+	sbx-create demo >/dev/null
+	populate demo
+	before=$(listing demo)
+	run sbx-snapshot demo
+	assert_status 0
+	assert_json '.files == 14'
+	sbx-delete demo >/dev/null
+	sbx-create demo >/dev/null
+	run sbx-restore demo
+	assert_status 0
+	assert_json '.files == 14 and .skipped_corrupt == []'
+	assert_json ".restored == \"$(ls "$FS"/backup-*.tar.gz)\""
+	after=$(listing demo)
+	[ "$before" = "$after" ]
+	# Restored files belong to the sandbox: it can change them.
+	sbx-exec -raw demo -- sh -c 'echo changed > ~/a/b/c/deep.txt && rm ~/empty'
+}
+
+@test "round trip with zstd, and through tar inside the sandbox (-homedir)" {
+	sbx-create demo >/dev/null
+	populate demo
+	populate demo /tmp/work
+	before=$(listing demo)
+	beforew=$(listing demo /tmp/work)
+	sbx-snapshot -compress zstd demo >/dev/null
+	sbx-snapshot -homedir /tmp/work demo >/dev/null
+	sbx-delete demo >/dev/null
+	sbx-create demo >/dev/null
+	run sbx-restore -from "$(ls "$FS"/backup-*.tar.zst)" demo
+	assert_status 0
+	[ "$(listing demo)" = "$before" ]
+	sbx-exec -raw demo -- mkdir /tmp/work
+	run sbx-restore -homedir /tmp/work -from "$(ls "$FS"/backup-*.tar.gz)" demo
+	assert_status 0
+	[ "$(listing demo /tmp/work)" = "$beforew" ]
+	run sbx-restore -homedir /tmp/work -from "$(ls "$FS"/backup-*.tar.zst)" demo
+	assert_status 0
+	# On top of an existing tree GNU tar may touch a directory after setting its time (it
+	# replaces links through placeholders): compare all but directory times there.
+	local nodirtime='s/^(.*\|d\|[0-7]+)\|[0-9]+$/\1/'
+	[ "$(listing demo /tmp/work | sed -E "$nodirtime")" = "$(printf '%s\n' "$before" | sed -E "$nodirtime")" ]
+}
+
+@test "a backup made by GNU tar -zcf - -C home . (upstream's command) restores" {
+	sbx-create demo >/dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/src/dir" "$FS"
+	echo upstream >"$BATS_TEST_TMPDIR/src/dir/file.txt"
+	ln -s dir/file.txt "$BATS_TEST_TMPDIR/src/link"
+	tar -zcf - -C "$BATS_TEST_TMPDIR/src" . >"$FS/backup-20250101T120000.tar.gz"
+	run sbx-restore demo
+	assert_status 0
+	assert_json '.restored | endswith("backup-20250101T120000.tar.gz")'
+	assert_json '.files == 3'
+	run sbx-exec -raw demo -- sh -c 'cat ~/link'
+	[ "$output" = upstream ]
+}
+
+@test "a corrupt newest backup falls back to the previous good one, with a warning" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'echo one > ~/v.txt'
+	sbx-snapshot demo >/dev/null
+	good=$(ls "$FS"/backup-*.tar.gz)
+	mv "$good" "$FS/backup-20200101T000000.tar.gz"
+	sed 's/backup-.*/backup-20200101T000000.tar.gz/' "$good.sha256" >"$FS/backup-20200101T000000.tar.gz.sha256"
+	rm "$good.sha256"
+	sbx-exec -raw demo -- sh -c 'echo two > ~/v.txt'
+	sbx-snapshot demo >/dev/null
+	newest=$(ls "$FS"/backup-2026*.tar.gz)
+	# Flip bytes in the middle: the checksum no longer matches.
+	printf 'XXXX' | dd of="$newest" bs=1 seek=30 conv=notrunc 2>/dev/null
+	sbx-exec -raw demo -- sh -c 'rm ~/v.txt'
+	run --separate-stderr sbx-restore demo
+	assert_status 0
+	[[ $stderr == *"sbx-restore: warning: skipping backup $newest: corrupt archive"* ]]
+	assert_json ".skipped_corrupt == [\"$newest\"]"
+	assert_json '.restored | endswith("backup-20200101T000000.tar.gz")'
+	run sbx-exec -raw demo -- sh -c 'cat ~/v.txt'
+	[ "$output" = one ]
+	# An intact archive whose sidecar disagrees is skipped as well.
+	sed -i 's/^./0/' "$newest.sha256"
+	cp "$FS/backup-20200101T000000.tar.gz" "$newest"
+	sed -i 's/^./f/' "$newest.sha256"
+	run --separate-stderr sbx-restore demo
+	assert_status 0
+	[[ $stderr == *"skipping backup $newest: checksum mismatch (sidecar f"* ]]
+	# A truncated newest backup without sidecar falls back too.
+	head -c 100 "$FS/backup-20200101T000000.tar.gz" >"$FS/backup-20300101T000000.tar.gz"
+	run --separate-stderr sbx-restore demo
+	assert_status 0
+	[[ $stderr == *"skipping backup $FS/backup-20300101T000000.tar.gz: corrupt archive"* ]]
+	assert_json '.skipped_corrupt | length == 2'
+}
+
+@test "all backups corrupt: an error, not a fresh start" {
+	sbx-create demo >/dev/null
+	mkdir -p "$FS"
+	printf 'junk' >"$FS/backup-20200101T000000.tar.gz"
+	printf 'junk' >"$FS/backup-20200102T000000.tar.zst"
+	run sbx-restore demo
+	assert_status 111
+	assert_contains "none of the 2 backups"
+}
+
+@test "-from a corrupt file fails without falling back" {
+	sbx-create demo >/dev/null
+	printf 'junk' >"$BATS_TEST_TMPDIR/junk.tar.gz"
+	run sbx-restore -from "$BATS_TEST_TMPDIR/junk.tar.gz" demo
+	assert_status 111
+	assert_contains "corrupt archive"
+	run sbx-restore -from "$BATS_TEST_TMPDIR/missing.tar.gz" demo
+	assert_status 111
+	assert_contains "No such file"
+}
+
+@test "hostile archives are refused, naming the entry, and the home is untouched" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'echo mine > ~/keep.txt'
+	echo outside >"$BATS_TEST_TMPDIR/outside.txt"
+	before=$(sbx-exec -raw demo -- sh -c 'cd ~ && find . -printf "%p %s %T@\n" | sort')
+	for kind in traversal absolute symlink-out symlink-then-write hardlink-out device fifo bomb; do
+		hostile "$BATS_TEST_TMPDIR/$kind.tar.gz" "$kind"
+		for how in "" "-homedir /home/clawtainer"; do
+			run sbx-restore $how -max-size 1M -from "$BATS_TEST_TMPDIR/$kind.tar.gz" demo
+			assert_status 111
+			case $kind in
+			traversal) assert_contains 'refusing entry "./../escaped.txt": ".." path component' ;;
+			absolute) assert_contains "absolute path" ;;
+			symlink-out) assert_contains 'refusing entry "./out": symlink target is an absolute path' ;;
+			symlink-then-write) assert_contains 'refusing entry "./ln/evil.txt": it goes through the symlink "./ln"' ;;
+			hardlink-out) assert_contains 'refusing entry "./hl": hard link target is outside' ;;
+			device) assert_contains 'refusing entry "./dev": device node' ;;
+			fifo) assert_contains 'refusing entry "./p": fifo' ;;
+			bomb) assert_contains "expands beyond the limit of 1048576 bytes" ;;
+			esac
+			after=$(sbx-exec -raw demo -- sh -c 'cd ~ && find . -printf "%p %s %T@\n" | sort')
+			[ "$before" = "$after" ]
+		done
+	done
+	[ "$(cat "$BATS_TEST_TMPDIR/outside.txt")" = outside ]
+	[ ! -e "$BATS_TEST_TMPDIR/escaped.txt" ]
+	# The same bomb passes under the default limit.
+	run sbx-restore -from "$BATS_TEST_TMPDIR/bomb.tar.gz" demo
+	assert_status 0
+	assert_json '.files == 3'
+}
+
+@test "backups restore with GNU tar too: ./ entries, nothing outside" {
+	sbx-create demo >/dev/null
+	populate demo
+	sbx-snapshot demo >/dev/null
+	mkdir "$BATS_TEST_TMPDIR/x"
+	tar -zxf "$(ls "$FS"/backup-*.tar.gz)" -C "$BATS_TEST_TMPDIR/x"
+	[ "$(cat "$BATS_TEST_TMPDIR/x/a/b/c/deep.txt")" = deep ]
+	[ "$(readlink "$BATS_TEST_TMPDIR/x/link")" = a/b ]
+	run --separate-stderr tar -tzf "$(ls "$FS"/backup-*.tar.gz)"
+	assert_status 0
+	[ -z "$stderr" ]
+	[ "${lines[0]}" = ./ ]
+	for l in "${lines[@]}"; do [[ $l == ./* ]]; done
+}
+
+@test "man page examples run" {
+	run_man_examples sbx-restore
+}
