@@ -435,3 +435,20 @@ EOF
 	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'EXITED:1'"
 	jq -s -e 'map(.role) == ["system"]' "$(hist tty2)"
 }
+
+@test "a second SIGINT while a turn is being cancelled exits 1" {
+	start_stub '{"hang": true}'
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	agent-loop -session twice <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "hello" >&4
+	wait_until test -s "$STUB_DIR/requests.jsonl"
+	kill -INT "$pid"
+	kill -INT "$pid"
+	rc=0
+	finish "$pid" || rc=$?
+	exec 4>&-
+	[ "$rc" -eq 1 ]
+	jq -s -e 'map(.role) == ["system","user"]' "$(hist twice)"
+}
