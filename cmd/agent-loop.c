@@ -40,6 +40,7 @@ static const char usage[] =
 	"  -h                    show this help\n";
 
 static int sig_pipe[2] = {-1, -1};
+/* SIGINTs received (only ever incremented, by the handler) and a SIGTERM's number. */
 static volatile sig_atomic_t n_int, got_term;
 
 static void on_signal(int sig)
@@ -108,7 +109,7 @@ static int chat(struct agent_session *s)
 				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end};
 	struct sbx_err e;
 	char *line, *reply, *in;
-	int status = EXIT_OK;
+	int status = EXIT_OK, seen;
 
 	for (;;) {
 		enum prompt_result pr = prompt_read("\nUser> ", &line);
@@ -132,8 +133,7 @@ static int chat(struct agent_session *s)
 			continue;
 		}
 		prompt_remember(in);
-		n_int = 0;
-		drain();
+		seen = n_int;	/* a Ctrl-C from now on cancels this turn */
 		st = agent_turn(s, in, &cb, sig_pipe[0], &reply, &e);
 		free(line);
 		free(reply);
@@ -147,13 +147,14 @@ static int chat(struct agent_session *s)
 			cli_warn("%s", e.msg);
 		if (st == AGENT_CANCELED)
 			cli_msg("turn cancelled; press Ctrl-C again at the prompt to quit");
-		if (got_term || n_int > 1) {
+		/* Drain first, count after: a signal after the drain leaves a byte that interrupts
+		 * the prompt, one before it is in the count; none is lost. */
+		drain();
+		if (got_term || n_int - seen > 1) {
 			fputs("\n", stderr);
 			status = 1;
 			break;
 		}
-		drain();
-		n_int = 0;
 	}
 	return status;
 }

@@ -436,7 +436,7 @@ EOF
 	jq -s -e 'map(.role) == ["system"]' "$(hist tty2)"
 }
 
-@test "a second SIGINT while a turn is being cancelled exits 1" {
+@test "Ctrl-C cancels the turn, a second Ctrl-C quits" {
 	start_stub '{"hang": true}'
 	mkfifo "$BATS_TEST_TMPDIR/in"
 	agent-loop -session twice <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
@@ -445,6 +445,9 @@ EOF
 	echo "hello" >&4
 	wait_until test -s "$STUB_DIR/requests.jsonl"
 	kill -INT "$pid"
+	# two signals sent at once may merge into one (signals are not queued): the second
+	# comes once the first was handled
+	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
 	kill -INT "$pid"
 	rc=0
 	finish "$pid" || rc=$?
