@@ -1,0 +1,147 @@
+/* agent.h — the turn machinery shared by agent-loop and acp-server (upstream
+ * pkg/agent Harness.RunTurn), composed from the sbx programs by posix_spawn:
+ *
+ *   user message ─▶ llm-chat -stream ─▶ assistant message ─┬─ no tool calls: turn ends
+ *                        ▲                                   └─ per call: approve, ensure sandbox
+ *                        └──────── tool messages ◀── sbx-tool ◀─ (sbx-create+sbx-restore / sbx-touch)
+ *   a tool ran this turn ─▶ sbx-snapshot at turn end;   agent_session_close ─▶ sbx-delete
+ *
+ * Every message is appended to the session history (lib/history.h) as soon as it exists.
+ * Programs are looked up next to the running executable first, then on PATH.
+ *
+ * Threads: a session has no hidden global state; different sessions may run turns in different
+ * threads at once. One session must not be used by two threads at the same time (the caller
+ * holds a per-session lock). Callbacks run on the thread that called agent_turn.
+ *
+ * Cancellation: when cancel_fd becomes readable the running child (llm-chat, sbx-tool, …) gets
+ * SIGTERM (SIGKILL after AGENT_KILL_GRACE_NS) and agent_turn returns AGENT_CANCELED. History
+ * stays valid for the next request: if the assistant message asking for tool calls was already
+ * stored, every call of it without a result gets a synthetic tool message
+ * `Tool "<name>" was not run to completion: the user cancelled the turn.`; a cancelled LLM call
+ * stores nothing (the user message stays). No snapshot is taken for a cancelled turn.
+ *
+ * Ownership: strings in agent_config are borrowed for the session's lifetime; agent_turn's
+ * *reply is newly allocated (caller frees); json objects handed to callbacks are borrowed and
+ * valid only during the callback; agent_session_history's array is borrowed from the session. */
+#ifndef SBX_AGENT_H
+#define SBX_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+
+/* Iterations of LLM ↔ tools in one turn before the turn is stopped (upstream has no limit). */
+#define AGENT_DEFAULT_MAX_TOOL_ROUNDS 50
+/* Upstream's DefaultToolTimeout. */
+#define AGENT_DEFAULT_TOOL_TIMEOUT_NS (INT64_C(120) * 1000000000)
+/* How long a child may take to exit after SIGTERM before it gets SIGKILL. */
+#define AGENT_KILL_GRACE_NS (INT64_C(5) * 1000000000)
+
+/* The denial text the model receives (upstream's exact string, %s = tool name). */
+#define AGENT_DENIED_FMT "The user denied permission to run tool \"%s\"."
+/* The synthetic result of a tool call interrupted by cancellation. */
+#define AGENT_CANCELLED_FMT "Tool \"%s\" was not run to completion: the user cancelled the turn."
+
+enum agent_log_level {
+	AGENT_LOG_INFO,		/* upstream's klog Info lines (launching sandbox, backups, …) */
+	AGENT_LOG_WARN,		/* something failed but the turn goes on (restore, snapshot, touch) */
+};
+
+struct agent_config {
+	const char *session;		/* ^[a-z0-9]{1,40}$: history dir and sandbox name */
+	const char *backend;		/* "local" or "kubernetes"; NULL: agent_default_backend() */
+	const char *namespace;		/* NULL: $SANDBOX_NAMESPACE, else "default" */
+	const char *image;		/* NULL/"": kubernetes → toolset default or the backend's;
+					 * local → not passed (the host root) */
+	const char *homedir;		/* NULL: $SANDBOX_HOME_DIR, else /home/clawtainer */
+	const char *toolset;		/* NULL/"": $TOOLSET, else "basic" */
+	const char *model;		/* NULL: llm-chat decides ($OPENAI_MODEL, $MODEL, default) */
+	int64_t tool_timeout_ns;	/* <= 0: no deadline (set AGENT_DEFAULT_TOOL_TIMEOUT_NS) */
+	int64_t ttl_ns;			/* sandbox inactivity lifetime; 0: the tools' default (5m) */
+	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
+	bool must_exist;		/* open fails with SBX_ENOTFOUND when there is no history */
+	const char *bindir;		/* NULL: the running executable's directory, then PATH */
+	/* Log lines (what upstream logs with klog). May be NULL. */
+	void (*log)(void *arg, enum agent_log_level level, const char *msg);
+	/* -v: each JSON document exchanged with a child, labelled like "llm-chat <" (sent) or
+	 * "sbx-tool >" (received), and before each child its command line (shell-quoted) with
+	 * the label "$". May be NULL. Neither ever contains an API key. */
+	void (*trace)(void *arg, const char *label, const char *json);
+	void *log_arg;
+};
+
+/* One tool call, as the assistant message asked for it. Strings borrowed. */
+struct agent_tool_call {
+	const char *id;
+	const char *name;
+	const char *arguments;		/* raw JSON text, possibly invalid */
+	struct json_object *raw;	/* the whole tool_calls[] entry */
+};
+
+struct agent_callbacks {
+	void *arg;
+	/* Assistant text as it streams from llm-chat. May be NULL. */
+	void (*on_delta)(void *arg, const char *text, size_t len);
+	/* An assistant message was stored; final: it has no tool calls (the turn's answer). */
+	void (*on_assistant)(void *arg, struct json_object *msg, bool final);
+	/* Before each tool call: 1 allow, 0 deny, -1 error (turn aborts with
+	 * `requesting tool call approval: <e>`; e->code SBX_ECANCELED counts as cancellation).
+	 * NULL: every call allowed (the CLI). */
+	int (*approve)(void *arg, const struct agent_tool_call *call, struct sbx_err *e);
+	/* An approved call starts running in the sandbox (after the sandbox is ready). */
+	void (*on_tool_start)(void *arg, const struct agent_tool_call *call);
+	/* It finished: failed when the registry reported an error (unknown tool, bad arguments,
+	 * tool error, timeout); content is the tool message's text. Not called for denied calls;
+	 * called with failed and the cancellation text when cancelled. */
+	void (*on_tool_end)(void *arg, const struct agent_tool_call *call, bool failed,
+			    const char *content);
+};
+
+enum agent_status {
+	AGENT_DONE = 0,		/* *reply = the final assistant text ("" if none) */
+	AGENT_ERROR = -1,	/* e = upstream's text, e.g. `failed to call LLM: <why>` */
+	AGENT_CANCELED = -2,	/* cancel_fd fired; history consistent (see above) */
+	AGENT_LIMIT = -3,	/* max_tool_rounds reached; e = a sentence for the user */
+};
+
+struct agent_session;
+
+/* The backend used when none is named: $SANDBOX_BACKEND if set, else "kubernetes" when a
+ * Kubernetes configuration exists ($KUBERNETES_SERVICE_HOST, $KUBECONFIG, ~/.kube/config),
+ * else "local". Returns a static string; *why (may be NULL) gets a static explanation. */
+const char *agent_default_backend(const char **why);
+
+/* Validates the configuration with upstream's startup checks in upstream's order and texts
+ * (`homeDir must not be empty`, `sessionName is required`, `invalid sessionName "<n>":
+ * <reason>`, the API key unless the model is fake-eliza, `failed to get kubernetes
+ * configuration: …` for the kubernetes backend; then namespace and toolset),
+ * loads the history (a torn last line is logged as a warning and skipped) and, for a session
+ * without history, stores the toolset's system prompt. */
+struct agent_session *agent_session_open(const struct agent_config *cfg, struct sbx_err *e);
+/* The stored messages (borrowed json array; system and tool messages included). */
+struct json_object *agent_session_history(struct agent_session *s);
+/* Whether the history was empty when the session was opened (before the system prompt). */
+bool agent_session_is_new(const struct agent_session *s);
+/* The resolved backend ("local"/"kubernetes"), session name and model (borrowed). */
+const char *agent_session_backend(const struct agent_session *s);
+const char *agent_session_name(const struct agent_session *s);
+const char *agent_session_model(const struct agent_session *s);
+
+/* Runs one turn for user_text. cancel_fd: -1 or a descriptor that becomes readable to cancel
+ * (it is only polled, never read). */
+enum agent_status agent_turn(struct agent_session *s, const char *user_text,
+			     const struct agent_callbacks *cb, int cancel_fd, char **reply,
+			     struct sbx_err *e);
+
+/* Deletes the sandbox this session created (sbx-delete; a missing one is success). */
+int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e);
+/* Frees the session without touching its sandbox (ACP: the sandbox expires by itself). */
+void agent_session_free(struct agent_session *s);
+/* agent_session_delete_sandbox, then agent_session_free. Returns the delete's result. */
+int agent_session_close(struct agent_session *s, struct sbx_err *e);
+
+#endif
