@@ -605,23 +605,20 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	free(log);
 }
 
-/* Unpacks (or finds in the cache below the state root) the OCI image the spec names and
- * makes the home's mount point in it. NULL on failure. */
+/* Has sbx-image unpack (or find in its cache) the OCI image the spec names, with the home's
+ * mount point made in it. NULL on failure. */
 static struct oci_image *open_image(const struct sbx_spec *spec, struct sbx_err *e)
 {
-	char *root = paths_state_root(e), *cache;
+	char *helper = find_helper("SBX_IMAGE_HELPER", "sbx-image");
 	struct oci_image *img;
 
-	if (root == NULL)
+	if (helper == NULL) {
+		err_set(e, SBX_EUNAVAIL, "cannot find sbx-image next to this program (set "
+			"SBX_IMAGE_HELPER)");
 		return NULL;
-	cache = xasprintf("%s/images", root);
-	img = oci_prepare(spec->image, cache, e);
-	if (img && oci_mountpoint(img, spec->homedir, e) < 0) {
-		oci_image_free(img);
-		img = NULL;
 	}
-	free(cache);
-	free(root);
+	img = oci_helper_run(helper, spec->image, spec->homedir, e);
+	free(helper);
 	return img;
 }
 

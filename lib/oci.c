@@ -88,11 +88,6 @@ struct descriptor {
 	char *media_type;
 };
 
-int oci_is_ref(const char *image)
-{
-	return strncmp(image, "oci:", 4) == 0 || strncmp(image, "oci-archive:", 12) == 0;
-}
-
 static bool in_list(const char *s, const char *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1103,17 +1098,4 @@ out:
 		img = NULL;
 	}
 	return img;
-}
-
-void oci_image_free(struct oci_image *img)
-{
-	if (img == NULL)
-		return;
-	for (size_t i = 0; img->env && img->env[i]; i++)
-		free(img->env[i]);
-	free(img->env);
-	free(img->rootfs);
-	free(img->workdir);
-	free(img->user);
-	free(img);
 }

@@ -2,12 +2,18 @@
  * ("oci:DIR[:TAG]") or an archive of one ("oci-archive:PATH[:TAG]") is checked against its
  * digests, its layers are unpacked once into a cache shared by every sandbox made from it
  * (keyed by the manifest digest), and its config's Env, WorkingDir and User are read.
- * Ownership: oci_prepare's result is freed with oci_image_free and owns all its strings. */
+ * lib/oci.c does the work (libarchive, OpenSSL) and runs in the sbx-image program;
+ * lib/oci_helper.c is how the local backend asks sbx-image, so the commands that only run
+ * sandboxes never load those libraries.
+ * Ownership: returned images are freed with oci_image_free and own all their strings;
+ * returned json_object * are new references the caller puts. */
 #ifndef SBX_OCI_H
 #define SBX_OCI_H
 
 #include <stdbool.h>
 #include <sys/types.h>
+
+#include <json-c/json.h>
 
 #include "err.h"
 
@@ -34,5 +40,13 @@ struct oci_image *oci_prepare(const char *ref, const char *cache_dir, struct sbx
  * symbolic link; a path through a link is left to resolve inside the sandbox. */
 int oci_mountpoint(const struct oci_image *img, const char *path, struct sbx_err *e);
 void oci_image_free(struct oci_image *img);
+
+/* The image as sbx-image prints it: {"image","digest","rootfs","env","workdir","user","uid",
+ * "gid","unpacked"}. */
+struct json_object *oci_image_json(const struct oci_image *img, const char *ref);
+/* Runs "HELPER -homedir HOMEDIR REF" (sbx-image) and reads the image it prints; its error
+ * message becomes e's, with a code from its exit status. NULL on failure. */
+struct oci_image *oci_helper_run(const char *helper, const char *ref, const char *homedir,
+				 struct sbx_err *e);
 
 #endif
