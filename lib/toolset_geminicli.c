@@ -1,18 +1,479 @@
-/* toolset_geminicli.c — placeholder until the geminicli toolset lands (issue 7). */
+/* toolset_geminicli.c — the `geminicli` toolset: gemini-cli 0.61.0's tool declarations (names,
+ * parameter names, types and required lists), run in the sandbox: run_shell_command through
+ * bash, every file tool through the `geminicli-toolbox` helper found on the sandbox PATH.
+ * Also the toolset's system prompt, replaceable with GEMINI_SYSTEM_MD as in gemini-cli. */
 #include "toolset.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
 #include "xalloc.h"
 
-static char *no_prompt(struct sbx_err *e)
+/* Upstream's limited writer: run_shell_command keeps at most 8 MiB of merged output. */
+#define SHELL_OUTPUT_MAX (8u << 20)
+/* A system prompt file larger than this is not a prompt. */
+#define PROMPT_FILE_MAX (1u << 20)
+
+static const char params_glob[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"pattern\":{\"description\":\"The glob pattern to match against (e.g., '**/*.py', 'docs/*.md').\",\"type\":\"string\"},"
+	"\"dir_path\":{\"description\":\"Optional: The absolute path to the directory to search within.\",\"type\":\"string\"},"
+	"\"case_sensitive\":{\"description\":\"Optional: Whether the search should be case-sensitive.\",\"type\":\"boolean\"},"
+	"\"respect_git_ignore\":{\"description\":\"Optional: Whether to respect .gitignore patterns when finding files.\",\"type\":\"boolean\"},"
+	"\"respect_gemini_ignore\":{\"description\":\"Optional: Whether to respect .geminiignore patterns when finding files.\",\"type\":\"boolean\"}"
+	"},\"required\":[\"pattern\"]}";
+
+static const char params_grep_search[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"pattern\":{\"description\":\"The pattern to search for.\",\"type\":\"string\"},"
+	"\"dir_path\":{\"description\":\"Directory or file to search.\",\"type\":\"string\"},"
+	"\"include_pattern\":{\"description\":\"Glob pattern to filter files (e.g., '*.ts', 'src/**').\",\"type\":\"string\"},"
+	"\"exclude_pattern\":{\"description\":\"Optional: A regular expression pattern to exclude from the search results.\",\"type\":\"string\"},"
+	"\"names_only\":{\"description\":\"Optional: If true, only the file paths of the matches will be returned, without the line content or line numbers.\",\"type\":\"boolean\"},"
+	"\"case_sensitive\":{\"description\":\"If true, search is case-sensitive.\",\"type\":\"boolean\"},"
+	"\"fixed_strings\":{\"description\":\"If true, treats the `pattern` as a literal string instead of a regular expression.\",\"type\":\"boolean\"},"
+	"\"context\":{\"description\":\"Show this many lines of context around each match (equivalent to grep -C).\",\"type\":\"integer\",\"minimum\":0},"
+	"\"after\":{\"description\":\"Show this many lines after each match (equivalent to grep -A).\",\"type\":\"integer\",\"minimum\":0},"
+	"\"before\":{\"description\":\"Show this many lines before each match (equivalent to grep -B).\",\"type\":\"integer\",\"minimum\":0},"
+	"\"no_ignore\":{\"description\":\"If true, searches all files including those usually ignored (like in .gitignore, build/, dist/, etc).\",\"type\":\"boolean\"},"
+	"\"max_matches_per_file\":{\"description\":\"Optional: Maximum number of matches to return per file.\",\"type\":\"integer\",\"minimum\":1},"
+	"\"total_max_matches\":{\"description\":\"Optional: Maximum number of total matches to return.\",\"type\":\"integer\",\"minimum\":1}"
+	"},\"required\":[\"pattern\"]}";
+
+static const char params_list_directory[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"dir_path\":{\"description\":\"The path to the directory to list\",\"type\":\"string\"},"
+	"\"ignore\":{\"description\":\"List of glob patterns to ignore\",\"items\":{\"type\":\"string\"},\"type\":\"array\"},"
+	"\"file_filtering_options\":{\"description\":\"Optional: Whether to respect ignore patterns from .gitignore or .geminiignore\",\"type\":\"object\",\"properties\":{\"respect_git_ignore\":{\"description\":\"Optional: Whether to respect .gitignore patterns when listing files.\",\"type\":\"boolean\"},\"respect_gemini_ignore\":{\"description\":\"Optional: Whether to respect .geminiignore patterns when listing files.\",\"type\":\"boolean\"}}}"
+	"},\"required\":[\"dir_path\"]}";
+
+static const char params_read_file[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"file_path\":{\"description\":\"The path to the file to read.\",\"type\":\"string\"},"
+	"\"start_line\":{\"description\":\"Optional: The 1-based line number to start reading from.\",\"type\":\"integer\",\"minimum\":1},"
+	"\"end_line\":{\"description\":\"Optional: The 1-based line number to end reading at (inclusive).\",\"type\":\"integer\",\"minimum\":1}"
+	"},\"required\":[\"file_path\"]}";
+
+static const char params_read_many_files[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"include\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1},\"minItems\":1,\"description\":\"An array of glob patterns or paths.\"},"
+	"\"exclude\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"minLength\":1},\"description\":\"Optional. Glob patterns for files/directories to exclude.\",\"default\":[]},"
+	"\"recursive\":{\"type\":\"boolean\",\"description\":\"Optional. Whether to search recursively (primarily controlled by `**` in glob patterns).\",\"default\":true},"
+	"\"useDefaultExcludes\":{\"type\":\"boolean\",\"description\":\"Optional. Whether to apply a list of default exclusion patterns (e.g., node_modules, .git, binary files).\",\"default\":true},"
+	"\"file_filtering_options\":{\"description\":\"Whether to respect ignore patterns from .gitignore or .geminiignore\",\"type\":\"object\",\"properties\":{\"respect_git_ignore\":{\"description\":\"Optional: Whether to respect .gitignore patterns when listing files.\",\"type\":\"boolean\"},\"respect_gemini_ignore\":{\"description\":\"Optional: Whether to respect .geminiignore patterns when listing files.\",\"type\":\"boolean\"}}}"
+	"},\"required\":[\"include\"]}";
+
+static const char params_replace[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"file_path\":{\"description\":\"The path to the file to modify.\",\"type\":\"string\"},"
+	"\"instruction\":{\"description\":\"A clear, semantic instruction for the code change, acting as a high-quality prompt for an expert LLM assistant.\",\"type\":\"string\"},"
+	"\"old_string\":{\"description\":\"The exact literal text to replace, preferably unescaped.\",\"type\":\"string\"},"
+	"\"new_string\":{\"description\":\"The exact literal text to replace `old_string` with, preferably unescaped.\",\"type\":\"string\"},"
+	"\"allow_multiple\":{\"type\":\"boolean\",\"description\":\"If true, the tool will replace all occurrences of `old_string`.\"}"
+	"},\"required\":[\"file_path\",\"instruction\",\"old_string\",\"new_string\"]}";
+
+static const char params_run_shell_command[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"command\":{\"type\":\"string\",\"description\":\"Exact bash command to execute as `bash -c <command>`\"},"
+	"\"description\":{\"type\":\"string\",\"description\":\"Brief description of the command for the user.\"},"
+	"\"dir_path\":{\"type\":\"string\",\"description\":\"(OPTIONAL) The path of the directory to run the command in.\"},"
+	"\"is_background\":{\"type\":\"boolean\",\"description\":\"Set to true if this command should be run in the background (e.g. for long-running servers or watchers).\"},"
+	"\"delay_ms\":{\"type\":\"integer\",\"description\":\"Optional. Delay in milliseconds to wait after starting the process in the background.\"}"
+	"},\"required\":[\"command\"]}";
+
+static const char params_write_file[] =
+	"{\"type\":\"object\",\"properties\":{"
+	"\"file_path\":{\"description\":\"The path to the file to write to.\",\"type\":\"string\"},"
+	"\"content\":{\"description\":\"The content to write to the file.\",\"type\":\"string\"}"
+	"},\"required\":[\"file_path\",\"content\"]}";
+
+/* The foreground script: $1 = dir_path ("" = home), $2 = the command, never interpolated. */
+static const char shell_script[] =
+	"cd \"${HOME:-/}\" || exit 1\n"
+	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
+	"exec bash -c \"$2\"\n";
+
+/* The background script: the command in its own session (PGID = its PID), output to a log
+ * file in /tmp; after a second, the PID and the first output. */
+static const char shell_bg_script[] =
+	"cd \"${HOME:-/}\" || exit 1\n"
+	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
+	"logfile=$(mktemp /tmp/shell-bg-XXXXXX.log) || exit 1\n"
+	"setsid bash -c \"$2\" </dev/null >\"$logfile\" 2>&1 &\n"
+	"pid=$!\n"
+	"sleep 1\n"
+	"echo \"Command is running in background. PID: $pid. Output is being logged to $logfile. Initial output:\"\n"
+	"out=$(tail -c 2000 -- \"$logfile\")\n"
+	"printf '%s\\n' \"$out\"\n"
+	"echo \"Process Group PGID: $pid\"\n";
+
+/* gemini-cli's non-interactive environment for shell commands (pagers off, no prompts). */
+static char *const shell_env[] = {
+	"GEMINI_CLI=1", "TERM=xterm-256color", "PAGER=cat", "GIT_PAGER=cat",
+	"GIT_TERMINAL_PROMPT=0", "GH_PROMPT_DISABLED=1", "GCM_INTERACTIVE=never", NULL,
+};
+
+/* Runs one capture; NULL-free result or -1 with e (timeout SBX_ETIMEDOUT, cancel
+ * SBX_ECANCELED). */
+static int run_capture(const struct tool_ctx *ctx, struct capture_req *rq, struct capture *c,
+		       struct sbx_err *e)
 {
-	err_set(e, SBX_EUNAVAIL, "the geminicli toolset is not built yet");
+	rq->in_fd = -1;
+	rq->timeout_ns = ctx->timeout_ns;
+	rq->cancel_fd = ctx->cancel_fd;
+	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
+		return -1;
+	if (c->res.timed_out) {
+		capture_free(c);
+		return err_set(e, SBX_ETIMEDOUT, "context deadline exceeded");
+	}
+	if (c->res.canceled) {
+		capture_free(c);
+		return err_set(e, SBX_ECANCELED, "context canceled");
+	}
+	return 0;
+}
+
+static const char *arg_str(struct json_object *args, const char *key)
+{
+	struct json_object *v;
+	if (!json_object_object_get_ex(args, key, &v) || !json_object_is_type(v, json_type_string))
+		return "";
+	return json_object_get_string(v);
+}
+
+static bool arg_bool(struct json_object *args, const char *key)
+{
+	struct json_object *v;
+	return json_object_object_get_ex(args, key, &v) && json_object_is_type(v, json_type_boolean) &&
+	       json_object_get_boolean(v);
+}
+
+static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
+			       struct sbx_err *e)
+{
+	const char *command = arg_str(args, "command");
+	bool bg = arg_bool(args, "is_background");
+	char *argv[] = {"bash", "-c", (char *)(bg ? shell_bg_script : shell_script),
+			"run_shell_command", (char *)arg_str(args, "dir_path"), (char *)command, NULL};
+	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
+				 .merge = true};
+	struct capture c;
+	struct buf b = {0};
+	const char *p;
+
+	if (*command == '\0') {
+		err_set(e, SBX_EINVAL, "command is required");
+		return NULL;
+	}
+	if (run_capture(ctx, &rq, &c, e) < 0)
+		return NULL;
+	for (p = c.out; *p && strchr(" \t\r\n\v\f", *p); p++)
+		;
+	buf_printf(&b, "Output: %s", *p ? c.out : "(empty)");
+	if (c.out_truncated)
+		buf_printf(&b, "\n[Output truncated at %zu bytes]", (size_t)SHELL_OUTPUT_MAX);
+	if (c.res.exit_code != 0)
+		buf_printf(&b, "\nExit Code: %d", c.res.exit_code);
+	capture_free(&c);
+	return buf_steal(&b);
+}
+
+/* A parameter as upstream's Go structs send it: required ones always (zero value when
+ * absent), optional ones only when not zero-valued. */
+static bool zero_valued(struct json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_null: return true;
+	case json_type_boolean: return !json_object_get_boolean(v);
+	case json_type_int: return json_object_get_int64(v) == 0;
+	case json_type_double: return json_object_get_double(v) == 0;
+	case json_type_string: return json_object_get_string_len(v) == 0;
+	case json_type_array: return json_object_array_length(v) == 0;
+	default: return false;
+	}
+}
+
+/* The toolbox's stdin: the known parameters of the tool's schema. */
+static char *toolbox_input(const struct tool *t, struct json_object *args)
+{
+	struct json_object *schema = json_tokener_parse(t->parameters), *props, *req, *in;
+	char *s;
+
+	in = json_object_new_object();
+	json_object_object_get_ex(schema, "properties", &props);
+	json_object_object_get_ex(schema, "required", &req);
+	json_object_object_foreach(props, key, spec) {
+		struct json_object *v = NULL, *ty = NULL, *dflt = NULL;
+		bool required = false, keep_false;
+		for (size_t i = 0; req && i < json_object_array_length(req); i++)
+			if (strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key) == 0)
+				required = true;
+		json_object_object_get_ex(args, key, &v);
+		json_object_object_get_ex(spec, "type", &ty);
+		/* false is meaningful where the default is true (read_many_files' useDefaultExcludes) */
+		keep_false = json_object_object_get_ex(spec, "default", &dflt) &&
+			     json_object_is_type(dflt, json_type_boolean) && json_object_get_boolean(dflt);
+		if (v && !json_object_is_type(v, json_type_null) &&
+		    (required || keep_false || !zero_valued(v)))
+			json_object_object_add(in, key, json_object_get(v));
+		else if (required && ty && strcmp(json_object_get_string(ty), "string") == 0)
+			json_object_object_add(in, key, json_object_new_string(""));
+	}
+	s = xstrdup(json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN |
+							   JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(in);
+	json_object_put(schema);
+	return s;
+}
+
+static const struct tool *find_tool(const char *name);
+
+/* Every file tool: `geminicli-toolbox <name>` with the parameters on stdin. */
+static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct json_object *args,
+			 struct sbx_err *e)
+{
+	const struct tool *t = find_tool(name);
+	char *argv[] = {"geminicli-toolbox", (char *)name, NULL};
+	char *in = toolbox_input(t, args), *out;
+	struct capture_req rq = {.argv = argv, .in = in, .in_len = strlen(in)};
+	struct capture c;
+	struct buf msg = {0};
+	size_t a, z;
+
+	if (run_capture(ctx, &rq, &c, e) < 0) {
+		free(in);
+		return NULL;
+	}
+	free(in);
+	if (c.res.exit_code == 0) {
+		out = xstrdup(c.out);
+		capture_free(&c);
+		return out;
+	}
+	buf_printf(&msg, "%s\n%s", c.err, c.out);
+	for (a = 0; a < msg.len && strchr(" \t\r\n\v\f", msg.data[a]); a++)
+		;
+	for (z = msg.len; z > a && strchr(" \t\r\n\v\f", msg.data[z - 1]); z--)
+		;
+	out = xasprintf("Error: tool \"%s\" failed (exit code %d): %.*s", name, c.res.exit_code,
+			(int)(z - a), msg.data + a);
+	buf_free(&msg);
+	capture_free(&c);
+	return out;
+}
+
+#define TOOLBOX_RUN(tool)                                                                     \
+	static char *run_##tool(const struct tool_ctx *ctx, struct json_object *args,         \
+				struct sbx_err *e)                                            \
+	{                                                                                     \
+		return run_toolbox(#tool, ctx, args, e);                                      \
+	}
+TOOLBOX_RUN(glob)
+TOOLBOX_RUN(grep_search)
+TOOLBOX_RUN(list_directory)
+TOOLBOX_RUN(read_file)
+TOOLBOX_RUN(read_many_files)
+TOOLBOX_RUN(replace)
+TOOLBOX_RUN(write_file)
+
+/* Sorted by name (upstream offers schemas in byte order). */
+static const struct tool tools[] = {
+	{"glob",
+	 "Efficiently finds files matching specific glob patterns (e.g., `src/**/*.ts`, `**/*.md`), "
+	 "returning absolute paths sorted by modification time (newest first).",
+	 params_glob, run_glob},
+	{"grep_search", "Searches for a regular expression pattern within file contents.",
+	 params_grep_search, run_grep_search},
+	{"list_directory",
+	 "Lists the names of files and subdirectories directly within a specified directory path.",
+	 params_list_directory, run_list_directory},
+	{"read_file", "Reads and returns the content of a specified file.", params_read_file,
+	 run_read_file},
+	{"read_many_files",
+	 "Reads content from multiple files specified by glob patterns within a configured target "
+	 "directory.",
+	 params_read_many_files, run_read_many_files},
+	{"replace", "Replaces text within a file.", params_replace, run_replace},
+	{"run_shell_command", "This tool executes a given shell command as `bash -c <command>`.",
+	 params_run_shell_command, run_shell_command},
+	{"write_file", "Writes content to a specified file in the local filesystem.",
+	 params_write_file, run_write_file},
+};
+#define NTOOLS (sizeof tools / sizeof tools[0])
+
+static const struct tool *find_tool(const char *name)
+{
+	for (size_t i = 0; i < NTOOLS; i++)
+		if (strcmp(tools[i].name, name) == 0)
+			return &tools[i];
 	return NULL;
+}
+
+/* Our own prompt, covering the ground gemini-cli's covers: who the agent is, its core rules,
+ * the usual workflows, how to talk and use tools, the sandbox, and a closing reminder. */
+static const char builtin_prompt[] =
+	"You are a command-line software engineering agent. You help the user with programming "
+	"tasks by reading, searching, editing and running code with the tools you are given. "
+	"Work carefully, keep the user's goals in view, and finish what you start.\n"
+	"\n"
+	"# Core Mandates\n"
+	"\n"
+	"## Security & System Integrity\n"
+	"- Never reveal, print, log or commit secrets such as API keys, tokens or passwords.\n"
+	"- Do not weaken security settings, and do not touch files outside the task without a reason.\n"
+	"\n"
+	"## Context Efficiency\n"
+	"- Read only what you need: search with `grep_search` and `glob` before opening files, and "
+	"use `start_line`/`end_line` of `read_file` for large files.\n"
+	"- Prefer one well-aimed tool call to many speculative ones; run independent calls together.\n"
+	"\n"
+	"## Engineering Standards\n"
+	"- Follow the conventions of the code around you: style, naming, structure, libraries and "
+	"frameworks already in use. Check that a library is actually used before relying on it.\n"
+	"- Keep changes focused. Add comments only where they explain why, not what.\n"
+	"- Verify your work: run the project's own build, linters and tests when they exist, and add "
+	"tests for new behaviour.\n"
+	"- Use absolute paths or paths relative to the working directory with the file tools; never "
+	"assume a file's content without reading it.\n"
+	"\n"
+	"# Primary Workflows\n"
+	"\n"
+	"## Development Lifecycle\n"
+	"1. Understand: explore the code and the request with the search and read tools.\n"
+	"2. Plan: decide on a small, coherent approach; tell the user briefly when it helps.\n"
+	"3. Implement: make the change with `replace` or `write_file`, matching local conventions.\n"
+	"4. Verify: build and test with `run_shell_command`; fix what you broke.\n"
+	"5. Finish: stop when the task is done and the checks pass; summarise only if asked.\n"
+	"\n"
+	"## New Applications\n"
+	"When asked for something new, pick a mainstream, well-supported stack, scaffold it with the "
+	"usual tools (non-interactive flags), build a working first version, and check that it runs. "
+	"Ask before making large technology choices the request leaves open.\n"
+	"\n"
+	"# Operational Guidelines\n"
+	"\n"
+	"## Tone and Style\n"
+	"Be concise and direct, as fits a terminal. No filler, no long preambles or recaps. Use "
+	"GitHub-flavoured Markdown when formatting helps. Say plainly when you cannot do something.\n"
+	"\n"
+	"## Security and Safety Rules\n"
+	"Before running a command that changes the system or deletes data, state in one sentence "
+	"what it does and why. Never run commands that exfiltrate data or harm the machine.\n"
+	"\n"
+	"## Tool Usage\n"
+	"- `run_shell_command` runs `bash -c <command>`. Prefer non-interactive commands (for example "
+	"`npm init -y`, `git --no-pager`). Start servers and watchers with `is_background`.\n"
+	"- `replace` needs the exact current text in `old_string`, with enough surrounding lines to "
+	"be unique; set `allow_multiple` to change every occurrence.\n"
+	"- `write_file` writes whole files; use it for new files or complete rewrites.\n"
+	"- `list_directory`, `glob`, `grep_search`, `read_file` and `read_many_files` explore the "
+	"workspace.\n"
+	"\n"
+	"## Interaction Details\n"
+	"Respect the user's decisions: if a tool call is refused, do not retry it unchanged; ask or "
+	"choose another way. Do not revert changes you did not make unless asked.\n"
+	"\n"
+	"# Sandbox\n"
+	"You run inside an isolated sandbox: your tools see its filesystem and processes, not the "
+	"user's machine. Network access and installed software may be limited; when a command fails "
+	"for such a reason, say so and suggest what the user could change.\n"
+	"\n"
+	"# Final Reminder\n"
+	"Your job is to solve the user's problem correctly and safely. Read before you change, "
+	"verify after you change, and keep going until the request is complete.\n";
+
+/* Replaces every `from` in *s with `to`. */
+static void substitute(char **s, const char *from, const char *to)
+{
+	struct buf b = {0};
+	const char *p = *s, *q;
+	size_t n = strlen(from);
+	if (!strstr(p, from))
+		return;
+	while ((q = strstr(p, from))) {
+		buf_append(&b, p, (size_t)(q - p));
+		buf_puts(&b, to);
+		p = q + n;
+	}
+	buf_puts(&b, p);
+	free(*s);
+	*s = buf_steal(&b);
+}
+
+/* GEMINI_SYSTEM_MD as gemini-cli reads it: unset/0/false → the built-in prompt; 1/true →
+ * ./.gemini/system.md; anything else a path (`~` expanded, relative to the cwd). The file
+ * replaces the prompt whole; ${AvailableTools} and ${<tool>_ToolName} are substituted. */
+static char *system_prompt(struct sbx_err *e)
+{
+	const char *v = getenv("GEMINI_SYSTEM_MD"), *home = getenv("HOME");
+	char *path = NULL, *text = NULL, cwd[4096];
+	FILE *f = NULL;
+	struct buf b = {0}, tools_list = {0};
+	char chunk[8192];
+	size_t n;
+
+	if (v == NULL || *v == '\0' || strcasecmp(v, "0") == 0 || strcasecmp(v, "false") == 0)
+		return xstrdup(builtin_prompt);
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		strcpy(cwd, ".");
+	if (strcasecmp(v, "1") == 0 || strcasecmp(v, "true") == 0)
+		path = xasprintf("%s/.gemini/system.md", cwd);
+	else if ((v[0] == '~' && v[1] == '\0') || (v[0] == '~' && v[1] == '/'))
+		path = xasprintf("%s%s", home ? home : "", v + 1);
+	else if (v[0] == '/')
+		path = xstrdup(v);
+	else
+		path = xasprintf("%s/%s", cwd, v);
+	if ((f = fopen(path, "r")) == NULL) {
+		if (errno == ENOENT)
+			err_set(e, SBX_EINVAL, "missing system prompt file '%s'", path);
+		else
+			err_sys(e, errno, "cannot read system prompt file '%s'", path);
+		goto out;
+	}
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+		if (b.len + n > PROMPT_FILE_MAX) {
+			err_set(e, SBX_EINVAL, "system prompt file '%s' is larger than %u bytes", path,
+				PROMPT_FILE_MAX);
+			goto out;
+		}
+		buf_append(&b, chunk, n);
+	}
+	if (ferror(f)) {
+		err_sys(e, EIO, "cannot read system prompt file '%s'", path);
+		goto out;
+	}
+	text = b.data ? buf_steal(&b) : xstrdup("");
+	for (size_t i = 0; i < NTOOLS; i++) {
+		char *key = xasprintf("${%s_ToolName}", tools[i].name);
+		substitute(&text, key, tools[i].name);
+		free(key);
+		buf_printf(&tools_list, "%s- %s", i ? "\n" : "", tools[i].name);
+	}
+	substitute(&text, "${AvailableTools}", tools_list.data);
+	substitute(&text, "${AgentSkills}", "");
+	substitute(&text, "${SubAgents}", "");
+	/* runs of three or more newlines collapse to two, as gemini-cli does */
+	while (strstr(text, "\n\n\n"))
+		substitute(&text, "\n\n\n", "\n\n");
+out:
+	if (f)
+		fclose(f);
+	buf_free(&b);
+	buf_free(&tools_list);
+	free(path);
+	return text;
 }
 
 const struct toolset toolset_geminicli = {
 	.name = "geminicli",
 	.default_image = "geminicli-toolbox:latest",
-	.tools = NULL,
-	.ntools = 0,
-	.system_prompt = no_prompt,
+	.tools = tools,
+	.ntools = NTOOLS,
+	.system_prompt = system_prompt,
 };

@@ -1,0 +1,160 @@
+/* geminicli-toolbox — the in-sandbox helper behind `-toolset geminicli`: runs one gemini-cli
+ * file tool with its JSON parameters on stdin and prints the model-visible result. Statically
+ * linked and self-contained so it works in any image. Contract (upstream cmd/geminicli-toolbox):
+ * success → result on stdout (newline added if missing), exit 0; failure → the message on
+ * stderr, nothing on stdout, exit 1. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "geminicli-toolbox/tb.h"
+
+static const char usage[] =
+	"usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)\n";
+
+/* Parameters arrive whole on stdin; a write_file of the 20 MB file limit, JSON-escaped, fits. */
+#define TB_MAX_INPUT (64u * 1024 * 1024)
+
+/* The dispatch table: tool name → parameter table and handler (one file per tool). */
+static const struct tb_tool *const tools[] = {
+	&tb_tool_glob, &tb_tool_grep_search, &tb_tool_list_directory, &tb_tool_read_file,
+	&tb_tool_read_many_files, &tb_tool_replace, &tb_tool_write_file,
+};
+
+static int fail(const char *msg)
+{
+	fprintf(stderr, "%s\n", msg);
+	return 1;
+}
+
+/* The working directory: --workdir, else $HOME, else the process cwd; made absolute. */
+static char *workdir_of(const char *flag)
+{
+	char cwd[4096];
+	const char *w = flag ? flag : getenv("HOME");
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, "/");
+	if (!w || !*w)
+		w = cwd;
+	return tb_resolve(cwd, w);
+}
+
+static int read_input(struct tbuf *in)
+{
+	char chunk[65536];
+	for (;;) {
+		ssize_t n = read(0, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		if (in->len + (size_t)n > TB_MAX_INPUT) {
+			errno = EFBIG;
+			return -1;
+		}
+		tb_put(in, chunk, (size_t)n);
+	}
+}
+
+/* One JSON document, nothing but whitespace after it; empty input is `{}`. */
+static struct json_object *parse(const struct tbuf *in, char **why)
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	size_t i = 0;
+	while (i < in->len && strchr(" \t\r\n", in->data[i]))
+		i++;
+	if (i == in->len)
+		return json_object_new_object();
+	tok = json_tokener_new();
+	obj = json_tokener_parse_ex(tok, in->data, (int)in->len);
+	if (!obj) {
+		enum json_tokener_error je = json_tokener_get_error(tok);
+		*why = tb_xstrdup(je == json_tokener_continue ? "unexpected end of JSON input"
+							       : json_tokener_error_desc(je));
+	} else {
+		size_t off = json_tokener_get_parse_end(tok);
+		while (off < in->len && strchr(" \t\r\n", in->data[off]))
+			off++;
+		if (off < in->len) {
+			json_object_put(obj);
+			obj = NULL;
+			*why = tb_xstrdup("invalid character after top-level value");
+		}
+	}
+	json_tokener_free(tok);
+	return obj;
+}
+
+int main(int argc, char **argv)
+{
+	const char *flag = NULL, *name;
+	const struct tb_tool *tool = NULL;
+	struct tbuf in = {0};
+	struct tb_call c = {0};
+	char *workdir, *why = NULL;
+	int i = 1, rc = 1;
+
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+			  !strcmp(argv[1], "-help"))) {
+		fputs(usage, stdout);
+		return fclose(stdout) == 0 ? 0 : 1;
+	}
+	if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
+		flag = strchr(argv[i], '=') + 1;
+		i++;
+	} else if (i + 1 < argc && (!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-workdir"))) {
+		flag = argv[i + 1];
+		i += 2;
+	}
+	if (argc - i != 1) {
+		fputs(usage, stderr);
+		return 1;
+	}
+	name = argv[i];
+	workdir = workdir_of(flag);
+	if (read_input(&in) < 0) {
+		fprintf(stderr, "failed to read tool parameters: %s\n",
+			errno == EFBIG ? "input too large" : strerror(errno));
+		goto out;
+	}
+	if (!(c.params = parse(&in, &why))) {
+		fprintf(stderr, "invalid tool parameters: %s\n", why);
+		goto out;
+	}
+	for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++)
+		if (!strcmp(tools[t]->name, name))
+			tool = tools[t];
+	if (!tool) {
+		fprintf(stderr, "unknown tool \"%s\"\n", name);
+		goto out;
+	}
+	c.workdir = workdir;
+	if (tb_validate(&c, tool->params) < 0 || tool->run(&c) < 0) {
+		rc = fail(c.err.data ? c.err.data : "tool failed");
+		goto out;
+	}
+	if (!c.out.data)
+		tb_put(&c.out, "", 0);
+	if (c.out.len == 0 || c.out.data[c.out.len - 1] != '\n')
+		tb_puts(&c.out, "\n");
+	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
+		rc = fail("failed to write the result");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fclose(stdout) != 0 && rc == 0)
+		rc = 1;
+	json_object_put(c.params);
+	tb_free(&c.out);
+	tb_free(&c.err);
+	tb_free(&in);
+	free(workdir);
+	free(why);
+	return rc;
+}

@@ -1,0 +1,150 @@
+/* list_directory.c — `list_directory`: the entries of one directory, directories first, then
+ * in localeCompare order, with sizes; `ignore` globs match base names. */
+#include <dirent.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tb.h"
+
+static const struct tb_param params[] = {
+	{"dir_path", TB_STRING, true, -1, false},
+	{"ignore", TB_STRARRAY, false, -1, false},
+	{"file_filtering_options", TB_FILTERING, false, -1, false},
+	{NULL, TB_STRING, false, -1, false},
+};
+
+struct entry {
+	char *name;
+	bool dir;
+	long long size;
+};
+
+/* gemini-cli's shouldIgnore: only `*` and `?` are special, anchored, case-sensitive. */
+static bool ignored(const char *name, const char **pats, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tbuf re = {0};
+		regex_t rx;
+		bool hit = false;
+		tb_puts(&re, "^");
+		for (const char *p = pats[i]; *p; p++) {
+			if (*p == '*')
+				tb_puts(&re, ".*");
+			else if (*p == '?')
+				tb_puts(&re, ".");
+			else if (strchr(".[]()+^$|\\{}", *p))
+				tb_printf(&re, "\\%c", *p);
+			else
+				tb_put(&re, p, 1);
+		}
+		tb_puts(&re, "$");
+		if (regcomp(&rx, re.data, REG_EXTENDED | REG_NOSUB) == 0) {
+			hit = regexec(&rx, name, 0, NULL, 0) == 0;
+			regfree(&rx);
+		}
+		tb_free(&re);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+/* Entries gemini-cli's workspace check refuses (`.git`, `node_modules`, `.env`): dropped. */
+static bool blocked(const char *name)
+{
+	static const char *const segs[] = {".git", "node_modules", ".env"};
+	size_t n = strlen(name);
+	while (n > 0 && (name[n - 1] == '.' || name[n - 1] == ' '))
+		n--;
+	for (size_t i = 0; i < 3; i++)
+		if (strlen(segs[i]) == n && strncasecmp(segs[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+static int cmp_entries(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->dir != y->dir)
+		return x->dir ? -1 : 1;
+	return tb_collate(x->name, y->name);
+}
+
+static int run(struct tb_call *c)
+{
+	char *abs = tb_resolve(c->workdir, tb_str(c, "dir_path"));
+	const char **pats = NULL;
+	struct entry *ents = NULL;
+	size_t npats, n = 0, cap = 0, total = 0;
+	struct stat st;
+	DIR *d = NULL;
+	struct dirent *de;
+	int rc = -1;
+
+	if (stat(abs, &st) < 0) {
+		char *e = tb_node_err(errno, "stat", abs);
+		tb_fail(c, "Error listing directory: %s", e);
+		free(e);
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		tb_fail(c, "Error: Path is not a directory: %s", abs);
+		goto out;
+	}
+	if (!(d = opendir(abs))) {
+		char *e = tb_node_err(errno, "scandir", abs);
+		tb_fail(c, "Error listing directory: %s", e);
+		free(e);
+		goto out;
+	}
+	pats = tb_strs(c, "ignore", &npats);
+	while ((de = readdir(d))) {
+		char *full;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		total++;
+		if (blocked(de->d_name) || ignored(de->d_name, pats, npats))
+			continue;
+		full = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", de->d_name);
+		if (stat(full, &st) == 0) {	/* broken entries are skipped silently */
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				ents = tb_xrealloc(ents, cap * sizeof *ents);
+			}
+			ents[n].name = tb_xstrdup(de->d_name);
+			ents[n].dir = S_ISDIR(st.st_mode);
+			ents[n].size = ents[n].dir ? 0 : (long long)st.st_size;
+			n++;
+		}
+		free(full);
+	}
+	if (total == 0) {
+		tb_printf(&c->out, "Directory %s is empty.", abs);
+		rc = 0;
+		goto out;
+	}
+	qsort(ents, n, sizeof *ents, cmp_entries);
+	tb_printf(&c->out, "Directory listing for %s:\n", abs);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			tb_puts(&c->out, "\n");
+		if (ents[i].dir)
+			tb_printf(&c->out, "[DIR] %s", ents[i].name);
+		else
+			tb_printf(&c->out, "%s (%lld bytes)", ents[i].name, ents[i].size);
+	}
+	rc = 0;
+out:
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(ents[i].name);
+	free(ents);
+	free(pats);
+	free(abs);
+	return rc;
+}
+
+const struct tb_tool tb_tool_list_directory = {"list_directory", params, run};

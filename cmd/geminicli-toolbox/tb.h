@@ -1,0 +1,151 @@
+/* tb.h — what the geminicli-toolbox tools share: a byte buffer, the call (workdir, params,
+ * output, error), parameter validation with gemini-cli's schema messages, path resolution,
+ * file reading, binary detection, ICU-like ordering and glob matching.
+ * The helper is self-contained (no lib/libsbx.a): it runs statically linked in any image.
+ * Ownership: strings returned by tb_* are newly allocated and the caller frees them; the
+ * call's buffers belong to the call and are freed by main. */
+#ifndef TB_H
+#define TB_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* gemini-cli's read limits: 2000 lines per read, 2000 characters per line, 20 MB per file. */
+#define TB_MAX_LINES 2000
+#define TB_MAX_LINE_CHARS 2000
+#define TB_MAX_FILE_BYTES (20u * 1024 * 1024)
+/* gemini-cli reads SVG files as text only up to 1 MiB. */
+#define TB_SVG_MAX_BYTES (1u * 1024 * 1024)
+/* Directory walks stop descending past this depth: deeper trees are symlink loops or abuse. */
+#define TB_MAX_DEPTH 256
+
+/* A growable byte buffer, always NUL-terminated. Out of memory ends the process. */
+struct tbuf {
+	char *data;
+	size_t len, cap;
+};
+void tb_put(struct tbuf *b, const void *p, size_t n);
+void tb_puts(struct tbuf *b, const char *s);
+void tb_printf(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tb_free(struct tbuf *b);
+void *tb_xmalloc(size_t n);
+void *tb_xrealloc(void *p, size_t n);
+char *tb_xstrdup(const char *s);
+char *tb_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One tool call: handlers fill out (success) or err (the failure message) and return 0/-1. */
+struct tb_call {
+	const char *workdir;		/* absolute, no trailing slash (except "/") */
+	struct json_object *params;	/* validated against the tool's parameter table */
+	struct tbuf out, err;
+};
+int tb_fail(struct tb_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parameter tables: validated before the handler runs, with the schema messages the model
+ * knows from gemini-cli (`params must have required property 'x'`, `params/x must be string`). */
+enum tb_type { TB_STRING, TB_INT, TB_BOOL, TB_STRARRAY, TB_FILTERING };
+struct tb_param {
+	const char *name;
+	enum tb_type type;
+	bool required;
+	int min;			/* TB_INT: minimum; TB_STRARRAY: minItems; -1: none */
+	bool nonempty_items;		/* TB_STRARRAY: items have minLength 1 */
+};
+struct tb_tool {
+	const char *name;
+	const struct tb_param *params;	/* terminated by a NULL name */
+	int (*run)(struct tb_call *c);
+};
+/* One per file in cmd/geminicli-toolbox/; main's dispatch table lists them. */
+extern const struct tb_tool tb_tool_glob, tb_tool_grep_search, tb_tool_list_directory,
+	tb_tool_read_file, tb_tool_read_many_files, tb_tool_replace, tb_tool_write_file;
+int tb_validate(struct tb_call *c, const struct tb_param *params);
+
+/* Typed accessors after validation; absent (or null) gives the default. */
+const char *tb_str(struct tb_call *c, const char *name);	/* NULL when absent */
+bool tb_bool(struct tb_call *c, const char *name, bool dflt);
+bool tb_int(struct tb_call *c, const char *name, int64_t *out);	/* false when absent */
+/* The strings of an array parameter (NULL-terminated, shallow: owned by params); count. */
+const char **tb_strs(struct tb_call *c, const char *name, size_t *n);
+
+/* Node's path.resolve(workdir, p): lexical, normalised, no trailing slash. */
+char *tb_resolve(const char *workdir, const char *p);
+/* Node's path.relative(from, to) for absolute normalised paths. */
+char *tb_relative(const char *from, const char *to);
+/* realpath when the path exists, else the path itself (copied). */
+char *tb_real_or_same(const char *p);
+/* The user-facing path rules of gemini-cli's file tools: leading `@` stripped unless a
+ * literal `@…` path exists; control characters rejected. NULL with c->err set on failure. */
+char *tb_tool_path(struct tb_call *c, const char *p);
+const char *tb_basename(const char *p);
+/* The extension with its dot, lower-cased into buf ("" when none), as Node's path.extname. */
+const char *tb_extname(const char *p, char *buf, size_t n);
+
+/* Node's error text for errno: `ENOENT: no such file or directory, <syscall> '<path>'`. */
+char *tb_node_err(int errnum, const char *syscall, const char *path);
+
+/* File types as gemini-cli's detectFileType decides them. */
+enum tb_ftype { TB_TEXT, TB_SVG, TB_BINARY, TB_MEDIA };
+enum tb_ftype tb_file_type(const char *path);
+/* Reads a whole file (at most max bytes); returns NULL with errno set. */
+char *tb_read_all(const char *path, size_t max, size_t *len);
+/* Decodes per BOM (UTF-8/16/32, stripped) into UTF-8; newly allocated. */
+char *tb_decode_text(const char *buf, size_t len, size_t *outlen);
+
+/* gemini-cli's processSingleFileContent for one path. Returns 0 with the model text in *text
+ * (and *truncated, *shown_start, *shown_end, *total for text files), -1 with the error
+ * message in c->err. start/end are 0 when absent. */
+struct tb_read {
+	struct tbuf text;
+	bool truncated, is_text;
+	int64_t shown_start, shown_end, total;
+};
+int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
+		 struct tb_read *r);
+
+/* ICU root-collation order as JavaScript's localeCompare gives it (for ASCII and Latin-1). */
+int tb_collate(const char *a, const char *b);
+/* Counts UTF-8 code points. */
+size_t tb_utf8_len(const char *s, size_t n);
+/* Byte length of the first `chars` code points of s[0..n). */
+size_t tb_utf8_prefix(const char *s, size_t n, size_t chars);
+
+/* Glob patterns as the `glob` npm package (minimatch) reads them: brace expansion, `**`,
+ * `*`, `?`, `[...]`; `dot` semantics are always on (dotfiles match). */
+struct tb_glob;
+struct tb_glob *tb_glob_compile(const char *pattern, bool nocase, char **why);
+/* Matches a path relative to the walk root ("a/b/c.txt"). */
+bool tb_glob_match(const struct tb_glob *g, const char *rel);
+/* Whether a directory (relative) could contain matches (prunes walks). */
+bool tb_glob_may_descend(const struct tb_glob *g, const char *reldir);
+void tb_glob_free(struct tb_glob *g);
+/* glob's escape(): the pattern that matches the literal text. */
+char *tb_glob_escape(const char *s);
+
+/* gemini-cli's "Here is the updated code" text: the whole new text when old is empty, else
+ * the changed lines of new with 5 lines of context and `...` for the rest. */
+char *tb_snippet(const char *old, const char *new_text);
+
+/* CRLF → LF, and LF → CRLF (lone LFs only); newly allocated. */
+char *tb_to_lf(const char *s, size_t *n);
+char *tb_to_crlf(const char *s);
+/* Writes a whole file, creating parents; failures in gemini-cli's words in c->err. */
+int tb_write_file(struct tb_call *c, const char *abs, const char *data, size_t len);
+
+/* A directory walk: calls fn for every regular file (and symlink to one when follow_files)
+ * under root, in byte order of names; never follows directory symlinks. skip_dir decides
+ * which directory names are not entered. fn returning non-zero stops the walk. */
+struct tb_walk {
+	const char *root;
+	bool (*skip_dir)(const char *name, const char *rel, void *arg);
+	bool (*skip_file)(const char *name, void *arg);
+	int (*fn)(const char *abs, const char *rel, void *arg);
+	bool (*descend)(const char *rel, void *arg);
+	void *arg;
+};
+int tb_walk(const struct tb_walk *w);
+
+#endif

@@ -1,0 +1,504 @@
+/* text.c — reading files the way gemini-cli does: type detection (extension lists and the
+ * isbinaryfile sniff), BOM decoding, the 2000-line/2000-character window, and the ICU-like
+ * order JavaScript's localeCompare gives names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tb.h"
+
+/* isbinaryfile looks at the first 512 bytes (plus 3 so a UTF-8 sequence is not cut). */
+#define SNIFF_BYTES 512
+#define SNIFF_RESERVE 3
+
+/* gemini-cli's BINARY_EXTENSIONS (ignorePatterns.js). */
+static const char *const binary_exts[] = {
+	".7z", ".a", ".bin", ".bz2", ".class", ".dat", ".dll", ".doc", ".docx", ".dylib",
+	".exe", ".gz", ".jar", ".lib", ".o", ".obj", ".odp", ".ods", ".odt", ".pak", ".ppt",
+	".pptx", ".pyc", ".pyo", ".rar", ".rpa", ".so", ".tar", ".wasm", ".war", ".xls", ".xlsx",
+	".zip", NULL,
+};
+/* Extensions the mime table maps to image/, application/pdf (sent inline by gemini-cli). */
+static const char *const image_exts[] = {
+	".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif",
+	".heic", ".heif", ".jxl", ".pdf", NULL,
+};
+/* audio/ and video/ types: inline only when the content sniff says binary. */
+static const char *const av_exts[] = {
+	".mp3", ".wav", ".aiff", ".aif", ".aac", ".ogg", ".oga", ".flac", ".m4a", ".opus",
+	".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpeg", ".mpg", ".wmv", ".flv",
+	".3gp", NULL,
+};
+
+static bool in_list(const char *const *list, const char *ext)
+{
+	for (; *list; list++)
+		if (strcmp(*list, ext) == 0)
+			return true;
+	return false;
+}
+
+/* The isbinaryfile package's decision on a sample (its protobuf sniff left out). */
+static bool sniff_binary(const unsigned char *b, size_t got)
+{
+	size_t total, scan, suspicious = 0;
+	if (got == 0)
+		return false;
+	total = got;
+	scan = total < SNIFF_BYTES ? total : SNIFF_BYTES;
+	if (got >= 3 && b[0] == 0xef && b[1] == 0xbb && b[2] == 0xbf)
+		return false;
+	if (got >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0xfe && b[3] == 0xff)
+		return false;
+	if (got >= 4 && b[0] == 0xff && b[1] == 0xfe && b[2] == 0 && b[3] == 0)
+		return false;
+	if (got >= 4 && b[0] == 0x84 && b[1] == 0x31 && b[2] == 0x95 && b[3] == 0x33)
+		return false;
+	if (total >= 5 && memcmp(b, "%PDF-", 5) == 0)
+		return true;
+	if (got >= 2 && ((b[0] == 0xfe && b[1] == 0xff) || (b[0] == 0xff && b[1] == 0xfe)))
+		return false;
+	for (size_t i = 0; i < scan; i++) {
+		if (b[i] == 0)
+			return true;
+		if ((b[i] < 7 || b[i] > 14) && (b[i] < 32 || b[i] > 127)) {
+			if (b[i] >= 0xc0 && b[i] <= 0xdf && i + 1 < total) {
+				i++;
+				if (b[i] >= 0x80 && b[i] <= 0xbf)
+					continue;
+			} else if (b[i] >= 0xe0 && b[i] <= 0xef && i + 2 < total) {
+				i++;
+				if (b[i] >= 0x80 && b[i] <= 0xbf && b[i + 1] >= 0x80 && b[i + 1] <= 0xbf) {
+					i++;
+					continue;
+				}
+			} else if (b[i] >= 0xf0 && b[i] <= 0xf7 && i + 3 < total) {
+				i++;
+				if (b[i] >= 0x80 && b[i] <= 0xbf && b[i + 1] >= 0x80 &&
+				    b[i + 1] <= 0xbf && b[i + 2] >= 0x80 && b[i + 2] <= 0xbf) {
+					i += 2;
+					continue;
+				}
+			}
+			suspicious++;
+			if (i >= 32 && suspicious * 100 / scan > 10)
+				return true;
+		}
+	}
+	return suspicious * 100 / scan > 10;
+}
+
+static bool file_is_binary(const char *path)
+{
+	unsigned char b[SNIFF_BYTES + SNIFF_RESERVE];
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	got = read(fd, b, sizeof b);
+	close(fd);
+	return got > 0 && sniff_binary(b, (size_t)got);
+}
+
+enum tb_ftype tb_file_type(const char *path)
+{
+	char ext[32];
+	tb_extname(path, ext, sizeof ext);
+	if (!strcmp(ext, ".ts") || !strcmp(ext, ".mts") || !strcmp(ext, ".cts"))
+		return TB_TEXT;
+	if (!strcmp(ext, ".svg"))
+		return TB_SVG;
+	if (in_list(image_exts, ext))
+		return TB_MEDIA;
+	if (in_list(av_exts, ext))
+		return file_is_binary(path) ? TB_MEDIA : TB_TEXT;
+	if (in_list(binary_exts, ext))
+		return TB_BINARY;
+	return file_is_binary(path) ? TB_BINARY : TB_TEXT;
+}
+
+char *tb_read_all(const char *path, size_t max, size_t *len)
+{
+	struct tbuf b = {0};
+	char chunk[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof chunk);
+		if (n < 0) {
+			int saved = errno;
+			if (saved == EINTR)
+				continue;
+			close(fd);
+			tb_free(&b);
+			errno = saved;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		if (b.len + (size_t)n > max) {
+			close(fd);
+			tb_free(&b);
+			errno = EFBIG;
+			return NULL;
+		}
+		tb_put(&b, chunk, (size_t)n);
+	}
+	close(fd);
+	if (!b.data)
+		tb_put(&b, "", 0);
+	*len = b.len;
+	return b.data;
+}
+
+static void put_cp(struct tbuf *b, uint32_t cp)
+{
+	char s[4];
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		cp = 0xfffd;
+	if (cp < 0x80) {
+		s[0] = (char)cp;
+		tb_put(b, s, 1);
+	} else if (cp < 0x800) {
+		s[0] = (char)(0xc0 | cp >> 6);
+		s[1] = (char)(0x80 | (cp & 0x3f));
+		tb_put(b, s, 2);
+	} else if (cp < 0x10000) {
+		s[0] = (char)(0xe0 | cp >> 12);
+		s[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		s[2] = (char)(0x80 | (cp & 0x3f));
+		tb_put(b, s, 3);
+	} else {
+		s[0] = (char)(0xf0 | cp >> 18);
+		s[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		s[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		s[3] = (char)(0x80 | (cp & 0x3f));
+		tb_put(b, s, 4);
+	}
+}
+
+static void decode16(struct tbuf *b, const unsigned char *p, size_t n, bool le)
+{
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint32_t u = le ? (uint32_t)(p[i] | p[i + 1] << 8) : (uint32_t)(p[i] << 8 | p[i + 1]);
+		if (u >= 0xd800 && u <= 0xdbff && i + 3 < n) {
+			uint32_t v = le ? (uint32_t)(p[i + 2] | p[i + 3] << 8)
+					: (uint32_t)(p[i + 2] << 8 | p[i + 3]);
+			if (v >= 0xdc00 && v <= 0xdfff) {
+				put_cp(b, 0x10000 + ((u - 0xd800) << 10) + (v - 0xdc00));
+				i += 2;
+				continue;
+			}
+		}
+		put_cp(b, u);
+	}
+}
+
+static void decode32(struct tbuf *b, const unsigned char *p, size_t n, bool le)
+{
+	for (size_t i = 0; i + 3 < n; i += 4)
+		put_cp(b, le ? (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
+				       (uint32_t)p[i + 3] << 24
+			     : (uint32_t)p[i + 3] | (uint32_t)p[i + 2] << 8 |
+				       (uint32_t)p[i + 1] << 16 | (uint32_t)p[i] << 24);
+}
+
+char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	struct tbuf b = {0};
+	if (len >= 4 && p[0] == 0xff && p[1] == 0xfe && p[2] == 0 && p[3] == 0)
+		decode32(&b, p + 4, len - 4, true);
+	else if (len >= 4 && p[0] == 0 && p[1] == 0 && p[2] == 0xfe && p[3] == 0xff)
+		decode32(&b, p + 4, len - 4, false);
+	else if (len >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
+		tb_put(&b, buf + 3, len - 3);
+	else if (len >= 2 && p[0] == 0xff && p[1] == 0xfe)
+		decode16(&b, p + 2, len - 2, true);
+	else if (len >= 2 && p[0] == 0xfe && p[1] == 0xff)
+		decode16(&b, p + 2, len - 2, false);
+	else
+		tb_put(&b, buf, len);
+	if (!b.data)
+		tb_put(&b, "", 0);
+	*outlen = b.len;
+	return b.data;
+}
+
+size_t tb_utf8_len(const char *s, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80)
+			k++;
+	return k;
+}
+
+size_t tb_utf8_prefix(const char *s, size_t n, size_t chars)
+{
+	size_t k = 0, i;
+	for (i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && k++ == chars)
+			return i;
+	return n;
+}
+
+int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end, struct tb_read *r)
+{
+	struct stat st;
+	char *raw = NULL, *text = NULL, *rel = tb_relative(c->workdir, abs);
+	size_t rawlen, len, nlines = 0, lo, hi;
+	const char **lines = NULL;
+	size_t *lens = NULL;
+	int rc = -1;
+
+	memset(r, 0, sizeof *r);
+	if (stat(abs, &st) < 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			tb_fail(c, "File not found: %s", abs);
+		else
+			tb_fail(c, "Error reading file %s: %s", abs, strerror(errno));
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		tb_fail(c, "Path is a directory, not a file: %s", abs);
+		goto out;
+	}
+	if ((uint64_t)st.st_size > TB_MAX_FILE_BYTES) {
+		tb_fail(c, "File size exceeds the 20MB limit: %s (%.2fMB)", abs,
+			(double)st.st_size / (1024.0 * 1024.0));
+		goto out;
+	}
+	switch (tb_file_type(abs)) {
+	case TB_BINARY:
+	case TB_MEDIA:
+		/* gemini-cli sends media inline; a text transport can only name it. */
+		tb_printf(&r->text, "Cannot display content of binary file: %s", rel);
+		rc = 0;
+		goto out;
+	case TB_SVG:
+		if ((uint64_t)st.st_size > TB_SVG_MAX_BYTES) {
+			tb_printf(&r->text, "Cannot display content of SVG file larger than 1MB: %s", rel);
+			rc = 0;
+			goto out;
+		}
+		if (!(raw = tb_read_all(abs, TB_MAX_FILE_BYTES, &rawlen))) {
+			tb_fail(c, "Error reading file %s: %s", abs, strerror(errno));
+			goto out;
+		}
+		text = tb_decode_text(raw, rawlen, &len);
+		tb_put(&r->text, text, len);
+		rc = 0;
+		goto out;
+	case TB_TEXT:
+		break;
+	}
+	if (!(raw = tb_read_all(abs, TB_MAX_FILE_BYTES, &rawlen))) {
+		tb_fail(c, "Error reading file %s: %s", abs, strerror(errno));
+		goto out;
+	}
+	text = tb_decode_text(raw, rawlen, &len);
+	r->is_text = true;
+	/* split on \r?\n: a trailing newline gives an empty last line */
+	{
+		size_t cap = 16, s = 0;
+		lines = tb_xmalloc(cap * sizeof *lines);
+		lens = tb_xmalloc(cap * sizeof *lens);
+		for (size_t i = 0; i <= len; i++) {
+			if (i < len && text[i] != '\n')
+				continue;
+			if (nlines == cap) {
+				cap *= 2;
+				lines = tb_xrealloc(lines, cap * sizeof *lines);
+				lens = tb_xrealloc(lens, cap * sizeof *lens);
+			}
+			lines[nlines] = text + s;
+			lens[nlines] = i - s;
+			if (i < len && lens[nlines] > 0 && text[i - 1] == '\r')
+				lens[nlines]--;
+			nlines++;
+			s = i + 1;
+		}
+	}
+	/* the window, as processSingleFileContent computes it */
+	lo = 0;
+	hi = nlines;
+	if (start > 0 || end > 0) {
+		lo = start > 0 ? (size_t)(start - 1) : 0;
+		if (end > 0)
+			hi = (uint64_t)end < nlines ? (size_t)end : nlines;
+		else
+			hi = lo + TB_MAX_LINES < nlines ? lo + TB_MAX_LINES : nlines;
+	} else if (hi > TB_MAX_LINES) {
+		hi = TB_MAX_LINES;
+	}
+	if (lo > nlines)
+		lo = nlines;
+	r->truncated = lo > 0 || hi < nlines;
+	{
+		struct tbuf body = {0};
+		for (size_t i = lo; i < hi; i++) {
+			size_t cut = tb_utf8_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS);
+			if (i > lo)
+				tb_puts(&body, "\n");
+			tb_put(&body, lines[i], cut);
+			if (cut < lens[i]) {
+				tb_puts(&body, "... [truncated]");
+				r->truncated = true;
+			}
+		}
+		if (body.data)
+			tb_put(&r->text, body.data, body.len);
+		else
+			tb_put(&r->text, "", 0);
+		tb_free(&body);
+	}
+	r->shown_start = (int64_t)lo + 1;
+	r->shown_end = (int64_t)(hi < lo ? lo : hi);
+	if (hi < lo)
+		r->shown_end = (int64_t)hi;
+	r->total = (int64_t)nlines;
+	rc = 0;
+out:
+	if (!r->text.data)
+		tb_put(&r->text, "", 0);
+	free(lines);
+	free(lens);
+	free(text);
+	free(raw);
+	free(rel);
+	return rc;
+}
+
+/* ---- ICU root collation, enough of it for file names ---- */
+
+/* CLDR root order of printable ASCII below letters (space first, digits last). */
+static const char punct_order[] = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789";
+
+struct ckey {
+	uint32_t primary;
+	uint8_t secondary;	/* accent */
+	uint8_t tertiary;	/* 0 lower, 1 upper */
+};
+
+/* Latin-1 letters (U+00C0..U+00FF): base letter and an accent class; upper and lower case
+ * rows run parallel 0x20 apart. '?' marks a character that is not a plain accented letter. */
+static int latin1_base(uint32_t cp, uint8_t *accent)
+{
+	static const char base[] = "aaaaaa?ceeeeiiii?nooooo?ouuuuy??";
+	static const uint8_t acc[] = {1, 2, 3, 4, 5, 6, 0, 7, 1, 2, 3, 5, 1, 2, 3, 5,
+				      0, 4, 1, 2, 3, 4, 5, 0, 8, 1, 2, 3, 5, 2, 0, 0};
+	if (cp == 0xff) {
+		*accent = 5;
+		return 'y';
+	}
+	if (cp < 0xc0 || cp > 0xff || base[cp & 0x1f] == '?')
+		return -1;
+	*accent = acc[cp & 0x1f];
+	return base[cp & 0x1f];
+}
+
+static uint32_t next_cp(const unsigned char **sp)
+{
+	const unsigned char *s = *sp;
+	uint32_t cp;
+	int extra;
+	if (s[0] < 0x80) {
+		*sp = s + 1;
+		return s[0];
+	}
+	if ((s[0] & 0xe0) == 0xc0) {
+		cp = s[0] & 0x1f;
+		extra = 1;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		cp = s[0] & 0x0f;
+		extra = 2;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		cp = s[0] & 0x07;
+		extra = 3;
+	} else {
+		*sp = s + 1;
+		return 0xfffd;
+	}
+	for (int i = 1; i <= extra; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			*sp = s + i;
+			return 0xfffd;
+		}
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	*sp = s + extra + 1;
+	return cp;
+}
+
+static struct ckey key_of(uint32_t cp)
+{
+	struct ckey k = {0, 0, 0};
+	const char *p;
+	int base;
+	uint8_t accent = 0;
+	if (cp < 0x20 || cp == 0x7f)
+		return k;	/* controls are ignorable */
+	if (cp < 0x80 && (p = strchr(punct_order, (int)cp)) && cp != 0) {
+		k.primary = 1 + (uint32_t)(p - punct_order);
+		return k;
+	}
+	if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
+		k.primary = 100 + (uint32_t)((cp | 0x20) - 'a');
+		k.tertiary = cp <= 'Z';
+		return k;
+	}
+	if ((base = latin1_base(cp, &accent)) >= 0) {
+		k.primary = 100 + (uint32_t)(base - 'a');
+		k.secondary = accent;
+		k.tertiary = cp < 0xe0;
+		return k;
+	}
+	k.primary = 1000 + cp;
+	return k;
+}
+
+static int cmp_level(const char *a, const char *b, int level)
+{
+	const unsigned char *pa = (const unsigned char *)a, *pb = (const unsigned char *)b;
+	for (;;) {
+		struct ckey ka = {0, 0, 0}, kb = {0, 0, 0};
+		uint32_t va = 0, vb = 0;
+		while (*pa) {
+			ka = key_of(next_cp(&pa));
+			if (ka.primary)
+				break;
+		}
+		while (*pb) {
+			kb = key_of(next_cp(&pb));
+			if (kb.primary)
+				break;
+		}
+		if (!ka.primary && !kb.primary)
+			return 0;
+		if (!ka.primary)
+			return -1;
+		if (!kb.primary)
+			return 1;
+		switch (level) {
+		case 1: va = ka.primary; vb = kb.primary; break;
+		case 2: va = ka.secondary; vb = kb.secondary; break;
+		default: va = ka.tertiary; vb = kb.tertiary; break;
+		}
+		if (va != vb)
+			return va < vb ? -1 : 1;
+	}
+}
+
+int tb_collate(const char *a, const char *b)
+{
+	int r;
+	for (int level = 1; level <= 3; level++)
+		if ((r = cmp_level(a, b, level)) != 0)
+			return r;
+	return 0;
+}

@@ -1,0 +1,383 @@
+/* util.c — buffers, parameter validation and path helpers shared by the toolbox's tools. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tb.h"
+
+static _Noreturn void oom(void)
+{
+	static const char msg[] = "out of memory\n";
+	ssize_t r = write(2, msg, sizeof msg - 1);
+	(void)r;
+	_exit(1);
+}
+
+void *tb_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *tb_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *tb_xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	if (!p)
+		oom();
+	return p;
+}
+
+char *tb_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	va_end(ap);
+	return s;
+}
+
+void tb_put(struct tbuf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		b->data = tb_xrealloc(b->data, cap);
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void tb_puts(struct tbuf *b, const char *s)
+{
+	tb_put(b, s, strlen(s));
+}
+
+void tb_printf(struct tbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	tb_put(b, s, (size_t)n);
+	free(s);
+}
+
+void tb_free(struct tbuf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+int tb_fail(struct tb_call *c, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	va_end(ap);
+	c->err.len = 0;
+	tb_puts(&c->err, s);
+	free(s);
+	return -1;
+}
+
+/* ---- parameters ---- */
+
+static struct json_object *param(struct tb_call *c, const char *name)
+{
+	struct json_object *v = NULL;
+	if (!json_object_object_get_ex(c->params, name, &v))
+		return NULL;
+	return v;	/* NULL also for a JSON null: treated as absent */
+}
+
+/* AJV's integer: a number with no fractional part. */
+static bool is_integer(struct json_object *v, int64_t *out)
+{
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+		return true;
+	}
+	if (json_object_is_type(v, json_type_double)) {
+		double d = json_object_get_double(v);
+		if (isfinite(d) && floor(d) == d && fabs(d) < 9e18) {
+			*out = (int64_t)d;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int check_filtering(struct tb_call *c, const char *name, struct json_object *v)
+{
+	static const char *const keys[] = {"respect_git_ignore", "respect_gemini_ignore"};
+	struct json_object *s;
+	if (!json_object_is_type(v, json_type_object))
+		return tb_fail(c, "params/%s must be object", name);
+	for (size_t i = 0; i < 2; i++)
+		if (json_object_object_get_ex(v, keys[i], &s) && s &&
+		    !json_object_is_type(s, json_type_boolean))
+			return tb_fail(c, "params/%s/%s must be boolean", name, keys[i]);
+	return 0;
+}
+
+static int check_one(struct tb_call *c, const struct tb_param *p, struct json_object *v)
+{
+	int64_t n;
+	switch (p->type) {
+	case TB_STRING:
+		if (!json_object_is_type(v, json_type_string))
+			return tb_fail(c, "params/%s must be string", p->name);
+		return 0;
+	case TB_BOOL:
+		if (!json_object_is_type(v, json_type_boolean))
+			return tb_fail(c, "params/%s must be boolean", p->name);
+		return 0;
+	case TB_INT:
+		if (!is_integer(v, &n))
+			return tb_fail(c, "params/%s must be integer", p->name);
+		if (p->min >= 0 && n < p->min)
+			return tb_fail(c, "params/%s must be >= %d", p->name, p->min);
+		return 0;
+	case TB_STRARRAY: {
+		size_t len;
+		if (!json_object_is_type(v, json_type_array))
+			return tb_fail(c, "params/%s must be array", p->name);
+		len = json_object_array_length(v);
+		if (p->min >= 0 && len < (size_t)p->min)
+			return tb_fail(c, "params/%s must NOT have fewer than %d items", p->name,
+				       p->min);
+		for (size_t i = 0; i < len; i++) {
+			struct json_object *it = json_object_array_get_idx(v, i);
+			if (!it || !json_object_is_type(it, json_type_string))
+				return tb_fail(c, "params/%s/%zu must be string", p->name, i);
+			if (p->nonempty_items && json_object_get_string_len(it) == 0)
+				return tb_fail(c, "params/%s/%zu must NOT have fewer than 1 characters",
+					       p->name, i);
+		}
+		return 0;
+	}
+	case TB_FILTERING:
+		return check_filtering(c, p->name, v);
+	}
+	return 0;
+}
+
+int tb_validate(struct tb_call *c, const struct tb_param *params)
+{
+	const struct tb_param *p;
+	if (!json_object_is_type(c->params, json_type_object))
+		return tb_fail(c, "params must be object");
+	for (p = params; p->name; p++)
+		if (p->required && !param(c, p->name))
+			return tb_fail(c, "params must have required property '%s'", p->name);
+	for (p = params; p->name; p++) {
+		struct json_object *v = param(c, p->name);
+		if (v && check_one(c, p, v) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+const char *tb_str(struct tb_call *c, const char *name)
+{
+	struct json_object *v = param(c, name);
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+bool tb_bool(struct tb_call *c, const char *name, bool dflt)
+{
+	struct json_object *v = param(c, name);
+	return v && json_object_is_type(v, json_type_boolean) ? json_object_get_boolean(v) : dflt;
+}
+
+bool tb_int(struct tb_call *c, const char *name, int64_t *out)
+{
+	struct json_object *v = param(c, name);
+	return v && is_integer(v, out);
+}
+
+const char **tb_strs(struct tb_call *c, const char *name, size_t *n)
+{
+	struct json_object *v = param(c, name);
+	size_t len = v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
+	const char **out = tb_xmalloc((len + 1) * sizeof *out);
+	for (size_t i = 0; i < len; i++)
+		out[i] = json_object_get_string(json_object_array_get_idx(v, i));
+	out[len] = NULL;
+	*n = len;
+	return out;
+}
+
+/* ---- paths ---- */
+
+/* Lexical normalisation of an absolute path: `.`, `..`, repeated and trailing slashes. */
+static char *normalize(const char *abs)
+{
+	size_t n = strlen(abs);
+	char *out = tb_xmalloc(n + 2);
+	size_t o = 0;
+	const char *p = abs;
+	out[o++] = '/';
+	while (*p) {
+		const char *s;
+		size_t len;
+		while (*p == '/')
+			p++;
+		s = p;
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - s);
+		if (len == 0 || (len == 1 && s[0] == '.'))
+			continue;
+		if (len == 2 && s[0] == '.' && s[1] == '.') {
+			while (o > 1 && out[o - 1] != '/')
+				o--;
+			if (o > 1)
+				o--;
+			continue;
+		}
+		if (o > 1)
+			out[o++] = '/';
+		memcpy(out + o, s, len);
+		o += len;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+char *tb_resolve(const char *workdir, const char *p)
+{
+	char *joined, *r;
+	if (p[0] == '/')
+		return normalize(p);
+	joined = tb_xasprintf("%s/%s", workdir, p);
+	r = normalize(joined);
+	free(joined);
+	return r;
+}
+
+char *tb_relative(const char *from, const char *to)
+{
+	struct tbuf b = {0};
+	size_t i = 0, common = 0;
+	/* the longest common prefix that ends at a component boundary of both paths */
+	while (from[i] && from[i] == to[i])
+		i++;
+	if ((!from[i] && (to[i] == '/' || !to[i])) || (!to[i] && from[i] == '/'))
+		common = i;
+	else
+		while (i > 0 && from[--i] != '/')
+			;
+	if (i > common)
+		common = i;
+	if (strcmp(from, "/") == 0)
+		common = 0;
+	for (const char *q = from + common; *q; q++)
+		if (*q == '/' && q[1])
+			tb_puts(&b, b.len ? "/.." : "..");
+	for (const char *q = to + common; *q == '/'; q++)
+		common++;
+	if (to[common]) {
+		if (b.len)
+			tb_puts(&b, "/");
+		tb_puts(&b, to + common);
+	}
+	return b.data ? b.data : tb_xstrdup("");
+}
+
+char *tb_real_or_same(const char *p)
+{
+	char *r = realpath(p, NULL);
+	return r ? r : tb_xstrdup(p);
+}
+
+char *tb_tool_path(struct tb_call *c, const char *p)
+{
+	struct stat st;
+	char *abs;
+	for (const char *q = p; *q; q++)
+		if (*q == '\n' || *q == '\r' || *q == '\t') {
+			tb_fail(c, "Invalid path: Path contains invalid characters (newlines or control characters).");
+			return NULL;
+		}
+	if (p[0] == '@') {
+		abs = tb_resolve(c->workdir, p);
+		if (lstat(abs, &st) == 0)
+			return abs;
+		free(abs);
+		p++;
+	}
+	return tb_resolve(c->workdir, p);
+}
+
+const char *tb_basename(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+const char *tb_extname(const char *p, char *buf, size_t n)
+{
+	const char *base = tb_basename(p), *dot = strrchr(base, '.');
+	size_t i;
+	buf[0] = '\0';
+	if (!dot || dot == base || strlen(dot) >= n)
+		return buf;
+	for (i = 0; dot[i]; i++)
+		buf[i] = (dot[i] >= 'A' && dot[i] <= 'Z') ? (char)(dot[i] + 32) : dot[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+char *tb_node_err(int errnum, const char *syscall, const char *path)
+{
+	static const struct {
+		int num;
+		const char *code, *text;
+	} tab[] = {
+		{ENOENT, "ENOENT", "no such file or directory"},
+		{EACCES, "EACCES", "permission denied"},
+		{ENOTDIR, "ENOTDIR", "not a directory"},
+		{EISDIR, "EISDIR", "illegal operation on a directory"},
+		{ELOOP, "ELOOP", "too many symbolic links encountered"},
+		{ENAMETOOLONG, "ENAMETOOLONG", "name too long"},
+		{EPERM, "EPERM", "operation not permitted"},
+		{ENOSPC, "ENOSPC", "no space left on device"},
+		{EROFS, "EROFS", "read-only file system"},
+		{EEXIST, "EEXIST", "file already exists"},
+		{EIO, "EIO", "i/o error"},
+	};
+	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (tab[i].num == errnum)
+			return tb_xasprintf("%s: %s, %s '%s'", tab[i].code, tab[i].text, syscall,
+					    path);
+	return tb_xasprintf("E%d: %s, %s '%s'", errnum, strerror(errnum), syscall, path);
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/env bats
+# geminicli-toolbox: the data-driven cases in tests/toolbox-cases/<tool>/<case>/ (input.json,
+# setup.sh building the fixture tree, expected stdout or expected.err + status), run directly
+# and through `sbx-tool -toolset geminicli` in a local sandbox; the invocation contract; the
+# declarations against gemini-cli-core 0.61.0.
+
+load helpers
+
+setup() {
+	setup_sbx_env
+	CASES="$BATS_TEST_DIRNAME/toolbox-cases"
+}
+
+teardown() {
+	teardown_sbx_env
+}
+
+# Runs every case of tool $1 directly; prints the failing cases' diffs.
+run_cases() {
+	local tool=$1 d w bad=0 st exp
+	for d in "$CASES/$tool"/*/; do
+		d=${d%/}
+		w="$BATS_TEST_TMPDIR/w/${d##*/}"
+		mkdir -p "$w"
+		if [ -f "$d/setup.sh" ]; then (cd "$w" && bash "$d/setup.sh") || return 1; fi
+		st=0
+		geminicli-toolbox --workdir="$w" "$tool" <"$d/input.json" >"$w.out" 2>"$w.err" || st=$?
+		exp=$(cat "$d/status" 2>/dev/null || echo 0)
+		if [ "$st" != "$exp" ]; then
+			echo "case ${d##*/}: status $st, want $exp; stderr: $(cat "$w.err")"
+			bad=1
+			continue
+		fi
+		if [ "$exp" = 0 ]; then
+			[ -s "$w.err" ] && { echo "case ${d##*/}: unexpected stderr"; bad=1; }
+			sed "s|@WORKDIR@|$w|g" "$d/expected" | diff - "$w.out" || { echo "case ${d##*/}: stdout differs"; bad=1; }
+		else
+			[ -s "$w.out" ] && { echo "case ${d##*/}: stdout not empty on failure"; bad=1; }
+			sed "s|@WORKDIR@|$w|g" "$d/expected.err" | diff - "$w.err" || { echo "case ${d##*/}: stderr differs"; bad=1; }
+		fi
+	done
+	return $bad
+}
+
+@test "read_file cases" { run_cases read_file; }
+@test "list_directory cases" { run_cases list_directory; }
+@test "glob cases" { run_cases glob; }
+@test "grep_search cases" { run_cases grep_search; }
+@test "write_file cases" { run_cases write_file; }
+@test "replace cases" { run_cases replace; }
+@test "read_many_files cases" { run_cases read_many_files; }
+
+@test "write_file and replace change the files on disk" {
+	cd "$BATS_TEST_TMPDIR"
+	echo '{"file_path":"d/f.txt","content":"a\nb\n"}' | geminicli-toolbox --workdir="$PWD" write_file
+	[ "$(cat d/f.txt)" = "$(printf 'a\nb')" ]
+	[ "$(stat -c %a d/f.txt)" = 644 ]
+	echo '{"file_path":"d/f.txt","instruction":"x","old_string":"b","new_string":"c"}' |
+		geminicli-toolbox --workdir="$PWD" replace
+	[ "$(cat d/f.txt)" = "$(printf 'a\nc')" ]
+	printf 'x\r\ny\r\n' >w.txt
+	echo '{"file_path":"w.txt","instruction":"x","old_string":"y","new_string":"z"}' |
+		geminicli-toolbox --workdir="$PWD" replace
+	[ "$(od -An -c w.txt | tr -d ' \n')" = 'x\r\nz\r\n' ]
+}
+
+@test "usage, help, unknown tool, invalid JSON" {
+	run geminicli-toolbox
+	assert_status 1
+	[ "$output" = "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)" ]
+	run geminicli-toolbox a b
+	assert_status 1
+	run geminicli-toolbox -h
+	assert_status 0
+	assert_contains "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME"
+	run geminicli-toolbox frobnicate </dev/null
+	assert_status 1
+	[ "$output" = 'unknown tool "frobnicate"' ]
+	run geminicli-toolbox read_file <<<'{"file_path":'
+	assert_status 1
+	assert_contains "invalid tool parameters: "
+	run geminicli-toolbox read_file <<<'{} {}'
+	assert_status 1
+	assert_contains "invalid tool parameters: "
+	run geminicli-toolbox read_file <<<'[1]'
+	assert_status 1
+	[ "$output" = "params must be object" ]
+	# empty input is {}
+	run geminicli-toolbox read_file </dev/null
+	assert_status 1
+	[ "$output" = "params must have required property 'file_path'" ]
+}
+
+@test "workdir defaults to HOME; relative --workdir; result ends with a newline" {
+	echo hello >"$HOME/h.txt"
+	run geminicli-toolbox read_file <<<'{"file_path":"h.txt"}'
+	assert_status 0
+	[ "$output" = hello ]
+	mkdir -p "$BATS_TEST_TMPDIR/rel"
+	printf 'no newline' >"$BATS_TEST_TMPDIR/rel/n.txt"
+	cd "$BATS_TEST_TMPDIR"
+	geminicli-toolbox --workdir=rel read_file <<<'{"file_path":"n.txt"}' >out
+	[ "$(od -An -c out | tr -d ' \n')" = 'nonewline\n' ]
+}
+
+@test "garbage input never crashes the helper" {
+	local t
+	for t in read_file list_directory glob grep_search write_file replace read_many_files; do
+		for input in '' 'null' '"x"' '{"file_path":null,"dir_path":1,"pattern":{}}' \
+			"$(head -c 300 /dev/urandom | base64)" '{"include":[1]}' '{"ignore":[null]}'; do
+			run geminicli-toolbox --workdir="$BATS_TEST_TMPDIR" "$t" <<<"$input"
+			[ "$status" -le 1 ] || { echo "$t crashed ($status) on: $input"; return 1; }
+		done
+	done
+}
+
+@test "ICU ordering matches Node's localeCompare" {
+	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü')
+	local d="$BATS_TEST_TMPDIR/order" n want got
+	mkdir -p "$d"
+	for n in "${names[@]}"; do : >"$d/$n"; done
+	want=$(node -e 'console.log(process.argv.slice(1).sort((a,b)=>a.localeCompare(b)).join("\n"))' "${names[@]}")
+	got=$(geminicli-toolbox --workdir="$d" list_directory <<<'{"dir_path":"."}' | tail -n +2 | sed 's/ ([0-9]* bytes)$//')
+	diff <(echo "$want") <(echo "$got")
+}
+
+# One sandbox per test; every case of the tool runs through sbx-tool in it.
+run_cases_sandboxed() {
+	local tool=$1 d st exp want got bad=0 h=/home/clawtainer
+	sbx-create tb >/dev/null
+	for d in "$CASES/$tool"/*/; do
+		d=${d%/}
+		sbx-exec tb -- sh -c 'cd && rm -rf ./* ./.[!.]* 2>/dev/null; true' >/dev/null
+		if [ -f "$d/setup.sh" ]; then sbx-exec -raw tb -- bash -c "cd && $(cat "$d/setup.sh")" >/dev/null || return 1; fi
+		jq -nc --arg n "$tool" --rawfile a "$d/input.json" \
+			'{id:"c",type:"function",function:{name:$n,arguments:$a}}' >"$BATS_TEST_TMPDIR/call"
+		got=$(sbx-tool -toolset geminicli tb <"$BATS_TEST_TMPDIR/call" | jq -j .content; echo .)
+		got=${got%.}
+		exp=$(cat "$d/status" 2>/dev/null || echo 0)
+		if [ -f "$d/sandboxed.expected" ]; then
+			# wrong JSON types stop at the registry's Go-style decoding before the helper
+			want=$(cat "$d/sandboxed.expected"; echo .)
+			want=${want%.}
+		elif [ "$exp" = 0 ]; then
+			want=$(sed "s|@WORKDIR@|$h|g" "$d/expected"; echo .)
+			want=${want%.}
+		else
+			want="Error: tool \"$tool\" failed (exit code $exp): $(sed "s|@WORKDIR@|$h|g" "$d/expected.err")"
+		fi
+		[ "$got" = "$want" ] || { echo "case ${d##*/}:"; diff <(echo "$want") <(echo "$got"); bad=1; }
+	done
+	return $bad
+}
+
+@test "sandboxed: read_file cases via sbx-tool" { run_cases_sandboxed read_file; }
+@test "sandboxed: list_directory cases via sbx-tool" { run_cases_sandboxed list_directory; }
+@test "sandboxed: glob cases via sbx-tool" { run_cases_sandboxed glob; }
+@test "sandboxed: grep_search cases via sbx-tool" { run_cases_sandboxed grep_search; }
+@test "sandboxed: write_file cases via sbx-tool" { run_cases_sandboxed write_file; }
+@test "sandboxed: replace cases via sbx-tool" { run_cases_sandboxed replace; }
+@test "sandboxed: read_many_files cases via sbx-tool" { run_cases_sandboxed read_many_files; }
+
+@test "sandboxed: run_shell_command foreground, dir_path, exit code, background" {
+	sbx-create tb >/dev/null
+	call() { jq -nc --arg a "$1" '{id:"c",type:"function",function:{name:"run_shell_command",arguments:$a}}' |
+		sbx-tool -toolset geminicli tb | jq -r .content; }
+	run call '{"command":"echo out; echo err 1>&2; exit 3"}'
+	[ "$output" = "$(printf 'Output: out\nerr\n\nExit Code: 3')" ]
+	run call '{"command":""}'
+	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: command is required' ]
+	run call '{"command":"true"}'
+	[ "$output" = "Output: (empty)" ]
+	sbx-exec tb -- mkdir -p /home/clawtainer/sub
+	run call '{"command":"pwd","dir_path":"sub"}'
+	[ "$output" = "$(printf 'Output: /home/clawtainer/sub\n')" ]
+	run call '{"command":"pwd","dir_path":"nope"}'
+	assert_contains "Exit Code: 1"
+	run call '{"command":"echo started; sleep 30","is_background":true}'
+	assert_contains "Output: Command is running in background. PID: "
+	assert_contains "Output is being logged to /tmp/shell-bg-"
+	assert_contains $'Initial output:\nstarted\nProcess Group PGID: '
+}
+
+@test "GEMINI_SYSTEM_MD: built-in, file, true, ~, missing" {
+	cd "$BATS_TEST_TMPDIR"
+	run "$SBX_UNIT/test_geminicli" prompt
+	assert_status 0
+	assert_contains "# Core Mandates"
+	printf 'Custom.\n\n\n\nTools:\n${AvailableTools}\nUse ${read_file_ToolName}.\n' >p.md
+	GEMINI_SYSTEM_MD=p.md run "$SBX_UNIT/test_geminicli" prompt
+	assert_status 0
+	[ "$output" = "$(printf 'Custom.\n\nTools:\n- glob\n- grep_search\n- list_directory\n- read_file\n- read_many_files\n- replace\n- run_shell_command\n- write_file\nUse read_file.')" ]
+	mkdir -p .gemini && echo 'From dot gemini.' >.gemini/system.md
+	GEMINI_SYSTEM_MD=true run "$SBX_UNIT/test_geminicli" prompt
+	[ "$output" = "From dot gemini." ]
+	GEMINI_SYSTEM_MD=1 run "$SBX_UNIT/test_geminicli" prompt
+	[ "$output" = "From dot gemini." ]
+	echo 'Home prompt.' >"$HOME/hp.md"
+	GEMINI_SYSTEM_MD='~/hp.md' run "$SBX_UNIT/test_geminicli" prompt
+	[ "$output" = "Home prompt." ]
+	GEMINI_SYSTEM_MD=false run "$SBX_UNIT/test_geminicli" prompt
+	assert_contains "# Core Mandates"
+	GEMINI_SYSTEM_MD=/nonexistent/x.md run "$SBX_UNIT/test_geminicli" prompt
+	assert_status 1
+	[ "$output" = "missing system prompt file '/nonexistent/x.md'" ]
+}
+
+@test "declarations match @google/gemini-cli-core@0.61.0" {
+	local cache="$SBX_TOP/tests/.cache/gemini-cli-core" ours theirs
+	if [ ! -d "$cache/node_modules/@google/gemini-cli-core/dist" ]; then
+		mkdir -p "$cache"
+		(cd "$cache" && timeout 600 npm install --silent --no-audit --no-fund --ignore-scripts \
+			--omit=optional @google/gemini-cli-core@0.61.0 >/dev/null 2>&1)
+	fi
+	ours=$(sbx-tool -toolset geminicli -list | jq -S '[.[].function | {name, props: (.parameters.properties | map_values(.type)), required: .parameters.required}] | sort_by(.name)')
+	theirs=$(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/geminicli-decls.mjs" | jq -S 'sort_by(.name)')
+	diff <(echo "$ours") <(echo "$theirs")
+	[ "$(echo "$ours" | jq length)" = 8 ]
+}
+
+@test "man page EXAMPLES run" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir -p proj/src && printf 'int main(void)\n{\n\treturn 0;\n}\n' >proj/src/main.c
+	run sh -c 'echo "{\"pattern\":\"return\",\"dir_path\":\"src\"}" | geminicli-toolbox --workdir=proj grep_search'
+	assert_status 0
+	assert_contains "File: main.c"
+	assert_contains "L3: 	return 0;"
+	run sh -c 'echo "{\"file_path\":\"src/main.c\",\"start_line\":2,\"end_line\":3}" | geminicli-toolbox --workdir=proj read_file'
+	assert_status 0
+	assert_contains "Status: Showing lines 2-3 of 5 total lines."
+	run sh -c 'echo "{\"pattern\":\"**/*.c\"}" | geminicli-toolbox --workdir=proj glob'
+	assert_contains "Found 1 file(s) matching"
+}

@@ -1,0 +1,1 @@
+touch "[id].txt" i.txt; touch -d 2020-01-01 "[id].txt" i.txt

@@ -1,0 +1,1 @@
+mkdir -p src/deep node_modules .git; for f in b.txt A.txt src/c.TXT src/deep/d.txt node_modules/n.txt .git/g.txt .hid.txt other.md; do echo x > "$f"; done; touch -d "2020-01-01 00:00:00" $(find . -type f)

@@ -1,0 +1,1 @@
+mkdir -p src node_modules .hid dist; printf "foo one\nbar\nFOO two\n" > src/a.txt; echo "foo" > b.txt; echo foo > node_modules/x; echo foo > .hid/y; echo foo > dist/z; echo foo > l.log; printf "foo\0bin" > bin.dat

@@ -1,0 +1,1 @@
+printf "a.b(\naxb(\nA.B(\n" > f.txt

@@ -1,0 +1,1 @@
+printf "x1\nx2\nx3\n" > a.txt

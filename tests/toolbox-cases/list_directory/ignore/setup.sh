@@ -1,0 +1,1 @@
+touch x.log abc keep.txt

@@ -1,0 +1,1 @@
+printf "one\ntwo\n" > a.txt

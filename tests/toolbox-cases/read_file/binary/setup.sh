@@ -1,0 +1,1 @@
+mkdir sub; printf "\000\001\002" > sub/b.dat

@@ -1,0 +1,1 @@
+head -c 2005 /dev/zero | tr "\0" x > long.txt

@@ -1,0 +1,1 @@
+truncate -s 21M big

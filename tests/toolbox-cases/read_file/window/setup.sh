@@ -1,0 +1,1 @@
+printf "one\ntwo\nthree\nfour\n" > a.txt

@@ -1,0 +1,1 @@
+mkdir build; echo out > build/o.txt

@@ -1,0 +1,1 @@
+printf "a\r\nb\r\n" > w.txt

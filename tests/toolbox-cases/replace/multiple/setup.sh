@@ -1,0 +1,1 @@
+printf "x\nx\n" > f.txt

@@ -1,0 +1,1 @@
+printf "alpha\nbeta\ngamma\n" > f.txt

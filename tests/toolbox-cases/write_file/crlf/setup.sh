@@ -1,0 +1,1 @@
+printf "x\r\ny\r\n" > w.txt

@@ -1,0 +1,71 @@
+/* test_geminicli.c — TAP checks of the geminicli toolset's declarations (sorted, valid JSON
+ * Schema objects of upstream's shape, every required name declared, the default image) and
+ * of the built-in system prompt. With the argument `prompt` it prints the system prompt
+ * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
+#include <stdlib.h>
+
+#include "../../lib/toolset.h"
+#include "tap.h"
+
+static int print_prompt(void)
+{
+	struct sbx_err e = {0};
+	char *p = toolset_geminicli.system_prompt(&e);
+	if (!p) {
+		fprintf(stderr, "%s\n", e.msg);
+		return 1;
+	}
+	fputs(p, stdout);
+	free(p);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct toolset *ts = &toolset_geminicli;
+	struct sbx_err e = {0};
+	char *prompt;
+
+	if (argc == 2 && strcmp(argv[1], "prompt") == 0)
+		return print_prompt();
+	is_str(ts->name, "geminicli", "toolset name");
+	is_str(ts->default_image, "geminicli-toolbox:latest", "default image");
+	ok(ts->ntools == 8, "eight tools");
+	for (size_t i = 0; i < ts->ntools; i++) {
+		const struct tool *t = &ts->tools[i];
+		struct json_object *s = json_tokener_parse(t->parameters), *ty, *props, *req;
+		bool shape = s && json_object_object_get_ex(s, "type", &ty) &&
+			     strcmp(json_object_get_string(ty), "object") == 0 &&
+			     json_object_object_get_ex(s, "properties", &props) &&
+			     json_object_is_type(props, json_type_object) &&
+			     json_object_object_get_ex(s, "required", &req) &&
+			     json_object_is_type(req, json_type_array);
+		ok(shape, "%s: parameters are {type:object, properties, required}", t->name);
+		if (i > 0)
+			ok(strcmp(ts->tools[i - 1].name, t->name) < 0, "%s: sorted after %s", t->name,
+			   ts->tools[i - 1].name);
+		ok(t->description && *t->description && t->run, "%s: description and runner",
+		   t->name);
+		if (shape) {
+			bool all = json_object_array_length(req) > 0;
+			for (size_t k = 0; k < json_object_array_length(req); k++) {
+				const char *r = json_object_get_string(json_object_array_get_idx(req, k));
+				all = all && json_object_object_get_ex(props, r, NULL);
+			}
+			ok(all, "%s: every required parameter is declared", t->name);
+		}
+		json_object_put(s);
+	}
+	unsetenv("GEMINI_SYSTEM_MD");
+	prompt = ts->system_prompt(&e);
+	ok(prompt && strstr(prompt, "# Core Mandates") && strstr(prompt, "# Operational Guidelines") &&
+		   strstr(prompt, "# Primary Workflows") && strstr(prompt, "# Sandbox"),
+	   "built-in prompt has gemini-cli's sections");
+	free(prompt);
+	setenv("GEMINI_SYSTEM_MD", "/nonexistent/prompt.md", 1);
+	prompt = ts->system_prompt(&e);
+	ok(prompt == NULL, "a missing prompt file is an error");
+	is_str(e.msg, "missing system prompt file '/nonexistent/prompt.md'", "its message");
+	free(prompt);
+	return done_testing();
+}
