@@ -1,4 +1,5 @@
 /* sbx-image — unpack an OCI image into the local backend's rootfs cache and describe it. */
+#include <locale.h>
 #include <stdlib.h>
 
 #include "../lib/flag.h"
@@ -30,6 +31,9 @@ int main(int argc, char **argv)
 	};
 
 	cli_init(argv[0]);
+	/* Layer member names are UTF-8 (pax); libarchive converts them to the locale's charset,
+	 * so use one that holds them all, whatever the caller's environment says. */
+	setlocale(LC_CTYPE, "C.UTF-8");
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);

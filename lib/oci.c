@@ -676,7 +676,8 @@ static int unpack_layer(struct unpack *u, const struct source *s, const struct d
 		goto out;
 	}
 	pathset_clear(&u->written);
-	while ((r = archive_read_next_header(in, &ent)) == ARCHIVE_OK)
+	/* A warning (a name not convertible to the locale's charset) still gives the entry. */
+	while ((r = archive_read_next_header(in, &ent)) == ARCHIVE_OK || r == ARCHIVE_WARN)
 		if (unpack_entry(u, in, ent, e) < 0)
 			goto out;
 	if (r != ARCHIVE_EOF) {
@@ -1071,7 +1072,6 @@ struct oci_image *oci_prepare(const char *ref, const char *cache_dir, struct sbx
 		fs_remove_tree(final);	/* an entry without its rootfs is debris */
 		tmp = xasprintf("%s/.tmp-%s.%ld", cache_dir, md.hex, (long)getpid());
 		if (unpack_all(&s, manifest, tmp, final, img->workdir, e) < 0) {
-			err_prefix(e, "image %s", ref);
 			fs_remove_tree(tmp);
 			goto out;
 		}

@@ -83,10 +83,9 @@ def main():
         data = compress(raw, how)
         h = put(data)
         if layer.get("tamper"):
-            # Same size, one byte changed inside the first file's data: a valid tar whose
-            # hash no longer matches the manifest.
-            i = 1024
-            blobs[h] = data[:i] + bytes([data[i] ^ 1]) + data[i + 1:]
+            # Same size, a file's data changed (it must hold "TAMPERME"; use with "none"):
+            # a valid tar whose hash no longer matches the manifest.
+            blobs[h] = data.replace(b"TAMPERME", b"TAMPERED", 1)
         layers.append({"mediaType": "application/vnd.oci.image.layer.v1.tar" + media[how],
                        "digest": "sha256:" + h, "size": len(data)})
     config = {"architecture": "amd64", "os": "linux", "config": spec.get("config", {}),
