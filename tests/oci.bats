@@ -219,3 +219,16 @@ assert_cache_clean() {
 	assert_contains "/usr/local/bin/geminicli-toolbox"
 	assert_contains "(GNU coreutils)"
 }
+
+@test "-toolset geminicli runs on the toolbox image with the image's own helper" {
+	"$SBX_TOP/scripts/build-images" geminicli-toolbox
+	# No host helper bound at /run/sbx/bin: the image's /usr/local/bin one must do the work.
+	export SBX_TOOLBOX=/nonexistent
+	sbx-create -image "oci-archive:$SBX_TOP/build/images/geminicli-toolbox.tar" gt >/dev/null
+	run sbx-exec -raw gt -- sh -c 'ls /run/sbx/bin/geminicli-toolbox 2>&1; cd && echo x > note.md'
+	assert_contains "No such file or directory"
+	run sbx-tool -toolset geminicli gt <<<'{"id":"c1","type":"function","function":{"name":"list_directory","arguments":"{\"dir_path\":\"/home/clawtainer\"}"}}'
+	assert_status 0
+	assert_json '.role == "tool" and .tool_call_id == "c1"'
+	assert_json '.content | contains("note.md")'
+}
