@@ -113,6 +113,11 @@ fuzz:
 bench: all
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/bench/run
 
+# Container images: every images/*/Dockerfile built with buildah (no Docker engine) and
+# exported as an OCI archive build/images/<name>.tar; see scripts/build-images.
+images:
+	@scripts/build-images
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/

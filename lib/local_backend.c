@@ -31,6 +31,7 @@
 #include "fsutil.h"
 #include "gojson.h"
 #include "localproto.h"
+#include "oci.h"
 #include "paths.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -366,22 +367,47 @@ static const char *const host_dirs[] = {"bin", "sbin", "lib", "lib32", "lib64", 
 
 #define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/sbx/bin"
 
+/* What an OCI image adds after the defaults: its Env (the sandbox keeps its own HOME and
+ * HOSTNAME; /run/sbx/bin stays on PATH). A later --setenv overrides an earlier one. */
+static void image_env(struct argv_b *a, const struct oci_image *img)
+{
+	size_t i;
+
+	for (i = 0; img->env[i]; i++) {
+		const char *eq = strchr(img->env[i], '=');
+		char *name = xstrndup(img->env[i], (size_t)(eq - img->env[i]));
+		if (strcmp(name, "HOME") != 0 && strcmp(name, "HOSTNAME") != 0) {
+			char *val = strcmp(name, "PATH") == 0 ? xasprintf("%s:/run/sbx/bin", eq + 1)
+							      : xstrdup(eq + 1);
+			av_add(a, "--setenv");
+			av_add(a, name);
+			av_add(a, val);
+			free(val);
+		}
+		free(name);
+	}
+}
+
+/* img (NULL: none) is an OCI image whose rootfs is bound from rootfs_src; its User becomes
+ * the sandbox's ids and its WorkingDir the service's (so commands' default) directory. */
 static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sbx_spec *spec,
 			    const char *home_src, const char *init_src, const char *tool_src,
-			    struct sbx_err *e)
+			    const struct oci_image *img, const char *rootfs_src, struct sbx_err *e)
 {
-	char link[PATH_MAX];
+	char link[PATH_MAX], uid[32], gid[32];
 	struct stat st;
 	size_t i;
 
+	snprintf(uid, sizeof uid, "%lu", img ? (unsigned long)img->uid : 0UL);
+	snprintf(gid, sizeof gid, "%lu", img ? (unsigned long)img->gid : 0UL);
 	av_add(a, bwrap);
 	av_add(a, "--die-with-parent");
 	av_add(a, "--new-session");
 	av_add(a, "--unshare-user");
 	av_add(a, "--uid");
-	av_add(a, "0");
+	av_add(a, uid);
 	av_add(a, "--gid");
-	av_add(a, "0");
+	av_add(a, gid);
 	av_add(a, "--unshare-pid");
 	av_add(a, "--unshare-ipc");
 	av_add(a, "--unshare-uts");
@@ -390,7 +416,11 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 		av_add(a, "--unshare-net");
 	av_add(a, "--hostname");
 	av_add(a, spec->name);
-	if (spec->image[0] == '/') {
+	if (img) {
+		av_add(a, "--ro-bind");
+		av_add(a, rootfs_src);
+		av_add(a, "/");
+	} else if (spec->image[0] == '/') {
 		if (stat(spec->image, &st) < 0 || !S_ISDIR(st.st_mode))
 			return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
 		av_add(a, "--ro-bind");
@@ -458,7 +488,7 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 		av_add(a, "/run/sbx/bin/geminicli-toolbox");
 	}
 	av_add(a, "--chdir");
-	av_add(a, "/");
+	av_add(a, img && img->workdir[0] ? img->workdir : "/");
 	/* A scrubbed environment: nothing of the caller's (API keys above all) gets in. */
 	av_add(a, "--clearenv");
 	av_add(a, "--setenv");
@@ -476,6 +506,8 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 	av_add(a, "--setenv");
 	av_add(a, "HOSTNAME");
 	av_add(a, spec->name);
+	if (img)
+		image_env(a, img);
 	av_add(a, "/run/sbx/sbx-init");
 	av_add(a, "serve");
 	return 0;
@@ -483,11 +515,12 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 
 static int image_check(const char *image, struct sbx_err *e)
 {
-	if (image[0] == '\0' || strcmp(image, "host") == 0 || image[0] == '/')
+	if (image[0] == '\0' || strcmp(image, "host") == 0 || image[0] == '/' || oci_is_ref(image))
 		return 0;
 	return err_set(e, SBX_EINVAL,
-		       "the local backend cannot pull image \"%s\": use \"host\" (the default) or "
-		       "the absolute path of a root filesystem directory", image);
+		       "the local backend cannot pull image \"%s\": use \"host\" (the default), "
+		       "the absolute path of a root filesystem directory, oci-archive:PATH[:TAG] or "
+		       "oci:DIR[:TAG]", image);
 }
 
 /* Makes a listening socket at dir/sock. */
@@ -572,11 +605,29 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	free(log);
 }
 
+/* Has sbx-image unpack (or find in its cache) the OCI image the spec names, with the home's
+ * mount point made in it. NULL on failure. */
+static struct oci_image *open_image(const struct sbx_spec *spec, struct sbx_err *e)
+{
+	char *helper = find_helper("SBX_IMAGE_HELPER", "sbx-image");
+	struct oci_image *img;
+
+	if (helper == NULL) {
+		err_set(e, SBX_EUNAVAIL, "cannot find sbx-image next to this program (set "
+			"SBX_IMAGE_HELPER)");
+		return NULL;
+	}
+	img = oci_helper_run(helper, spec->image, spec->homedir, e);
+	free(helper);
+	return img;
+}
+
 static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
 		      struct sbx_info *out, struct sbx_err *e)
 {
 	char *bwrap = NULL, *init = NULL, *tool = NULL, *home = NULL, *lockp = NULL;
 	struct argv_b sv = {0};
+	struct oci_image *img = NULL;
 	int lsock = -1, rc = -1, drop, fd;
 	uid_t uid;
 	gid_t gid;
@@ -597,6 +648,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	}
 	tool = find_helper("SBX_TOOLBOX", "geminicli-toolbox");
 	sandbox_ids(&uid, &gid, &drop);
+	if (oci_is_ref(spec->image) && (img = open_image(spec, e)) == NULL)
+		goto out;
 
 	if (mkdir(p->dir, 0700) < 0) {
 		err_sys(e, errno, "cannot create %s", p->dir);
@@ -641,10 +694,12 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	av_add(&sv, drop ? home : "-");
 	av_add(&sv, drop ? init : "-");
 	av_add(&sv, drop && tool ? tool : "-");
+	av_add(&sv, drop && img ? img->rootfs : "-");
 	av_add(&sv, "--");
 	if (build_bwrap_argv(&sv, bwrap, spec, drop ? "/run/sbx-stage/home" : home,
 			     drop ? "/run/sbx-stage/sbx-init" : init,
-			     tool ? (drop ? "/run/sbx-stage/geminicli-toolbox" : tool) : NULL, e) < 0)
+			     tool ? (drop ? "/run/sbx-stage/geminicli-toolbox" : tool) : NULL, img,
+			     img && drop ? "/run/sbx-stage/rootfs" : img ? img->rootfs : NULL, e) < 0)
 		goto out;
 	if (spawn_supervisor(sv.v, lsock, e) < 0)
 		goto out;
@@ -659,6 +714,7 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 out:
 	if (lsock >= 0)
 		close(lsock);
+	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
 		fs_remove_tree(p->dir);
 	av_free(&sv);

@@ -6,6 +6,6 @@
 int init_serve(int listen_fd);
 /* Runs bwrap_argv as the sandbox and removes dir when it ends. Returns the exit status. */
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
-		   const char *const stage_src[3], char **bwrap_argv);
+		   const char *const stage_src[4], char **bwrap_argv);
 
 #endif

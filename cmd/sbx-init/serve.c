@@ -178,7 +178,8 @@ static void start_child(char **argv, char **env, const char *workdir, int fds[3]
 			goto fail;
 	for (i = 0; env[i]; i++)
 		putenv(env[i]);
-	if (chdir(workdir[0] ? workdir : "/") < 0) {
+	/* No workdir: stay where the service runs (an image's WorkingDir, else "/"). */
+	if (workdir[0] && chdir(workdir) < 0) {
 		err = errno;
 		if (write(errw, &err, sizeof err) < 0)
 			_exit(126);

@@ -76,14 +76,15 @@ static int stage_one(const char *src, const char *name, int is_dir)
 	return mount(src, dst, NULL, MS_BIND, NULL);
 }
 
-static int stage(const char *home, const char *init, const char *toolbox)
+static int stage(const char *const src[4])
 {
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount("sbx-stage", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
 	    mkdir(STAGE_DIR, 0755) < 0)
 		return -1;
-	if (stage_one(home, "home", 1) < 0 || stage_one(init, "sbx-init", 0) < 0 ||
-	    stage_one(toolbox, "geminicli-toolbox", 0) < 0)
+	/* src: the home, sbx-init, geminicli-toolbox and an OCI image's rootfs ("-": none). */
+	if (stage_one(src[0], "home", 1) < 0 || stage_one(src[1], "sbx-init", 0) < 0 ||
+	    stage_one(src[2], "geminicli-toolbox", 0) < 0 || stage_one(src[3], "rootfs", 1) < 0)
 		return -1;
 	return 0;
 }
@@ -163,7 +164,7 @@ static void teardown(const char *dir, pid_t bwrap)
 }
 
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
-		   const char *const stage_src[3], char **bwrap_argv)
+		   const char *const stage_src[4], char **bwrap_argv)
 {
 	char path[4096], pid[32];
 	sigset_t set;
@@ -179,7 +180,7 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	if (fs_write_atomic(path, pid, strlen(pid), 0600) < 0)
 		return 111;
 
-	if (strcmp(uid, "-") != 0 && stage(stage_src[0], stage_src[1], stage_src[2]) < 0) {
+	if (strcmp(uid, "-") != 0 && stage(stage_src) < 0) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "staging: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);
