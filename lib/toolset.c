@@ -350,13 +350,13 @@ static const struct tool basic_tools[] = {
 static char *basic_prompt(struct sbx_err *e)
 {
 	(void)e;
+	/* Upstream's own words (pkg/toolsets/basic), so histories stay alike. */
 	return xstrdup(
-		"You are a helpful assistant with access to a sandboxed Linux environment. You can "
-		"run shell commands with the run_command tool, list directories with ls, read files "
-		"with read and create or overwrite files with write. The sandbox is isolated from the "
-		"user's machine; your home directory there is kept between turns. Use the tools when "
-		"they help answer the user, and explain briefly what you are doing and what you found.");
-}
+		"You are a helpful AI assistant with access to a sandboxed environment. You can use "
+		"the available tools (like run_command to execute shell commands, ls to list files, "
+		"read to read files, and write to write files) to answer user questions or perform "
+		"tasks. Always explain what you are doing.");
+}}
 
 const struct toolset toolset_basic = {
 	.name = "basic",
