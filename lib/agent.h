@@ -114,8 +114,10 @@ struct agent_session;
  * else "local". Returns a static string; *why (may be NULL) gets a static explanation. */
 const char *agent_default_backend(const char **why);
 
-/* Validates the configuration (upstream's startup checks, same texts: `homeDir must not be
- * empty`, `sessionName is required`, `invalid sessionName "<n>": <reason>`, unknown toolset),
+/* Validates the configuration with upstream's startup checks in upstream's order and texts
+ * (`homeDir must not be empty`, `sessionName is required`, `invalid sessionName "<n>":
+ * <reason>`, the API key unless the model is fake-eliza, `failed to get kubernetes
+ * configuration: …` for the kubernetes backend; then namespace and toolset),
  * loads the history (a torn last line is logged as a warning and skipped) and, for a session
  * without history, stores the toolset's system prompt. */
 struct agent_session *agent_session_open(const struct agent_config *cfg, struct sbx_err *e);
@@ -123,9 +125,10 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 struct json_object *agent_session_history(struct agent_session *s);
 /* Whether the history was empty when the session was opened (before the system prompt). */
 bool agent_session_is_new(const struct agent_session *s);
-/* The resolved backend name ("local"/"kubernetes"), model ("" = llm-chat's default) etc. */
+/* The resolved backend ("local"/"kubernetes"), session name and model (borrowed). */
 const char *agent_session_backend(const struct agent_session *s);
 const char *agent_session_name(const struct agent_session *s);
+const char *agent_session_model(const struct agent_session *s);
 
 /* Runs one turn for user_text. cancel_fd: -1 or a descriptor that becomes readable to cancel
  * (it is only polled, never read). */

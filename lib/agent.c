@@ -1,0 +1,876 @@
+/* agent.c — one agent turn composed from the sbx programs (see agent.h for the picture). */
+#include "agent.h"
+
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backend.h"
+#include "child.h"
+#include "duration.h"
+#include "eliza.h"
+#include "gojson.h"
+#include "history.h"
+#include "llm.h"
+#include "name.h"
+#include "toolset.h"
+#include "xalloc.h"
+
+/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed). */
+#define TOOL_FAILED_STATUS 1
+#define NOTFOUND_STATUS 101
+/* client-go's text when neither in-cluster nor kubeconfig configuration exists. */
+#define KUBE_NO_CONFIG "invalid configuration: no configuration has been provided, try setting " \
+	"KUBERNETES_MASTER environment variable"
+
+struct agent_session {
+	char *name, *backend, *ns, *image, *homedir, *model, *bindir;
+	const struct toolset *ts;
+	int64_t tool_timeout_ns, ttl_ns;
+	int max_rounds;
+	struct history *h;
+	struct json_object *tools;	/* the toolset's declarations */
+	bool is_new;
+	bool active;			/* a sandbox this session made is believed alive */
+	bool created;			/* this session made (or adopted) one: delete on close */
+	void (*log)(void *, enum agent_log_level, const char *);
+	void (*trace)(void *, const char *, const char *);
+	void *log_arg;
+};
+
+/* ---- configuration ---- */
+
+static bool file_exists(const char *p)
+{
+	struct stat st;
+
+	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Whether KUBECONFIG (a ':'-separated list) or ~/.kube/config names an existing file, or the
+ * process runs in a pod. */
+static bool kube_config_found(const char **why)
+{
+	const char *kc = getenv("KUBECONFIG"), *home = getenv("HOME");
+	bool found = false;
+
+	if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
+		*why = "in-cluster configuration found";
+		return true;
+	}
+	if (kc && *kc) {
+		char *list = xstrdup(kc), *save = NULL, *p;
+		for (p = strtok_r(list, ":", &save); p && !found; p = strtok_r(NULL, ":", &save))
+			found = file_exists(p);
+		free(list);
+		*why = found ? "KUBECONFIG names a configuration" : "no Kubernetes configuration found";
+		return found;
+	}
+	if (home && *home) {
+		char *p = xasprintf("%s/.kube/config", home);
+		found = file_exists(p);
+		free(p);
+	}
+	*why = found ? "~/.kube/config found" : "no Kubernetes configuration found";
+	return found;
+}
+
+const char *agent_default_backend(const char **why)
+{
+	const char *env = getenv("SANDBOX_BACKEND"), *w;
+
+	if (why == NULL)
+		why = &w;
+	if (env && *env) {
+		*why = "SANDBOX_BACKEND";
+		return strcmp(env, "kubernetes") == 0 ? "kubernetes"
+		       : strcmp(env, "local") == 0 ? "local" : env;
+	}
+	return kube_config_found(why) ? "kubernetes" : "local";
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? xstrdup(s) : NULL;
+}
+
+static void logf_(struct agent_session *s, enum agent_log_level lv, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void logf_(struct agent_session *s, enum agent_log_level lv, const char *fmt, ...)
+{
+	va_list ap;
+	char *m;
+
+	if (s->log == NULL)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	va_end(ap);
+	if (m) {
+		s->log(s->log_arg, lv, m);
+		free(m);
+	}
+}
+
+static void trace(struct agent_session *s, const char *label, const char *json)
+{
+	if (s->trace)
+		s->trace(s->log_arg, label, json);
+}
+
+struct agent_session *agent_session_open(const struct agent_config *cfg, struct sbx_err *e)
+{
+	struct agent_session *s;
+	const char *home = cfg->homedir, *tsname = cfg->toolset, *why;
+	char *prompt = NULL;
+
+	if (home == NULL) {
+		home = getenv("SANDBOX_HOME_DIR");
+		if (home == NULL || *home == '\0')
+			home = SBX_DEFAULT_HOMEDIR;
+	}
+	if (*home == '\0') {
+		err_set(e, SBX_EINVAL, "homeDir must not be empty");
+		return NULL;
+	}
+	if (cfg->session == NULL || *cfg->session == '\0') {
+		err_set(e, SBX_EINVAL, "sessionName is required");
+		return NULL;
+	}
+	if (name_check(cfg->session, e) < 0) {
+		err_prefix(e, "invalid sessionName \"%s\"", cfg->session);
+		return NULL;
+	}
+	s = xcalloc(1, sizeof *s);
+	s->log = cfg->log;
+	s->trace = cfg->trace;
+	s->log_arg = cfg->log_arg;
+	s->name = xstrdup(cfg->session);
+	s->homedir = xstrdup(home);
+	s->model = xstrdup(llm_pick_model(cfg->model, NULL));
+	if (strcmp(s->model, ELIZA_MODEL) != 0 && llm_env_key() == NULL) {
+		err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+		goto fail;
+	}
+	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : agent_default_backend(NULL));
+	if (strcmp(s->backend, "local") != 0 && strcmp(s->backend, "kubernetes") != 0) {
+		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", s->backend);
+		goto fail;
+	}
+	if (strcmp(s->backend, "kubernetes") == 0 && !kube_config_found(&why)) {
+		err_set(e, SBX_EINVAL, "failed to get kubernetes configuration: %s", KUBE_NO_CONFIG);
+		goto fail;
+	}
+	s->ns = xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace
+			: getenv("SANDBOX_NAMESPACE") && *getenv("SANDBOX_NAMESPACE")
+			? getenv("SANDBOX_NAMESPACE") : SBX_DEFAULT_NAMESPACE);
+	if (namespace_check(s->ns, e) < 0)
+		goto fail;
+	if (tsname == NULL || *tsname == '\0')
+		tsname = getenv("TOOLSET");
+	if ((s->ts = toolset_find(tsname, e)) == NULL)
+		goto fail;
+	s->image = dup_or_null(cfg->image);
+	if (s->image == NULL && strcmp(s->backend, "kubernetes") == 0)
+		s->image = dup_or_null(s->ts->default_image);
+	s->tool_timeout_ns = cfg->tool_timeout_ns > 0 ? cfg->tool_timeout_ns : 0;
+	s->ttl_ns = cfg->ttl_ns > 0 ? cfg->ttl_ns : 0;
+	s->max_rounds = cfg->max_tool_rounds > 0 ? cfg->max_tool_rounds
+			: AGENT_DEFAULT_MAX_TOOL_ROUNDS;
+	s->bindir = cfg->bindir ? xstrdup(cfg->bindir) : child_self_dir();
+	s->tools = toolset_declarations(s->ts);
+
+	if ((s->h = history_open(s->name, e)) == NULL)
+		goto fail;
+	if (history_warning(s->h))
+		logf_(s, AGENT_LOG_WARN, "%s", history_warning(s->h));
+	s->is_new = json_object_array_length(history_messages(s->h)) == 0;
+	if (s->is_new && cfg->must_exist) {
+		err_set(e, SBX_ENOTFOUND, "session \"%s\" has no history", s->name);
+		goto fail;
+	}
+	if (s->is_new) {
+		struct json_object *m;
+		if ((prompt = s->ts->system_prompt(e)) == NULL)
+			goto fail;
+		if (*prompt == '\0') {
+			err_set(e, SBX_EINVAL, "SystemPrompt is not configured");
+			goto fail;
+		}
+		m = json_object_new_object();
+		json_object_object_add(m, "role", json_object_new_string("system"));
+		json_object_object_add(m, "content", json_object_new_string(prompt));
+		if (history_append(s->h, &m, 1, e) < 0) {
+			json_object_put(m);
+			err_prefix(e, "adding system prompt");
+			goto fail;
+		}
+		json_object_put(m);
+	}
+	free(prompt);
+	return s;
+fail:
+	free(prompt);
+	agent_session_free(s);
+	return NULL;
+}
+
+struct json_object *agent_session_history(struct agent_session *s)
+{
+	return history_messages(s->h);
+}
+
+bool agent_session_is_new(const struct agent_session *s)
+{
+	return s->is_new;
+}
+
+const char *agent_session_backend(const struct agent_session *s)
+{
+	return s->backend;
+}
+
+const char *agent_session_name(const struct agent_session *s)
+{
+	return s->name;
+}
+
+const char *agent_session_model(const struct agent_session *s)
+{
+	return s->model;
+}
+
+/* ---- children ---- */
+
+#define ARGV_MAX 24
+
+struct argv {
+	char *v[ARGV_MAX];
+	int n;
+	char *own[4];			/* formatted values freed with the argv */
+	int nown;
+};
+
+static void arg(struct argv *a, const char *s)
+{
+	if (a->n < ARGV_MAX - 1)
+		a->v[a->n++] = (char *)s;
+	a->v[a->n] = NULL;
+}
+
+static void arg_own(struct argv *a, char *s)
+{
+	arg(a, s);
+	if (a->nown < 4)
+		a->own[a->nown++] = s;
+}
+
+static void argv_free(struct argv *a)
+{
+	for (int i = 0; i < a->nown; i++)
+		free(a->own[i]);
+}
+
+/* argv[0] plus the backend selection every sandbox tool takes. */
+static void argv_sbx(struct agent_session *s, struct argv *a, const char *prog)
+{
+	memset(a, 0, sizeof *a);
+	arg(a, prog);
+	arg(a, "-backend");
+	arg(a, s->backend);
+	arg(a, "-namespace");
+	arg(a, s->ns);
+}
+
+static void arg_duration(struct argv *a, const char *flag, int64_t ns)
+{
+	char d[DURATION_BUFSZ];
+
+	arg(a, flag);
+	arg_own(a, xstrdup(duration_format(ns, d, sizeof d)));
+}
+
+/* Runs argv (argv[0] = program name) found next to us, else on PATH. */
+static int run(struct agent_session *s, struct argv *a, const char *in, size_t in_len,
+	       int cancel_fd, int (*on_line)(void *, char *, size_t), void *larg,
+	       struct child_result *res, struct sbx_err *e)
+{
+	char *path = child_find(s->bindir, a->v[0]);
+	struct child_req rq = {.path = path ? path : a->v[0], .argv = a->v, .in = in,
+			       .in_len = in_len, .cancel_fd = cancel_fd, .on_line = on_line,
+			       .arg = larg};
+	int rc = child_run(&rq, res, e);
+
+	free(path);
+	return rc;
+}
+
+/* The message of a failed child: its stderr's last line, else its status. */
+static char *failure(const struct child_result *res, const char *prog)
+{
+	char *m = child_err_message(res, prog);
+
+	if (*m == '\0') {
+		free(m);
+		m = xasprintf("%s exited with status %d", prog, res->status);
+	}
+	return m;
+}
+
+static bool fired(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* Runs a sandbox tool that prints one JSON document; *doc gets it (NULL if unparsable).
+ * Returns the child's status, -1 with e when it could not run, -2 when cancelled. */
+static int run_doc(struct agent_session *s, struct argv *a, int cancel_fd,
+		   struct json_object **doc, char **msg, struct sbx_err *e)
+{
+	struct child_result res;
+	const char *why;
+	char label[64];
+	int st;
+
+	*doc = NULL;
+	*msg = NULL;
+	if (run(s, a, NULL, 0, cancel_fd, NULL, NULL, &res, e) < 0)
+		return -1;
+	if (res.canceled) {
+		child_result_free(&res);
+		err_set(e, SBX_ECANCELED, "context canceled");
+		return -2;
+	}
+	snprintf(label, sizeof label, "%s >", a->v[0]);
+	if (res.out_len > 0)
+		trace(s, label, res.out);
+	*doc = gojson_parse(res.out, res.out_len, &why);
+	if (res.status != 0)
+		*msg = failure(&res, a->v[0]);
+	st = res.status;
+	child_result_free(&res);
+	return st;
+}
+
+/* ---- the sandbox lifecycle ---- */
+
+static void restore(struct agent_session *s, int cancel_fd)
+{
+	struct json_object *doc, *v;
+	struct argv a;
+	struct sbx_err e;
+	char *msg;
+	int st;
+
+	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
+	argv_sbx(s, &a, "sbx-restore");
+	arg(&a, "-homedir");
+	arg(&a, s->homedir);
+	arg(&a, s->name);
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
+	if (st != 0) {
+		logf_(s, AGENT_LOG_WARN, "failed to restore filesystem; starting with a fresh sandbox "
+		      "instead: %s", st < 0 ? e.msg : msg);
+	} else if (json_object_object_get_ex(doc, "restored", &v) && json_object_is_type(v, json_type_string)) {
+		logf_(s, AGENT_LOG_INFO, "restored filesystem from latest backup backup=\"%s\"",
+		      json_object_get_string(v));
+	} else {
+		logf_(s, AGENT_LOG_INFO, "no backup to restore; starting with a fresh sandbox");
+	}
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+}
+
+static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	struct json_object *doc, *v;
+	struct argv a;
+	char *msg;
+	int st, rc = -1;
+	bool reused;
+
+	logf_(s, AGENT_LOG_INFO, "launching sandbox for tool execution...");
+	argv_sbx(s, &a, "sbx-create");
+	if (s->image) {
+		arg(&a, "-image");
+		arg(&a, s->image);
+	}
+	arg(&a, "-homedir");
+	arg(&a, s->homedir);
+	if (s->ttl_ns > 0)
+		arg_duration(&a, "-ttl", s->ttl_ns);
+	arg(&a, s->name);
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
+	if (st == -2 || st == -1) {
+		if (st == -1)
+			err_prefix(e, "failed to create sandbox");
+		goto out;
+	}
+	if (st != 0) {
+		err_set(e, SBX_EIO, "failed to create sandbox: %s", msg);
+		goto out;
+	}
+	s->active = s->created = true;
+	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
+	if (reused)
+		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
+	else
+		restore(s, cancel_fd);
+	rc = 0;
+out:
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+	return rc;
+}
+
+/* Moves the shutdown time. 0 ok, 1 the sandbox is gone, -1 error (e). */
+static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	struct json_object *doc;
+	struct argv a;
+	char *msg;
+	int st, rc;
+
+	argv_sbx(s, &a, "sbx-touch");
+	if (s->ttl_ns > 0)
+		arg_duration(&a, "-ttl", s->ttl_ns);
+	arg(&a, s->name);
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
+	if (st == 0)
+		rc = 0;
+	else if (st == NOTFOUND_STATUS)
+		rc = 1;
+	else if (st < 0)
+		rc = -1;
+	else
+		rc = err_set(e, SBX_EIO, "%s", msg);
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+	return rc;
+}
+
+/* Upstream's ensureSandbox: reuse (touched) or create + restore. */
+static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	if (s->active) {
+		int t = touch(s, cancel_fd, e);
+		if (t == 0)
+			return 0;
+		if (t < 0) {
+			if (e->code != SBX_ECANCELED)
+				err_prefix(e, "extending sandbox TTL");
+			return -1;
+		}
+		logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, will recreate it");
+		s->active = false;
+	}
+	return create(s, cancel_fd, e);
+}
+
+static void snapshot(struct agent_session *s, int cancel_fd)
+{
+	struct json_object *doc, *v;
+	struct argv a;
+	struct sbx_err e;
+	char *msg;
+	int st;
+
+	argv_sbx(s, &a, "sbx-snapshot");
+	arg(&a, "-homedir");
+	arg(&a, s->homedir);
+	arg(&a, s->name);
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
+	if (st != 0) {
+		logf_(s, AGENT_LOG_WARN, "failed to snapshot filesystem: %s", st < 0 ? e.msg : msg);
+	} else {
+		if (json_object_object_get_ex(doc, "pruned", &v) && json_object_is_type(v, json_type_array))
+			for (size_t i = 0; i < json_object_array_length(v); i++)
+				logf_(s, AGENT_LOG_INFO, "pruned old backup backup=\"%s\"",
+				      json_object_get_string(json_object_array_get_idx(v, i)));
+		if (json_object_object_get_ex(doc, "path", &v))
+			logf_(s, AGENT_LOG_INFO, "saved filesystem state to new backup backup=\"%s\"",
+			      json_object_get_string(v));
+	}
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+}
+
+int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e)
+{
+	struct json_object *doc;
+	struct argv a;
+	char *msg;
+	int st, rc = 0;
+
+	if (!s->created)
+		return 0;
+	argv_sbx(s, &a, "sbx-delete");
+	arg(&a, s->name);
+	st = run_doc(s, &a, -1, &doc, &msg, e);
+	if (st > 0)
+		rc = err_set(e, SBX_EIO, "failed to delete sandbox %s: %s", s->name, msg);
+	else if (st < 0)
+		rc = err_prefix(e, "failed to delete sandbox %s", s->name);
+	else
+		s->created = s->active = false;
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+	return rc;
+}
+
+/* ---- one turn ---- */
+
+struct llm_read {
+	struct agent_session *s;
+	const struct agent_callbacks *cb;
+	struct json_object *final;	/* {"message":…} line */
+};
+
+static int on_llm_line(void *arg, char *line, size_t len)
+{
+	struct llm_read *r = arg;
+	struct json_object *ev, *v;
+	const char *why;
+
+	if (len == 0)
+		return 0;
+	trace(r->s, "llm-chat >", line);
+	if ((ev = gojson_parse(line, len, &why)) == NULL)
+		return 0;
+	if (json_object_object_get_ex(ev, "delta", &v) && json_object_is_type(v, json_type_string)) {
+		if (r->cb && r->cb->on_delta && json_object_get_string_len(v) > 0)
+			r->cb->on_delta(r->cb->arg, json_object_get_string(v),
+					(size_t)json_object_get_string_len(v));
+	} else if (json_object_object_get_ex(ev, "message", &v) &&
+		   json_object_is_type(v, json_type_object)) {
+		json_object_put(r->final);
+		r->final = json_object_get(v);
+	}
+	json_object_put(ev);
+	return 0;
+}
+
+/* One chat completion through llm-chat -stream. New reference, or NULL with e. */
+static struct json_object *call_llm(struct agent_session *s, const struct agent_callbacks *cb,
+				    int cancel_fd, struct sbx_err *e)
+{
+	struct json_object *req = json_object_new_object();
+	struct llm_read r = {.s = s, .cb = cb};
+	struct child_result res;
+	struct argv a = {0};
+	char *body, *msg;
+
+	json_object_object_add(req, "model", json_object_new_string(s->model));
+	json_object_object_add(req, "messages", json_object_get(history_messages(s->h)));
+	if (json_object_array_length(s->tools) > 0)
+		json_object_object_add(req, "tools", json_object_get(s->tools));
+	body = gojson_encode(req);
+	json_object_put(req);
+	trace(s, "llm-chat <", body);
+	arg(&a, "llm-chat");
+	arg(&a, "-stream");
+	if (run(s, &a, body, strlen(body), cancel_fd, on_llm_line, &r, &res, e) < 0) {
+		free(body);
+		return NULL;
+	}
+	free(body);
+	if (res.canceled) {
+		err_set(e, SBX_ECANCELED, "context canceled");
+	} else if (res.status != 0) {
+		msg = failure(&res, "llm-chat");
+		err_set(e, SBX_EIO, "%s", msg);
+		free(msg);
+	} else if (r.final == NULL) {
+		err_set(e, SBX_EIO, "llm-chat printed no message");
+	}
+	child_result_free(&res);
+	if (e->code != SBX_OK) {
+		json_object_put(r.final);
+		return NULL;
+	}
+	return r.final;
+}
+
+static const char *str_field(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return "";
+}
+
+static void call_of(struct json_object *raw, struct agent_tool_call *c)
+{
+	struct json_object *fn = NULL;
+
+	json_object_object_get_ex(raw, "function", &fn);
+	c->id = str_field(raw, "id");
+	c->name = str_field(fn, "name");
+	c->arguments = str_field(fn, "arguments");
+	c->raw = raw;
+}
+
+static struct json_object *tool_message(const char *id, const char *content)
+{
+	struct json_object *m = json_object_new_object();
+
+	json_object_object_add(m, "role", json_object_new_string("tool"));
+	json_object_object_add(m, "content", json_object_new_string(content));
+	json_object_object_add(m, "tool_call_id", json_object_new_string(id));
+	return m;
+}
+
+/* Runs one approved call through sbx-tool. Returns the tool message's content (newly
+ * allocated) with *failed, or NULL with e (cancelled, or the sandbox vanished: SBX_ENOTFOUND). */
+static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
+		      bool *failed, struct sbx_err *e)
+{
+	struct child_result res;
+	struct json_object *doc = NULL;
+	struct argv a;
+	const char *why;
+	char *in = gojson_encode(c->raw), *out = NULL, *msg;
+
+	trace(s, "sbx-tool <", in);
+	argv_sbx(s, &a, "sbx-tool");
+	arg(&a, "-toolset");
+	arg(&a, s->ts->name);
+	arg_duration(&a, "-tool-timeout", s->tool_timeout_ns);
+	arg(&a, "-homedir");
+	arg(&a, s->homedir);
+	arg(&a, s->name);
+	*failed = true;
+	if (run(s, &a, in, strlen(in), cancel_fd, NULL, NULL, &res, e) < 0) {
+		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		err_clear(e);
+		goto done;
+	}
+	if (res.out_len)
+		trace(s, "sbx-tool >", res.out);
+	if (res.canceled) {
+		err_set(e, SBX_ECANCELED, "context canceled");
+	} else if (res.status == NOTFOUND_STATUS) {
+		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", s->name);
+	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS) &&
+		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
+		   json_object_is_type(doc, json_type_object)) {
+		out = xstrdup(str_field(doc, "content"));
+		*failed = res.status != 0;
+	} else {
+		msg = failure(&res, "sbx-tool");
+		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, msg);
+		free(msg);
+	}
+	child_result_free(&res);
+done:
+	json_object_put(doc);
+	argv_free(&a);
+	free(in);
+	return out;
+}
+
+/* Stores a tool message for every call from index `from` on, as one append: the cancellation
+ * text when text is NULL, else `Error calling tool "<name>": <text>` (the turn's error).
+ * started: call `from` was announced with on_tool_start, so it gets its on_tool_end. */
+static void close_calls(struct agent_session *s, struct json_object *calls, size_t from,
+			const struct agent_callbacks *cb, bool started, const char *text)
+{
+	size_t n = json_object_array_length(calls), k = 0, i;
+	struct json_object **msgs = xcalloc(n + 1, sizeof *msgs);
+	struct sbx_err e;
+
+	for (i = from; i < n; i++) {
+		struct agent_tool_call c;
+		char *content;
+		call_of(json_object_array_get_idx(calls, i), &c);
+		content = text ? xasprintf("Error calling tool \"%s\": %s", c.name, text)
+			       : xasprintf(AGENT_CANCELLED_FMT, c.name);
+		if (i == from && started && cb && cb->on_tool_end)
+			cb->on_tool_end(cb->arg, &c, true, content);
+		msgs[k++] = tool_message(c.id, content);
+		free(content);
+	}
+	if (k > 0 && history_append(s->h, msgs, k, &e) < 0)
+		logf_(s, AGENT_LOG_WARN, "adding tool messages: %s", e.msg);
+	for (i = 0; i < k; i++)
+		json_object_put(msgs[i]);
+	free(msgs);
+}
+
+static int append1(struct agent_session *s, struct json_object *m, struct sbx_err *e)
+{
+	return history_append(s->h, &m, 1, e);
+}
+
+/* Runs the calls of one assistant message. 0 done, or an agent_status with e. */
+static int run_calls(struct agent_session *s, struct json_object *calls,
+		     const struct agent_callbacks *cb, int cancel_fd, bool *executed,
+		     struct sbx_err *e)
+{
+	size_t n = json_object_array_length(calls), i;
+
+	for (i = 0; i < n; i++) {
+		struct agent_tool_call c;
+		struct json_object *m;
+		bool failed = true, started = false;
+		char *content = NULL;
+		int ok = 1, tries;
+
+		call_of(json_object_array_get_idx(calls, i), &c);
+		if (fired(cancel_fd))
+			goto cancelled;
+		if (cb && cb->approve) {
+			ok = cb->approve(cb->arg, &c, e);
+			if (ok < 0 && e->code == SBX_ECANCELED)
+				goto cancelled;
+			if (ok < 0) {
+				err_prefix(e, "requesting tool call approval");
+				close_calls(s, calls, i, cb, false, e->msg);
+				return AGENT_ERROR;
+			}
+		}
+		if (ok == 0) {
+			content = xasprintf(AGENT_DENIED_FMT, c.name);
+		} else {
+			for (tries = 0; tries < 2 && content == NULL; tries++) {
+				if (ensure_sandbox(s, cancel_fd, e) < 0) {
+					if (e->code == SBX_ECANCELED)
+						goto cancelled;
+					close_calls(s, calls, i, cb, started, e->msg);
+					return AGENT_ERROR;
+				}
+				if (!started && cb && cb->on_tool_start)
+					cb->on_tool_start(cb->arg, &c);
+				started = true;
+				*executed = true;
+				content = run_tool(s, &c, cancel_fd, &failed, e);
+				if (content == NULL && e->code == SBX_ECANCELED)
+					goto cancelled;
+				if (content == NULL) {	/* vanished between touch and exec */
+					logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, "
+					      "will recreate it");
+					s->active = false;
+				}
+			}
+			if (content == NULL)
+				content = xasprintf("Error calling tool \"%s\": failed to run tool: %s",
+						    c.name, e->msg);
+			if (cb && cb->on_tool_end)
+				cb->on_tool_end(cb->arg, &c, failed, content);
+		}
+		m = tool_message(c.id, content);
+		free(content);
+		if (append1(s, m, e) < 0) {
+			json_object_put(m);
+			err_prefix(e, "adding tool message");
+			return AGENT_ERROR;
+		}
+		json_object_put(m);
+		if (ok != 0) {
+			struct sbx_err te;
+			if (touch(s, -1, &te) < 0)
+				logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
+		}
+		continue;
+cancelled:
+		close_calls(s, calls, i, cb, started, NULL);
+		err_set(e, SBX_ECANCELED, "the turn was cancelled");
+		return AGENT_CANCELED;
+	}
+	return 0;
+}
+
+enum agent_status agent_turn(struct agent_session *s, const char *user_text,
+			     const struct agent_callbacks *cb, int cancel_fd, char **reply,
+			     struct sbx_err *e)
+{
+	struct json_object *user = json_object_new_object(), *msg, *stored, *calls;
+	bool executed = false;
+	int rounds = 0, st;
+
+	*reply = NULL;
+	err_clear(e);
+	json_object_object_add(user, "role", json_object_new_string("user"));
+	json_object_object_add(user, "content", json_object_new_string(user_text));
+	st = append1(s, user, e);
+	json_object_put(user);
+	if (st < 0) {
+		err_prefix(e, "adding user message");
+		return AGENT_ERROR;
+	}
+	for (;;) {
+		err_clear(e);
+		if ((msg = call_llm(s, cb, cancel_fd, e)) == NULL) {
+			if (e->code == SBX_ECANCELED)
+				return AGENT_CANCELED;
+			err_prefix(e, "failed to call LLM");
+			return AGENT_ERROR;
+		}
+		if (!json_object_object_get_ex(msg, "role", NULL))
+			json_object_object_add(msg, "role", json_object_new_string("assistant"));
+		st = append1(s, msg, e);
+		json_object_put(msg);
+		if (st < 0) {
+			err_prefix(e, "adding assistant message");
+			return AGENT_ERROR;
+		}
+		stored = json_object_array_get_idx(history_messages(s->h),
+						   json_object_array_length(history_messages(s->h)) - 1);
+		if (!json_object_object_get_ex(stored, "tool_calls", &calls) ||
+		    !json_object_is_type(calls, json_type_array) || json_object_array_length(calls) == 0) {
+			if (cb && cb->on_assistant)
+				cb->on_assistant(cb->arg, stored, true);
+			if (executed && s->active)
+				snapshot(s, cancel_fd);
+			*reply = xstrdup(str_field(stored, "content"));
+			return AGENT_DONE;
+		}
+		if (cb && cb->on_assistant)
+			cb->on_assistant(cb->arg, stored, false);
+		if ((st = run_calls(s, calls, cb, cancel_fd, &executed, e)) != 0)
+			return (enum agent_status)st;
+		if (++rounds >= s->max_rounds) {
+			if (executed && s->active)
+				snapshot(s, cancel_fd);
+			err_set(e, SBX_EIO, "stopped after %d tool rounds in one turn (-max-tool-rounds %d); "
+				"send another message to let the agent continue", rounds, s->max_rounds);
+			return AGENT_LIMIT;
+		}
+	}
+}
+
+void agent_session_free(struct agent_session *s)
+{
+	if (s == NULL)
+		return;
+	history_close(s->h);
+	json_object_put(s->tools);
+	free(s->name);
+	free(s->backend);
+	free(s->ns);
+	free(s->image);
+	free(s->homedir);
+	free(s->model);
+	free(s->bindir);
+	free(s);
+}
+
+int agent_session_close(struct agent_session *s, struct sbx_err *e)
+{
+	int rc = agent_session_delete_sandbox(s, e);
+
+	agent_session_free(s);
+	return rc;
+}

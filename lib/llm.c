@@ -1,0 +1,991 @@
+/* llm.c — OpenAI-compatible chat completions over libcurl, with retries and streaming. */
+#include "llm.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "eliza.h"
+#include "gojson.h"
+#include "sse.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+/* ---- libcurl, loaded on first use ----
+ * Linking libcurl costs every start about 4 ms (it pulls in TLS, LDAP, SSH, RTMP, Kerberos…),
+ * almost all of a fake-eliza run; so it is opened with dlopen only when a request is made. */
+#define LLM_CURL_SONAME "libcurl.so.4"
+
+static struct {
+	bool loaded;
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_cleanup)(CURL *);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} cu;
+
+static int curl_load(struct sbx_err *e)
+{
+	static const char *const names[] = {
+		"curl_global_init", "curl_easy_init", "curl_easy_setopt", "curl_easy_perform",
+		"curl_easy_getinfo", "curl_easy_cleanup", "curl_easy_strerror", "curl_slist_append",
+		"curl_slist_free_all",
+	};
+	void **slots[] = {
+		(void **)&cu.global_init, (void **)&cu.easy_init, (void **)&cu.easy_setopt,
+		(void **)&cu.easy_perform, (void **)&cu.easy_getinfo, (void **)&cu.easy_cleanup,
+		(void **)&cu.easy_strerror, (void **)&cu.slist_append, (void **)&cu.slist_free_all,
+	};
+	void *lib;
+	size_t i;
+
+	if (cu.loaded)
+		return 0;
+	lib = dlopen(LLM_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (lib == NULL)
+		return err_set(e, SBX_EIO, "llm: cannot load libcurl: %s", dlerror());
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		*slots[i] = dlsym(lib, names[i]);
+		if (*slots[i] == NULL)
+			return err_set(e, SBX_EIO, "llm: libcurl lacks %s", names[i]);
+	}
+	if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return err_set(e, SBX_EIO, "llm: libcurl failed to initialise");
+	cu.loaded = true;
+	return 0;
+}
+
+/* ---- the request document ---- */
+
+int llm_check_request(struct json_object *doc, struct sbx_err *e)
+{
+	struct json_object *v;
+	size_t i, n;
+
+	if (!json_object_is_type(doc, json_type_object))
+		return err_set(e, SBX_EINVAL, "request must be a JSON object");
+	if (json_object_object_get_ex(doc, "model", &v) && v != NULL &&
+	    !json_object_is_type(v, json_type_string))
+		return err_set(e, SBX_EINVAL, "request \"model\" must be a string");
+	if (!json_object_object_get_ex(doc, "messages", &v) || v == NULL)
+		return err_set(e, SBX_EINVAL, "request has no \"messages\"");
+	if (!json_object_is_type(v, json_type_array))
+		return err_set(e, SBX_EINVAL, "request \"messages\" must be an array");
+	n = json_object_array_length(v);
+	if (n == 0)
+		return err_set(e, SBX_EINVAL, "request has no messages");
+	for (i = 0; i < n; i++) {
+		struct json_object *m = json_object_array_get_idx(v, i), *role;
+
+		if (!json_object_is_type(m, json_type_object))
+			return err_set(e, SBX_EINVAL, "request messages[%zu] must be an object", i);
+		if (!json_object_object_get_ex(m, "role", &role) ||
+		    !json_object_is_type(role, json_type_string))
+			return err_set(e, SBX_EINVAL, "request messages[%zu] has no \"role\" string", i);
+	}
+	if (json_object_object_get_ex(doc, "tools", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_array))
+			return err_set(e, SBX_EINVAL, "request \"tools\" must be an array");
+		n = json_object_array_length(v);
+		for (i = 0; i < n; i++)
+			if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_object))
+				return err_set(e, SBX_EINVAL, "request tools[%zu] must be an object", i);
+	}
+	return 0;
+}
+
+struct json_object *llm_read_request(int fd, const volatile sig_atomic_t *cancel,
+				     struct sbx_err *e)
+{
+	struct json_object *doc = NULL;
+	struct buf b = {0};
+	char chunk[65536];
+	const char *why;
+
+	for (;;) {
+		ssize_t n;
+
+		if (cancel && *cancel) {
+			err_set(e, SBX_ECANCELED, "reading the request: canceled");
+			goto out;
+		}
+		n = read(fd, chunk, sizeof chunk);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err_sys(e, errno, "reading the request");
+			e->code = SBX_EIO;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (b.len + (size_t)n > LLM_REQUEST_MAX) {
+			err_set(e, SBX_EINVAL, "request larger than %zu bytes", LLM_REQUEST_MAX);
+			goto out;
+		}
+		buf_append(&b, chunk, (size_t)n);
+	}
+	doc = gojson_parse(b.data ? b.data : "", b.len, &why);
+	if (doc == NULL) {
+		err_set(e, SBX_EINVAL, "request is not valid JSON: %s", why);
+		goto out;
+	}
+	if (llm_check_request(doc, e) < 0) {
+		json_object_put(doc);
+		doc = NULL;
+	}
+out:
+	buf_free(&b);
+	return doc;
+}
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+const char *llm_pick_model(const char *flag, struct json_object *doc)
+{
+	struct json_object *m;
+	const char *v;
+
+	if (flag && *flag)
+		return flag;
+	if (json_object_object_get_ex(doc, "model", &m) && json_object_is_type(m, json_type_string) &&
+	    json_object_get_string_len(m) > 0)
+		return json_object_get_string(m);
+	if ((v = env_nonempty("OPENAI_MODEL")) || (v = env_nonempty("MODEL")))
+		return v;
+	return LLM_DEFAULT_MODEL;
+}
+
+const char *llm_env_key(void)
+{
+	const char *k = env_nonempty("GEMINI_API_KEY");
+
+	return k ? k : env_nonempty("OPENAI_API_KEY");
+}
+
+char *llm_base_url(const char *flag)
+{
+	const char *v = flag && *flag ? flag : env_nonempty("OPENAI_BASE_URL");
+	size_t n;
+
+	if (v == NULL)
+		v = LLM_DEFAULT_BASE_URL;
+	n = strlen(v);
+	if (n > 0 && v[n - 1] == '/')
+		n--;
+	return xstrndup(v, n);
+}
+
+char *llm_request_body(struct json_object *doc, const char *model, bool stream)
+{
+	struct json_object *v;
+	struct buf b = {0};
+
+	buf_puts(&b, "{\"model\":");
+	gojson_append_string(&b, model, strlen(model));
+	buf_puts(&b, ",\"messages\":");
+	json_object_object_get_ex(doc, "messages", &v);
+	gojson_append(&b, v);
+	if (json_object_object_get_ex(doc, "tools", &v) && json_object_is_type(v, json_type_array) &&
+	    json_object_array_length(v) > 0) {
+		buf_puts(&b, ",\"tools\":");
+		gojson_append(&b, v);
+	}
+	json_object_object_foreach(doc, key, val) {
+		if (strcmp(key, "model") == 0 || strcmp(key, "messages") == 0 ||
+		    strcmp(key, "tools") == 0 || strcmp(key, "stream") == 0 ||
+		    strcmp(key, "stream_options") == 0)
+			continue;
+		buf_puts(&b, ",");
+		gojson_append_string(&b, key, strlen(key));
+		buf_puts(&b, ":");
+		gojson_append(&b, val);
+	}
+	if (stream)
+		buf_puts(&b, ",\"stream\":true");
+	buf_puts(&b, "}");
+	return buf_steal(&b);
+}
+
+/* ---- retry policy ---- */
+
+bool llm_retryable_status(long status)
+{
+	switch (status) {
+	case 408: case 429: case 500: case 502: case 503: case 504:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool llm_retryable_transport(int code)
+{
+	switch (code) {
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+int64_t llm_backoff_ns(int attempt, int64_t base_ns, int64_t retry_after_ns, uint32_t rnd)
+{
+	int64_t d = base_ns > 0 ? base_ns : 0;
+	int i;
+
+	for (i = 0; i < attempt && d < LLM_BACKOFF_MAX_NS; i++)
+		d *= 2;
+	if (d > LLM_BACKOFF_MAX_NS)
+		d = LLM_BACKOFF_MAX_NS;
+	/* "Equal jitter": half fixed, half random, so clients that failed together spread out. */
+	if (d > 1)
+		d = d / 2 + (int64_t)((uint64_t)rnd % (uint64_t)(d / 2 + 1));
+	if (retry_after_ns > LLM_RETRY_AFTER_MAX_NS)
+		retry_after_ns = LLM_RETRY_AFTER_MAX_NS;
+	return retry_after_ns > d ? retry_after_ns : d;
+}
+
+int64_t llm_retry_after_ns(const char *v, int64_t now_ns)
+{
+	struct tm tm;
+	const char *end;
+	int64_t secs = 0;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v >= '0' && *v <= '9') {
+		for (; *v >= '0' && *v <= '9'; v++) {
+			if (secs > 86400 * 365)
+				return -1;
+			secs = secs * 10 + (*v - '0');
+		}
+		while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
+			v++;
+		return *v ? -1 : secs * DURATION_S;
+	}
+	memset(&tm, 0, sizeof tm);
+	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (end == NULL)
+		return -1;
+	secs = (int64_t)timegm(&tm) * DURATION_S - now_ns;
+	return secs > 0 ? secs : 0;
+}
+
+/* ---- streamed deltas ---- */
+
+static struct json_object *copy(struct json_object *v)
+{
+	struct json_object *out = NULL;
+
+	if (v == NULL || json_object_deep_copy(v, &out, NULL) != 0)
+		return NULL;
+	return out;
+}
+
+/* Keys whose streamed value is whole each time it appears, not a fragment. */
+static bool replaced_key(const char *k)
+{
+	return strcmp(k, "role") == 0 || strcmp(k, "id") == 0 || strcmp(k, "type") == 0 ||
+	       strcmp(k, "name") == 0 || strcmp(k, "index") == 0;
+}
+
+static bool all_indexed(struct json_object *arr)
+{
+	size_t i, n = json_object_array_length(arr);
+
+	for (i = 0; i < n; i++) {
+		struct json_object *el = json_object_array_get_idx(arr, i), *ix;
+
+		if (!json_object_is_type(el, json_type_object) ||
+		    !json_object_object_get_ex(el, "index", &ix) ||
+		    !json_object_is_type(ix, json_type_int))
+			return false;
+	}
+	return true;
+}
+
+static void merge_indexed(struct json_object *acc, struct json_object *delta)
+{
+	size_t i, j, n = json_object_array_length(delta);
+
+	for (i = 0; i < n; i++) {
+		struct json_object *el = json_object_array_get_idx(delta, i), *ix, *target = NULL;
+		int64_t want;
+
+		json_object_object_get_ex(el, "index", &ix);
+		want = json_object_get_int64(ix);
+		for (j = 0; j < json_object_array_length(acc); j++) {
+			struct json_object *a = json_object_array_get_idx(acc, j), *aix;
+
+			if (json_object_is_type(a, json_type_object) &&
+			    json_object_object_get_ex(a, "index", &aix) &&
+			    json_object_get_int64(aix) == want) {
+				target = a;
+				break;
+			}
+		}
+		if (target)
+			llm_delta_merge(target, el);
+		else
+			json_object_array_add(acc, copy(el));
+	}
+}
+
+void llm_delta_merge(struct json_object *acc, struct json_object *delta)
+{
+	if (!json_object_is_type(acc, json_type_object) || !json_object_is_type(delta, json_type_object))
+		return;
+	json_object_object_foreach(delta, key, val) {
+		struct json_object *a = NULL;
+		enum json_type at, vt = json_object_get_type(val);
+
+		if (!json_object_object_get_ex(acc, key, &a) || a == NULL) {
+			json_object_object_add(acc, key, copy(val));
+			continue;
+		}
+		if (val == NULL)
+			continue;
+		at = json_object_get_type(a);
+		if (at == json_type_string && vt == json_type_string && !replaced_key(key)) {
+			struct buf s = {0};
+
+			buf_append(&s, json_object_get_string(a), (size_t)json_object_get_string_len(a));
+			buf_append(&s, json_object_get_string(val),
+				   (size_t)json_object_get_string_len(val));
+			json_object_set_string_len(a, s.data, (int)s.len);
+			buf_free(&s);
+		} else if (at == json_type_object && vt == json_type_object) {
+			llm_delta_merge(a, val);
+		} else if (at == json_type_array && vt == json_type_array) {
+			if (all_indexed(val) && all_indexed(a)) {
+				merge_indexed(a, val);
+			} else {
+				size_t i;
+
+				for (i = 0; i < json_object_array_length(val); i++)
+					json_object_array_add(a, copy(json_object_array_get_idx(val, i)));
+			}
+		} else {
+			json_object_object_add(acc, key, copy(val));
+		}
+	}
+}
+
+struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e)
+{
+	struct json_object *choices, *msg;
+
+	if (!json_object_object_get_ex(resp, "choices", &choices) ||
+	    !json_object_is_type(choices, json_type_array) || json_object_array_length(choices) == 0) {
+		char *s = gojson_encode(resp);
+
+		err_set(e, SBX_EIO, "llm: response has no choices: %s", s);
+		free(s);
+		return NULL;
+	}
+	if (!json_object_object_get_ex(json_object_array_get_idx(choices, 0), "message", &msg) ||
+	    !json_object_is_type(msg, json_type_object)) {
+		char *s = gojson_encode(resp);
+
+		err_set(e, SBX_EIO, "llm: response choices[0] has no message: %s", s);
+		free(s);
+		return NULL;
+	}
+	return msg;
+}
+
+static const char *finish_of(struct json_object *resp)
+{
+	struct json_object *choices, *f;
+
+	if (json_object_object_get_ex(resp, "choices", &choices) &&
+	    json_object_is_type(choices, json_type_array) && json_object_array_length(choices) > 0 &&
+	    json_object_object_get_ex(json_object_array_get_idx(choices, 0), "finish_reason", &f) &&
+	    json_object_is_type(f, json_type_string))
+		return json_object_get_string(f);
+	return "";
+}
+
+/* ---- one exchange ---- */
+
+/* The answer being assembled from stream chunks. */
+struct assembly {
+	struct json_object *top;	/* the chunks' top-level fields, merged */
+	struct json_object *message;	/* choice 0's deltas, merged */
+	struct json_object *finish;	/* the last finish_reason given */
+	bool done;			/* "[DONE]" seen */
+	bool emitted;			/* an event went out: a retry would repeat it */
+};
+
+struct xfer {
+	const struct llm_config *cfg;
+	CURL *h;
+	long status;
+	bool started, sse, timed_out, failed;
+	struct buf body;
+	size_t sse_bytes;	/* event stream bytes so far, bounded like a body */
+	struct sse_parser parser;
+	struct assembly as;
+	int64_t retry_after_ns;
+	int64_t last_rx_ns;
+	struct sbx_err err;	/* why a callback stopped the transfer (failed) */
+};
+
+/* Copies s with every occurrence of the API key replaced, for messages and traces. */
+static char *redact(const char *key, const char *s, size_t n)
+{
+	struct buf b = {0};
+	size_t kl = key ? strlen(key) : 0, i = 0, start = 0;
+
+	while (kl > 0 && i + kl <= n) {
+		if (memcmp(s + i, key, kl) == 0) {
+			buf_append(&b, s + start, i - start);
+			buf_puts(&b, "[REDACTED]");
+			i += kl;
+			start = i;
+		} else {
+			i++;
+		}
+	}
+	buf_append(&b, s + start, n - start);
+	return buf_steal(&b);
+}
+
+static void trace(const struct llm_config *c, const char *what, const char *data, size_t n)
+{
+	char *r;
+
+	if (c->trace == NULL)
+		return;
+	if (data == NULL) {
+		c->trace(what, NULL, 0, c->arg);
+		return;
+	}
+	r = redact(c->api_key, data, n);
+	c->trace(what, r, strlen(r), c->arg);
+	free(r);
+}
+
+static int emit(const struct llm_config *c, struct assembly *as, const char *key,
+		struct json_object *val, struct sbx_err *e)
+{
+	struct json_object *ev;
+	int rc = 0;
+
+	if (c->on_event == NULL || !c->stream) {
+		json_object_put(val);
+		return 0;
+	}
+	ev = json_object_new_object();
+	json_object_object_add(ev, key, val);
+	as->emitted = true;
+	if (c->on_event(ev, c->arg) < 0)
+		rc = err_set(e, SBX_EIO, "llm: cannot pass on a stream event");
+	json_object_put(ev);
+	return rc;
+}
+
+/* The events for one delta (or for a whole message when the answer did not stream). */
+static int emit_delta(const struct llm_config *c, struct assembly *as, struct json_object *delta,
+		      bool number_calls, struct sbx_err *e)
+{
+	struct json_object *v;
+	size_t i;
+
+	if (json_object_object_get_ex(delta, "content", &v) && json_object_is_type(v, json_type_string) &&
+	    json_object_get_string_len(v) > 0 && emit(c, as, "delta", json_object_get(v), e) < 0)
+		return -1;
+	if (!json_object_object_get_ex(delta, "tool_calls", &v) || !json_object_is_type(v, json_type_array))
+		return 0;
+	for (i = 0; i < json_object_array_length(v); i++) {
+		struct json_object *call = json_object_array_get_idx(v, i), *out;
+
+		if (number_calls && json_object_is_type(call, json_type_object)) {
+			out = json_object_new_object();
+			json_object_object_add(out, "index", json_object_new_int((int)i));
+			json_object_object_foreach(call, k, cv)
+				if (strcmp(k, "index") != 0)
+					json_object_object_add(out, k, json_object_get(cv));
+		} else {
+			out = json_object_get(call);
+		}
+		if (emit(c, as, "tool_call_delta", out, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* One parsed stream chunk: top-level fields merged, choice 0's delta reported and merged. */
+static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, struct sbx_err *e)
+{
+	struct json_object *choices, *choice = NULL, *v;
+	size_t i, n;
+
+	if (!json_object_is_type(chunk, json_type_object))
+		return err_set(e, SBX_EIO, "llm: failed to decode stream event: not an object");
+	if (json_object_object_get_ex(chunk, "error", &v) && v != NULL) {
+		char *r = redact(x->cfg->api_key, raw, strlen(raw));
+
+		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
+		free(r);
+		return -1;
+	}
+	if (x->as.top == NULL)
+		x->as.top = json_object_new_object();
+	json_object_object_foreach(chunk, key, val) {
+		struct json_object *old;
+
+		if (strcmp(key, "choices") == 0) {
+			if (!json_object_object_get_ex(x->as.top, key, &old))
+				json_object_object_add(x->as.top, key, NULL);	/* keeps its place */
+		} else if (val != NULL || !json_object_object_get_ex(x->as.top, key, &old)) {
+			json_object_object_add(x->as.top, key, copy(val));
+		}
+	}
+	if (!json_object_object_get_ex(chunk, "choices", &choices) ||
+	    !json_object_is_type(choices, json_type_array))
+		return 0;
+	n = json_object_array_length(choices);
+	for (i = 0; i < n && choice == NULL; i++) {
+		struct json_object *c = json_object_array_get_idx(choices, i), *ix;
+
+		if (!json_object_object_get_ex(c, "index", &ix) || json_object_get_int64(ix) == 0)
+			choice = c;
+	}
+	if (choice == NULL)
+		return 0;
+	if (json_object_object_get_ex(choice, "finish_reason", &v) && v != NULL) {
+		json_object_put(x->as.finish);
+		x->as.finish = json_object_get(v);
+	}
+	if (!json_object_object_get_ex(choice, "delta", &v) || !json_object_is_type(v, json_type_object))
+		return 0;
+	if (emit_delta(x->cfg, &x->as, v, false, e) < 0)
+		return -1;
+	if (x->as.message == NULL)
+		x->as.message = json_object_new_object();
+	llm_delta_merge(x->as.message, v);
+	return 0;
+}
+
+static int on_event(const struct sse_event *ev, void *arg, struct sbx_err *e)
+{
+	struct xfer *x = arg;
+	struct json_object *chunk;
+	const char *why;
+	int rc;
+
+	trace(x->cfg, "stream event", ev->data, ev->len);
+	if (x->as.done)
+		return 0;
+	if (strcmp(ev->type, "error") == 0) {
+		char *r = redact(x->cfg->api_key, ev->data, ev->len);
+
+		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
+		free(r);
+		return -1;
+	}
+	if (strcmp(ev->data, "[DONE]") == 0) {
+		x->as.done = true;
+		return 0;
+	}
+	chunk = gojson_parse(ev->data, ev->len, &why);
+	if (chunk == NULL)
+		return err_set(e, SBX_EIO, "llm: failed to decode stream event: %s", why);
+	rc = on_chunk(x, chunk, ev->data, e);
+	json_object_put(chunk);
+	return rc;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+	static const char name[] = "retry-after:";
+	char val[128];
+
+	x->last_rx_ns = time_mono_ns();
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
+		x->retry_after_ns = -1;	/* a new response (after a 1xx) starts */
+	if (len > sizeof name - 1 && len - (sizeof name - 1) < sizeof val &&
+	    strncasecmp(p, name, sizeof name - 1) == 0) {
+		memcpy(val, p + sizeof name - 1, len - (sizeof name - 1));
+		val[len - (sizeof name - 1)] = '\0';
+		x->retry_after_ns = llm_retry_after_ns(val, time_now_ns());
+	}
+	return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n, room;
+
+	x->last_rx_ns = time_mono_ns();
+	if (!x->started) {
+		char *ct = NULL;
+
+		x->started = true;
+		cu.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+		/* An event stream is read as one even when not asked for: some servers always
+		 * stream. Events are then assembled but not reported. */
+		if (x->status == 200 &&
+		    cu.easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct &&
+		    strncasecmp(ct, "text/event-stream", 17) == 0)
+			x->sse = true;
+	}
+	if (x->sse) {
+		x->sse_bytes += len;
+		if (x->sse_bytes > LLM_RESPONSE_MAX) {
+			err_set(&x->err, SBX_EIO, "llm: failed to read response body: "
+				"event stream larger than %zu bytes", LLM_RESPONSE_MAX);
+			x->failed = true;
+			return 0;
+		}
+		if (sse_feed(&x->parser, p, len, &x->err) < 0) {
+			x->failed = true;
+			return 0;
+		}
+		return len;
+	}
+	if (x->status != 200) {	/* an error body: keep its start for the message */
+		room = LLM_ERROR_BODY_MAX - x->body.len;
+		buf_append(&x->body, p, len < room ? len : room);
+		return len;
+	}
+	if (x->body.len + len > LLM_RESPONSE_MAX) {
+		err_set(&x->err, SBX_EIO, "llm: failed to read response body: larger than %zu bytes",
+			LLM_RESPONSE_MAX);
+		x->failed = true;
+		return 0;
+	}
+	buf_append(&x->body, p, len);
+	return len;
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct xfer *x = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	if (x->cfg->cancel && *x->cfg->cancel)
+		return 1;
+	if (x->cfg->stream && time_mono_ns() - x->last_rx_ns > x->cfg->timeout_ns) {
+		x->timed_out = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* The assembled stream as a whole response, shaped like a non-streamed one. */
+static struct json_object *assembled(struct assembly *as)
+{
+	struct json_object *resp = as->top ? as->top : json_object_new_object();
+	struct json_object *msg = as->message ? as->message : json_object_new_object();
+	struct json_object *choices = json_object_new_array(), *choice = json_object_new_object();
+	struct json_object *v, *full;
+
+	as->top = as->message = NULL;
+	if (json_object_object_get_ex(msg, "tool_calls", &v) && json_object_is_type(v, json_type_array)) {
+		size_t i;
+
+		for (i = 0; i < json_object_array_length(v); i++)
+			json_object_object_del(json_object_array_get_idx(v, i), "index");
+	}
+	if (!json_object_object_get_ex(msg, "role", &v)) {	/* role first, as servers send it */
+		full = json_object_new_object();
+		json_object_object_add(full, "role", json_object_new_string("assistant"));
+		json_object_object_foreach(msg, k, mv)
+			json_object_object_add(full, k, json_object_get(mv));
+		json_object_put(msg);
+		msg = full;
+	}
+	json_object_object_add(choice, "index", json_object_new_int(0));
+	json_object_object_add(choice, "message", msg);
+	json_object_object_add(choice, "finish_reason", json_object_get(as->finish));
+	json_object_array_add(choices, choice);
+	json_object_object_add(resp, "choices", choices);
+	if (json_object_object_get_ex(resp, "object", &v) && json_object_is_type(v, json_type_string) &&
+	    strcmp(json_object_get_string(v), "chat.completion.chunk") == 0)
+		json_object_object_add(resp, "object", json_object_new_string("chat.completion"));
+	return resp;
+}
+
+static void assembly_reset(struct assembly *as)
+{
+	json_object_put(as->top);
+	json_object_put(as->message);
+	json_object_put(as->finish);
+	memset(as, 0, sizeof *as);
+}
+
+/* One POST. Returns 0 with *resp set, or -1 with e set and *retry telling whether another
+ * attempt may help. */
+static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struct sbx_err *e)
+{
+	const struct llm_config *c = x->cfg;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	const char *why;
+	CURLcode rc;
+	char *r;
+
+	x->status = 0;
+	x->started = x->sse = x->timed_out = x->failed = false;
+	x->body.len = 0;
+	x->sse_bytes = 0;
+	x->retry_after_ns = -1;
+	err_clear(&x->err);
+	assembly_reset(&x->as);
+	sse_free(&x->parser);
+	sse_init(&x->parser, LLM_SSE_LINE_MAX, LLM_SSE_EVENT_MAX, on_event, x);
+	*retry = false;
+	*resp = NULL;
+	cu.easy_setopt(x->h, CURLOPT_ERRORBUFFER, errbuf);
+	x->last_rx_ns = time_mono_ns();
+	rc = cu.easy_perform(x->h);
+	cu.easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);
+	if (x->status == 0)
+		cu.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+	if (c->cancel && *c->cancel)
+		return err_set(e, SBX_ECANCELED, "llm: request canceled");
+	if (x->failed) {
+		*e = x->err;
+		return -1;
+	}
+	if (x->timed_out) {
+		char d[DURATION_BUFSZ];
+
+		*retry = !x->as.emitted;
+		return err_set(e, SBX_EIO, "llm: http request failed: no data for %s",
+			       duration_format(c->timeout_ns, d, sizeof d));
+	}
+	if (rc != CURLE_OK) {
+		*retry = llm_retryable_transport(rc) && !x->as.emitted;
+		return err_set(e, SBX_EIO, "llm: http request failed: %s",
+			       *errbuf ? errbuf : cu.easy_strerror(rc));
+	}
+	{
+		char st[32];
+
+		snprintf(st, sizeof st, "response status %ld", x->status);
+		trace(c, st, NULL, 0);
+	}
+	if (x->status != 200) {
+		trace(c, "response body", x->body.data ? x->body.data : "", x->body.len);
+		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len);
+		*retry = llm_retryable_status(x->status);
+		err_set(e, SBX_EIO, "llm: api error (status %ld): %s", x->status, r);
+		free(r);
+		return -1;
+	}
+	if (x->sse) {
+		if (!x->as.done && x->as.finish == NULL) {
+			*retry = !x->as.emitted;
+			return err_set(e, SBX_EIO, "llm: failed to read response body: "
+				       "the event stream ended before [DONE]");
+		}
+		*resp = assembled(&x->as);
+		return 0;
+	}
+	trace(c, "response body", x->body.data ? x->body.data : "", x->body.len);
+	*resp = gojson_parse(x->body.data ? x->body.data : "", x->body.len, &why);
+	if (*resp == NULL)
+		return err_set(e, SBX_EIO, "llm: failed to decode response: %s", why);
+	return 0;
+}
+
+/* Sleeps ns unless canceled first (-1). */
+static int pause_ns(int64_t ns, const volatile sig_atomic_t *cancel)
+{
+	int64_t end = time_mono_ns() + ns, left;
+
+	while ((left = end - time_mono_ns()) > 0) {
+		struct timespec ts;
+
+		if (cancel && *cancel)
+			return -1;
+		if (left > 50 * DURATION_MS)	/* wake up now and then to notice a signal */
+			left = 50 * DURATION_MS;
+		ts.tv_sec = (time_t)(left / DURATION_S);
+		ts.tv_nsec = (long)(left % DURATION_S);
+		nanosleep(&ts, NULL);
+	}
+	return cancel && *cancel ? -1 : 0;
+}
+
+static int check_config(const struct llm_config *c, struct sbx_err *e)
+{
+	const char *k;
+
+	if (strncmp(c->base_url, "http://", 7) != 0 && strncmp(c->base_url, "https://", 8) != 0)
+		return err_set(e, SBX_EINVAL, "llm: base URL must start with http:// or https://: %s",
+			       c->base_url);
+	if (strlen(c->base_url) > LLM_URL_MAX)
+		return err_set(e, SBX_EINVAL, "llm: base URL longer than %d bytes", LLM_URL_MAX);
+	if (strpbrk(c->base_url, " \t\r\n"))
+		return err_set(e, SBX_EINVAL, "llm: base URL contains white space");
+	if (c->api_key == NULL || *c->api_key == '\0')
+		return err_set(e, SBX_EINVAL, "llm: api key is required");
+	if (strlen(c->api_key) > LLM_KEY_MAX)
+		return err_set(e, SBX_EINVAL, "llm: api key longer than %d bytes", LLM_KEY_MAX);
+	/* A control byte would let the key split the request header. */
+	for (k = c->api_key; *k; k++)
+		if ((unsigned char)*k < 0x20 || *k == 0x7f)
+			return err_set(e, SBX_EINVAL, "llm: api key contains control characters");
+	return 0;
+}
+
+/* The fake model: the same result and events as a real one, without a network. */
+static int chat_eliza(const struct llm_config *c, struct json_object *doc, struct llm_result *r,
+		      struct sbx_err *e)
+{
+	struct json_object *messages = NULL;
+	struct assembly as = {0};
+
+	if (c->trace) {
+		char *body = llm_request_body(doc, c->model, c->stream);
+
+		trace(c, "request body (answered by fake-eliza)", body, strlen(body));
+		free(body);
+	}
+	json_object_object_get_ex(doc, "messages", &messages);
+	r->response = eliza_reply(messages);
+	r->message = llm_response_message(r->response, e);
+	r->finish_reason = finish_of(r->response);
+	if (c->stream && emit_delta(c, &as, r->message, true, e) < 0)
+		return -1;
+	return 0;
+}
+
+int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_result *r,
+	     struct sbx_err *e)
+{
+	struct xfer x = {.cfg = c};
+	struct curl_slist *hdrs = NULL;
+	struct json_object *resp = NULL;
+	char *url = NULL, *body = NULL, *auth = NULL, tbuf[256];
+	int rc = -1, i;
+	bool retry;
+
+	memset(r, 0, sizeof *r);
+	if (strcmp(c->model, ELIZA_MODEL) == 0)
+		return chat_eliza(c, doc, r, e);
+	if (check_config(c, e) < 0 || curl_load(e) < 0)
+		return -1;
+	url = xasprintf("%s/chat/completions", c->base_url);
+	body = llm_request_body(doc, c->model, c->stream);
+	auth = xasprintf("Authorization: Bearer %s", c->api_key);
+	hdrs = cu.slist_append(hdrs, "Content-Type: application/json");
+	hdrs = cu.slist_append(hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
+	hdrs = cu.slist_append(hdrs, "Expect:");	/* no 100-continue round trip */
+	hdrs = cu.slist_append(hdrs, auth);
+	x.h = cu.easy_init();
+	if (x.h == NULL || hdrs == NULL) {
+		err_set(e, SBX_EIO, "llm: cannot set up libcurl");
+		goto out;
+	}
+	cu.easy_setopt(x.h, CURLOPT_URL, url);
+	cu.easy_setopt(x.h, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu.easy_setopt(x.h, CURLOPT_FOLLOWLOCATION, 0L);	/* never resend the key elsewhere */
+	cu.easy_setopt(x.h, CURLOPT_NOSIGNAL, 1L);
+	cu.easy_setopt(x.h, CURLOPT_USERAGENT, "sbx-llm-chat/1");
+	cu.easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
+	cu.easy_setopt(x.h, CURLOPT_POSTFIELDS, body);
+	cu.easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	cu.easy_setopt(x.h, CURLOPT_ACCEPT_ENCODING, "");
+	cu.easy_setopt(x.h, CURLOPT_TCP_KEEPALIVE, 1L);
+	cu.easy_setopt(x.h, CURLOPT_WRITEFUNCTION, on_body);
+	cu.easy_setopt(x.h, CURLOPT_WRITEDATA, &x);
+	cu.easy_setopt(x.h, CURLOPT_HEADERFUNCTION, on_header);
+	cu.easy_setopt(x.h, CURLOPT_HEADERDATA, &x);
+	cu.easy_setopt(x.h, CURLOPT_NOPROGRESS, 0L);
+	cu.easy_setopt(x.h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	cu.easy_setopt(x.h, CURLOPT_XFERINFODATA, &x);
+	cu.easy_setopt(x.h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+	if (!c->stream)	/* a stream may run long; there the timeout bounds silence */
+		cu.easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+	snprintf(tbuf, sizeof tbuf, "request: POST %s", url);
+	trace(c, tbuf, NULL, 0);
+	trace(c, "request headers: Content-Type: application/json, Authorization: Bearer [REDACTED]",
+	      NULL, 0);
+	trace(c, "request body", body, strlen(body));
+	for (i = 0;; i++) {
+		uint32_t rnd = 0;
+		int64_t wait;
+		char d[DURATION_BUFSZ];
+
+		if (attempt(&x, &resp, &retry, e) == 0)
+			break;
+		if (!retry || i >= c->retries)
+			goto out;
+		if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
+			rnd = (uint32_t)time_mono_ns();
+		wait = llm_backoff_ns(i, c->backoff_ns, x.retry_after_ns, rnd);
+		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
+			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
+		trace(c, tbuf, e->msg, strlen(e->msg));
+		if (pause_ns(wait, c->cancel) < 0) {
+			err_set(e, SBX_ECANCELED, "llm: request canceled");
+			goto out;
+		}
+	}
+	r->response = resp;
+	r->message = llm_response_message(resp, e);
+	if (r->message == NULL)
+		goto out;
+	r->finish_reason = finish_of(resp);
+	if (c->stream && !x.sse && emit_delta(c, &x.as, r->message, true, e) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0)
+		llm_result_free(r);
+	if (x.h)
+		cu.easy_cleanup(x.h);
+	cu.slist_free_all(hdrs);
+	if (auth) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	assembly_reset(&x.as);
+	sse_free(&x.parser);
+	buf_free(&x.body);
+	free(url);
+	free(body);
+	return rc;
+}
+
+void llm_result_free(struct llm_result *r)
+{
+	json_object_put(r->response);
+	memset(r, 0, sizeof *r);
+}

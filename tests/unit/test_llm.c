@@ -1,0 +1,393 @@
+/* test_llm.c — the event-stream parser, fake-eliza's rules, retry decisions, delta assembly
+ * and request checks. */
+#include <stdlib.h>
+
+#include <curl/curl.h>
+
+#include "../../lib/eliza.h"
+#include "../../lib/gojson.h"
+#include "../../lib/llm.h"
+#include "../../lib/sse.h"
+#include "tap.h"
+
+/* Collects events as "type|id|data\n" lines. */
+static int collect(const struct sse_event *ev, void *arg, struct sbx_err *e)
+{
+	(void)e;
+	buf_printf(arg, "%s|%s|%s\n", ev->type, ev->id, ev->data);
+	return 0;
+}
+
+static int stop_at_second(const struct sse_event *ev, void *arg, struct sbx_err *e)
+{
+	int *n = arg;
+
+	(void)ev;
+	return ++*n == 2 ? err_set(e, SBX_EIO, "enough") : 0;
+}
+
+/* Parses s fed in pieces of `step` bytes (0 = all at once); returns the collected events. */
+static char *parse_split(const char *s, size_t step)
+{
+	struct sse_parser p;
+	struct buf out = {0};
+	struct sbx_err e;
+	size_t n = strlen(s), i;
+
+	sse_init(&p, 1024, 4096, collect, &out);
+	if (step == 0)
+		step = n ? n : 1;
+	for (i = 0; i < n; i += step)
+		if (sse_feed(&p, s + i, n - i < step ? n - i : step, &e) < 0)
+			buf_printf(&out, "ERROR %s\n", e.msg);
+	sse_free(&p);
+	return buf_steal(&out);
+}
+
+static void sse(void)
+{
+	static const char stream[] =
+		"\xef\xbb\xbf: comment\r\n"
+		"data: {\"a\":\"\xc3\xa9\"}\r\n\r\n"
+		"event: ping\ndata:x\ndata:  y\n\n"
+		"id: 7\rdata\r\r"
+		"data: [DONE]\n\n"
+		"retry: 10\nfoo: bar\n\n"
+		"data: unterminated";
+	static const char want[] =
+		"message||{\"a\":\"\xc3\xa9\"}\n"
+		"ping||x\n y\n"
+		"message|7|\n"
+		"message|7|[DONE]\n";
+	char *whole = parse_split(stream, 0), *got;
+	size_t step;
+	int bad = 0, n = 0;
+	struct sse_parser p;
+	struct sbx_err e;
+
+	is_str(whole, want, "sse: BOM, CRLF/LF/CR endings, comments, fields, multi-line data");
+	for (step = 1; step < sizeof stream; step++) {
+		got = parse_split(stream, step);
+		if (strcmp(got, want) != 0) {
+			bad++;
+			printf("# split %zu gave:\n%s", step, got);
+		}
+		free(got);
+	}
+	ok(bad == 0, "sse: same events for every split size 1..%zu", sizeof stream - 1);
+	free(whole);
+
+	/* Random partitions (fixed seed, so a failure can be replayed). */
+	srand(42);
+	for (bad = 0, step = 0; step < 300; step++) {
+		struct sse_parser rp;
+		struct buf out = {0};
+		size_t at = 0, len = sizeof stream - 1;
+
+		sse_init(&rp, 1024, 4096, collect, &out);
+		while (at < len) {
+			size_t k = 1 + (size_t)rand() % 9;
+
+			if (k > len - at)
+				k = len - at;
+			sse_feed(&rp, stream + at, k, &e);
+			at += k;
+		}
+		bad += !(out.data && strcmp(out.data, want) == 0);
+		sse_free(&rp);
+		buf_free(&out);
+	}
+	ok(bad == 0, "sse: same events for 300 random partitions");
+	/* Random bytes: the parser must neither crash nor exceed its limits. */
+	for (bad = 0, step = 0; step < 200; step++) {
+		struct sse_parser rp;
+		struct buf out = {0};
+		char junk[512];
+		size_t j;
+
+		static const char alphabet[] = "data:event\r\n :x\xff";	/* NUL included */
+
+		for (j = 0; j < sizeof junk; j++)
+			junk[j] = alphabet[(size_t)rand() % sizeof alphabet];
+		sse_init(&rp, 64, 128, collect, &out);
+		if (sse_feed(&rp, junk, sizeof junk, &e) < 0 && !strstr(e.msg, "longer") &&
+		    !strstr(e.msg, "larger"))
+			bad++;
+		sse_free(&rp);
+		buf_free(&out);
+	}
+	ok(bad == 0, "sse: random bytes fail only on the limits");
+
+	got = parse_split("data: a\r", 0);
+	is_str(got, "", "sse: no event before its blank line");
+	free(got);
+	/* CR at the end of one piece, LF at the start of the next: one line ending, not two. */
+	{
+		struct buf out = {0};
+
+		sse_init(&p, 64, 64, collect, &out);
+		sse_feed(&p, "data: a\r", 8, &e);
+		sse_feed(&p, "\ndata: b\r", 9, &e);
+		sse_feed(&p, "\n\r", 2, &e);
+		sse_feed(&p, "\n", 1, &e);
+		ok(out.data && strcmp(out.data, "message||a\nb\n") == 0, "sse: CR|LF split is one line ending");
+		ok(!sse_pending(&p), "sse: nothing pending after a complete event");
+		sse_feed(&p, "data: c", 7, &e);
+		ok(sse_pending(&p), "sse: an unfinished line is pending");
+		sse_free(&p);
+		buf_free(&out);
+	}
+	{
+		struct buf out = {0};
+		char line[100];
+
+		memset(line, 'x', sizeof line);
+		sse_init(&p, 64, 1 << 20, collect, &out);
+		ok(sse_feed(&p, line, sizeof line, &e) < 0 && strstr(e.msg, "line longer than 64"),
+		   "sse: line limit enforced without a newline in sight");
+		ok(sse_feed(&p, "\n", 1, &e) < 0, "sse: a failed parser stays failed");
+		sse_free(&p);
+		sse_init(&p, 64, 20, collect, &out);
+		ok(sse_feed(&p, "data: 0123456789\ndata: 0123456789\n", 34, &e) < 0 &&
+		   strstr(e.msg, "event larger than 20"), "sse: event limit enforced");
+		sse_free(&p);
+		buf_free(&out);
+	}
+	sse_init(&p, 64, 64, stop_at_second, &n);
+	ok(sse_feed(&p, "data: 1\n\ndata: 2\n\ndata: 3\n\n", 27, &e) < 0 && n == 2 &&
+	   strcmp(e.msg, "enough") == 0, "sse: a callback error stops the feed");
+	sse_free(&p);
+}
+
+/* fake-eliza's message for the given messages array, as JSON text. */
+static char *eliza(const char *messages)
+{
+	const char *why;
+	struct json_object *m = gojson_parse(messages, strlen(messages), &why), *r, *c, *msg;
+	char *s, *enc;
+
+	r = eliza_reply(m);
+	c = json_object_array_get_idx(json_object_object_get(r, "choices"), 0);
+	msg = json_object_object_get(c, "message");
+	enc = gojson_encode(msg);
+	s = xasprintf("%s %s", enc, json_object_get_string(json_object_object_get(c, "finish_reason")));
+	free(enc);
+	json_object_put(r);
+	json_object_put(m);
+	return s;
+}
+
+static void eliza_rules(void)
+{
+	static const struct {
+		const char *in, *out, *name;
+	} cases[] = {
+		{"[{\"role\":\"user\",\"content\":\"hi there\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"What do you think it means when you say 'hi there'?\"} stop",
+		 "reflection"},
+		{"[{\"role\":\"user\",\"content\":\"run:  ls -la && echo <x> \\n\"}]",
+		 "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"eliza-run-1\",\"type\":\"function\",\"function\":"
+		 "{\"name\":\"run_command\",\"arguments\":\"{\\\"command\\\":\\\"ls -la \\\\u0026\\\\u0026 echo "
+		 "\\\\u003cx\\\\u003e\\\"}\"}}]} tool_calls",
+		 "run: becomes a run_command call, trimmed, Go-escaped"},
+		{"[{\"role\":\"user\",\"content\":\"run:\\u00a0\\u3000 uname\\u2003\"}]",
+		 "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"eliza-run-1\",\"type\":\"function\",\"function\":"
+		 "{\"name\":\"run_command\",\"arguments\":\"{\\\"command\\\":\\\"uname\\\"}\"}}]} tool_calls",
+		 "run: trims Unicode space as Go's TrimSpace"},
+		{"[{\"role\":\"user\",\"content\":\"Run: ls\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"What do you think it means when you say 'Run: ls'?\"} stop",
+		 "Run: (capital) is not the trick"},
+		{"[{\"role\":\"user\",\"content\":\"run:\"}]",
+		 "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"eliza-run-1\",\"type\":\"function\",\"function\":"
+		 "{\"name\":\"run_command\",\"arguments\":\"{\\\"command\\\":\\\"\\\"}\"}}]} tool_calls",
+		 "bare run: asks for an empty command"},
+		{"[{\"role\":\"user\",\"content\":\"run: ls\"},{\"role\":\"assistant\"},"
+		 "{\"role\":\"tool\",\"tool_call_id\":\"eliza-run-1\",\"content\":\"a\\nb\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"The tool told me:\\na\\nb\"} stop", "tool result reported"},
+		{"[{\"role\":\"tool\"}]", "{\"role\":\"assistant\",\"content\":\"The tool told me:\\n\"} stop",
+		 "tool result without content"},
+		{"[{\"role\":\"system\",\"content\":\"be nice\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"How does that make you feel?\"} stop", "no user text"},
+		{"[{\"role\":\"user\",\"content\":\"old\"},{\"role\":\"user\",\"content\":\"\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"How does that make you feel?\"} stop",
+		 "latest user content empty stops the search"},
+		{"[{\"role\":\"user\",\"content\":\"old\"},{\"role\":\"user\"},{\"role\":\"assistant\",\"content\":\"x\"}]",
+		 "{\"role\":\"assistant\",\"content\":\"What do you think it means when you say 'old'?\"} stop",
+		 "user message without content is skipped"},
+		{"[]", "{\"role\":\"assistant\",\"content\":\"How does that make you feel?\"} stop", "no messages"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *got = eliza(cases[i].in);
+
+		is_str(got, cases[i].out, "eliza: %s", cases[i].name);
+		free(got);
+	}
+}
+
+static void retries(void)
+{
+	static const long yes[] = {408, 429, 500, 502, 503, 504};
+	static const long no[] = {200, 400, 401, 403, 404, 413, 422, 501};
+	size_t i;
+	int64_t d;
+	bool all;
+
+	for (all = true, i = 0; i < sizeof yes / sizeof yes[0]; i++)
+		all = all && llm_retryable_status(yes[i]);
+	ok(all, "retry: 408 429 500 502 503 504");
+	for (all = true, i = 0; i < sizeof no / sizeof no[0]; i++)
+		all = all && !llm_retryable_status(no[i]);
+	ok(all, "retry: not on other statuses");
+	ok(llm_retryable_transport(CURLE_COULDNT_CONNECT) &&
+	   llm_retryable_transport(CURLE_OPERATION_TIMEDOUT) &&
+	   llm_retryable_transport(CURLE_RECV_ERROR) && llm_retryable_transport(CURLE_PARTIAL_FILE) &&
+	   llm_retryable_transport(CURLE_GOT_NOTHING), "retry: transient transport failures");
+	ok(!llm_retryable_transport(CURLE_ABORTED_BY_CALLBACK) &&
+	   !llm_retryable_transport(CURLE_URL_MALFORMAT) &&
+	   !llm_retryable_transport(CURLE_PEER_FAILED_VERIFICATION) &&
+	   !llm_retryable_transport(CURLE_WRITE_ERROR), "retry: not on permanent failures");
+
+	ok(llm_backoff_ns(0, DURATION_S, -1, 0) == DURATION_S / 2, "backoff: low jitter is half");
+	ok(llm_backoff_ns(0, DURATION_S, -1, DURATION_S / 2) == DURATION_S, "backoff: high jitter is all");
+	d = llm_backoff_ns(2, DURATION_S, -1, 12345);
+	ok(d >= 2 * DURATION_S && d <= 4 * DURATION_S, "backoff: third retry in [2s,4s]");
+	ok(llm_backoff_ns(20, DURATION_S, -1, UINT32_MAX) <= LLM_BACKOFF_MAX_NS &&
+	   llm_backoff_ns(20, DURATION_S, -1, 0) >= LLM_BACKOFF_MAX_NS / 2, "backoff: capped");
+	ok(llm_backoff_ns(0, 10 * DURATION_MS, 3 * DURATION_S, 99) == 3 * DURATION_S,
+	   "backoff: Retry-After is a floor");
+	ok(llm_backoff_ns(0, 10 * DURATION_MS, 3600 * DURATION_S, 0) == LLM_RETRY_AFTER_MAX_NS,
+	   "backoff: Retry-After capped");
+	ok(llm_backoff_ns(0, 0, -1, 77) == 0, "backoff: zero base waits nothing");
+
+	ok(llm_retry_after_ns(" 7\r\n", 0) == 7 * DURATION_S, "Retry-After: seconds");
+	ok(llm_retry_after_ns("0", 0) == 0, "Retry-After: zero");
+	ok(llm_retry_after_ns("Wed, 21 Oct 2015 07:28:00 GMT", INT64_C(1445412470) * DURATION_S) ==
+	   10 * DURATION_S, "Retry-After: HTTP-date");
+	ok(llm_retry_after_ns("Wed, 21 Oct 2015 07:28:00 GMT", INT64_C(1445412490) * DURATION_S) == 0,
+	   "Retry-After: a past date means now");
+	ok(llm_retry_after_ns("soon", 0) < 0 && llm_retry_after_ns("5s", 0) < 0 &&
+	   llm_retry_after_ns("-1", 0) < 0 && llm_retry_after_ns("99999999999999999999", 0) < 0,
+	   "Retry-After: garbage refused");
+}
+
+static struct json_object *parse(const char *s)
+{
+	const char *why;
+
+	return gojson_parse(s, strlen(s), &why);
+}
+
+static void deltas(void)
+{
+	static const char *const chunks[] = {
+		"{\"role\":\"assistant\",\"content\":null}",
+		"{\"role\":\"assistant\",\"content\":\"Hel\",\"refusal\":null}",
+		"{\"content\":\"lo\",\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"type\":\"function\","
+		"\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"p\"}}]}",
+		"{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":"
+		"{\"name\":\"ls\",\"arguments\":\"\"},\"extra_content\":{\"google\":{\"thought_signature\":\"SIG\"}}}]}",
+		"{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"\\\":1}\"}},"
+		"{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}",
+	};
+	struct json_object *acc = json_object_new_object(), *d;
+	char *s;
+	size_t i;
+
+	for (i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+		d = parse(chunks[i]);
+		llm_delta_merge(acc, d);
+		json_object_put(d);
+	}
+	s = gojson_encode(acc);
+	is_str(s, "{\"role\":\"assistant\",\"content\":\"Hello\",\"refusal\":null,\"tool_calls\":["
+	       "{\"index\":1,\"id\":\"b\",\"type\":\"function\",\"function\":{\"name\":\"read\","
+	       "\"arguments\":\"{\\\"p\\\":1}\"}},"
+	       "{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":{\"name\":\"ls\","
+	       "\"arguments\":\"{}\"},\"extra_content\":{\"google\":{\"thought_signature\":\"SIG\"}}}]}",
+	       "delta: text appended, calls merged by index, unknown fields kept, role not doubled");
+	free(s);
+	json_object_put(acc);
+}
+
+static void requests(void)
+{
+	static const struct {
+		const char *doc, *why;
+	} bad[] = {
+		{"[]", "request must be a JSON object"},
+		{"{}", "request has no \"messages\""},
+		{"{\"messages\":null}", "request has no \"messages\""},
+		{"{\"messages\":{}}", "request \"messages\" must be an array"},
+		{"{\"messages\":[]}", "request has no messages"},
+		{"{\"messages\":[1]}", "request messages[0] must be an object"},
+		{"{\"messages\":[{\"role\":\"user\"},{\"content\":\"x\"}]}",
+		 "request messages[1] has no \"role\" string"},
+		{"{\"messages\":[{\"role\":7}]}", "request messages[0] has no \"role\" string"},
+		{"{\"messages\":[{\"role\":\"user\"}],\"tools\":{}}", "request \"tools\" must be an array"},
+		{"{\"messages\":[{\"role\":\"user\"}],\"tools\":[\"x\"]}", "request tools[0] must be an object"},
+		{"{\"messages\":[{\"role\":\"user\"}],\"model\":3}", "request \"model\" must be a string"},
+	};
+	struct json_object *doc;
+	struct sbx_err e;
+	size_t i;
+	char *s;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		doc = parse(bad[i].doc);
+		ok(llm_check_request(doc, &e) < 0 && e.code == SBX_EINVAL && strcmp(e.msg, bad[i].why) == 0,
+		   "request refused: %s", bad[i].doc);
+		json_object_put(doc);
+	}
+	doc = parse("{\"tools\":[],\"temperature\":0.20,\"messages\":[{\"role\":\"user\",\"content\":\"a&b\","
+		    "\"extra_content\":{\"x\":[1,2]}}],\"model\":\"m\",\"stream\":false}");
+	ok(llm_check_request(doc, &e) == 0, "request accepted");
+	s = llm_request_body(doc, "gem<1>", true);
+	is_str(s, "{\"model\":\"gem\\u003c1\\u003e\",\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0026b\","
+	       "\"extra_content\":{\"x\":[1,2]}}],\"temperature\":0.20,\"stream\":true}",
+	       "request body: messages verbatim, empty tools dropped, other fields kept, stream set");
+	free(s);
+	json_object_put(doc);
+
+	setenv("OPENAI_BASE_URL", "http://h/v1//", 1);
+	s = llm_base_url(NULL);
+	is_str(s, "http://h/v1/", "base URL: one trailing / trimmed");
+	free(s);
+	s = llm_base_url("http://flag/x/");
+	is_str(s, "http://flag/x", "base URL: flag wins");
+	free(s);
+	unsetenv("OPENAI_BASE_URL");
+	s = llm_base_url(NULL);
+	is_str(s, LLM_DEFAULT_BASE_URL, "base URL: default");
+	free(s);
+
+	doc = parse("{\"model\":\"doc\",\"messages\":[]}");
+	setenv("OPENAI_MODEL", "env1", 1);
+	setenv("MODEL", "env2", 1);
+	is_str(llm_pick_model("flag", doc), "flag", "model: flag first");
+	is_str(llm_pick_model(NULL, doc), "doc", "model: then the document");
+	json_object_put(doc);
+	doc = parse("{\"model\":\"\"}");
+	is_str(llm_pick_model(NULL, doc), "env1", "model: then OPENAI_MODEL");
+	setenv("OPENAI_MODEL", "", 1);
+	is_str(llm_pick_model(NULL, doc), "env2", "model: then MODEL");
+	unsetenv("MODEL");
+	is_str(llm_pick_model(NULL, doc), LLM_DEFAULT_MODEL, "model: then the default");
+	json_object_put(doc);
+	setenv("GEMINI_API_KEY", "", 1);
+	setenv("OPENAI_API_KEY", "ok", 1);
+	is_str(llm_env_key(), "ok", "key: empty GEMINI_API_KEY falls back to OPENAI_API_KEY");
+	setenv("GEMINI_API_KEY", "gk", 1);
+	is_str(llm_env_key(), "gk", "key: GEMINI_API_KEY first");
+}
+
+int main(void)
+{
+	sse();
+	eliza_rules();
+	retries();
+	deltas();
+	requests();
+	return done_testing();
+}
