@@ -33,7 +33,16 @@ struct peer {
 	struct jsonrpc_reader reader;
 	peer_handler fn;
 	void *arg;
+	void (*trace)(void *arg, const char *dir, const char *line);
+	void *trace_arg;
 };
+
+void peer_set_trace(struct peer *p, void (*fn)(void *arg, const char *dir, const char *line),
+		    void *arg)
+{
+	p->trace = fn;
+	p->trace_arg = arg;
+}
 
 struct peer *peer_new(int rfd, int wfd, SSL *ssl)
 {
@@ -94,6 +103,8 @@ bool peer_send(struct peer *p, char *line)
 	struct outline *o;
 	bool ok = false;
 
+	if (p->trace)
+		p->trace(p->trace_arg, ">", line);
 	pthread_mutex_lock(&p->mu);
 	if (p->gone || p->closing)
 		goto out;
@@ -175,6 +186,11 @@ static int on_line(enum jsonrpc_event ev, const char *line, size_t len, void *ar
 			 (size_t)JSONRPC_LINE_MAX);
 		peer_send(p, jsonrpc_error_line(NULL, JSONRPC_INVALID_REQUEST, why, NULL));
 		return 0;
+	}
+	if (p->trace) {
+		char *copy = xstrndup(line, len);
+		p->trace(p->trace_arg, "<", copy);
+		free(copy);
 	}
 	if (jsonrpc_parse(line, len, &m, &code, &bad_id, &e) < 0) {
 		peer_send(p, jsonrpc_error_line(bad_id, code, e.msg, NULL));

@@ -42,6 +42,10 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 	      struct sbx_err *e);
 /* Wakes every peer_call waiting on this peer so it rechecks its stop flag. */
 void peer_wake_calls(struct peer *p);
+/* Calls fn with ">" and each line sent, "<" and each line received (debugging). Set before
+ * peer_run. */
+void peer_set_trace(struct peer *p, void (*fn)(void *arg, const char *dir, const char *line),
+		    void *arg);
 /* Asks the I/O loop to end (any thread). */
 void peer_close(struct peer *p);
 bool peer_closed(struct peer *p);
