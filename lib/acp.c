@@ -114,6 +114,7 @@ char *acp_read_token(const char *path, struct sbx_err *e)
 
 	if (fd < 0) {
 		err_sys(e, errno, "cannot open token file %s", path);
+		e->code = SBX_EINVAL;	/* a configuration mistake, not a missing sandbox */
 		return NULL;
 	}
 	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) != 0) {

@@ -1,0 +1,278 @@
+// drive.mjs — drives acp-server with the official ACP client library (@agentclientprotocol/sdk)
+// for tests/acp-server.bats. Every byte the server sends is also checked against the ACP v1
+// schema (validate.mjs); any violation fails the scenario.
+//
+//   node drive.mjs SCENARIO [--addr HOST:PORT | --stdio CMD...] [options]
+//
+// Scenarios print one JSON document on stdout describing what happened, for jq assertions:
+//   turn       initialize, session/new, N prompts (--prompt, --prompts N), answering permission
+//              requests with --answer (allow-once, reject-once, allow-always, reject-always,
+//              cancelled)
+//   load       session/load of --session, then one prompt
+//   cancel     a prompt, session/cancel once --cancel-on says so (tool = the tool started,
+//              file:PATH = PATH exists), plus a second prompt on the busy session
+//   auth       initialize, session/new without authenticating, authenticate with --token
+//              (absent = no token), session/new again
+//   concurrent --clients N connections at once, each one tool turn approved
+//   raw        lines from --lines FILE sent as they are; the answers collected
+import fs from "node:fs";
+import net from "node:net";
+import tls from "node:tls";
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { pathToFileURL } from "node:url";
+import { Validator, require } from "./validate.mjs";
+
+const acp = await import(pathToFileURL(require.resolve("@agentclientprotocol/sdk")).href);
+
+const args = process.argv.slice(2);
+const scenario = args.shift();
+const opt = { prompt: "run: uname -a", prompts: 1, answer: "allow-once", clients: 1 };
+let stdioCmd = null;
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  if (a === "--stdio") { stdioCmd = args.slice(i + 1); break; }
+  const key = a.replace(/^--/, "").replace(/-(.)/g, (_, c) => c.toUpperCase());
+  opt[key] = args[++i];
+}
+opt.prompts = Number(opt.prompts);
+opt.clients = Number(opt.clients);
+const CWD = "/tmp";
+
+function fail(msg, extra) {
+  process.stdout.write(JSON.stringify({ failed: msg, ...extra }) + "\n");
+  process.exit(1);
+}
+
+// A raw duplex to the server: a TCP (or TLS) socket, or a spawned acp-server -stdio.
+function openTransport() {
+  if (stdioCmd) {
+    const child = spawn(stdioCmd[0], stdioCmd.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+    return { input: child.stdout, output: child.stdin, close: () => child.stdin.end(), child };
+  }
+  const [host, port] = opt.addr.split(":");
+  let sock;
+  if (opt.tlsCa) {
+    sock = tls.connect({ host, port: Number(port), ca: fs.readFileSync(opt.tlsCa), servername: "localhost" });
+  } else {
+    sock = net.connect({ host, port: Number(port) });
+  }
+  return { input: sock, output: sock, close: () => sock.end() };
+}
+
+// Opens the transport and wraps it in the SDK's NDJSON stream, with the validator on both sides.
+function openStream(v) {
+  const t = openTransport();
+  const dec = new TextDecoder();
+  const input = Readable.toWeb(t.input).pipeThrough(new TransformStream({
+    transform(chunk, ctl) { v.feed(dec.decode(chunk, { stream: true })); ctl.enqueue(chunk); },
+  }));
+  const sink = Writable.toWeb(t.output);
+  const tap = new TransformStream({
+    transform(chunk, ctl) {
+      for (const line of new TextDecoder().decode(chunk).split("\n")) if (line) v.sent(line);
+      ctl.enqueue(chunk);
+    },
+  });
+  tap.readable.pipeTo(sink).catch(() => {});
+  return { stream: acp.ndJsonStream(tap.writable, input), transport: t };
+}
+
+// A client app that records updates and answers permission requests with `answer`.
+function makeClient(state, answer) {
+  return acp.client({ name: "sbx-tests" })
+    .onNotification("session/update", ({ params }) => { state.updates.push(params.update); state.onUpdate?.(params.update); })
+    .onRequest("session/request_permission", async ({ params }) => {
+      state.permissions.push(params);
+      if (answer === "cancelled") return { outcome: { outcome: "cancelled" } };
+      if (state.holdPermission) await state.holdPermission;
+      return { outcome: { outcome: "selected", optionId: answer } };
+    });
+}
+
+async function initialize(ctx) {
+  return ctx.request("initialize", {
+    protocolVersion: 1,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientInfo: { name: "sbx-tests", version: "1.0" },
+  });
+}
+
+async function errorOf(p) {
+  try { await p; return null; } catch (e) { return { code: e.code, message: e.message, data: e.data }; }
+}
+
+function finish(v, result) {
+  if (v.errors.length) fail("schema violations", { violations: v.errors, result });
+  process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+async function turnScenario() {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const out = await makeClient(state, opt.answer).connectWith(stream, async (ctx) => {
+    const init = await initialize(ctx);
+    const s = await ctx.request("session/new", { cwd: CWD, mcpServers: [] });
+    const stops = [];
+    for (let i = 0; i < opt.prompts; i++) {
+      const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: opt.prompt }] });
+      stops.push(r.stopReason);
+    }
+    return { init, sessionId: s.sessionId, stops };
+  });
+  transport.close();
+  finish(v, { ...out, updates: state.updates, permissions: state.permissions, log: v.log });
+}
+
+async function loadScenario() {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const out = await makeClient(state, opt.answer).connectWith(stream, async (ctx) => {
+    await initialize(ctx);
+    const err = await errorOf(ctx.request("session/load", { sessionId: "acpffffffffffffffff", cwd: CWD, mcpServers: [] }));
+    const bad = await errorOf(ctx.request("session/load", { sessionId: "../etc", cwd: CWD, mcpServers: [] }));
+    const res = await ctx.request("session/load", { sessionId: opt.session, cwd: CWD, mcpServers: [] });
+    const replayed = state.updates.length;
+    const r = await ctx.request("session/prompt", { sessionId: opt.session, prompt: [{ type: "text", text: "hello again" }] });
+    return { unknown: err, invalid: bad, load: res, replayed, stop: r.stopReason };
+  });
+  transport.close();
+  // Order on the wire: every replayed update precedes the session/load answer.
+  const loadAt = v.log.findIndex((m) => m.result && Object.keys(m.result).length === 0 && !("stopReason" in m.result));
+  finish(v, { ...out, updates: state.updates, loadAt, log: v.log });
+}
+
+async function cancelScenario() {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const out = await makeClient(state, "allow-once").connectWith(stream, async (ctx) => {
+    await initialize(ctx);
+    const s = await ctx.request("session/new", { cwd: CWD, mcpServers: [] });
+    let cancelled = false;
+    const cancel = () => {
+      if (cancelled) return;
+      cancelled = true;
+      ctx.notify("session/cancel", { sessionId: s.sessionId });
+    };
+    if (opt.cancelOn === "tool") {
+      state.onUpdate = (u) => { if (u.sessionUpdate === "tool_call_update" && u.status === "in_progress") cancel(); };
+    }
+    const p = ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: opt.prompt }] });
+    let busy = null;
+    if (opt.cancelOn.startsWith("file:")) {
+      const f = opt.cancelOn.slice(5);
+      for (let i = 0; i < 300 && !fs.existsSync(f); i++) await new Promise((r) => setTimeout(r, 50));
+      if (!fs.existsSync(f)) fail(`${f} never appeared`);
+      busy = await errorOf(ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: "second" }] }));
+      cancel();
+    }
+    const r = await p;
+    // The session is usable again after the cancelled turn.
+    const again = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: "after" }] });
+    return { stop: r.stopReason, busy, again: again.stopReason };
+  });
+  transport.close();
+  finish(v, { ...out, updates: state.updates, log: v.log });
+}
+
+async function authScenario() {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const out = await makeClient(state, "allow-once").connectWith(stream, async (ctx) => {
+    const init = await initialize(ctx);
+    const before = await errorOf(ctx.request("session/new", { cwd: CWD, mcpServers: [] }));
+    const params = { methodId: opt.method ?? "bearer-token" };
+    if (opt.token !== undefined) params._meta = { token: opt.token };
+    const auth = await errorOf(ctx.request("authenticate", params));
+    const after = await errorOf(ctx.request("session/new", { cwd: CWD, mcpServers: [] }));
+    return { init, before, auth, after };
+  });
+  transport.close();
+  finish(v, out);
+}
+
+async function oneClient(i) {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const out = await makeClient(state, "allow-once").connectWith(stream, async (ctx) => {
+    await initialize(ctx);
+    const s = await ctx.request("session/new", { cwd: CWD, mcpServers: [] });
+    const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: `run: echo client-${i}` }] });
+    return { sessionId: s.sessionId, stop: r.stopReason };
+  });
+  transport.close();
+  const done = state.updates.find((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed");
+  const text = done?.content?.[0]?.content?.text ?? "";
+  return { ...out, echoed: text.includes(`client-${i}\n`), violations: v.errors };
+}
+
+async function concurrentScenario() {
+  const res = await Promise.all(Array.from({ length: opt.clients }, (_, i) => oneClient(i)));
+  const violations = res.flatMap((r) => r.violations);
+  if (violations.length) fail("schema violations", { violations });
+  process.stdout.write(JSON.stringify({
+    clients: res.length,
+    end_turn: res.filter((r) => r.stop === "end_turn").length,
+    echoed: res.filter((r) => r.echoed).length,
+    distinct_sessions: new Set(res.map((r) => r.sessionId)).size,
+  }) + "\n");
+}
+
+// Raw lines: no SDK, so malformed input reaches the server as it is.
+async function rawScenario() {
+  const v = new Validator();
+  const t = openTransport();
+  const lines = fs.readFileSync(opt.lines, "utf8").split("\n").filter((l) => l !== "");
+  const expect = Number(opt.expect);
+  const got = [];
+  await new Promise((resolve, reject) => {
+    let buf = "";
+    t.input.on("data", (d) => {
+      v.feed(d.toString());
+      buf += d.toString();
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        got.push(JSON.parse(buf.slice(0, i)));
+        buf = buf.slice(i + 1);
+        if (got.length >= expect) resolve();
+      }
+    });
+    t.input.on("end", resolve);
+    t.input.on("error", reject);
+    for (const l of lines) {
+      const text = l.replace(/\\r/g, "\r").replace(/^BIG:(\d+)$/, (_, n) => "x".repeat(Number(n)));
+      for (const line of text.split("\n")) v.sent(line);
+      t.output.write(text + "\n");
+    }
+  });
+  t.close();
+  finish(v, { answers: got });
+}
+
+// The validator must be able to fail: known-wrong shapes (acp.md §12) are each reported.
+async function selftestScenario() {
+  const v = new Validator();
+  v.sent('{"jsonrpc":"2.0","id":1,"method":"session/prompt"}');
+  v.sent('{"jsonrpc":"2.0","id":2,"method":"initialize"}');
+  const bad = [
+    { jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "tool_call_update", toolCallId: "c", content: [{ type: "text", text: "bare" }] } } },
+    { jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "tool_call", toolCallId: "c" } } },
+    { jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: { sessionUpdate: "current_mode_update", modeId: "x" } } },
+    { jsonrpc: "2.0", id: 0, method: "session/request_permission", params: { sessionId: "s", toolCall: { toolCallId: "c", status: "cancelled" }, options: [] } },
+    { jsonrpc: "2.0", id: 1, result: { stopReason: "error" } },
+    { jsonrpc: "2.0", id: 2, result: { protocolVersion: "2025-01-01" } },
+    { jsonrpc: "2.0", id: "1", result: { stopReason: "end_turn" } },
+  ];
+  for (const m of bad) v.feed(JSON.stringify(m) + "\n");
+  process.stdout.write(JSON.stringify({ messages: bad.length, violations: v.errors.length }) + "\n");
+}
+
+const scenarios = {
+  selftest: selftestScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
+if (!scenarios[scenario]) fail(`unknown scenario ${scenario}`);
+scenarios[scenario]().then(() => process.exit(0), (e) => fail(String(e?.stack ?? e)));
