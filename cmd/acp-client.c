@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/acp.h"
@@ -43,7 +44,28 @@ static const char usage[] =
 /* How long a connection attempt may take. */
 #define DIAL_TIMEOUT_MS 10000
 
+/* After the conversation, how long a spawned agent gets to exit (it may be deleting its
+ * sandboxes) before it is sent SIGTERM. */
+#define AGENT_EXIT_WAIT_MS 20000
+
 static struct acpclient *client;
+static pid_t agent_pid = -1;
+
+/* Waits for the spawned agent to finish after its input closed. */
+static void reap_agent(void)
+{
+	int i, st;
+
+	if (agent_pid < 0)
+		return;
+	for (i = 0; i < AGENT_EXIT_WAIT_MS / 50; i++) {
+		if (waitpid(agent_pid, &st, WNOHANG) != 0)
+			return;
+		usleep(50000);
+	}
+	kill(agent_pid, SIGTERM);
+	waitpid(agent_pid, &st, 0);
+}
 
 static void emit(void *arg, const char *text)
 {
@@ -128,6 +150,7 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd)
 	close(in[0]);
 	close(out[1]);
 	free(words);
+	agent_pid = pid;
 	return peer_new(out[0], in[1], NULL);
 }
 
@@ -248,6 +271,7 @@ int main(int argc, char **argv)
 		}
 	}
 	acpclient_close(client);
+	reap_agent();
 	free(token);
 	return cli_finish(status);
 }
