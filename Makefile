@@ -14,9 +14,9 @@ PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
 OPT ?= -O2 -g
 SAN ?=
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) \
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
-LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread $(LDLIBS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
 
 # Output tree; `make asan` uses another so the two builds never mix.
@@ -26,8 +26,13 @@ BIN ?= bin
 STATIC_PROGS := sbx-init geminicli-toolbox
 PROGS := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
 DYN_PROGS := $(filter-out $(STATIC_PROGS),$(PROGS))
-LIB_SRC := $(wildcard lib/*.c)
+# The Kubernetes backend (lib/kube*.c) is a plugin, sbx-kube.so, loaded only when
+# -backend kubernetes is used: its libraries (libcurl, libwebsockets, OpenSSL, libyaml)
+# cost milliseconds to load, and the local fast path must not pay for them.
+KUBE_SRC := $(wildcard lib/kube*.c)
+LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+KUBE_OBJ := $(KUBE_SRC:%.c=$(B)/%.o)
 CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -38,7 +43,7 @@ sbx-init_LIBSRC := lib/fsutil.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
-all: $(PROGS:%=$(BIN)/%) $(UNIT_BIN)
+all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)
 
 $(B)/%.o: %.c $(wildcard lib/*.h cmd/*.h)
 	@mkdir -p $(dir $@)
@@ -47,6 +52,17 @@ $(B)/%.o: %.c $(wildcard lib/*.h cmd/*.h)
 $(B)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+$(B)/libsbxkube.a: $(KUBE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The plugin carries its own copy of the lib/ code it uses, with every symbol but its ops
+# table hidden, so it cannot clash with the program that loads it.
+$(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
+	@mkdir -p $(BIN)
+	$(CC) -shared $(LDFLAGS_ALL) -Wl,--whole-archive $(B)/libsbxkube.a -Wl,--no-whole-archive \
+		$(B)/libsbx.a -Wl,--exclude-libs,libsbx.a -o $@ $(LDLIBS_ALL)
 
 # Objects for static programs are built without sanitizers (they cannot link them statically).
 $(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h)
@@ -67,9 +83,9 @@ $(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cm
 endef
 $(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
 
-$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a
+$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbx.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
 
 deps:
 	@scripts/install-deps
@@ -90,18 +106,22 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
 		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
 
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), each for FUZZ_SECONDS (default 60).
+fuzz:
+	@tests/fuzz/run
+
 bench: all
 	@SBX_BIN=$(CURDIR)/$(BIN) tests/bench/run
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
-	install -m 0755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 $(wildcard man/man1/*.1) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
 	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-fuzz bin

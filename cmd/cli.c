@@ -58,7 +58,8 @@ void cli_die(int status, const char *fmt, ...)
 int cli_status(int code)
 {
 	switch (code) {
-	case SBX_EINVAL: return EXIT_USAGE;
+	case SBX_EINVAL:
+	case SBX_EEXIST: return EXIT_USAGE;
 	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
 	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
 	default: return EXIT_FAIL;

@@ -1,7 +1,10 @@
 /* backend.c — picks a backend by name and checks what every backend would check. */
 #include "backend.h"
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +13,52 @@
 
 const char *const backend_names[] = {"local", "kubernetes", NULL};
 
-static const struct backend_ops *const table[] = {&local_backend_ops, &kube_backend_ops};
+/* The Kubernetes backend lives in the plugin sbx-kube.so (next to this program, or in
+ * ../libexec/sbx), loaded on first use so the local fast path never loads libcurl & co. */
+static const struct backend_ops *load_kube(struct sbx_err *e)
+{
+	static const struct backend_ops *ops;
+	char exe[PATH_MAX], *slash, *path = NULL;
+	const char *env = getenv("SBX_KUBE_PLUGIN");
+	void *h;
+	ssize_t n;
+
+	if (ops)
+		return ops;
+	if (env && *env) {
+		path = xstrdup(env);
+	} else if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			*slash = '\0';
+			path = xasprintf("%s/sbx-kube.so", exe);
+			if (access(path, R_OK) < 0) {
+				free(path);
+				path = xasprintf("%s/../libexec/sbx/sbx-kube.so", exe);
+			}
+		}
+	}
+	if (path == NULL) {
+		err_set(e, SBX_EUNAVAIL, "cannot locate the kubernetes backend plugin sbx-kube.so");
+		return NULL;
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) {
+		err_set(e, SBX_EUNAVAIL, "cannot load the kubernetes backend (%s): %s", path, dlerror());
+		free(path);
+		return NULL;
+	}
+	free(path);
+	ops = dlsym(h, "kube_backend_ops");
+	if (ops == NULL)
+		err_set(e, SBX_EUNAVAIL, "the kubernetes backend plugin has no kube_backend_ops");
+	return ops;
+}
 
 struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e)
 {
+	const struct backend_ops *ops;
 	struct sbx_backend *b;
-	size_t i;
 
 	if (kind == NULL || *kind == '\0')
 		kind = getenv("SANDBOX_BACKEND");
@@ -27,16 +70,17 @@ struct sbx_backend *backend_open(const char *kind, const char *namespace, struct
 		namespace = SBX_DEFAULT_NAMESPACE;
 	if (namespace_check(namespace, e) < 0)
 		return NULL;
-	for (i = 0; i < sizeof table / sizeof table[0]; i++) {
-		if (strcmp(table[i]->name, kind) == 0)
-			break;
-	}
-	if (i == sizeof table / sizeof table[0]) {
+	if (strcmp(kind, "local") == 0) {
+		ops = &local_backend_ops;
+	} else if (strcmp(kind, "kubernetes") == 0) {
+		if ((ops = load_kube(e)) == NULL)
+			return NULL;
+	} else {
 		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", kind);
 		return NULL;
 	}
 	b = xcalloc(1, sizeof *b);
-	b->ops = table[i];
+	b->ops = ops;
 	snprintf(b->namespace, sizeof b->namespace, "%s", namespace);
 	return b;
 }

@@ -1,6 +1,7 @@
 /* gojson.c — Go-compatible JSON encoding on top of json-c objects. */
 #include "gojson.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -144,6 +145,34 @@ char *gojson_encode(struct json_object *obj)
 	return buf_steal(&b);
 }
 
+/* json-c accepts NaN and Infinity, which JSON (and Go) do not; depth is bounded by the
+ * tokener, so recursion here is too. */
+static int nonfinite(struct json_object *o)
+{
+	size_t i, n;
+
+	switch (json_object_get_type(o)) {
+	case json_type_double:
+		return !isfinite(json_object_get_double(o));
+	case json_type_array:
+		n = json_object_array_length(o);
+		for (i = 0; i < n; i++)
+			if (nonfinite(json_object_array_get_idx(o, i)))
+				return 1;
+		return 0;
+	case json_type_object: {
+		json_object_object_foreach(o, k, v) {
+			(void)k;
+			if (nonfinite(v))
+				return 1;
+		}
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 struct json_object *gojson_parse(const char *s, size_t n, const char **why)
 {
 	struct json_tokener *tok;
@@ -184,6 +213,8 @@ struct json_object *gojson_parse(const char *s, size_t n, const char **why)
 		}
 	}
 	json_tokener_free(tok);
+	if (*why == NULL && nonfinite(obj))
+		*why = "NaN and Infinity are not JSON numbers";
 	if (*why) {
 		json_object_put(obj);
 		return NULL;

@@ -70,6 +70,13 @@ static int curl_load(struct sbx_err *e)
 
 /* ---- the request document ---- */
 
+/* Reads from the request pipe go in pieces of this size (a pipe holds 64 KiB). */
+#define READ_CHUNK 65536
+/* A Retry-After value longer than this is not one (an HTTP-date is 29 bytes). */
+#define RETRY_AFTER_TEXT_MAX 128
+/* Trace labels: a URL plus a few words. */
+#define TRACE_LABEL_MAX (LLM_URL_MAX + 64)
+
 int llm_check_request(struct json_object *doc, struct sbx_err *e)
 {
 	struct json_object *v;
@@ -112,7 +119,7 @@ struct json_object *llm_read_request(int fd, const volatile sig_atomic_t *cancel
 {
 	struct json_object *doc = NULL;
 	struct buf b = {0};
-	char chunk[65536];
+	char chunk[READ_CHUNK];
 	const char *why;
 
 	for (;;) {
@@ -311,11 +318,18 @@ static struct json_object *copy(struct json_object *v)
 	return out;
 }
 
-/* Keys whose streamed value is whole each time it appears, not a fragment. */
+/* Keys whose streamed value is whole each time it appears, not a fragment (a thought
+ * signature is an opaque token: appending a repeated one would corrupt it). */
 static bool replaced_key(const char *k)
 {
-	return strcmp(k, "role") == 0 || strcmp(k, "id") == 0 || strcmp(k, "type") == 0 ||
-	       strcmp(k, "name") == 0 || strcmp(k, "index") == 0;
+	static const char *const keys[] = {"role", "id", "type", "name", "index",
+					   "thought_signature"};
+	size_t i;
+
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (strcmp(k, keys[i]) == 0)
+			return true;
+	return false;
 }
 
 static bool all_indexed(struct json_object *arr)
@@ -460,8 +474,9 @@ struct xfer {
 	struct sbx_err err;	/* why a callback stopped the transfer (failed) */
 };
 
-/* Copies s with every occurrence of the API key replaced, for messages and traces. */
-static char *redact(const char *key, const char *s, size_t n)
+/* Copies s with every occurrence of the API key replaced, for messages and traces; the
+ * copy's length goes to *len when len is not NULL. */
+static char *redact(const char *key, const char *s, size_t n, size_t *len)
 {
 	struct buf b = {0};
 	size_t kl = key ? strlen(key) : 0, i = 0, start = 0;
@@ -477,6 +492,8 @@ static char *redact(const char *key, const char *s, size_t n)
 		}
 	}
 	buf_append(&b, s + start, n - start);
+	if (len)
+		*len = b.len;
 	return buf_steal(&b);
 }
 
@@ -490,8 +507,8 @@ static void trace(const struct llm_config *c, const char *what, const char *data
 		c->trace(what, NULL, 0, c->arg);
 		return;
 	}
-	r = redact(c->api_key, data, n);
-	c->trace(what, r, strlen(r), c->arg);
+	r = redact(c->api_key, data, n, &n);
+	c->trace(what, r, n, c->arg);
 	free(r);
 }
 
@@ -553,7 +570,7 @@ static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, 
 	if (!json_object_is_type(chunk, json_type_object))
 		return err_set(e, SBX_EIO, "llm: failed to decode stream event: not an object");
 	if (json_object_object_get_ex(chunk, "error", &v) && v != NULL) {
-		char *r = redact(x->cfg->api_key, raw, strlen(raw));
+		char *r = redact(x->cfg->api_key, raw, strlen(raw), NULL);
 
 		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
 		free(r);
@@ -608,7 +625,7 @@ static int on_event(const struct sse_event *ev, void *arg, struct sbx_err *e)
 	if (x->as.done)
 		return 0;
 	if (strcmp(ev->type, "error") == 0) {
-		char *r = redact(x->cfg->api_key, ev->data, ev->len);
+		char *r = redact(x->cfg->api_key, ev->data, ev->len, NULL);
 
 		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
 		free(r);
@@ -631,7 +648,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	struct xfer *x = arg;
 	size_t len = size * n;
 	static const char name[] = "retry-after:";
-	char val[128];
+	char val[RETRY_AFTER_TEXT_MAX];
 
 	x->last_rx_ns = time_mono_ns();
 	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
@@ -801,7 +818,7 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	}
 	if (x->status != 200) {
 		trace(c, "response body", x->body.data ? x->body.data : "", x->body.len);
-		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len);
+		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len, NULL);
 		*retry = llm_retryable_status(x->status);
 		err_set(e, SBX_EIO, "llm: api error (status %ld): %s", x->status, r);
 		free(r);
@@ -892,7 +909,7 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	struct xfer x = {.cfg = c};
 	struct curl_slist *hdrs = NULL;
 	struct json_object *resp = NULL;
-	char *url = NULL, *body = NULL, *auth = NULL, tbuf[256];
+	char *url = NULL, *body = NULL, *auth = NULL, tbuf[TRACE_LABEL_MAX];
 	int rc = -1, i;
 	bool retry;
 

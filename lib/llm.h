@@ -5,6 +5,7 @@
  * is answered in-process (lib/eliza.h) without loading libcurl.
  * Every field a server sends is kept: unknown message fields (extra_content, thought_signature)
  * go back to the caller verbatim, since Gemini wants its thought signatures on the next turn.
+ * The first real request loads and initialises libcurl: make it from one thread at a time.
  * Ownership: documents passed in stay the caller's; returned json_object pointers are new
  * references (llm_result_free puts them); returned char * are the caller's to free. */
 #ifndef SBX_LLM_H
@@ -107,9 +108,9 @@ int64_t llm_backoff_ns(int attempt, int64_t base_ns, int64_t retry_after_ns, uin
  * unreadable. */
 int64_t llm_retry_after_ns(const char *value, int64_t now_ns);
 
-/* Folds one streamed delta into acc: strings are appended (role, id, type, name and index are
- * replaced), objects merged, arrays of {"index":…} objects merged by index, other values
- * replaced; null never overwrites. */
+/* Folds one streamed delta into acc: strings are appended (role, id, type, name, index and
+ * thought_signature are replaced), objects merged, arrays of {"index":…} objects merged by
+ * index, other values replaced; null never overwrites. */
 void llm_delta_merge(struct json_object *acc, struct json_object *delta);
 /* choices[0].message of a response (borrowed), or NULL with e set. */
 struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e);

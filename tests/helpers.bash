@@ -46,3 +46,22 @@ assert_contains() {
 	*) echo "expected output to contain: $1" >&2; echo "output: $output" >&2; return 1 ;;
 	esac
 }
+
+# man_examples PROG: prints the shell lines of the EXAMPLES section of man/man1/PROG.1
+# (the text between .EX and .EE), so tests can run what the manual shows.
+man_examples() {
+	awk '
+		/^\.SH / { inex = ($2 == "EXAMPLES") }
+		inex && /^\.EX/ { code = 1; next }
+		inex && /^\.EE/ { code = 0; next }
+		inex && code { print }
+	' "$SBX_TOP/man/man1/$1.1" | sed -e 's/\\-/-/g' -e 's/\\e/\\/g' -e "s/\\\\(aq/'/g"
+}
+
+# run_man_examples PROG: runs those lines with bash -e; fails on the first failing line.
+run_man_examples() {
+	local script
+	script=$(man_examples "$1")
+	[ -n "$script" ] || { echo "no EXAMPLES in $1.1" >&2; return 1; }
+	bash -euo pipefail -c "$script"
+}

@@ -208,11 +208,11 @@ static int parse_payload(char *p, uint32_t len, char **workdir, char ***argv, ch
 	a = calloc((size_t)argc + 1, sizeof *a);
 	e = calloc((size_t)envc + 1, sizeof *e);
 	if (a == NULL || e == NULL)
-		return -1;
+		goto fail;
 	for (i = 0; i < 1 + argc + envc; i++) {
 		char *nul = memchr(p, '\0', (size_t)(end - p));
 		if (nul == NULL)
-			return -1;
+			goto fail;
 		if (i == 0)
 			*workdir = p;
 		else if (i <= argc)
@@ -224,6 +224,10 @@ static int parse_payload(char *p, uint32_t len, char **workdir, char ***argv, ch
 	*argv = a;
 	*env = e;
 	return 0;
+fail:
+	free(a);
+	free(e);
+	return -1;
 }
 
 static int shepherd(int conn)

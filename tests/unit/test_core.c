@@ -109,6 +109,7 @@ static void json(void)
 	ok(gojson_parse("{\"a\":", 5, &why) == NULL && why, "truncated refused");
 	o = gojson_parse("42", 2, &why);
 	ok(o && json_object_get_int(o) == 42, "bare number");
+	ok(gojson_parse("NaN", 3, &why) == NULL && gojson_parse("[1,-Infinity]", 13, &why) == NULL, "NaN and Infinity refused");
 	json_object_put(o);
 	{
 		struct buf b = {0};

@@ -289,7 +289,8 @@ static void deltas(void)
 		"{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"type\":\"function\",\"function\":"
 		"{\"name\":\"ls\",\"arguments\":\"\"},\"extra_content\":{\"google\":{\"thought_signature\":\"SIG\"}}}]}",
 		"{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"\\\":1}\"}},"
-		"{\"index\":0,\"function\":{\"arguments\":\"{}\"}}]}",
+		"{\"index\":0,\"function\":{\"arguments\":\"{}\"},"
+		"\"extra_content\":{\"google\":{\"thought_signature\":\"SIG\"}}}]}",
 	};
 	struct json_object *acc = json_object_new_object(), *d;
 	char *s;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# sbx-tool: one tool call in, one tool message out, with upstream's texts.
+
+load helpers
+
+setup() {
+	setup_sbx_env
+	sbx-create demo >/dev/null
+}
+teardown() { teardown_sbx_env; }
+
+call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
+	local name=$1 args=$2
+	shift 2
+	jq -cn --arg n "$name" --arg a "$args" '{id:"call-1",type:"function",function:{name:$n,arguments:$a}}' |
+		sbx-tool "$@" demo
+}
+
+@test "run_command reports stdout, stderr and the exit code" {
+	run call run_command '{"command":"echo hi; echo oops >&2; exit 3"}'
+	assert_status 0
+	assert_json '.role == "tool" and .tool_call_id == "call-1"'
+	assert_json '.content == "stdout:\nhi\n\nstderr:\noops\n\nexit_code: 3"'
+	[ "$(printf '%s' "$output" | jq -r 'keys_unsorted | join(",")')" = "role,content,tool_call_id" ]
+}
+
+@test "write then read and ls, relative to /, with parents created" {
+	run call write '{"path":"/home/clawtainer/a/b/c.txt","content":"hello\nworld\n"}'
+	assert_json '.content == "Wrote file \"/home/clawtainer/a/b/c.txt\""'
+	run call read '{"path":"/home/clawtainer/a/b/c.txt"}'
+	assert_json '.content == "hello\nworld\n"'
+	run call ls '{"path":"/home/clawtainer/a"}'
+	assert_json '.content == "b/\n"'
+	run call ls '{}'
+	assert_json '.content | contains("home/")'
+}
+
+@test "failures carry upstream's texts" {
+	run call read '{"path":"/nope"}'
+	assert_status 0
+	assert_json '.content == "Failed to read \"/nope\":\nstdout:\n\nstderr:\ncat: /nope: No such file or directory\n\nexit_code: 1"'
+	run call ls '{"path":"/nope"}'
+	assert_json '.content | startswith("Failed to list \"/nope\":\nstdout:\n\nstderr:\nls: cannot access")'
+	run call write '{"path":"/proc/x/y","content":"z"}'
+	assert_json '.content | startswith("failed to write file \"/proc/x/y\":\nstdout:\n")'
+}
+
+@test "registry errors: unknown tool, bad arguments, missing path" {
+	run call nosuch '{}'
+	assert_status 1
+	assert_json '.content == "Error calling tool \"nosuch\": tool \"nosuch\" not found"'
+	run call read '{"path":5}'
+	assert_status 1
+	assert_json '.content == "Error calling tool \"read\": failed to parse arguments: json: cannot unmarshal number into Go struct field .path of type string"'
+	run call read 'not json'
+	assert_json '.content | startswith("Error calling tool \"read\": failed to parse arguments: ")'
+	run call read ''
+	assert_json '.content == "Error calling tool \"read\": failed to parse arguments: unexpected end of JSON input"'
+	run call read '{}'
+	assert_json '.content == "Error calling tool \"read\": failed to run tool: path is required"'
+	run call write '{"content":"x"}'
+	assert_json '.content == "Error calling tool \"write\": failed to run tool: path is required"'
+}
+
+@test "a tool timeout kills the command's processes and says so" {
+	run call run_command '{"command":"setsid sleep 611 & sleep 612"}' -tool-timeout 500ms
+	assert_status 1
+	assert_json '.content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 500ms: context deadline exceeded"'
+	run sbx-exec -raw demo -- ps -eo args
+	[[ "$output" != *"sleep 61"* ]]
+}
+
+@test "-list prints the declarations sorted by name" {
+	run sbx-tool -list
+	assert_status 0
+	assert_json 'map(.function.name) == ["ls","read","run_command","write"]'
+	assert_json '.[2].function.parameters.required == ["command"] and .[2].type == "function"'
+	assert_json '.[2].function.description == "Executes a shell command inside a sandbox and returns the stdout and stderr."'
+	TOOLSET=nosuch run sbx-tool -list
+	assert_status 100
+	assert_contains 'unknown toolset "nosuch" (available: basic, geminicli)'
+}
+
+@test "bad input on stdin is a usage error; a missing sandbox is 101" {
+	run sbx-tool demo <<<'garbage'
+	assert_status 100
+	run sbx-tool demo <<<'{"id":"x"}'
+	assert_status 100
+	assert_contains "invalid tool call"
+	run sbx-delete demo
+	run call run_command '{"command":"true"}'
+	assert_status 101
+}
