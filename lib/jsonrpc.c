@@ -159,6 +159,9 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m, int *code
 			"(\"id\" with one of \"result\" and \"error\")");
 		goto bad;
 	}
+	/* The id only travels with an error. */
+	json_object_put(*bad_id);
+	*bad_id = NULL;
 	return 0;
 bad:
 	memset(m, 0, sizeof *m);

@@ -46,6 +46,7 @@ make_cert() {
 }
 
 @test "one-shot -yolo turn over TCP (man page example)" {
+	grep -qF 'acp-client -addr localhost:8090 -yolo -prompt "run: uname -a"' "$SBX_TOP/man/man1/acp-client.1"
 	start_server
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
@@ -59,6 +60,7 @@ make_cert() {
 }
 
 @test "interactive: the permission menu, a rejection, then an approval by Enter" {
+	grep -qF "printf 'run: echo first\\\\n3\\\\n' | acp-client -addr localhost:8090" "$SBX_TOP/man/man1/acp-client.1"
 	start_server
 	run acp-client -addr "$ACP_ADDR" <<'EOF'
 run: echo first
@@ -86,6 +88,7 @@ The user denied permission to run tool "run_command".'
 	assert_status 0
 	sid=$(printf '%s\n' "$output" | sed -n 's/^Session: //p')
 	[ -n "$sid" ]
+	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
 	run acp-client -addr "$ACP_ADDR" -session-id "$sid" -prompt "and now"
 	assert_status 0
 	assert_contains "remember me"
@@ -96,7 +99,8 @@ The user denied permission to run tool "run_command".'
 }
 
 @test "-cmd spawns the agent and speaks over its standard input/output" {
-	run acp-client -cmd "acp-server -stdio -backend local" -yolo -prompt "run: echo spawned"
+	grep -qF 'acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"' "$SBX_TOP/man/man1/acp-client.1"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"
 	assert_status 0
 	assert_contains "Connected to ACP agent (protocol v1)"
 	assert_contains "spawned"

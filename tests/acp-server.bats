@@ -321,3 +321,44 @@ EOF
 	start_server_any
 	grep -Eq 'serving ACP address="(\[::\]|0\.0\.0\.0):[0-9]+"' "$BATS_TEST_TMPDIR/any.log"
 }
+
+@test "man page examples work" {
+	local page=$SBX_TOP/man/man1/acp-server.1
+	grep -qF 'OPENAI_MODEL=fake-eliza acp-server -listen 127.0.0.1:8090 &' "$page"
+	grep -qF 'acp-client -addr 127.0.0.1:8090 -yolo -prompt "run: uname -a"' "$page"
+	grep -qF 'acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"' "$page"
+	# The same commands, on a free port instead of 8090.
+	start_server
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"
+	assert_status 0
+	assert_contains "spawned"
+}
+
+@test "the Kubernetes manifest: RBAC as documented, Secret via envFrom, no Service" {
+	run /usr/bin/python3 - "$SBX_TOP/images/acp-server/acp-server.yaml" <<'PY'
+import sys, yaml
+docs = list(yaml.safe_load_all(open(sys.argv[1])))
+kinds = [d["kind"] for d in docs]
+assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Deployment"], kinds
+assert all(d["metadata"]["namespace"] == "default" for d in docs)
+assert all(d["metadata"]["name"] == "sandboxed-tools-acp-server" for d in docs)
+rules = {(r["apiGroups"][0], r["resources"][0]): sorted(r["verbs"]) for r in docs[1]["rules"]}
+assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "list", "watch", "update", "delete"]),
+                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"]}, rules
+spec = docs[3]["spec"]["template"]["spec"]
+assert spec["serviceAccountName"] == "sandboxed-tools-acp-server"
+c = spec["containers"][0]
+assert c["envFrom"] == [{"secretRef": {"name": "sandboxed-tools-acp-server"}}]
+assert c["ports"][0]["containerPort"] == 8090
+assert {"name": "data", "mountPath": "/data"} in c["volumeMounts"]
+print("ok")
+PY
+	assert_status 0
+	[ "$output" = ok ]
+	grep -q '^ENTRYPOINT \["acp-server", "--listen=:8090"\]$' "$SBX_TOP/images/acp-server/Dockerfile"
+	grep -q '^ENV HOME=/data$' "$SBX_TOP/images/acp-server/Dockerfile"
+	grep -Eq '^USER [1-9][0-9]*' "$SBX_TOP/images/acp-server/Dockerfile"
+}
