@@ -4,7 +4,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "../lib/acp.h"
 #include "../lib/acpclient.h"
 #include "../lib/flag.h"
-#include "../lib/net.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -122,13 +120,13 @@ static void *canceller(void *arg)
 	return NULL;
 }
 
-/* Spawns the agent command with pipes to its standard input and output. */
+/* Spawns the agent command (split at white space). */
 static struct peer *spawn_agent(const char *cmd, const char *cwd)
 {
 	char *words = xstrdup(cmd), *argv[CMD_ARGS_MAX + 1], *save = NULL, *w;
-	posix_spawn_file_actions_t fa;
-	int in[2], out[2], n = 0;
-	pid_t pid;
+	struct sbx_err e;
+	struct peer *p;
+	int n = 0, errnum;
 
 	for (w = strtok_r(words, " \t\n", &save); w && n < CMD_ARGS_MAX;
 	     w = strtok_r(NULL, " \t\n", &save))
@@ -136,43 +134,11 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd)
 	argv[n] = NULL;
 	if (n == 0)
 		cli_usage_error(usage, "-cmd is empty");
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	errno = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (errno != 0)
-		cli_die(errno == ENOENT ? EXIT_CMD_NOT_FOUND : EXIT_CANNOT_EXEC,
-			"cannot start agent %s: %s", argv[0], strerror(errno));
-	close(in[0]);
-	close(out[1]);
+	if ((p = peer_spawn(argv, cwd, &agent_pid, &errnum, &e)) == NULL)
+		cli_die(errnum == ENOENT ? EXIT_CMD_NOT_FOUND : errnum ? EXIT_CANNOT_EXEC : EXIT_FAIL,
+			"%s", e.msg);
 	free(words);
-	agent_pid = pid;
-	return peer_new(out[0], in[1], NULL);
-}
-
-static struct peer *dial(const char *addr, bool use_tls, const char *ca, bool insecure)
-{
-	char host[NET_ADDR_MAX];
-	struct sbx_err e;
-	SSL_CTX *ctx;
-	SSL *ssl = NULL;
-	int fd;
-
-	if ((fd = net_dial(addr, DIAL_TIMEOUT_MS, &e)) < 0)
-		cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
-	if (use_tls) {
-		if (net_split_host(addr, host, sizeof host, &e) < 0 ||
-		    (ctx = net_tls_client(ca, insecure, &e)) == NULL)
-			cli_die_err("", &e);
-		if ((ssl = net_tls_connect(ctx, fd, host[0] ? host : "localhost", insecure, &e)) == NULL)
-			cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
-		SSL_CTX_free(ctx);	/* the connection keeps its own reference */
-	}
-	return peer_new(fd, fd, ssl);
+	return p;
 }
 
 int main(int argc, char **argv)
@@ -221,7 +187,10 @@ int main(int argc, char **argv)
 		cli_die_err("", &e);
 	signal(SIGPIPE, SIG_IGN);
 
-	p = addr ? dial(addr, use_tls, ca, insecure) : spawn_agent(cmd, cwd);
+	if (addr == NULL)
+		p = spawn_agent(cmd, cwd);
+	else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
+		cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
 	cfg.cwd = cwd;
 	cfg.session_id = session;
 	cfg.auth_method = auth_method;

@@ -1,12 +1,9 @@
 /* acp-server — the agent over the Agent Client Protocol, on TCP (optionally TLS) or stdio. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../lib/acp.h"
@@ -40,19 +37,11 @@ static const char usage[] =
 	"Model: OPENAI_MODEL or MODEL (fake-eliza = the built-in fake), GEMINI_API_KEY or\n"
 	"OPENAI_API_KEY, OPENAI_BASE_URL.\n";
 
-/* Simultaneous connections: each holds a thread; beyond this new ones are closed at once. */
-#define CONN_MAX 1024
 /* After SIGTERM, running turns get this long to finish before they are cancelled (a pod's
  * default grace period is 30 s, and the sandboxes still have to be deleted after). */
 #define DRAIN_NS (INT64_C(15) * 1000000000)
 
-static struct acp_server *srv;
-static SSL_CTX *tls;
 static int sig_pipe[2] = {-1, -1};
-static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t conns_cv = PTHREAD_COND_INITIALIZER;
-static struct peer *conns[CONN_MAX];
-static int nconns;
 
 static void on_signal(int sig)
 {
@@ -71,101 +60,6 @@ static void log_line(void *arg, const char *msg)
 	cli_msg("%s", msg);
 }
 
-struct conn_arg {
-	int fd;
-	bool stdio;
-	char remote[NET_ADDR_MAX];
-};
-
-static void *conn_main(void *arg)
-{
-	struct conn_arg *ca = arg;
-	struct peer *p;
-	struct sbx_err e;
-	SSL *ssl = NULL;
-	int slot = -1, i;
-
-	if (tls) {
-		ssl = SSL_new(tls);
-		SSL_set_fd(ssl, ca->fd);
-		SSL_set_accept_state(ssl);
-	}
-	p = ca->stdio ? peer_new(0, 1, NULL) : peer_new(ca->fd, ca->fd, ssl);
-	pthread_mutex_lock(&conns_mu);
-	for (i = 0; i < CONN_MAX && slot < 0; i++)
-		if (conns[i] == NULL)
-			conns[slot = i] = p;
-	pthread_mutex_unlock(&conns_mu);
-	cli_msg("client connected remote=\"%s\"", ca->remote);
-	if (acp_serve(srv, p, &e) < 0)
-		cli_msg("connection error remote=\"%s\": %s", ca->remote, e.msg);
-	cli_msg("client disconnected remote=\"%s\"", ca->remote);
-	pthread_mutex_lock(&conns_mu);
-	if (slot >= 0)
-		conns[slot] = NULL;
-	nconns--;
-	pthread_cond_broadcast(&conns_cv);
-	pthread_mutex_unlock(&conns_mu);
-	if (ca->stdio)
-		on_signal(0);	/* the editor went away: shut down */
-	free(ca);
-	return NULL;
-}
-
-static void start_conn(int fd, bool stdio)
-{
-	struct conn_arg *ca = xcalloc(1, sizeof *ca);
-	pthread_attr_t at;
-	pthread_t t;
-
-	ca->fd = fd;
-	ca->stdio = stdio;
-	if (stdio)
-		snprintf(ca->remote, sizeof ca->remote, "stdio");
-	else
-		net_peer_addr(fd, ca->remote, sizeof ca->remote);
-	pthread_mutex_lock(&conns_mu);
-	if (nconns >= CONN_MAX) {
-		pthread_mutex_unlock(&conns_mu);
-		cli_warn("refusing connection from %s: %d connections open", ca->remote, CONN_MAX);
-		close(fd);
-		free(ca);
-		return;
-	}
-	nconns++;
-	pthread_mutex_unlock(&conns_mu);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, ACP_THREAD_STACK);
-	if (pthread_create(&t, &at, conn_main, ca) != 0) {
-		cli_warn("cannot start a thread for %s", ca->remote);
-		close(fd);
-		free(ca);
-		pthread_mutex_lock(&conns_mu);
-		nconns--;
-		pthread_mutex_unlock(&conns_mu);
-	}
-	pthread_attr_destroy(&at);
-}
-
-/* Drains, closes every connection, deletes the sandboxes. */
-static int shutdown_all(void)
-{
-	int i, failed;
-
-	acp_server_drain(srv, DRAIN_NS);
-	pthread_mutex_lock(&conns_mu);
-	for (i = 0; i < CONN_MAX; i++)
-		if (conns[i])
-			peer_close(conns[i]);
-	while (nconns > 0)
-		pthread_cond_wait(&conns_cv, &conns_mu);
-	pthread_mutex_unlock(&conns_mu);
-	failed = acp_server_delete_sandboxes(srv);
-	acp_server_free(srv);
-	return failed ? EXIT_FAIL : EXIT_OK;
-}
-
 int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend = NULL, *ns = NULL;
@@ -177,6 +71,8 @@ int main(int argc, char **argv)
 	struct acp_config cfg = {0};
 	struct sbx_err e;
 	struct sigaction sa;
+	struct acp_server *srv;
+	SSL_CTX *tls = NULL;
 	char *token = NULL, addr[NET_ADDR_MAX];
 	int i, lfd = -1;
 	struct flag flags[] = {
@@ -250,29 +146,12 @@ int main(int argc, char **argv)
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
 		" tls=%s auth=%s", addr, model ? model : "", tsname ? tsname : "basic",
 		image ? image : "", backend, tls ? "true" : "false", token ? "true" : "false");
-	if (stdio)
-		start_conn(-1, true);
-	for (;;) {
-		struct pollfd fds[2] = {{.fd = sig_pipe[0], .events = POLLIN},
-					{.fd = lfd, .events = POLLIN}};
-		int fd;
-
-		if (poll(fds, lfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
-			cli_die(EXIT_FAIL, "poll: %s", strerror(errno));
-		if (fds[0].revents & POLLIN)
-			break;
-		if (lfd >= 0 && (fds[1].revents & POLLIN)) {
-			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0)
-				start_conn(fd, false);
-			else if (errno == EMFILE || errno == ENFILE)
-				cli_warn("accept: %s", strerror(errno));
-		}
-	}
+	if (acp_server_run(srv, lfd, tls, sig_pipe[0], DRAIN_NS, &e) < 0)
+		cli_warn("%s", e.msg);
 	if (lfd >= 0)
 		close(lfd);
-	cli_msg("shutting down");
-	i = shutdown_all();
+	i = acp_server_delete_sandboxes(srv) ? EXIT_FAIL : EXIT_OK;
+	acp_server_free(srv);
 	if (tls)
 		SSL_CTX_free(tls);
 	free(token);

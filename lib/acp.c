@@ -1,6 +1,9 @@
 /* acp.c — ACP v1 methods, the session registry, and turns mapped onto session updates. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include "agent.h"
 #include "gojson.h"
 #include "name.h"
+#include "net.h"
 #include "xalloc.h"
 
 /* Tool names remembered per session for an "always" answer: a toolset has a handful. */
@@ -42,6 +46,9 @@ struct acp_server {
 	struct acp_config cfg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	struct peer *conns[ACP_CONN_MAX];	/* open connections (acp_server_run) */
+	int nconns;
+	int stdio_done;				/* eventfd: the stdio connection ended */
 	struct acp_session *sessions;
 	size_t nsessions;
 	int workers;			/* prompt/load threads running, all connections */
@@ -1097,4 +1104,136 @@ void acp_server_free(struct acp_server *srv)
 	pthread_cond_destroy(&srv->cv);
 	pthread_mutex_destroy(&srv->mu);
 	free(srv);
+}
+
+/* ---- connections ------------------------------------------------------------------------ */
+
+struct conn_arg {
+	struct acp_server *srv;
+	int fd;				/* -1: standard input and output */
+	SSL_CTX *tls;
+	char remote[NET_ADDR_MAX];
+};
+
+static void *conn_main(void *arg)
+{
+	struct conn_arg *ca = arg;
+	struct acp_server *srv = ca->srv;
+	struct peer *p;
+	struct sbx_err e;
+	SSL *ssl = NULL;
+	int slot = -1, i;
+
+	if (ca->tls) {
+		ssl = SSL_new(ca->tls);
+		SSL_set_fd(ssl, ca->fd);
+		SSL_set_accept_state(ssl);
+	}
+	p = ca->fd < 0 ? peer_new(0, 1, NULL) : peer_new(ca->fd, ca->fd, ssl);
+	pthread_mutex_lock(&srv->mu);
+	for (i = 0; i < ACP_CONN_MAX && slot < 0; i++)
+		if (srv->conns[i] == NULL)
+			srv->conns[slot = i] = p;
+	pthread_mutex_unlock(&srv->mu);
+	logf_(srv, "client connected remote=\"%s\"", ca->remote);
+	if (acp_serve(srv, p, &e) < 0)
+		logf_(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
+	logf_(srv, "client disconnected remote=\"%s\"", ca->remote);
+	pthread_mutex_lock(&srv->mu);
+	if (slot >= 0)
+		srv->conns[slot] = NULL;
+	srv->nconns--;
+	pthread_cond_broadcast(&srv->cv);
+	pthread_mutex_unlock(&srv->mu);
+	if (ca->fd < 0) {
+		uint64_t one = 1;
+		if (write(srv->stdio_done, &one, sizeof one) < 0) {
+			/* the counter is already set */
+		}
+	}
+	free(ca);
+	return NULL;
+}
+
+static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
+{
+	struct conn_arg *ca = xcalloc(1, sizeof *ca);
+	pthread_attr_t at;
+	pthread_t t;
+
+	ca->srv = srv;
+	ca->fd = fd;
+	ca->tls = tls;
+	if (fd < 0)
+		snprintf(ca->remote, sizeof ca->remote, "stdio");
+	else
+		net_peer_addr(fd, ca->remote, sizeof ca->remote);
+	pthread_mutex_lock(&srv->mu);
+	if (srv->nconns >= ACP_CONN_MAX) {
+		pthread_mutex_unlock(&srv->mu);
+		logf_(srv, "refusing connection from %s: %d connections open", ca->remote,
+		      ACP_CONN_MAX);
+		close(fd);
+		free(ca);
+		return;
+	}
+	srv->nconns++;
+	pthread_mutex_unlock(&srv->mu);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, ACP_THREAD_STACK);
+	if (pthread_create(&t, &at, conn_main, ca) != 0) {
+		logf_(srv, "cannot start a thread for %s", ca->remote);
+		if (fd >= 0)
+			close(fd);
+		free(ca);
+		pthread_mutex_lock(&srv->mu);
+		srv->nconns--;
+		pthread_mutex_unlock(&srv->mu);
+	}
+	pthread_attr_destroy(&at);
+}
+
+int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, int64_t drain_ns,
+		   struct sbx_err *e)
+{
+	int i, rc = 0;
+
+	srv->stdio_done = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->stdio_done < 0)
+		return err_sys(e, errno, "eventfd");
+	if (lfd < 0)
+		start_conn(srv, -1, NULL);
+	for (;;) {
+		struct pollfd fds[3] = {{.fd = stop_fd, .events = POLLIN},
+					{.fd = srv->stdio_done, .events = POLLIN},
+					{.fd = lfd, .events = POLLIN}};
+		int fd;
+
+		if (poll(fds, lfd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR) {
+			rc = err_sys(e, errno, "poll");
+			break;
+		}
+		if ((fds[0].revents | fds[1].revents) & POLLIN)
+			break;
+		if (lfd >= 0 && (fds[2].revents & POLLIN)) {
+			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				start_conn(srv, fd, tls);
+			else if (errno == EMFILE || errno == ENFILE)
+				poll(NULL, 0, 100);	/* out of descriptors: do not spin */
+		}
+	}
+	logf_(srv, "shutting down");
+	acp_server_drain(srv, drain_ns);
+	pthread_mutex_lock(&srv->mu);
+	for (i = 0; i < ACP_CONN_MAX; i++)
+		if (srv->conns[i])
+			peer_close(srv->conns[i]);
+	while (srv->nconns > 0)
+		pthread_cond_wait(&srv->cv, &srv->mu);
+	pthread_mutex_unlock(&srv->mu);
+	close(srv->stdio_done);
+	srv->stdio_done = -1;
+	return rc;
 }

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/ssl.h>
+
 #include "err.h"
 #include "peer.h"
 
@@ -51,6 +53,16 @@ struct acp_server *acp_server_new(const struct acp_config *cfg);
 /* Serves one connection until it ends; its running turns are then cancelled (the sessions
  * stay). Takes p (freed before returning). */
 int acp_serve(struct acp_server *srv, struct peer *p, struct sbx_err *e);
+/* Simultaneous connections acp_server_run serves: each holds a thread; beyond this new ones
+ * are closed at once. */
+#define ACP_CONN_MAX 1024
+
+/* Serves until stop_fd becomes readable: connections accepted on lfd (TLS when tls is not
+ * NULL), each on a thread of its own, or, when lfd < 0, one connection on standard input and
+ * output (its end also stops). Then refuses new prompts, gives running turns drain_ns, cancels
+ * the rest and closes every connection. Logs "client connected remote=…" and the like. */
+int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, int64_t drain_ns,
+		   struct sbx_err *e);
 /* Refuses new prompts, waits up to drain_ns for running turns, cancels the rest and waits for
  * them to stop. */
 void acp_server_drain(struct acp_server *srv, int64_t drain_ns);

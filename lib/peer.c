@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include <openssl/err.h>
 
+#include "net.h"
 #include "peer.h"
 
 /* One read's worth; lines longer than this are assembled by the reader. */
@@ -367,4 +369,65 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 	if (p->ssl && rc == 0)
 		SSL_shutdown(p->ssl);
 	return rc;
+}
+
+struct peer *peer_dial(const char *addr, int timeout_ms, bool tls, const char *ca,
+		       bool insecure, struct sbx_err *e)
+{
+	char host[NET_ADDR_MAX];
+	SSL_CTX *ctx = NULL;
+	SSL *ssl = NULL;
+	int fd;
+
+	if ((fd = net_dial(addr, timeout_ms, e)) < 0)
+		return NULL;
+	if (tls) {
+		if (net_split_host(addr, host, sizeof host, e) < 0 ||
+		    (ctx = net_tls_client(ca, insecure, e)) == NULL ||
+		    (ssl = net_tls_connect(ctx, fd, host[0] ? host : "localhost", insecure, e)) == NULL) {
+			if (ctx)
+				SSL_CTX_free(ctx);
+			close(fd);
+			return NULL;
+		}
+		SSL_CTX_free(ctx);	/* the connection keeps its own reference */
+	}
+	return peer_new(fd, fd, ssl);
+}
+
+struct peer *peer_spawn(char *const argv[], const char *cwd, pid_t *pid, int *errnum,
+			struct sbx_err *e)
+{
+	posix_spawn_file_actions_t fa;
+	int in[2] = {-1, -1}, out[2] = {-1, -1};
+
+	*errnum = 0;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+		*errnum = errno;
+		err_sys(e, errno, "pipe");
+		goto bad;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_addchdir_np(&fa, cwd);
+	*errnum = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (*errnum != 0) {
+		err_sys(e, *errnum, "cannot start agent %s", argv[0]);
+		goto bad;
+	}
+	close(in[0]);
+	close(out[1]);
+	return peer_new(out[0], in[1], NULL);
+bad:
+	if (in[0] >= 0) {
+		close(in[0]);
+		close(in[1]);
+	}
+	if (out[0] >= 0) {
+		close(out[0]);
+		close(out[1]);
+	}
+	return NULL;
 }

@@ -12,6 +12,7 @@
 #include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "err.h"
 #include "jsonrpc.h"
@@ -30,6 +31,14 @@ typedef void (*peer_handler)(struct peer *p, struct jsonrpc_msg *m, void *arg);
 
 /* rfd and wfd may be the same socket; ssl is NULL for plain streams. */
 struct peer *peer_new(int rfd, int wfd, SSL *ssl);
+/* Connects to "host:port" within timeout_ms; with tls, verifies the server against ca (PEM
+ * file; NULL: the system store) unless insecure. */
+struct peer *peer_dial(const char *addr, int timeout_ms, bool tls, const char *ca,
+		       bool insecure, struct sbx_err *e);
+/* Spawns argv (looked up on PATH) in directory cwd, talking over its standard input and
+ * output; *pid gets its process id. On failure *errnum is posix_spawn's error. */
+struct peer *peer_spawn(char *const argv[], const char *cwd, pid_t *pid, int *errnum,
+			struct sbx_err *e);
 void peer_free(struct peer *p);
 /* Runs the I/O loop until the peer closes, an I/O error, or peer_close. Returns 0 on a clean
  * end of input, -1 with the cause in e otherwise. Pending waits fail afterwards. */
