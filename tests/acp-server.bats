@@ -362,3 +362,22 @@ PY
 	grep -q '^ENV HOME=/data$' "$SBX_TOP/images/acp-server/Dockerfile"
 	grep -Eq '^USER [1-9][0-9]*' "$SBX_TOP/images/acp-server/Dockerfile"
 }
+
+@test "a disconnect cancels the client's turn (its command is killed) but keeps the session" {
+	start_server
+	drive disconnect --prompt "run: sleep 313"
+	assert_status 0
+	upd '.stop == "end_turn"'
+	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["What do you think it means when you say '"'still there?'"'?"]'
+	for i in $(seq 100); do pgrep -f "sleep 313" >/dev/null || break; sleep 0.1; done
+	! pgrep -f "sleep 313"
+}
+
+@test "one slow turn does not hold up another session" {
+	{ echo '{"hang":true}'; stub_text "fast answer"; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	drive parallel --wait-file "$STUB_DIR/requests.jsonl"
+	assert_status 0
+	upd '.b == "end_turn" and .textB == "fast answer" and .a == "cancelled"'
+}

@@ -254,6 +254,71 @@ async function rawScenario() {
   finish(v, { answers: got });
 }
 
+// A client drops its connection while its tool runs; a second connection finds the session,
+// loads it and prompts it (the turn was cancelled, the session kept). With --hang-first, a
+// prompt on another session is answered while the first hangs (needs the stub).
+async function disconnectScenario() {
+  const v = new Validator();
+  const state = { updates: [], permissions: [] };
+  const first = openStream(v);
+  let sessionId;
+  const dropped = new Promise((resolve) => {
+    state.onUpdate = (u) => {
+      if (u.sessionUpdate === "tool_call_update" && u.status === "in_progress") resolve();
+    };
+  });
+  const conn = makeClient(state, "allow-once").connect(first.stream);
+  await initialize(conn.agent);
+  sessionId = (await conn.agent.request("session/new", { cwd: CWD, mcpServers: [] })).sessionId;
+  conn.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: opt.prompt }] }).catch(() => {});
+  await dropped;
+  first.transport.input.destroy();
+  const v2 = new Validator();
+  const state2 = { updates: [], permissions: [] };
+  const second = openStream(v2);
+  const out = await makeClient(state2, "allow-once").connectWith(second.stream, async (ctx) => {
+    await initialize(ctx);
+    // The cancelled turn may still be unwinding: retry while the session reports busy.
+    let r;
+    for (let i = 0; i < 200; i++) {
+      try {
+        r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "still there?" }] });
+        break;
+      } catch (e) {
+        if (!String(e.message).includes("already processing")) throw e;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
+    return { sessionId, stop: r?.stopReason };
+  });
+  second.transport.close();
+  finish(v2, { ...out, updates: state2.updates });
+}
+
+// Two sessions on two connections: the second is answered while the first waits on the model.
+async function parallelScenario() {
+  const v = new Validator();
+  const a = { updates: [], permissions: [] };
+  const b = { updates: [], permissions: [] };
+  const sa = openStream(v), sb = openStream(v);
+  const ca = makeClient(a, "allow-once").connect(sa.stream);
+  const cb = makeClient(b, "allow-once").connect(sb.stream);
+  await initialize(ca.agent);
+  await initialize(cb.agent);
+  const ida = (await ca.agent.request("session/new", { cwd: CWD, mcpServers: [] })).sessionId;
+  const idb = (await cb.agent.request("session/new", { cwd: CWD, mcpServers: [] })).sessionId;
+  const pa = ca.agent.request("session/prompt", { sessionId: ida, prompt: [{ type: "text", text: "slow" }] });
+  const f = opt.waitFile;
+  for (let i = 0; i < 300 && !fs.existsSync(f); i++) await new Promise((r) => setTimeout(r, 50));
+  const rb = await cb.agent.request("session/prompt", { sessionId: idb, prompt: [{ type: "text", text: "fast" }] });
+  // a can only end after the cancel below (its model call hangs): b was served meanwhile.
+  await ca.agent.notify("session/cancel", { sessionId: ida });
+  const ra = await pa;
+  sa.transport.close();
+  sb.transport.close();
+  finish(v, { b: rb.stopReason, a: ra.stopReason, textB: b.updates.map((u) => u.content?.text).join("") });
+}
+
 // The validator must be able to fail: known-wrong shapes (acp.md §12) are each reported.
 async function selftestScenario() {
   const v = new Validator();
@@ -273,6 +338,8 @@ async function selftestScenario() {
 }
 
 const scenarios = {
-  selftest: selftestScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
+  selftest: selftestScenario,
+  disconnect: disconnectScenario,
+  parallel: parallelScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
 if (!scenarios[scenario]) fail(`unknown scenario ${scenario}`);
 scenarios[scenario]().then(() => process.exit(0), (e) => fail(String(e?.stack ?? e)));
