@@ -13,7 +13,11 @@
 #include "gojson.h"
 #include "xalloc.h"
 
+/* Tool call titles remembered so updates (which carry only the id) print the title. */
+#define ACPCLIENT_TITLES_MAX 256
+
 struct acpclient {
+	struct json_object *titles;		/* toolCallId → title (owned) */
 	struct acpclient_config cfg;
 	struct peer *p;
 	pthread_t io;
@@ -66,11 +70,20 @@ static void on_update(struct acpclient *c, struct json_object *params)
 		    (text = str_field(content, "text")) != NULL)
 			emitf(c, "%s", text);
 	} else if (strcmp(kind, "tool_call") == 0) {
-		const char *st = str_field(u, "status");
+		const char *st = str_field(u, "status"), *id = str_field(u, "toolCallId");
+		if (id && str_field(u, "title")) {
+			if (json_object_object_length(c->titles) >= ACPCLIENT_TITLES_MAX) {
+				json_object_put(c->titles);
+				c->titles = json_object_new_object();
+			}
+			json_object_object_add(c->titles, id, json_object_new_string(str_field(u, "title")));
+		}
 		emitf(c, "\n[tool: %s] %s (%s)\n", str_field(u, "kind") ?: "other",
 		      str_field(u, "title") ?: "", st ? st : "pending");
 	} else if (strcmp(kind, "tool_call_update") == 0) {
 		const char *st = str_field(u, "status"), *title = str_field(u, "title");
+		if (title == NULL && str_field(u, "toolCallId"))
+			title = str_field(c->titles, str_field(u, "toolCallId"));
 		if (st)
 			emitf(c, "[tool] %s → %s\n", title ? title : str_field(u, "toolCallId") ?: "",
 			      st);
@@ -395,6 +408,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 
 	c->cfg = *cfg;
 	c->p = p;
+	c->titles = json_object_new_object();
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	if (pthread_create(&c->io, NULL, io_main, c) != 0) {
@@ -503,6 +517,7 @@ void acpclient_close(struct acpclient *c)
 	}
 	peer_free(c->p);
 	json_object_put(c->auth_methods);
+	json_object_put(c->titles);
 	free(c->session);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);

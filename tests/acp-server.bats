@@ -369,8 +369,8 @@ PY
 	assert_status 0
 	upd '.stop == "end_turn"'
 	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["What do you think it means when you say '"'still there?'"'?"]'
-	for i in $(seq 100); do pgrep -f "sleep 313" >/dev/null || break; sleep 0.1; done
-	! pgrep -f "sleep 313"
+	for i in $(seq 100); do pgrep -f "^sleep 313" >/dev/null || break; sleep 0.1; done
+	! pgrep -f "^sleep 313"
 }
 
 @test "one slow turn does not hold up another session" {
@@ -380,4 +380,36 @@ PY
 	drive parallel --wait-file "$STUB_DIR/requests.jsonl"
 	assert_status 0
 	upd '.b == "end_turn" and .textB == "fast answer" and .a == "cancelled"'
+}
+
+@test "SIGTERM lets a running turn finish, then deletes its sandbox" {
+	start_server
+	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --prompt "run: sleep 2.31; echo drained" \
+		>"$BATS_TEST_TMPDIR/drive.out" 2>&1 &
+	dpid=$!
+	for i in $(seq 200); do pgrep -f "^sleep 2.31" >/dev/null && break; sleep 0.05; done
+	pgrep -f "^sleep 2.31" >/dev/null
+	stop_server
+	wait "$dpid"
+	output=$(cat "$BATS_TEST_TMPDIR/drive.out")
+	upd '.stops == ["end_turn"]'
+	upd '.updates[2].status == "completed" and (.updates[2].content[0].content.text | test("drained"))'
+	[ "$ACP_STATUS" -eq 0 ]
+	grep -q "deleted sandbox" "$ACP_LOG"
+	run sbx-list
+	[ -z "$output" ]
+}
+
+@test "more sessions than a connection may hold get a clear error" {
+	start_server
+	{
+		echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+		for i in $(seq 65); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+		done
+	} >"$BATS_TEST_TMPDIR/lines"
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 66
+	assert_status 0
+	upd '[.answers[] | select(.result.sessionId)] | length == 64'
+	upd '.answers[65] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
 }
