@@ -369,16 +369,14 @@ static void restore(struct agent_session *s, int cancel_fd)
 	int st;
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
-	argv_sbx(s, &a, "sbx-restore");
-	arg(&a, "-homedir");
-	arg(&a, s->homedir);
+	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
 		logf_(s, AGENT_LOG_WARN, "failed to restore filesystem; starting with a fresh sandbox "
 		      "instead: %s", st < 0 ? e.msg : msg);
 	} else if (json_object_object_get_ex(doc, "restored", &v) && json_object_is_type(v, json_type_string)) {
-		logf_(s, AGENT_LOG_INFO, "restored filesystem from latest backup backup=\"%s\"",
+		logf_(s, AGENT_LOG_INFO, "restoring filesystem from latest backup backup=\"%s\"",
 		      json_object_get_string(v));
 	} else {
 		logf_(s, AGENT_LOG_INFO, "no backup to restore; starting with a fresh sandbox");
@@ -484,9 +482,7 @@ static void snapshot(struct agent_session *s, int cancel_fd)
 	char *msg;
 	int st;
 
-	argv_sbx(s, &a, "sbx-snapshot");
-	arg(&a, "-homedir");
-	arg(&a, s->homedir);
+	argv_sbx(s, &a, "sbx-snapshot");	/* the sandbox's home is s->homedir already */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
@@ -780,7 +776,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		json_object_put(m);
 		if (ok != 0) {
 			struct sbx_err te;
-			if (touch(s, -1, &te) < 0)
+			if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
 				logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
 		}
 		continue;

@@ -91,3 +91,14 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	run call run_command '{"command":"true"}'
 	assert_status 101
 }
+
+@test "man page examples" {
+	run sh -c 'echo '\''{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"echo hi\"}"}}'\'' | sbx-tool demo'
+	assert_status 0
+	assert_json '. == {"role":"tool","content":"stdout:\nhi\n\nstderr:\n\nexit_code: 0","tool_call_id":"c1"}'
+	run sh -c "sbx-tool -list | jq -r '.[].function.name'"
+	[ "$output" = "$(printf 'ls\nread\nrun_command\nwrite')" ]
+	run sh -c 'echo '\''{"id":"c2","type":"function","function":{"name":"nosuch","arguments":"{}"}}'\'' | sbx-tool demo || test $? -eq 1'
+	assert_status 0
+	assert_contains 'tool \"nosuch\" not found'
+}

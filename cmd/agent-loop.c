@@ -1,0 +1,304 @@
+/* agent-loop — the interactive agent (upstream's sandboxed-tools CLI): chat in the terminal,
+ * tool calls in a sandbox, every step one of the sbx programs (lib/agent.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "../lib/agent.h"
+#include "../lib/flag.h"
+#include "../lib/prompt.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: agent-loop [-session NAME] [-backend local|kubernetes] [-namespace NS] [-image I]\n"
+	"                  [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
+	"                  [-max-tool-rounds 50] [-ttl 5m] [-v]\n"
+	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
+	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
+	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave.\n"
+	"\n"
+	"  -session NAME         session (^[a-z0-9]{1,40}$); env SESSION_NAME, default \"default\"\n"
+	"  -backend B            local or kubernetes; env SANDBOX_BACKEND, default kubernetes when\n"
+	"                        a Kubernetes configuration exists, else local\n"
+	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -image I              sandbox image; env SANDBOX_IMAGE (kubernetes default: the\n"
+	"                        toolset's image, else debian:bookworm-slim; local: the host root)\n"
+	"  -homedir D            Home directory in the sandbox; this is currently the only\n"
+	"                        directory that we persist with snapshot/restore.\n"
+	"                        env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -toolset T            basic or geminicli; env TOOLSET, default basic\n"
+	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
+	"  -max-tool-rounds N    LLM/tool iterations allowed in one turn (default 50)\n"
+	"  -ttl D                sandbox inactivity lifetime (Go duration, default 5m)\n"
+	"  -v                    show each JSON document exchanged between the steps on stderr\n"
+	"  -h                    show this help\n";
+
+static const char rule[] =
+	"================================================================================\n";
+
+static int sig_pipe[2] = {-1, -1};
+static volatile sig_atomic_t n_int, got_term;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	if (sig == SIGINT)
+		n_int++;
+	else
+		got_term = sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: a wakeup is already pending */
+	}
+	errno = saved;
+}
+
+static void drain(void)
+{
+	char b[64];
+
+	while (read(sig_pipe[0], b, sizeof b) > 0) {
+	}
+}
+
+struct ui {
+	bool line_open;			/* "Agent> " printed, text streaming */
+};
+
+static void on_log(void *arg, enum agent_log_level lv, const char *msg)
+{
+	(void)arg;
+	fflush(stdout);
+	if (lv == AGENT_LOG_WARN)
+		cli_warn("%s", msg);
+	else
+		cli_msg("%s", msg);
+}
+
+/* -v: documents can be large; written whole rather than through cli_msg's line. */
+static void on_trace(void *arg, const char *label, const char *json)
+{
+	(void)arg;
+	fflush(stdout);
+	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
+}
+
+static void on_delta(void *arg, const char *text, size_t len)
+{
+	struct ui *u = arg;
+
+	if (!u->line_open)
+		fputs("\nAgent> ", stdout);
+	u->line_open = true;
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
+}
+
+static void on_assistant(void *arg, struct json_object *msg, bool final)
+{
+	struct ui *u = arg;
+	struct json_object *c;
+
+	if (u->line_open)
+		fputs("\n", stdout);
+	else if (final)
+		printf("\nAgent> %s\n", json_object_object_get_ex(msg, "content", &c) && c
+		       ? json_object_get_string(c) : "");
+	u->line_open = false;
+	fflush(stdout);
+}
+
+/* One line per tool call: name, arguments (shortened), outcome. */
+static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
+			const char *content)
+{
+	int shown = (int)strcspn(content, "\n");
+
+	(void)arg;
+	fflush(stdout);
+	if (failed && strstr(content, "the user cancelled the turn"))
+		cli_msg("tool %s(%.300s): cancelled", c->name, c->arguments);
+	else if (failed)
+		cli_msg("tool %s(%.300s): failed: %.*s", c->name, c->arguments,
+			shown > 300 ? 300 : shown, content);
+	else
+		cli_msg("tool %s(%.300s): completed", c->name, c->arguments);
+}
+
+static void banner(struct agent_session *s, const char *why)
+{
+	struct json_object *h = agent_session_history(s), *m, *v;
+	size_t i, n = json_object_array_length(h);
+
+	if (agent_session_is_new(s)) {
+		printf("%sWelcome to the Sandboxed Tools example!\nSession Name: %s\n"
+		       "Sandbox Backend: %s (%s)\n"
+		       "Type your message (or '/exit' or '/quit' to quit):\n%s",
+		       rule, agent_session_name(s), agent_session_backend(s), why, rule);
+		return;
+	}
+	cli_msg("sandbox backend: %s (%s)", agent_session_backend(s), why);
+	printf("%sResumed session \"%s\" with %zu messages in history:\n%s", rule,
+	       agent_session_name(s), n, rule);
+	for (i = 0; i < n; i++) {
+		const char *role, *content;
+		m = json_object_array_get_idx(h, i);
+		role = json_object_object_get_ex(m, "role", &v) ? json_object_get_string(v) : "";
+		content = json_object_object_get_ex(m, "content", &v) && v &&
+			  json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+		if (strcmp(role, "user") == 0)
+			printf("User> %s\n", content ? content : "");
+		else if (strcmp(role, "assistant") == 0 && content && *content)
+			printf("Agent> %s\n", content);
+	}
+}
+
+/* Trims ASCII white space in place (Go's strings.TrimSpace for the common case). */
+static char *trim(char *s)
+{
+	char *end = s + strlen(s);
+
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\v' || *s == '\f' || *s == '\r')
+		s++;
+	while (end > s && strchr(" \t\n\v\f\r", end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+/* The chat loop. Returns the exit status. */
+static int chat(struct agent_session *s)
+{
+	struct ui u = {false};
+	struct agent_callbacks cb = {.arg = &u, .on_delta = on_delta, .on_assistant = on_assistant,
+				     .on_tool_end = on_tool_end};
+	struct sbx_err e;
+	char *line, *reply, *in;
+	int status = EXIT_OK;
+
+	for (;;) {
+		enum prompt_result pr = prompt_read("\nUser> ", &line);
+		enum agent_status st;
+
+		if (pr == PROMPT_EOF)
+			break;
+		if (pr == PROMPT_INTERRUPTED || pr == PROMPT_ERROR) {
+			fputs("\n", stderr);	/* upstream: a cancelled context prints a newline */
+			if (pr == PROMPT_ERROR)
+				cli_msg("error reading standard input: %s", strerror(errno));
+			status = 1;
+			break;
+		}
+		in = trim(line);
+		if (*in == '\0' || strcasecmp(in, "/exit") == 0 || strcasecmp(in, "/quit") == 0) {
+			bool quit = *in != '\0';
+			free(line);
+			if (quit)
+				break;
+			continue;
+		}
+		prompt_remember(in);
+		n_int = 0;
+		drain();
+		st = agent_turn(s, in, &cb, sig_pipe[0], &reply, &e);
+		free(line);
+		free(reply);
+		if (u.line_open)
+			fputs("\n", stdout);
+		u.line_open = false;
+		fflush(stdout);
+		if (st == AGENT_ERROR) {
+			cli_msg("%s", e.msg);
+			status = 1;
+			break;
+		}
+		if (st == AGENT_LIMIT)
+			cli_warn("%s", e.msg);
+		if (st == AGENT_CANCELED)
+			cli_msg("turn cancelled; press Ctrl-C again at the prompt to quit");
+		if (got_term || n_int > 1) {
+			fputs("\n", stderr);
+			status = 1;
+			break;
+		}
+		drain();
+		n_int = 0;
+	}
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const char *session = getenv("SESSION_NAME"), *backend = NULL, *ns = NULL, *image = NULL;
+	const char *homedir = NULL, *toolset = NULL, *why = "selected with -backend";
+	int64_t tool_timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, ttl = 0;
+	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS;
+	bool verbose = false;
+	struct agent_session *s;
+	struct sbx_err e;
+	struct sigaction sa;
+	int i, status;
+	struct flag flags[] = {
+		{"session", FLAG_STRING, &session, NULL},
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"image", FLAG_STRING, &image, NULL},
+		{"homedir", FLAG_STRING, &homedir, NULL},
+		{"toolset", FLAG_STRING, &toolset, NULL},
+		{"tool-timeout", FLAG_DURATION, &tool_timeout, NULL},
+		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
+		{"ttl", FLAG_DURATION, &ttl, NULL},
+		{"v", FLAG_BOOL, &verbose, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	if (session == NULL || *session == '\0')
+		session = "default";
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i < argc)
+		cli_usage_error(usage, "too many arguments");
+	if (rounds < 1 || rounds > 100000)
+		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
+	if (ttl < 0)
+		cli_usage_error(usage, "-ttl must not be negative");
+	if (image == NULL || *image == '\0')
+		image = getenv("SANDBOX_IMAGE");
+	if (backend == NULL || *backend == '\0')
+		backend = agent_default_backend(&why);
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		cli_die(1, "pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;	/* no SA_RESTART: blocking calls return to see it */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	{
+		struct agent_config cfg = {
+			.session = session, .backend = backend, .namespace = ns, .image = image,
+			.homedir = homedir, .toolset = toolset, .tool_timeout_ns = tool_timeout,
+			.ttl_ns = ttl, .max_tool_rounds = (int)rounds, .log = on_log,
+			.trace = verbose ? on_trace : NULL,
+		};
+		if ((s = agent_session_open(&cfg, &e)) == NULL)
+			cli_die(1, "%s", e.msg);
+	}
+	prompt_init(sig_pipe[0]);
+	banner(s, why);
+	status = chat(s);
+	fflush(stdout);
+	if (agent_session_close(s, &e) < 0)
+		cli_warn("%s", e.msg);
+	return cli_finish(status);
+}

@@ -1,0 +1,140 @@
+/* prompt.c — interruptible line input, libedit on terminals. */
+#include "prompt.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+
+#include "xalloc.h"
+
+/* Process-wide by nature: libedit's readline interface is a singleton. */
+static int intr_fd = -1;
+static bool use_edit;
+static bool interrupted;
+
+/* Waits until stdin or the interrupt descriptor is readable: 1 stdin, 0 interrupted, -1 error. */
+static int wait_input(void)
+{
+	struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = intr_fd, .events = POLLIN}};
+
+	for (;;) {
+		if (poll(p, intr_fd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (intr_fd >= 0 && p[1].revents)
+			return 0;
+		if (p[0].revents)
+			return 1;
+	}
+}
+
+/* libedit's character source: stops the edit (as EOF) when interrupted. */
+static int edit_getc(FILE *f)
+{
+	unsigned char c;
+	ssize_t n;
+
+	(void)f;
+	for (;;) {
+		int w = wait_input();
+		if (w <= 0) {
+			interrupted = w == 0;
+			return EOF;
+		}
+		n = read(0, &c, 1);
+		if (n == 1)
+			return c;
+		if (n == 0 || errno != EINTR)
+			return EOF;
+	}
+}
+
+bool prompt_init(int interrupt_fd)
+{
+	intr_fd = interrupt_fd;
+	use_edit = isatty(0) && isatty(1);
+	if (use_edit) {
+		rl_readline_name = "agent-loop";
+		rl_getc_function = edit_getc;
+		rl_inhibit_completion = 1;
+	}
+	return use_edit;
+}
+
+static enum prompt_result read_plain(const char *text, char **line)
+{
+	struct buf b = {0};
+	unsigned char c;
+	ssize_t n;
+
+	fputs(text, stdout);
+	fflush(stdout);
+	for (;;) {
+		int w = wait_input();
+		if (w <= 0) {
+			buf_free(&b);
+			return w == 0 ? PROMPT_INTERRUPTED : PROMPT_ERROR;
+		}
+		n = read(0, &c, 1);	/* one byte at a time: what follows the line stays unread */
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			buf_free(&b);
+			return n == 0 ? PROMPT_EOF : PROMPT_ERROR;
+		}
+		if (c == '\n')
+			break;
+		if (c == '\r')
+			continue;
+		if (b.len >= PROMPT_LINE_MAX) {
+			buf_free(&b);
+			errno = EMSGSIZE;
+			return PROMPT_ERROR;
+		}
+		buf_append(&b, &c, 1);
+	}
+	*line = b.data ? buf_steal(&b) : xstrdup("");
+	return PROMPT_LINE;
+}
+
+enum prompt_result prompt_read(const char *text, char **line)
+{
+	char *l, *r, *w;
+
+	*line = NULL;
+	if (!use_edit)
+		return read_plain(text, line);
+	interrupted = false;
+	while (*text == '\n') {	/* libedit redraws a prompt line; leading newlines go first */
+		fputc('\n', stdout);
+		text++;
+	}
+	fflush(stdout);
+	l = readline(text);
+	if (l == NULL)
+		return interrupted ? PROMPT_INTERRUPTED : PROMPT_EOF;
+	for (r = w = l; *r; r++)	/* '\r' dropped, as in plain mode */
+		if (*r != '\r')
+			*w++ = *r;
+	*w = '\0';
+	if (strlen(l) > PROMPT_LINE_MAX) {
+		free(l);
+		errno = EMSGSIZE;
+		return PROMPT_ERROR;
+	}
+	*line = l;
+	return PROMPT_LINE;
+}
+
+void prompt_remember(const char *line)
+{
+	if (use_edit && *line)
+		add_history(line);
+}

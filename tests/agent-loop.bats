@@ -1,0 +1,416 @@
+#!/usr/bin/env bats
+# agent-loop: the chat CLI composed from llm-chat, sbx-create/touch/tool/snapshot/restore/delete.
+# The LLM is fake-eliza or tests/openai-stub.py; sandboxes are local.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+RULE=$(printf '=%.0s' {1..80})
+
+setup() {
+	setup_sbx_env
+	STUB_PID=
+	TMUX_SOCK=
+}
+
+teardown() {
+	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	[ -n "$TMUX_SOCK" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
+	teardown_sbx_env
+}
+
+eliza() {
+	OPENAI_MODEL=fake-eliza agent-loop "$@"
+}
+
+hist() {	# the history file of session $1
+	echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"
+}
+
+# wait_until CMD…: runs CMD every 0.1 s until it succeeds, at most 30 s.
+wait_until() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+no_sandbox() {
+	[ -z "$(sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .name')" ]
+}
+
+# start_stub ANSWER…: the OpenAI-compatible stub answering with the given JSON answers
+# (see tests/openai-stub.py), in order.
+start_stub() {
+	STUB_DIR=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$STUB_DIR"
+	printf '%s\n' "$@" >"$STUB_DIR/script.jsonl"
+	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
+	STUB_PID=$!
+	wait_until test -s "$STUB_DIR/port"
+	export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$STUB_DIR/port")"
+	export OPENAI_API_KEY=sk-test-secret-4711 OPENAI_MODEL=stub-model
+}
+
+# answer_tool NAME ARGS: a stub answer asking for one tool call.
+answer_tool() {
+	jq -cn --arg n "$1" --arg a "$2" '{json: {id: "r", choices: [{index: 0, finish_reason:
+		"tool_calls", message: {role: "assistant", tool_calls: [{id: "call-1", type: "function",
+		function: {name: $n, arguments: $a}}]}}]}}'
+}
+
+answer_text() {
+	jq -cn --arg t "$1" '{json: {id: "r", choices: [{index: 0, finish_reason: "stop",
+		message: {role: "assistant", content: $t}}]}}'
+}
+
+@test "-h prints the usage on stdout; a bad flag is a usage error" {
+	run agent-loop -h
+	assert_status 0
+	assert_contains "usage: agent-loop"
+	assert_contains "-max-tool-rounds"
+	run agent-loop -bogus
+	assert_status 100
+	assert_contains "flag provided but not defined: -bogus"
+	run agent-loop -max-tool-rounds 0
+	assert_status 100
+}
+
+@test "a new session shows the welcome banner and stores the system prompt" {
+	run eliza -session fresh </dev/null
+	assert_status 0
+	[ "${lines[0]}" = "$RULE" ]
+	[ "${lines[1]}" = "Welcome to the Sandboxed Tools example!" ]
+	[ "${lines[2]}" = "Session Name: fresh" ]
+	[ "${lines[3]}" = "Sandbox Backend: local (no Kubernetes configuration found)" ]
+	[ "${lines[4]}" = "Type your message (or '/exit' or '/quit' to quit):" ]
+	[ "${lines[5]}" = "$RULE" ]
+	[ "$(wc -l <"$(hist fresh)")" -eq 1 ]
+	jq -e '.role == "system" and (.content | length > 0)' "$(hist fresh)"
+	[ "$(stat -c %a "$(dirname "$(hist fresh)")")" = 700 ]
+	[ "$(stat -c %a "$(hist fresh)")" = 600 ]
+}
+
+@test "the upstream example session end to end: write, exit, resume, read from the backup" {
+	run eliza -session demo <<'EOF'
+run: sh -c 'echo Hello from Sandbox > ~/greeting.txt'
+/exit
+EOF
+	assert_status 0
+	assert_contains "Agent> The tool told me:"
+	assert_contains "exit_code: 0"
+	assert_contains "agent-loop: launching sandbox for tool execution..."
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
+	no_sandbox demo			# deleted on exit
+	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz
+	# system, user, assistant (tool call), tool, assistant: Go encoding, one per line
+	[ "$(wc -l <"$(hist demo)")" -eq 5 ]
+	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant"]' "$(hist demo)"
+	grep -q '"content":"run: sh -c '\''echo Hello from Sandbox \\u003e ~/greeting.txt'\''"' "$(hist demo)"
+	jq -s -e '.[2].tool_calls[0].id == "eliza-run-1" and .[3].tool_call_id == "eliza-run-1"' "$(hist demo)"
+
+	run --separate-stderr eliza -session demo <<'EOF'
+run: cat ~/greeting.txt
+EOF
+	assert_status 0
+	[[ "$stderr" == *"restoring filesystem to sandbox..."* ]]
+	[[ "$stderr" == *"restoring filesystem from latest backup backup="* ]]
+	[ "${lines[0]}" = "$RULE" ]
+	[ "${lines[1]}" = 'Resumed session "demo" with 5 messages in history:' ]
+	[ "${lines[2]}" = "$RULE" ]
+	[ "${lines[3]}" = "User> run: sh -c 'echo Hello from Sandbox > ~/greeting.txt'" ]
+	[ "${lines[4]}" = "Agent> The tool told me:" ]
+	assert_contains "Hello from Sandbox"
+	jq -s -e '.[-2].content | startswith("stdout:\nHello from Sandbox\n")' "$(hist demo)"
+	no_sandbox demo
+}
+
+@test "input: empty lines prompt again, CR is dropped, /QUIT ends, EOF exits 0" {
+	run eliza -session inp < <(printf '\n   \nhello there\r\n/QUIT\nnever read\n')
+	assert_status 0
+	assert_contains "Agent> What do you think it means when you say 'hello there'?"
+	[ "$(grep -c '"role":"user"' "$(hist inp)")" -eq 1 ]
+	run eliza -session inp < <(printf 'no newline at the end')
+	assert_status 0
+	[ "$(grep -c '"role":"user"' "$(hist inp)")" -eq 1 ]
+}
+
+@test "an expired sandbox is recreated and restored on the next tool call" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session exp -ttl 2s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo kept > ~/kept.txt" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_until no_sandbox exp		# the 2 s lifetime passes
+	echo "run: cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	wait "$pid"
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_contains "Active sandbox was deleted or expired, will recreate it"
+	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
+	assert_contains "restoring filesystem from latest backup"
+	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist exp)"
+}
+
+@test "a sandbox deleted behind its back is recreated with the home restored" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session gone <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo v1 > ~/f" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	sbx-delete gone
+	echo "run: cat ~/f" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	wait "$pid"
+	grep -q "Active sandbox was deleted or expired, will recreate it" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist gone)"
+	no_sandbox gone
+}
+
+@test "a failing command is a completed tool call with its exit code" {
+	run eliza -session fail <<<'run: echo oops >&2; exit 3'
+	assert_status 0
+	assert_contains "exit_code: 3"
+	assert_contains "): completed"
+	jq -s -e '.[3].content == "stdout:\n\nstderr:\noops\n\nexit_code: 3"' "$(hist fail)"
+}
+
+@test "unknown tools and bad arguments become upstream's error texts for the model" {
+	start_stub "$(answer_tool nope '{}')" "$(answer_tool run_command '{"command":')" \
+		"$(answer_tool read '{"path":7}')" "$(answer_text 'all done')"
+	run agent-loop -session bad <<<'go'
+	assert_status 0
+	assert_contains "Agent> all done"
+	assert_contains "tool nope({}): failed: Error calling tool \"nope\": tool \"nope\" not found"
+	jq -s -e '.[3].content == "Error calling tool \"nope\": tool \"nope\" not found"' "$(hist bad)"
+	jq -s -e '.[5].content | startswith("Error calling tool \"run_command\": failed to parse arguments: ")' "$(hist bad)"
+	jq -s -e '.[7].content == "Error calling tool \"read\": failed to parse arguments: json: cannot unmarshal number into Go struct field .path of type string"' "$(hist bad)"
+	# each request carried the tools, sorted by name, and the whole history
+	jq -s -e '.[0].body.tools | map(.function.name) == ["ls","read","run_command","write"]' "$STUB_DIR/requests.jsonl"
+	jq -s -e '.[3].body.messages | length == 8' "$STUB_DIR/requests.jsonl"
+	jq -s -e 'all(.[]; .body.model == "stub-model")' "$STUB_DIR/requests.jsonl"
+}
+
+@test "a tool timeout kills the command's process tree and tells the model" {
+	run eliza -session slow -tool-timeout 1s <<<'run: sh -c "sleep 7391 & sleep 7391; echo never"'
+	assert_status 0
+	assert_contains 'tool "run_command" timed out after 1s'
+	jq -s -e '.[3].content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 1s: context deadline exceeded"' "$(hist slow)"
+	wait_until bash -c '! pgrep -f "slee[p] 7391" >/dev/null'
+}
+
+@test "an LLM error ends the CLI with upstream's text; the session stays usable" {
+	start_stub '{"status": 400, "body": "{\"error\":\"bad model\"}"}' "$(answer_text 'back again')"
+	run agent-loop -session llmerr <<<'hello'
+	assert_status 1
+	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): {"error":"bad model"}'
+	jq -s -e 'map(.role) == ["system","user"]' "$(hist llmerr)"
+	run agent-loop -session llmerr <<<'hello again'
+	assert_status 0
+	assert_contains 'Resumed session "llmerr" with 2 messages in history:'
+	assert_contains "Agent> back again"
+}
+
+@test "a torn last line (crash mid-append) is skipped with a warning and cut on the next append" {
+	run eliza -session torn <<<'first'
+	assert_status 0
+	printf '{"role":"user","content":"half a li' >>"$(hist torn)"
+	run eliza -session torn <<<'second'
+	assert_status 0
+	assert_contains "agent-loop: warning: skipping a torn last line in $(hist torn)"
+	assert_contains 'Resumed session "torn" with 3 messages in history:'
+	[ "$(wc -l <"$(hist torn)")" -eq 5 ]
+	jq -s -e 'map(.content) | .[1] == "first" and .[3] == "second"' "$(hist torn)"
+	# a bad line in the middle is an error, as upstream
+	sed -i '2s/.*/{not json/' "$(hist torn)"
+	run eliza -session torn </dev/null
+	assert_status 1
+	assert_contains "agent-loop: failed to decode message from session file: line 2:"
+}
+
+@test "invalid session names are refused with upstream's texts, before the API key check" {
+	run eliza -session Bad </dev/null
+	assert_status 1
+	[ "$output" = 'agent-loop: invalid sessionName "Bad": session name must be lowercase alphanumeric' ]
+	run eliza -session "$(printf 'a%.0s' {1..41})" </dev/null
+	assert_status 1
+	assert_contains "session name must be no more than 40 characters long"
+	run eliza -session "" </dev/null
+	assert_status 1
+	[ "$output" = "agent-loop: sessionName is required" ]
+	SESSION_NAME=../x run agent-loop </dev/null
+	assert_status 1
+	assert_contains 'invalid sessionName "../x"'
+	run eliza -homedir "" </dev/null
+	assert_status 1
+	[ "$output" = "agent-loop: homeDir must not be empty" ]
+	[ ! -d "$HOME/.local/sandboxed-tools/Bad" ]
+}
+
+@test "a real model without an API key is fatal; SESSION_NAME picks the session" {
+	OPENAI_MODEL=gemini-3.5-flash run agent-loop </dev/null
+	assert_status 1
+	[ "$output" = "agent-loop: GEMINI_API_KEY or OPENAI_API_KEY environment variable is required" ]
+	SESSION_NAME=fromenv run eliza </dev/null
+	assert_status 0
+	assert_contains "Session Name: fromenv"
+}
+
+@test "backend selection: kubernetes without configuration fails like upstream; KUBECONFIG selects it" {
+	SANDBOX_BACKEND=kubernetes run eliza -session k </dev/null
+	assert_status 1
+	assert_contains "agent-loop: failed to get kubernetes configuration: "
+	run eliza -session k -backend nowhere </dev/null
+	assert_status 1
+	assert_contains 'unknown backend "nowhere"'
+	printf 'apiVersion: v1\nkind: Config\n' >"$BATS_TEST_TMPDIR/kc"
+	KUBECONFIG=$BATS_TEST_TMPDIR/kc run eliza -session k2 -backend local </dev/null
+	assert_status 0
+	assert_contains "Sandbox Backend: local (selected with -backend)"
+	KUBECONFIG=$BATS_TEST_TMPDIR/kc run eliza -session k3 -h
+	assert_status 0
+}
+
+@test "-max-tool-rounds stops a runaway turn with a clear message and a consistent history" {
+	start_stub "$(answer_tool run_command '{"command":"true"}' | jq -c '. + {repeat: true}')"
+	run agent-loop -session loop -max-tool-rounds 3 <<<'loop forever'
+	assert_status 0
+	assert_contains "agent-loop: warning: stopped after 3 tool rounds in one turn"
+	[ "$(wc -l <"$STUB_DIR/requests.jsonl")" -eq 3 ]
+	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant","tool","assistant","tool"]' "$(hist loop)"
+	ls "$HOME"/.local/sandboxed-tools/loop/fs/backup-*.tar.gz
+}
+
+@test "-v shows the documents exchanged between the steps, never the API key" {
+	start_stub "$(answer_tool run_command '{"command":"echo traced"}')" "$(answer_text done)"
+	run agent-loop -v -session verb <<<'trace me'
+	assert_status 0
+	assert_contains 'agent-loop: llm-chat <: {"model":"stub-model","messages":[{"role":"system"'
+	assert_contains 'agent-loop: llm-chat >: {"message":'
+	assert_contains 'agent-loop: sbx-tool <: {"id":"call-1","type":"function"'
+	assert_contains 'agent-loop: sbx-tool >: {"role":"tool"'
+	assert_contains 'agent-loop: sbx-create >: {"name":"verb"'
+	[[ "$output" != *sk-test-secret-4711* ]]
+	# the key still reached the API
+	jq -s -e '.[0].headers.authorization == "Bearer sk-test-secret-4711"' "$STUB_DIR/requests.jsonl"
+}
+
+@test "SIGINT during a turn cancels it, keeps the history consistent, and the chat goes on" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session intr <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: sleep 7392" >&4
+	wait_until pgrep -f "slee[p] 7392"
+	kill -INT "$pid"
+	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
+	wait_until bash -c '! pgrep -f "slee[p] 7392" >/dev/null'
+	echo "run: echo after-cancel" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	wait "$pid"
+	grep -q "after-cancel" "$BATS_TEST_TMPDIR/out"
+	grep -q 'tool run_command({"command":"sleep 7392"}): cancelled' "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[3] == {"role":"tool","content":"Tool \"run_command\" was not run to completion: the user cancelled the turn.","tool_call_id":"eliza-run-1"}' "$(hist intr)"
+	jq -s -e '.[4].role == "user"' "$(hist intr)"
+	no_sandbox intr
+}
+
+@test "SIGINT during the LLM call stops llm-chat and stores nothing but the user line" {
+	start_stub '{"hang": true}' "$(answer_text 'second answer')"
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	agent-loop -session llmc <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "first" >&4
+	wait_until test -s "$STUB_DIR/requests.jsonl"
+	kill -INT "$pid"
+	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
+	echo "second" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	wait "$pid"
+	grep -q "Agent> second answer" "$BATS_TEST_TMPDIR/out"
+	jq -s -e 'map(.role) == ["system","user","user","assistant"]' "$(hist llmc)"
+}
+
+@test "SIGINT at the prompt exits 1 after deleting the sandbox" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session quit <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: true" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_until bash -c '[ "$(grep -c "^User> " "$1")" -ge 1 ] && grep -q "exit_code: 0" "$1"' _ "$BATS_TEST_TMPDIR/out"
+	kill -INT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	exec 4>&-
+	[ "$rc" -eq 1 ]
+	no_sandbox quit
+}
+
+@test "in a terminal (tmux): line editing, streaming answers, Ctrl-C cancels, then exits" {
+	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
+	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s t -x 160 -y 50 \
+		"env PATH='$PATH' HOME='$HOME' XDG_STATE_HOME='$XDG_STATE_HOME' OPENAI_MODEL=fake-eliza agent-loop -session tty; echo EXITED:\$?; sleep 60"
+	pane() { tmux -S "$TMUX_SOCK" capture-pane -p -t t -S -200; }
+	keys() { tmux -S "$TMUX_SOCK" send-keys -t t "$@"; }
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q '^User>'"
+	keys -l 'run: echo edited-lineX'
+	keys BSpace Enter
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q '^edited-line$'"
+	keys -l 'run: sleep 7393'
+	keys Enter
+	wait_until pgrep -f "slee[p] 7393"
+	keys C-c
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'turn cancelled'"
+	keys -l '/exit'
+	keys Enter
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'EXITED:0'"
+	run pane
+	assert_contains "Welcome to the Sandboxed Tools example!"
+	assert_contains "Agent> The tool told me:"
+	no_sandbox tty
+	jq -s -e '.[1].content == "run: echo edited-line"' "$(hist tty)"
+}
+
+@test "make run's script starts the local backend with fake-eliza when no key is set, and says so" {
+	run "$SBX_TOP/scripts/run-agent" -session mk <<<'run: echo via-make-run'
+	assert_status 0
+	assert_contains "run-agent: neither GEMINI_API_KEY nor OPENAI_API_KEY is set: using the built-in fake-eliza model"
+	assert_contains "Sandbox Backend: local (selected with -backend)"
+	assert_contains "via-make-run"
+}
+
+@test "man page examples" {
+	run eliza -session example <<'EOF'
+run: sh -c 'echo Hello from Sandbox > ~/greeting.txt'
+/exit
+EOF
+	assert_status 0
+	run eliza -session example <<<'run: cat ~/greeting.txt'
+	assert_status 0
+	assert_contains 'Resumed session "example" with 5 messages in history:'
+	assert_contains "Hello from Sandbox"
+}
+
+@test "a sandbox that cannot be created ends the CLI; the history answers the call" {
+	SANDBOX_IMAGE=debian:bookworm-slim run eliza -session nocreate <<<'run: true'
+	assert_status 1
+	assert_contains "agent-loop: failed to create sandbox: "
+	assert_contains "cannot pull image"
+	jq -s -e 'map(.role) == ["system","user","assistant","tool"]' "$(hist nocreate)"
+	jq -s -e '.[3].content | startswith("Error calling tool \"run_command\": failed to create sandbox: ")' "$(hist nocreate)"
+	run eliza -session nocreate <<<'run: echo works-now'
+	assert_status 0
+	assert_contains "works-now"
+}

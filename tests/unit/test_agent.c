@@ -1,0 +1,278 @@
+/* test_agent.c — history (Go field order, torn last line), child (lines, stdin, cancel,
+ * SIGKILL after the grace period), agent startup checks and backend choice. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../lib/agent.h"
+#include "../../lib/child.h"
+#include "../../lib/gojson.h"
+#include "../../lib/history.h"
+#include "../../lib/timeutil.h"
+#include "../../lib/xalloc.h"
+#include "tap.h"
+
+static char *slurp(const char *path)
+{
+	struct buf b = {0};
+	char chunk[4096];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return NULL;
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_append(&b, chunk, (size_t)n);
+	close(fd);
+	return b.data ? buf_steal(&b) : xstrdup("");
+}
+
+static void put(const char *path, const char *text, const char *mode)
+{
+	FILE *f = fopen(path, mode);
+
+	fputs(text, f);
+	fclose(f);
+}
+
+static void normalize(void)
+{
+	struct json_object *in = json_tokener_parse(
+		"{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{}\",\"name\":\"ls\"},"
+		"\"type\":\"function\",\"id\":\"c1\"}],\"extra_content\":{\"google\":{\"x\":1}},"
+		"\"content\":null,\"role\":\"assistant\",\"weird\":\"<kept>\"}");
+	struct json_object *out = history_normalize(in);
+	char *s = gojson_encode(out);
+
+	is_str(s, "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+	       "\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}],\"extra_content\":{\"google\":"
+	       "{\"x\":1}},\"weird\":\"\\u003ckept\\u003e\"}",
+	       "normalize: upstream field order, null content and streaming index dropped");
+	free(s);
+	json_object_put(out);
+	json_object_put(in);
+
+	in = json_tokener_parse("{\"content\":\"\",\"role\":\"assistant\",\"tool_calls\":[]}");
+	out = history_normalize(in);
+	s = gojson_encode(out);
+	is_str(s, "{\"role\":\"assistant\",\"content\":\"\"}", "an empty content is kept, empty tool_calls not");
+	free(s);
+	json_object_put(out);
+	json_object_put(in);
+}
+
+static void history(const char *home)
+{
+	struct sbx_err e;
+	struct history *h;
+	struct json_object *m[2];
+	struct stat st;
+	char *path, *text;
+
+	ok(history_open("Bad", &e) == NULL && strcmp(e.msg, "session name must be lowercase alphanumeric") == 0,
+	   "open refuses a bad session name");
+	h = history_open("h1", &e);
+	ok(h != NULL && json_object_array_length(history_messages(h)) == 0, "a missing file is an empty history");
+	path = xasprintf("%s/.local/sandboxed-tools/h1/sessions/latest.jsonl", home);
+	is_str(history_path(h), path, "upstream's path");
+	m[0] = json_tokener_parse("{\"role\":\"user\",\"content\":\"a & b\"}");
+	m[1] = json_tokener_parse("{\"content\":\"ok\",\"role\":\"assistant\"}");
+	ok(history_append(h, m, 2, &e) == 0, "append two messages at once");
+	text = slurp(path);
+	is_str(text, "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n{\"role\":\"assistant\",\"content\":\"ok\"}\n",
+	       "one line each, Go encoding");
+	free(text);
+	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "file mode 0600");
+	history_close(h);
+
+	/* a crash mid-append: the torn bytes are skipped, then cut before the next append */
+	put(path, "{\"role\":\"tool\",\"cont", "a");
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 2, "the torn line is skipped");
+	ok(h && history_warning(h) && strstr(history_warning(h), "skipping a torn last line"), "with a warning");
+	ok(history_append(h, m, 1, &e) == 0, "append after a torn line");
+	history_close(h);
+	text = slurp(path);
+	is_str(text, "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n{\"role\":\"assistant\",\"content\":\"ok\"}\n"
+	       "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n", "the torn bytes were cut, nothing else");
+	free(text);
+
+	/* a good last line without its newline gets one before the next line */
+	put(path, "{\"role\":\"user\",\"content\":\"x\"}", "a");
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 4 && history_warning(h) == NULL,
+	   "a complete last line without newline is a message");
+	ok(history_append(h, m + 1, 1, &e) == 0, "append after it");
+	history_close(h);
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 5, "both lines load");
+	history_close(h);
+
+	/* garbage in the middle is an error, as upstream */
+	put(path, "not json\n{\"role\":\"user\"}\n", "w");
+	ok(history_open("h1", &e) == NULL &&
+	   strstr(e.msg, "failed to decode message from session file: line 1: ") == e.msg,
+	   "a bad line before the last one fails the load: %s", e.msg);
+	put(path, "[1]\n", "w");
+	ok(history_open("h1", &e) == NULL, "a line that is not a message object fails the load");
+	put(path, "\n  \n{\"role\":\"user\",\"content\":\"y\"}\n\n", "w");
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 1, "blank lines are ignored");
+	history_close(h);
+	json_object_put(m[0]);
+	json_object_put(m[1]);
+	free(path);
+}
+
+struct lines {
+	int n;
+	char last[64];
+};
+
+static int on_line(void *arg, char *line, size_t len)
+{
+	struct lines *l = arg;
+
+	l->n++;
+	snprintf(l->last, sizeof l->last, "%.*s", (int)len, line);
+	return 0;
+}
+
+/* Asks to stop the child once it said it is ready. */
+static int stop_when_ready(void *arg, char *line, size_t len)
+{
+	(void)arg;
+	return len == 5 && memcmp(line, "ready", 5) == 0;
+}
+
+static void child(void)
+{
+	char *cat[] = {"cat", NULL};
+	char *sh_err[] = {"sh", "-c", "echo one; echo two >&2; echo 'prog: it broke' >&2; exit 7", NULL};
+	char *sleeper[] = {"sh", "-c", "sleep 30", NULL};
+	char *stubborn[] = {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done", NULL};
+	struct child_req r = {.path = "cat", .argv = cat, .in = "a\nb\nlast", .in_len = 9, .cancel_fd = -1};
+	struct child_result res;
+	struct lines l = {0};
+	struct sbx_err e;
+	char *msg;
+	int p[2];
+	int64_t t0;
+
+	ok(child_run(&r, &res, &e) == 0 && res.status == 0 && strcmp(res.out, "a\nb\nlast") == 0,
+	   "stdin in, stdout collected");
+	child_result_free(&res);
+	r.on_line = on_line;
+	r.arg = &l;
+	ok(child_run(&r, &res, &e) == 0 && l.n == 3 && strcmp(l.last, "last") == 0,
+	   "stdout line by line, the unterminated last line too");
+	child_result_free(&res);
+
+	r = (struct child_req){.path = "/bin/sh", .argv = sh_err, .cancel_fd = -1};
+	ok(child_run(&r, &res, &e) == 0 && res.status == 7, "exit status");
+	msg = child_err_message(&res, "prog");
+	is_str(msg, "it broke", "the error message is stderr's last line without the program name");
+	free(msg);
+	child_result_free(&res);
+
+	r = (struct child_req){.path = "no-such-program-here", .argv = cat, .cancel_fd = -1};
+	ok(child_run(&r, &res, &e) < 0 && strstr(e.msg, "cannot run no-such-program-here"), "a missing program");
+
+	ok(pipe(p) == 0, "pipe");
+	ok(write(p[1], "x", 1) == 1, "cancel requested before the start");
+	r = (struct child_req){.path = "sh", .argv = sleeper, .cancel_fd = p[0]};
+	t0 = time_mono_ns();
+	ok(child_run(&r, &res, &e) == 0 && res.canceled && res.status == 128 + 15,
+	   "cancel stops the child with SIGTERM");
+	ok(time_mono_ns() - t0 < 10 * INT64_C(1000000000), "promptly");
+	child_result_free(&res);
+	r = (struct child_req){.path = "sh", .argv = stubborn, .cancel_fd = -1,
+			       .grace_ns = 200 * INT64_C(1000000), .on_line = stop_when_ready};
+	ok(child_run(&r, &res, &e) == 0 && res.aborted && res.status == 128 + 9,
+	   "a child ignoring SIGTERM gets SIGKILL after the grace period (%d %d)", res.canceled, res.status);
+	child_result_free(&res);
+	close(p[0]);
+	close(p[1]);
+}
+
+static void startup(void)
+{
+	struct agent_config c = {.session = "ok1", .homedir = ""};
+	struct sbx_err e;
+
+	setenv("OPENAI_MODEL", "fake-eliza", 1);
+	ok(agent_session_open(&c, &e) == NULL && strcmp(e.msg, "homeDir must not be empty") == 0, "homeDir");
+	c.homedir = NULL;
+	c.session = "";
+	ok(agent_session_open(&c, &e) == NULL && strcmp(e.msg, "sessionName is required") == 0, "sessionName");
+	c.session = "a/b";
+	is_str(agent_session_open(&c, &e) ? "" : e.msg,
+	       "invalid sessionName \"a/b\": session name must be lowercase alphanumeric", "invalid name");
+	c.session = "ok1";
+	setenv("OPENAI_MODEL", "gpt-x", 1);
+	unsetenv("GEMINI_API_KEY");
+	unsetenv("OPENAI_API_KEY");
+	is_str(agent_session_open(&c, &e) ? "" : e.msg,
+	       "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required", "API key");
+	setenv("OPENAI_MODEL", "fake-eliza", 1);
+	c.toolset = "nope";
+	is_str(agent_session_open(&c, &e) ? "" : e.msg,
+	       "unknown toolset \"nope\" (available: basic, geminicli)", "toolset");
+	c.toolset = NULL;
+	c.must_exist = true;
+	ok(agent_session_open(&c, &e) == NULL && e.code == SBX_ENOTFOUND, "must_exist without history");
+	c.must_exist = false;
+	{
+		struct agent_session *s = agent_session_open(&c, &e);
+		ok(s && agent_session_is_new(s) && json_object_array_length(agent_session_history(s)) == 1,
+		   "a new session gets the system prompt");
+		agent_session_free(s);
+		c.must_exist = true;
+		s = agent_session_open(&c, &e);
+		ok(s && !agent_session_is_new(s), "and exists afterwards");
+		ok(s && strcmp(agent_session_model(s), "fake-eliza") == 0, "model from the environment");
+		agent_session_free(s);
+	}
+}
+
+static void backends(const char *home)
+{
+	const char *why;
+	char *kc = xasprintf("%s/kc", home);
+
+	unsetenv("KUBECONFIG");
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	unsetenv("SANDBOX_BACKEND");
+	is_str(agent_default_backend(&why), "local", "no configuration: local");
+	setenv("KUBECONFIG", kc, 1);
+	is_str(agent_default_backend(&why), "local", "KUBECONFIG naming no file: local");
+	put(kc, "apiVersion: v1\n", "w");
+	is_str(agent_default_backend(&why), "kubernetes", "KUBECONFIG naming a file: kubernetes");
+	setenv("SANDBOX_BACKEND", "local", 1);
+	is_str(agent_default_backend(&why), "local", "SANDBOX_BACKEND wins");
+	unsetenv("SANDBOX_BACKEND");
+	unsetenv("KUBECONFIG");
+	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+	is_str(agent_default_backend(&why), "kubernetes", "in a pod: kubernetes");
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	free(kc);
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/test_agent.XXXXXX", *home = mkdtemp(tmpl), *cmd;
+
+	setenv("HOME", home, 1);
+	normalize();
+	history(home);
+	child();
+	startup();
+	backends(home);
+	cmd = xasprintf("rm -rf '%s'", home);
+	if (system(cmd) != 0)
+		ok(0, "cleanup");
+	free(cmd);
+	return done_testing();
+}
