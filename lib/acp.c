@@ -736,8 +736,10 @@ static int cb_approve(void *arg, const struct agent_tool_call *call, struct sbx_
 	int rc;
 
 	send_update(s->out, s->id, u);
-	if (s->cancel)
+	if (s->cancel) {
+		send_tool_update(s, call->id, "failed", NULL);
 		return err_set(e, SBX_ECANCELED, "cancelled");
+	}
 	rc = remembered(s, call->name);
 	if (rc < 0)
 		rc = ask(s, call, e);

@@ -413,3 +413,14 @@ PY
 	upd '[.answers[] | select(.result.sessionId)] | length == 64'
 	upd '.answers[65] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
 }
+
+@test "a failing model call answers the prompt with -32603 and upstream's text; the session stays usable" {
+	{ echo '{"status":400,"json":{"error":"bad request"}}'; stub_text "recovered"; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	drive turn --prompt hi --prompts 2
+	assert_status 0
+	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to call LLM: llm: api error (status 400)"))'
+	upd '.stops[1] == "end_turn"'
+	! grep -q test-key-not-secret "$ACP_LOG"
+}

@@ -116,8 +116,12 @@ async function turnScenario() {
     const s = await ctx.request("session/new", { cwd: CWD, mcpServers: [] });
     const stops = [];
     for (let i = 0; i < opt.prompts; i++) {
-      const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: opt.prompt }] });
-      stops.push(r.stopReason);
+      try {
+        const r = await ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: opt.prompt }] });
+        stops.push(r.stopReason);
+      } catch (e) {
+        stops.push({ code: e.code, message: e.message });
+      }
     }
     return { init, sessionId: s.sessionId, stops };
   });
