@@ -563,6 +563,9 @@ static void m_session_load(const struct req *r)
 			kind = "agent_message_chunk";
 		else
 			continue;
+		/* A long history goes out at the client's pace, not into an ever longer queue. */
+		if (!peer_wait_room(c->p, PEER_OUTQ_MAX / 4))
+			break;
 		text = xasprintf("%s\n", json_object_get_string(v));
 		send_chunk(c->p, s->id, kind, text, strlen(text));
 		free(text);

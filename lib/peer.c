@@ -28,6 +28,7 @@ struct peer {
 	int rfd, wfd, wakefd;
 	SSL *ssl;
 	pthread_mutex_t mu;		/* guards the queue and closing */
+	pthread_cond_t drained;		/* signalled as queued lines go out */
 	struct outline *head, *tail;
 	size_t queued;
 	bool closing, gone, eof;
@@ -55,6 +56,7 @@ struct peer *peer_new(int rfd, int wfd, SSL *ssl)
 	p->ssl = ssl;
 	p->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->drained, NULL);
 	jsonrpc_pending_init(&p->pending, PEER_PENDING_MAX);
 	return p;
 }
@@ -87,6 +89,7 @@ void peer_free(struct peer *p)
 	free_queue(p);
 	jsonrpc_reader_free(&p->reader);
 	jsonrpc_pending_destroy(&p->pending);
+	pthread_cond_destroy(&p->drained);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
 }
@@ -139,7 +142,20 @@ void peer_close(struct peer *p)
 	pthread_mutex_lock(&p->mu);
 	p->closing = true;
 	wake(p);
+	pthread_cond_broadcast(&p->drained);
 	pthread_mutex_unlock(&p->mu);
+}
+
+bool peer_wait_room(struct peer *p, size_t below)
+{
+	bool ok;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->gone && !p->closing && p->queued > below)
+		pthread_cond_wait(&p->drained, &p->mu);
+	ok = !p->gone && !p->closing;
+	pthread_mutex_unlock(&p->mu);
+	return ok;
 }
 
 bool peer_closed(struct peer *p)
@@ -294,6 +310,7 @@ static int do_write(struct peer *p, struct sbx_err *e)
 			if (p->head == NULL)
 				p->tail = NULL;
 			p->queued -= o->len;
+			pthread_cond_broadcast(&p->drained);
 			pthread_mutex_unlock(&p->mu);
 			free(o->data);
 			free(o);
@@ -364,6 +381,7 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 	}
 	pthread_mutex_lock(&p->mu);
 	p->gone = true;
+	pthread_cond_broadcast(&p->drained);
 	pthread_mutex_unlock(&p->mu);
 	jsonrpc_pending_close(&p->pending);
 	if (p->ssl && rc == 0)

@@ -45,6 +45,9 @@ void peer_free(struct peer *p);
 int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e);
 /* Queues one encoded line (taken). False when the peer is gone (the line is freed). */
 bool peer_send(struct peer *p, char *line);
+/* Waits until at most `below` bytes are queued (so a long replay does not overrun
+ * PEER_OUTQ_MAX). False when the peer is gone. */
+bool peer_wait_room(struct peer *p, size_t below);
 /* Sends a request and waits for its answer; see jsonrpc_pending_wait for stop and results. */
 int peer_call(struct peer *p, const char *method, struct json_object *params,
 	      const volatile int *stop, struct json_object **result, struct json_object **error,

@@ -35,7 +35,10 @@ drive() {
 # ACP_ADDR, ACP_PID and ACP_LOG.
 start_server() {
 	local i
-	ACP_LOG="$BATS_TEST_TMPDIR/acp-server.log"
+	# A new log per start: a restarted server must not be found at the old address.
+	ACP_STARTS=$((${ACP_STARTS:-0} + 1))
+	ACP_LOG="$BATS_TEST_TMPDIR/acp-server.$ACP_STARTS.log"
+	: >"$ACP_LOG"
 	acp-server -listen 127.0.0.1:0 -backend local "$@" 2>"$ACP_LOG" &
 	ACP_PID=$!
 	for i in $(seq 200); do
