@@ -424,3 +424,24 @@ PY
 	upd '.stops[1] == "end_turn"'
 	! grep -q test-key-not-secret "$ACP_LOG"
 }
+
+@test "replaying a 48 MiB history goes out whole, at the client's pace" {
+	sid=acp00000000000000aa
+	mkdir -p "$HOME/.local/sandboxed-tools/$sid/sessions"
+	python3 - "$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(48):
+        role = "user" if i % 2 == 0 else "assistant"
+        f.write(json.dumps({"role": role, "content": f"m{i} " + "x" * (1 << 20)}) + "\n")
+PY
+	start_server
+	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
+		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"'"$sid"'","cwd":"/tmp","mcpServers":[]}}' \
+		>"$BATS_TEST_TMPDIR/lines"
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 50
+	assert_status 0
+	output=$(printf '%s' "$output" | jq -c '[.answers[] | if .method then (.params.update.content.text | .[0:4]) else .id end]')
+	[ "$(printf '%s' "$output" | jq -c '.[0], .[1], .[48], .[49]' | tr '\n' ' ')" = '0 "m0 x" "m47 " 1 ' ]
+	grep -q 'client disconnected' "$ACP_LOG"
+}

@@ -39,9 +39,16 @@ opt.prompts = Number(opt.prompts);
 opt.clients = Number(opt.clients);
 const CWD = "/tmp";
 
+// Writes one line and exits once it is flushed (stdout may be a pipe: exit would cut it).
+let emitted = false;
+function emit(obj, code) {
+  if (emitted) return;
+  emitted = true;
+  process.stdout.write(JSON.stringify(obj) + "\n", () => process.exit(code));
+}
+
 function fail(msg, extra) {
-  process.stdout.write(JSON.stringify({ failed: msg, ...extra }) + "\n");
-  process.exit(1);
+  emit({ failed: msg, ...extra }, 1);
 }
 
 // A raw duplex to the server: a TCP (or TLS) socket, or a spawned acp-server -stdio.
@@ -103,8 +110,8 @@ async function errorOf(p) {
 }
 
 function finish(v, result) {
-  if (v.errors.length) fail("schema violations", { violations: v.errors, result });
-  process.stdout.write(JSON.stringify(result) + "\n");
+  if (v.errors.length) return fail("schema violations", { violations: v.errors, result });
+  emit(result, 0);
 }
 
 async function turnScenario() {
@@ -169,7 +176,7 @@ async function cancelScenario() {
     if (opt.cancelOn.startsWith("file:")) {
       const f = opt.cancelOn.slice(5);
       for (let i = 0; i < 300 && !fs.existsSync(f); i++) await new Promise((r) => setTimeout(r, 50));
-      if (!fs.existsSync(f)) fail(`${f} never appeared`);
+      if (!fs.existsSync(f)) throw new Error(`${f} never appeared`);
       busy = await errorOf(ctx.request("session/prompt", { sessionId: s.sessionId, prompt: [{ type: "text", text: "second" }] }));
       cancel();
     }
@@ -218,13 +225,13 @@ async function oneClient(i) {
 async function concurrentScenario() {
   const res = await Promise.all(Array.from({ length: opt.clients }, (_, i) => oneClient(i)));
   const violations = res.flatMap((r) => r.violations);
-  if (violations.length) fail("schema violations", { violations });
-  process.stdout.write(JSON.stringify({
+  if (violations.length) return fail("schema violations", { violations });
+  emit({
     clients: res.length,
     end_turn: res.filter((r) => r.stop === "end_turn").length,
     echoed: res.filter((r) => r.echoed).length,
     distinct_sessions: new Set(res.map((r) => r.sessionId)).size,
-  }) + "\n");
+  }, 0);
 }
 
 // Raw lines: no SDK, so malformed input reaches the server as it is.
@@ -338,7 +345,7 @@ async function selftestScenario() {
     { jsonrpc: "2.0", id: "1", result: { stopReason: "end_turn" } },
   ];
   for (const m of bad) v.feed(JSON.stringify(m) + "\n");
-  process.stdout.write(JSON.stringify({ messages: bad.length, violations: v.errors.length }) + "\n");
+  emit({ messages: bad.length, violations: v.errors.length }, 0);
 }
 
 const scenarios = {
@@ -346,4 +353,4 @@ const scenarios = {
   disconnect: disconnectScenario,
   parallel: parallelScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
 if (!scenarios[scenario]) fail(`unknown scenario ${scenario}`);
-scenarios[scenario]().then(() => process.exit(0), (e) => fail(String(e?.stack ?? e)));
+else scenarios[scenario]().catch((e) => fail(String(e?.stack ?? e)));
