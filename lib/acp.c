@@ -371,6 +371,30 @@ static void m_authenticate(const struct req *r)
 	reply(c->p, r->id, json_object_new_object());
 }
 
+/* Counts one more session for this connection, or answers why not. */
+static bool count_session(struct acp_conn *c, struct json_object *id)
+{
+	struct acp_server *srv = c->srv;
+
+	pthread_mutex_lock(&srv->mu);
+	if (c->nsessions >= ACP_SESSIONS_PER_CONN_MAX) {
+		pthread_mutex_unlock(&srv->mu);
+		reply_error(c->p, id, JSONRPC_INVALID_REQUEST,
+			    "too many sessions on this connection (limit %d)",
+			    ACP_SESSIONS_PER_CONN_MAX);
+		return false;
+	}
+	if (srv->nsessions >= ACP_SESSIONS_MAX) {
+		pthread_mutex_unlock(&srv->mu);
+		reply_error(c->p, id, JSONRPC_INTERNAL_ERROR,
+			    "too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
+		return false;
+	}
+	c->nsessions++;
+	pthread_mutex_unlock(&srv->mu);
+	return true;
+}
+
 static void m_session_new(const struct req *r)
 {
 	struct acp_conn *c = r->c;
@@ -392,20 +416,8 @@ static void m_session_new(const struct req *r)
 			    "invalid params: mcpServers must be an array");
 		return;
 	}
-	if (c->nsessions >= ACP_SESSIONS_PER_CONN_MAX) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_REQUEST,
-			    "too many sessions on this connection (limit %d)",
-			    ACP_SESSIONS_PER_CONN_MAX);
+	if (!count_session(c, r->id))
 		return;
-	}
-	pthread_mutex_lock(&srv->mu);
-	if (srv->nsessions >= ACP_SESSIONS_MAX) {
-		pthread_mutex_unlock(&srv->mu);
-		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR,
-			    "too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
-		return;
-	}
-	pthread_mutex_unlock(&srv->mu);
 	if (acp_new_session_id(id, &e) < 0 || (as = open_agent(srv, id, false, &e)) == NULL) {
 		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
 		return;
@@ -418,7 +430,6 @@ static void m_session_new(const struct req *r)
 		srv->nsessions++;
 	}
 	pthread_mutex_unlock(&srv->mu);
-	c->nsessions++;
 	res = json_object_new_object();
 	json_object_object_add(res, "sessionId", json_object_new_string(id));
 	reply(c->p, r->id, res);
@@ -510,12 +521,8 @@ static void m_session_load(const struct req *r)
 		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "invalid sessionId: %s", e.msg);
 		return;
 	}
-	if (c->nsessions >= ACP_SESSIONS_PER_CONN_MAX) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_REQUEST,
-			    "too many sessions on this connection (limit %d)",
-			    ACP_SESSIONS_PER_CONN_MAX);
+	if (!count_session(c, r->id))
 		return;
-	}
 	pthread_mutex_lock(&srv->mu);
 	if (find_session(srv, id) == NULL) {
 		struct agent_session *as;
@@ -542,7 +549,6 @@ static void m_session_load(const struct req *r)
 		srv->nsessions++;
 	}
 	pthread_mutex_unlock(&srv->mu);
-	c->nsessions++;
 	if ((s = claim(srv, id, c, NULL, &code, why, sizeof why)) == NULL) {
 		reply_error(c->p, r->id, code, "%s", why);
 		return;
@@ -931,6 +937,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* 0 started, 1 over the connection's limit, -1 no thread. */
 static int start_worker(struct job *j)
 {
 	struct acp_server *srv = j->r.c->srv;
@@ -939,6 +946,10 @@ static int start_worker(struct job *j)
 	int rc;
 
 	pthread_mutex_lock(&srv->mu);
+	if (j->r.c->workers >= ACP_WORKERS_PER_CONN_MAX) {
+		pthread_mutex_unlock(&srv->mu);
+		return 1;
+	}
 	j->r.c->workers++;
 	srv->workers++;
 	pthread_mutex_unlock(&srv->mu);
@@ -998,13 +1009,20 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 	}
 	{
 		struct job *j = xcalloc(1, sizeof *j);
+		int started;
+
 		j->m = mt;
 		j->r.c = c;
 		j->r.id = m->id ? json_object_get(m->id) : NULL;
 		j->r.params = params ? json_object_get(params) : json_object_new_object();
-		if (mt->worker && start_worker(j) == 0)
+		started = mt->worker ? start_worker(j) : -2;
+		if (started == 0)
 			goto out;
-		if (mt->worker) {
+		if (started == 1) {
+			reply_error(p, m->id, JSONRPC_INTERNAL_ERROR,
+				    "too many requests in progress on this connection (limit %d)",
+				    ACP_WORKERS_PER_CONN_MAX);
+		} else if (started == -1) {
 			reply_error(p, m->id, JSONRPC_INTERNAL_ERROR, "cannot start a thread");
 		} else {
 			mt->fn(&j->r);

@@ -27,6 +27,8 @@
 /* Sessions one connection may create or load: each keeps its history in memory for the life of
  * the process, so one client must not be able to fill the server. */
 #define ACP_SESSIONS_PER_CONN_MAX 64
+/* Prompts and loads in progress on one connection (one per session is the normal most). */
+#define ACP_WORKERS_PER_CONN_MAX 64
 /* Sessions in the whole registry (never evicted, as upstream). */
 #define ACP_SESSIONS_MAX 10000
 /* Wrong tokens accepted on one connection before it is closed (slows guessing down). */
