@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../lib/acp.h"
@@ -49,22 +48,6 @@ static const char usage[] =
 static struct acpclient *client;
 static pid_t agent_pid = -1;
 
-/* Waits for the spawned agent to finish after its input closed. */
-static void reap_agent(void)
-{
-	int i, st;
-
-	if (agent_pid < 0)
-		return;
-	for (i = 0; i < AGENT_EXIT_WAIT_MS / 50; i++) {
-		if (waitpid(agent_pid, &st, WNOHANG) != 0)
-			return;
-		usleep(50000);
-	}
-	kill(agent_pid, SIGTERM);
-	waitpid(agent_pid, &st, 0);
-}
-
 static void emit(void *arg, const char *text)
 {
 	(void)arg;
@@ -90,8 +73,14 @@ static char *read_line(void *arg)
 
 static void debug(void *arg, const char *dir, const char *line)
 {
+	const char *tok = strstr(line, "\"token\":\"");
+
 	(void)arg;
-	cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
+	/* The bearer token of authenticate is a secret: never shown. */
+	if (tok)
+		cli_msg("%s %.*s\"[REDACTED]\"}}}", dir, (int)(tok - line + 8), line);
+	else
+		cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
 }
 
 static int sig_pipe[2] = {-1, -1};
@@ -240,7 +229,8 @@ int main(int argc, char **argv)
 		}
 	}
 	acpclient_close(client);
-	reap_agent();
+	if (agent_pid > 0)
+		peer_reap(agent_pid, AGENT_EXIT_WAIT_MS);
 	free(token);
 	return cli_finish(status);
 }

@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -448,4 +450,17 @@ bad:
 		close(out[1]);
 	}
 	return NULL;
+}
+
+void peer_reap(pid_t pid, int wait_ms)
+{
+	int i, st;
+
+	for (i = 0; i < wait_ms / 50; i++) {
+		if (waitpid(pid, &st, WNOHANG) != 0)
+			return;
+		usleep(50000);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
 }

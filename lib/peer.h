@@ -58,6 +58,9 @@ void peer_wake_calls(struct peer *p);
  * peer_run. */
 void peer_set_trace(struct peer *p, void (*fn)(void *arg, const char *dir, const char *line),
 		    void *arg);
+/* Waits up to wait_ms for a spawned agent to exit (its input closed), then sends SIGTERM and
+ * waits for it. */
+void peer_reap(pid_t pid, int wait_ms);
 /* Asks the I/O loop to end (any thread). */
 void peer_close(struct peer *p);
 bool peer_closed(struct peer *p);

@@ -115,6 +115,10 @@ The user denied permission to run tool "run_command".'
 	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/token" -prompt hi
 	assert_status 0
 	assert_contains "[turn ended: end_turn]"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/token" -debug -prompt hi
+	assert_status 0
+	assert_contains '"token":"[REDACTED]"'
+	[[ "$output" != *tok-123* ]]
 	run acp-client -addr "$ACP_ADDR" -prompt hi
 	assert_status 111
 	assert_contains "authentication failed"
