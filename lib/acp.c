@@ -39,6 +39,7 @@ struct acp_session {
 	bool always_allow[ACP_ALWAYS_MAX];
 	size_t nalways;
 	bool streamed;			/* the current assistant message was sent as deltas */
+	char *open_call;		/* announced tool call not yet ended (calls are sequential) */
 	struct peer *out;		/* where the running turn's updates go */
 };
 
@@ -277,6 +278,7 @@ static void free_session(struct acp_session *s)
 
 	for (i = 0; i < s->nalways; i++)
 		free(s->always[i]);
+	free(s->open_call);
 	agent_session_free(s->as);
 	free(s);
 }
@@ -628,6 +630,16 @@ static void send_tool_update(struct acp_session *s, const char *call_id, const c
 	send_update(s->out, s->id, u);
 }
 
+/* Ends the announced tool call (status failed or completed), once. */
+static void end_call(struct acp_session *s, const char *status, const char *text)
+{
+	if (s->open_call == NULL)
+		return;
+	send_tool_update(s, s->open_call, status, text);
+	free(s->open_call);
+	s->open_call = NULL;
+}
+
 static void cb_delta(void *arg, const char *text, size_t len)
 {
 	struct acp_session *s = arg;
@@ -745,8 +757,10 @@ static int cb_approve(void *arg, const struct agent_tool_call *call, struct sbx_
 	int rc;
 
 	send_update(s->out, s->id, u);
+	end_call(s, "failed", NULL);
+	s->open_call = xstrdup(call->id);
 	if (s->cancel) {
-		send_tool_update(s, call->id, "failed", NULL);
+		end_call(s, "failed", NULL);
 		return err_set(e, SBX_ECANCELED, "cancelled");
 	}
 	rc = remembered(s, call->name);
@@ -754,10 +768,10 @@ static int cb_approve(void *arg, const struct agent_tool_call *call, struct sbx_
 		rc = ask(s, call, e);
 	if (rc == 0) {
 		char *text = xasprintf(AGENT_DENIED_FMT, call->name);
-		send_tool_update(s, call->id, "failed", text);
+		end_call(s, "failed", text);
 		free(text);
 	} else if (rc < 0) {
-		send_tool_update(s, call->id, "failed", NULL);
+		end_call(s, "failed", NULL);
 	}
 	return rc;
 }
@@ -778,7 +792,8 @@ static void cb_tool_end(void *arg, const struct agent_tool_call *call, bool fail
 {
 	struct acp_session *s = arg;
 
-	send_tool_update(s, call->id, failed ? "failed" : "completed", content ? content : "");
+	(void)call;
+	end_call(s, failed ? "failed" : "completed", content ? content : "");
 }
 
 /* The prompt's text: every text block concatenated, as upstream. */
@@ -859,6 +874,9 @@ static void m_session_prompt(const struct req *r)
 	cb.on_tool_start = cb_tool_start;
 	cb.on_tool_end = cb_tool_end;
 	st = agent_turn(s->as, text, &cb, s->cancel_pipe[0], &answer, &e);
+	/* A turn that stopped between approval and the end of a tool (sandbox creation failed,
+	 * cancellation) still closes the call it announced. */
+	end_call(s, "failed", st == AGENT_ERROR && !s->cancel ? e.msg : NULL);
 	res = json_object_new_object();
 	if (st == AGENT_CANCELED || s->cancel) {
 		/* A cancelled prompt is never answered with an error (ACP §8). */

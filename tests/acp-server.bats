@@ -445,3 +445,11 @@ PY
 	[ "$(printf '%s' "$output" | jq -c '.[0], .[1], .[48], .[49]' | tr '\n' ' ')" = '0 "m0 x" "m47 " 1 ' ]
 	grep -q 'client disconnected' "$ACP_LOG"
 }
+
+@test "a sandbox that cannot be made fails the announced tool call and answers -32603" {
+	start_server -homedir relative/dir
+	drive turn
+	assert_status 0
+	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to create sandbox: "))'
+	upd '[.updates[] | [.sessionUpdate, .status]] == [["tool_call","pending"],["tool_call_update","failed"]]'
+}
