@@ -1170,7 +1170,10 @@ static void *conn_main(void *arg)
 		SSL_set_fd(ssl, ca->fd);
 		SSL_set_accept_state(ssl);
 	}
-	p = ca->fd < 0 ? peer_new(0, 1, NULL) : peer_new(ca->fd, ca->fd, ssl);
+	/* Standard input and output are duplicated: the peer closes its descriptors, and the
+	 * program still owns (and flushes) its stdout at exit. */
+	p = ca->fd < 0 ? peer_new(fcntl(0, F_DUPFD_CLOEXEC, 3), fcntl(1, F_DUPFD_CLOEXEC, 3), NULL)
+		       : peer_new(ca->fd, ca->fd, ssl);
 	pthread_mutex_lock(&srv->mu);
 	for (i = 0; i < ACP_CONN_MAX && slot < 0; i++)
 		if (srv->conns[i] == NULL)

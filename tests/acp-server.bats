@@ -453,3 +453,12 @@ PY
 	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to create sandbox: "))'
 	upd '[.updates[] | [.sessionUpdate, .status]] == [["tool_call","pending"],["tool_call_update","failed"]]'
 }
+
+@test "stdio: standard output carries only ACP messages; end of input exits 0" {
+	run bash -c 'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}" |
+		acp-server -stdio 2>"$BATS_TEST_TMPDIR/err"'
+	assert_status 0
+	[ "${#lines[@]}" -eq 1 ]
+	assert_json '.id == 0 and .result.protocolVersion == 1'
+	grep -q 'client disconnected remote="stdio"' "$BATS_TEST_TMPDIR/err"
+}
