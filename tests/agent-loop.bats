@@ -38,6 +38,13 @@ wait_until() {
 	return 1
 }
 
+# finish PID: waits (at most 30 s) for a background agent-loop; returns its status.
+finish() {
+	wait_until bash -c 'case $(ps -o stat= -p "$1") in Z*|"") exit 0;; esac; exit 1' _ "$1" ||
+		kill -9 "$1"
+	wait "$1"
+}
+
 no_sandbox() {
 	[ -z "$(sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .name')" ]
 }
@@ -141,16 +148,16 @@ EOF
 
 @test "an expired sandbox is recreated and restored on the next tool call" {
 	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session exp -ttl 2s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	OPENAI_MODEL=fake-eliza agent-loop -session exp -ttl 3s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
 	exec 4>"$BATS_TEST_TMPDIR/in"
 	echo "run: echo kept > ~/kept.txt" >&4
 	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
-	wait_until no_sandbox exp		# the 2 s lifetime passes
+	wait_until no_sandbox exp		# the 3 s lifetime passes
 	echo "run: cat ~/kept.txt" >&4
 	echo "/exit" >&4
 	exec 4>&-
-	wait "$pid"
+	finish "$pid"
 	run cat "$BATS_TEST_TMPDIR/err"
 	assert_contains "Active sandbox was deleted or expired, will recreate it"
 	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
@@ -169,7 +176,7 @@ EOF
 	echo "run: cat ~/f" >&4
 	echo "/exit" >&4
 	exec 4>&-
-	wait "$pid"
+	finish "$pid"
 	grep -q "Active sandbox was deleted or expired, will recreate it" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist gone)"
 	no_sandbox gone
@@ -316,7 +323,7 @@ EOF
 	echo "run: echo after-cancel" >&4
 	echo "/exit" >&4
 	exec 4>&-
-	wait "$pid"
+	finish "$pid"
 	grep -q "after-cancel" "$BATS_TEST_TMPDIR/out"
 	grep -q 'tool run_command({"command":"sleep 7392"}): cancelled' "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[3] == {"role":"tool","content":"Tool \"run_command\" was not run to completion: the user cancelled the turn.","tool_call_id":"eliza-run-1"}' "$(hist intr)"
@@ -337,7 +344,7 @@ EOF
 	echo "second" >&4
 	echo "/exit" >&4
 	exec 4>&-
-	wait "$pid"
+	finish "$pid"
 	grep -q "Agent> second answer" "$BATS_TEST_TMPDIR/out"
 	jq -s -e 'map(.role) == ["system","user","user","assistant"]' "$(hist llmc)"
 }
@@ -349,10 +356,10 @@ EOF
 	exec 4>"$BATS_TEST_TMPDIR/in"
 	echo "run: true" >&4
 	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
-	wait_until bash -c '[ "$(grep -c "^User> " "$1")" -ge 1 ] && grep -q "exit_code: 0" "$1"' _ "$BATS_TEST_TMPDIR/out"
+	wait_until bash -c 'grep -q "exit_code: 0" "$1" && [ "$(tail -c 7 "$1")" = "$(printf "\nUser> ")" ]' _ "$BATS_TEST_TMPDIR/out"
 	kill -INT "$pid"
 	rc=0
-	wait "$pid" || rc=$?
+	finish "$pid" || rc=$?
 	exec 4>&-
 	[ "$rc" -eq 1 ]
 	no_sandbox quit

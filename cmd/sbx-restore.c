@@ -1,0 +1,86 @@
+/* sbx-restore — restore the newest good backup of a session into its sandbox. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/cancel.h"
+#include "../lib/flag.h"
+#include "../lib/name.h"
+#include "../lib/snapshot.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-restore [-backend local|kubernetes] [-namespace NS] [-from FILE] [-homedir D]\n"
+	"                   [-max-size N] SESSION\n"
+	"Restores the newest good backup in ~/.local/sandboxed-tools/SESSION/fs (or FILE) into the\n"
+	"home of sandbox SESSION, after checking its SHA-256 and every entry; a corrupt newest\n"
+	"backup falls back to the previous one. Prints {\"restored\",\"files\",\"bytes\",\n"
+	"\"skipped_corrupt\"}; \"restored\" is null when the session has no backup.\n"
+	"\n"
+	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -from FILE      restore this backup (.tar.gz or .tar.zst) and nothing else\n"
+	"  -homedir D      restore into directory D inside the sandbox (with tar) instead of its home\n"
+	"  -max-size N     refuse archives expanding beyond N bytes (K/M/G suffixes; default 8G)\n"
+	"  -h              show this help\n";
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL;
+	long long max = (long long)ARCHIVE_MAX_EXPANDED;
+	struct snapshot_restore_opts o = {0};
+	struct snapshot_restore_result r;
+	struct sbx_backend *b;
+	struct json_object *j, *sk;
+	struct sbx_err e;
+	int i, rc;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"from", FLAG_STRING, &o.from, NULL},
+		{"homedir", FLAG_STRING, &o.homedir, NULL},
+		{"max-size", FLAG_SIZE, &max, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i != argc - 1)
+		cli_usage_error(usage, i >= argc ? "missing SESSION" : "too many arguments");
+	if (max <= 0)
+		cli_usage_error(usage, "-max-size must be positive");
+	if (o.from && *o.from == '\0')
+		cli_usage_error(usage, "-from needs a file name");
+	if (o.homedir && o.homedir[0] != '/')
+		cli_usage_error(usage, "-homedir must be an absolute path");
+	if (name_check(argv[i], &e) < 0)
+		cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[i], e.msg);
+	o.max_bytes = (uint64_t)max;
+	if ((o.cancel_fd = cancel_install(&e)) < 0)
+		cli_die_err("", &e);
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+	rc = snapshot_restore(b, argv[i], &o, &r, &e);
+	backend_close(b);
+	for (size_t k = 0; k < r.skipped.n; k++)
+		cli_warn("skipping backup %s: %s", r.skipped.name[k], r.skipped.why[k]);
+	if (rc < 0 && cancel_signal())
+		cli_die(128 + cancel_signal(), "restore into sandbox %s interrupted", argv[i]);
+	if (rc < 0)
+		cli_die(cli_status(e.code), "unable to restore sandbox %s: %s", argv[i], e.msg);
+	j = json_object_new_object();
+	json_object_object_add(j, "restored", r.restored ? json_object_new_string(r.restored) : NULL);
+	json_object_object_add(j, "files", json_object_new_int64((int64_t)r.files));
+	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r.bytes));
+	sk = json_object_new_array();
+	for (size_t k = 0; k < r.skipped.n; k++)
+		json_object_array_add(sk, json_object_new_string(r.skipped.name[k]));
+	json_object_object_add(j, "skipped_corrupt", sk);
+	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
+	json_object_put(j);
+	snapshot_restore_free(&r);
+	return cli_finish(rc);
+}

@@ -1,0 +1,216 @@
+/* sbx-snapshot — archive a sandbox's home into a verified backup; or prune backups. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/cancel.h"
+#include "../lib/flag.h"
+#include "../lib/name.h"
+#include "../lib/paths.h"
+#include "../lib/snapshot.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-snapshot [-backend local|kubernetes] [-namespace NS] [-keep N] [-homedir D]\n"
+	"                    [-compress gzip|zstd] SESSION\n"
+	"       sbx-snapshot -prune [-keep N] [-all | SESSION...]\n"
+	"Archives the home directory of sandbox SESSION into\n"
+	"~/.local/sandboxed-tools/SESSION/fs/backup-YYYYMMDDTHHMMSS.tar.gz with a SHA-256 sidecar,\n"
+	"keeps the newest N backups and prints {\"path\",\"bytes\",\"files\",\"sha256\",\"pruned\"}.\n"
+	"With -prune, only prunes (no sandbox needed) and prints {\"session\",\"pruned\"} per session.\n"
+	"\n"
+	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -keep N         backups to keep (default 5)\n"
+	"  -homedir D      archive directory D inside the sandbox (with tar) instead of its home\n"
+	"  -compress C     gzip (default, upstream's format) or zstd (.tar.zst, faster)\n"
+	"  -prune          prune only\n"
+	"  -all            with -prune: every session under ~/.local/sandboxed-tools\n"
+	"  -h              show this help\n";
+
+/* Progress is redrawn at most this often (ns): often enough to look alive. */
+#define PROGRESS_EVERY_NS 200000000LL
+
+struct progress {
+	struct timespec start, last;
+	bool shown;
+};
+
+static int64_t ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1000000000LL + (b->tv_nsec - a->tv_nsec);
+}
+
+static void show_progress(uint64_t bytes, void *arg)
+{
+	struct progress *p = arg;
+	struct timespec now;
+	double secs;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (ns_between(&p->last, &now) < PROGRESS_EVERY_NS)
+		return;
+	p->last = now;
+	secs = (double)ns_between(&p->start, &now) / 1e9;
+	/* A terminal status line, redrawn in place: not a message, so not through cli_msg. */
+	fprintf(stderr, "\r%s: %.1f MB written, %.1f MB/s   ", cli_prog, (double)bytes / 1e6,
+		secs > 0 ? (double)bytes / 1e6 / secs : 0.0);
+	p->shown = true;
+}
+
+static struct json_object *names_json(const struct backup_list *l)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; i < l->n; i++)
+		json_object_array_add(a, json_object_new_string(l->name[i]));
+	return a;
+}
+
+/* Prunes one session's backups; prints its line. Returns the exit status. */
+static int prune_one(const char *session, int keep)
+{
+	struct backup_list pruned = {0};
+	struct json_object *o;
+	struct sbx_err e;
+	char *dir;
+	int rc = EXIT_OK;
+
+	if ((dir = backup_dir(session, &e)) == NULL ||
+	    backup_prune(dir, keep, NULL, &pruned, &e) < 0) {
+		cli_msg("unable to prune backups of session %s: %s", session, e.msg);
+		rc = cli_status(e.code);
+	} else {
+		o = json_object_new_object();
+		json_object_object_add(o, "session", json_object_new_string(session));
+		json_object_object_add(o, "pruned", names_json(&pruned));
+		if (cli_print_json(o) < 0)
+			rc = EXIT_FAIL;
+		json_object_put(o);
+	}
+	backup_list_free(&pruned);
+	free(dir);
+	return rc;
+}
+
+/* -prune -all: every session directory that already has backups. */
+static int prune_all(int keep)
+{
+	struct sbx_err e;
+	char *root = paths_session_root(&e), *fs;
+	struct dirent *de;
+	DIR *d;
+	int rc = EXIT_OK, r;
+
+	if (root == NULL)
+		cli_die_err("unable to find the session directory", &e);
+	if ((d = opendir(root)) == NULL) {
+		free(root);
+		return EXIT_OK;	/* no sessions yet */
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (name_check(de->d_name, NULL) < 0)
+			continue;
+		fs = xasprintf("%s/%s/fs", root, de->d_name);
+		if (access(fs, F_OK) == 0 && (r = prune_one(de->d_name, keep)) != EXIT_OK)
+			rc = r;
+		free(fs);
+	}
+	closedir(d);
+	free(root);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL, *homedir = NULL, *compress = "gzip";
+	long long keep = BACKUP_DEFAULT_KEEP;
+	bool prune = false, all = false;
+	struct snapshot_opts o = {0};
+	struct snapshot_result r;
+	struct progress pr = {0};
+	struct sbx_backend *b;
+	struct json_object *j;
+	struct sbx_err e;
+	int i, rc = EXIT_OK;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"keep", FLAG_INT, &keep, NULL},
+		{"homedir", FLAG_STRING, &homedir, NULL},
+		{"compress", FLAG_STRING, &compress, NULL},
+		{"prune", FLAG_BOOL, &prune, NULL},
+		{"all", FLAG_BOOL, &all, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (keep < 1 || keep > 100000)
+		cli_usage_error(usage, "-keep must be between 1 and 100000");
+	if (archive_codec_parse(compress, &o.codec) < 0)
+		cli_usage_error(usage, "-compress must be gzip or zstd");
+	for (int k = i; k < argc; k++) {
+		if (name_check(argv[k], &e) < 0)
+			cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[k], e.msg);
+	}
+	if (prune) {
+		if (all == (i < argc))
+			cli_usage_error(usage, "-prune needs either -all or SESSION names");
+		if (all)
+			return cli_finish(prune_all((int)keep));
+		for (; i < argc; i++) {
+			int r1 = prune_one(argv[i], (int)keep);
+			if (r1 != EXIT_OK)
+				rc = r1;
+		}
+		return cli_finish(rc);
+	}
+	if (all)
+		cli_usage_error(usage, "-all goes with -prune");
+	if (i != argc - 1)
+		cli_usage_error(usage, i >= argc ? "missing SESSION" : "too many arguments");
+	if ((o.cancel_fd = cancel_install(&e)) < 0)
+		cli_die_err("", &e);
+	o.keep = (int)keep;
+	o.homedir = homedir;
+	if (isatty(2)) {
+		clock_gettime(CLOCK_MONOTONIC, &pr.start);
+		o.progress = show_progress;
+		o.progress_arg = &pr;
+	}
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+	rc = snapshot_take(b, argv[i], &o, &r, &e);
+	if (pr.shown)
+		fputc('\n', stderr);
+	backend_close(b);
+	if (rc < 0 && cancel_signal())
+		cli_die(128 + cancel_signal(), "snapshot of sandbox %s interrupted; no backup written",
+			argv[i]);
+	if (rc < 0)
+		cli_die(cli_status(e.code), "unable to snapshot sandbox %s: %s", argv[i], e.msg);
+	if (r.skipped)
+		cli_warn("%llu entries left out (sockets, fifos, device nodes or files that changed "
+			 "while being archived)", (unsigned long long)r.skipped);
+	if (r.prune_error)
+		cli_warn("backup written, but pruning failed: %s", r.prune_error);
+	j = json_object_new_object();
+	json_object_object_add(j, "path", json_object_new_string(r.path));
+	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r.bytes));
+	json_object_object_add(j, "files", json_object_new_int64((int64_t)r.files));
+	json_object_object_add(j, "sha256", json_object_new_string(r.sha256));
+	json_object_object_add(j, "pruned", names_json(&r.pruned));
+	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
+	json_object_put(j);
+	snapshot_result_free(&r);
+	return cli_finish(rc);
+}

@@ -1,0 +1,63 @@
+/* archive.h — tar archives of a sandbox home through libarchive: packing a host directory
+ * (entries named "./…", links stored as links, never followed), checking an archive against
+ * the restore policy as it streams by, and extracting it without letting any entry escape.
+ * Ownership: nothing returned needs freeing; file descriptors stay the caller's. */
+#ifndef SBX_ARCHIVE_H
+#define SBX_ARCHIVE_H
+
+#include <stdint.h>
+
+#include "err.h"
+
+enum archive_codec {
+	ARCHIVE_CODEC_GZIP,	/* .tar.gz, what upstream writes and reads */
+	ARCHIVE_CODEC_ZSTD,	/* .tar.zst, faster; sbx only */
+};
+
+/* Default cap on the expanded size of an archive (sum of file sizes): far above any agent's
+ * working tree, low enough that a gzip bomb cannot fill the host disk behind our back. */
+#define ARCHIVE_MAX_EXPANDED (UINT64_C(8) << 30)
+/* Cap on the number of entries: bounds memory and time spent on a hostile archive. */
+#define ARCHIVE_MAX_ENTRIES 2000000
+
+struct archive_stats {
+	uint64_t files;		/* entries, the "./" root excluded */
+	uint64_t bytes;		/* file contents, uncompressed */
+	uint64_t skipped;	/* pack: sockets, devices, fifos and files that changed under us */
+};
+
+/* Receives the archive bytes as they pass: what pack writes, what check reads. Returns 0, or
+ * -1 with e set to stop the operation. */
+typedef int (*archive_tap_fn)(const void *p, size_t n, void *arg, struct sbx_err *e);
+
+/* "gzip"/"zstd" → codec; returns 0 or -1. */
+int archive_codec_parse(const char *s, enum archive_codec *out);
+/* ".tar.gz" or ".tar.zst". */
+const char *archive_codec_ext(enum archive_codec c);
+
+/* Writes a compressed tar of dir's contents to sink: entries "./" and "./path", symlinks
+ * stored as symlinks, hard links as links, mount points not crossed, sockets, fifos and device
+ * nodes left out. An entry restore would refuse (see archive_unpack_fd) fails the whole
+ * run, naming it: every archive written here is one archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
+ * that was listed (a file swapped for a link mid-run is left out, never followed). */
+int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn sink, void *arg,
+		     struct archive_stats *st, struct sbx_err *e);
+
+/* Reads an archive (gzip, zstd or plain tar) from fd to its very end, passing every byte read
+ * to tap (may be NULL), and checks every entry against the restore policy (see
+ * archive_unpack_fd) with max_bytes as the expansion cap. cancel_fd (or -1) becoming
+ * readable stops it with SBX_ECANCELED. */
+int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, archive_tap_fn tap, void *arg,
+		     struct archive_stats *st, struct sbx_err *e);
+
+/* Extracts the archive on fd into the existing directory dir, modes and mtimes kept
+ * (set-id bits dropped). Refused, naming the entry: absolute paths, ".." components, links
+ * whose target leaves dir (absolute or climbing out), entries reached through a symlink of
+ * the archive, hard links to outside, device nodes, fifos, and a total size above max_bytes.
+ * Callers check the whole archive first (archive_check_fd) so a refusal leaves dir as it was;
+ * the checks here are repeated as a second line of defence. Changes the working directory
+ * while it runs (not thread-safe). */
+int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
+		      struct sbx_err *e);
+
+#endif

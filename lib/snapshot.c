@@ -1,0 +1,479 @@
+/* snapshot.c — snapshot and restore of a sandbox home, over home_path or tar-in-sandbox. */
+#include "snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+/* One sbx_exec run on its own thread while this one handles the stream. */
+struct job {
+	struct sbx_backend *b;
+	const char *name;
+	struct sbx_exec x;
+	struct sbx_exec_result res;
+	struct sbx_err err;
+	int rc;
+	int close_after;	/* our end of the pipe the command writes to, closed when it ends */
+};
+
+static void *job_run(void *arg)
+{
+	struct job *j = arg;
+
+	j->rc = sbx_exec(j->b, j->name, &j->x, &j->res, &j->err);
+	if (j->close_after >= 0)
+		close(j->close_after);
+	return NULL;
+}
+
+/* The start of what tar wrote on stderr, for the error message. */
+static void stderr_text(int fd, char *out, size_t cap)
+{
+	ssize_t n = pread(fd, out, cap - 1, 0);
+	size_t len = n > 0 ? (size_t)n : 0;
+
+	while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' '))
+		len--;
+	out[len] = '\0';
+}
+
+/* The result of a tar run inside the sandbox, in upstream's words. */
+static int tar_outcome(const struct job *j, int errfd, const char *what, struct sbx_err *e)
+{
+	char text[SNAPSHOT_STDERR_MAX];
+
+	if (j->rc < 0)
+		return err_set(e, j->err.code, "failed to execute %s: %s", what, j->err.msg);
+	if (j->res.canceled)
+		return err_set(e, SBX_ECANCELED, "interrupted");
+	if (j->res.exit_code != 0) {
+		stderr_text(errfd, text, sizeof text);
+		return err_set(e, SBX_EIO, "%s failed with exit code %d: %s", what, j->res.exit_code,
+			       text);
+	}
+	return 0;
+}
+
+/* Streams `tar -c` of home inside the sandbox through the checker into the temporary. */
+static int take_by_exec(struct sbx_backend *b, const char *session, const char *home,
+			enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
+			struct sbx_err *e)
+{
+	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "-cf", "-", "-C",
+			(char *)home, ".", NULL};
+	struct job j = {.b = b, .name = session, .close_after = -1};
+	int out[2] = {-1, -1}, stop[2] = {-1, -1}, errfd = -1, rc = -1;
+	pthread_t th;
+	bool started = false;
+
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(stop, O_CLOEXEC) < 0 ||
+	    (errfd = memfd_create("tar-stderr", MFD_CLOEXEC)) < 0) {
+		err_sys(e, errno, "cannot set up the snapshot stream");
+		goto out;
+	}
+	j.x = (struct sbx_exec){.argv = argv, .in_fd = -1, .out_fd = out[1], .err_fd = errfd,
+				.cancel_fd = stop[0]};
+	j.close_after = out[1];
+	if (pthread_create(&th, NULL, job_run, &j) != 0) {
+		err_set(e, SBX_EIO, "cannot start the snapshot thread");
+		goto out;
+	}
+	out[1] = -1;	/* the thread closes it */
+	started = true;
+	if (archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, backup_tap, t, st, e) < 0) {
+		/* Stop tar: cancel the command and close our end so its writes fail. */
+		if (write(stop[1], "x", 1) < 0) {
+			/* the command is being cancelled anyway by closing the pipe */
+		}
+		close(out[0]);
+		out[0] = -1;
+		pthread_join(th, NULL);
+		started = false;
+		if (e->code != SBX_ECANCELED && j.rc == 0 && j.res.exit_code != 0 && !j.res.canceled)
+			tar_outcome(&j, errfd, "snapshot", e);
+		goto out;
+	}
+	pthread_join(th, NULL);
+	started = false;
+	rc = tar_outcome(&j, errfd, "snapshot", e);
+out:
+	if (started) {
+		pthread_join(th, NULL);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (stop[i] >= 0)
+			close(stop[i]);
+	}
+	if (errfd >= 0)
+		close(errfd);
+	return rc;
+}
+
+/* ---- work on the host home, done by a child holding only the home owner's rights ---- */
+
+/* What the child reports back through its pipe. */
+struct report {
+	int rc;
+	struct archive_stats st;
+	struct sbx_err err;
+	bool died;		/* set by the parent: no report came */
+};
+
+struct host_job {
+	const char *dir;
+	enum archive_codec codec;
+	int fd;			/* pack: where the archive goes; unpack: the archive */
+	uint64_t max_bytes;
+	bool unpack;
+};
+
+static int fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
+{
+	const char *c = p;
+	int fd = *(int *)arg;
+
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_sys(e, errno, "cannot pass the archive on");
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
+ * root must not walk it: a directory swapped for a symlink would make it read or write host
+ * files. Entered first, as its parents may be closed to the owner. */
+static int enter_as_owner(const char *dir, struct sbx_err *e)
+{
+	struct stat sb;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_sys(e, errno, "cannot open %s", dir);
+	if (fstat(fd, &sb) < 0 || fchdir(fd) < 0) {
+		close(fd);
+		return err_sys(e, errno, "cannot enter %s", dir);
+	}
+	close(fd);
+	if (geteuid() != 0 || sb.st_uid == 0)
+		return 0;
+	if (setgroups(0, NULL) < 0 || setgid(sb.st_gid) < 0 || setuid(sb.st_uid) < 0)
+		return err_sys(e, errno, "cannot take the identity of the owner of %s", dir);
+	return 0;
+}
+
+/* Runs a pack or unpack in a child; returns its pid, the read end of its report in *rep. */
+static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
+{
+	int rp[2];
+	pid_t pid;
+
+	if (pipe2(rp, O_CLOEXEC) < 0)
+		return err_sys(e, errno, "pipe");
+	if ((pid = fork()) < 0) {
+		close(rp[0]), close(rp[1]);
+		return err_sys(e, errno, "fork");
+	}
+	if (pid == 0) {
+		struct report r = {0};
+		int fd = hj->fd;
+		close(rp[0]);
+		r.rc = enter_as_owner(hj->dir, &r.err);
+		if (r.rc == 0 && hj->unpack)
+			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
+		else if (r.rc == 0)
+			r.rc = archive_pack_dir(".", hj->codec, fd_sink, &fd, &r.st, &r.err);
+		if (r.rc < 0)
+			err_prefix(&r.err, "%s", hj->dir);
+		if (write(rp[1], &r, sizeof r) != (ssize_t)sizeof r)
+			_exit(2);
+		_exit(r.rc == 0 ? 0 : 1);
+	}
+	close(rp[1]);
+	*rep = rp[0];
+	return pid;
+}
+
+/* Collects the child's report (killing it first when kill_it). Returns its rc. */
+static int host_finish(pid_t pid, int rep, bool kill_it, struct report *r)
+{
+	ssize_t n;
+
+	if (kill_it)
+		kill(pid, SIGKILL);
+	memset(r, 0, sizeof *r);
+	while ((n = read(rep, r, sizeof *r)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof *r) {
+		r->rc = -1;
+		r->died = true;
+		err_set(&r->err, SBX_EIO, "the archiving process died");
+	}
+	close(rep);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return r->rc;
+}
+
+/* Packs the host home in a child and checks the stream into the temporary. */
+static int take_from_host(const char *host, enum archive_codec codec, struct backup_tmp *t,
+			  struct archive_stats *st, struct sbx_err *e)
+{
+	int out[2], rep = -1, rc;
+	struct host_job hj = {.dir = host, .codec = codec};
+	struct report r;
+	pid_t pid;
+
+	if (pipe2(out, O_CLOEXEC) < 0)
+		return err_sys(e, errno, "pipe");
+	hj.fd = out[1];
+	pid = host_start(&hj, &rep, e);
+	close(out[1]);
+	if (pid < 0) {
+		close(out[0]);
+		return -1;
+	}
+	rc = archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, backup_tap, t, st, e);
+	close(out[0]);
+	/* The packer closes its end only after reporting, so a stream cut short by its failure
+	 * finds the report there; its reason is the precise one. */
+	if (host_finish(pid, rep, rc < 0, &r) < 0 && (rc == 0 || !r.died)) {
+		if (rc == 0 || e->code != SBX_ECANCELED)
+			*e = r.err;
+		return -1;
+	}
+	st->skipped = r.st.skipped;
+	return rc;
+}
+
+/* Unpacks the backup on fd into the host home in a child. */
+static int restore_to_host(const char *host, int fd, uint64_t max, int cancel_fd,
+			   struct archive_stats *st, struct sbx_err *e)
+{
+	struct host_job hj = {.dir = host, .fd = fd, .max_bytes = max, .unpack = true};
+	struct pollfd pf[2];
+	struct report r;
+	int rep = -1;
+	pid_t pid = host_start(&hj, &rep, e);
+	bool canceled = false;
+
+	if (pid < 0)
+		return -1;
+	pf[0] = (struct pollfd){rep, POLLIN, 0};
+	pf[1] = (struct pollfd){cancel_fd, POLLIN, 0};
+	while (poll(pf, cancel_fd >= 0 ? 2 : 1, -1) < 0 && errno == EINTR)
+		;
+	canceled = cancel_fd >= 0 && (pf[1].revents & POLLIN) && !(pf[0].revents & POLLIN);
+	if (host_finish(pid, rep, canceled, &r) < 0) {
+		if (canceled)
+			return err_set(e, SBX_ECANCELED, "interrupted");
+		*e = r.err;
+		return -1;
+	}
+	*st = r.st;
+	return 0;
+}
+
+/* The host directory of the home when the backend has one and no other homedir is asked. */
+static char *host_home(struct sbx_backend *b, const char *session, const char *homedir,
+		       struct sbx_err *e, bool *failed)
+{
+	char *h;
+
+	*failed = false;
+	if (homedir || b->ops->home_path == NULL)
+		return NULL;
+	if ((h = b->ops->home_path(b, session, e)) == NULL)
+		*failed = true;
+	return h;
+}
+
+int snapshot_take(struct sbx_backend *b, const char *session, const struct snapshot_opts *o,
+		  struct snapshot_result *r, struct sbx_err *e)
+{
+	struct sbx_info info;
+	struct backup_tmp t = {.fd = -1, .dir_fd = -1};
+	struct archive_stats st;
+	struct sbx_err pe;
+	char *dir = NULL, *host = NULL;
+	bool failed;
+	int rc = -1;
+
+	memset(r, 0, sizeof *r);
+	if (o->keep < 1)
+		return err_set(e, SBX_EINVAL, "keep must be at least 1");
+	if (sbx_get(b, session, &info, e) < 0)
+		return -1;
+	if ((dir = backup_dir(session, e)) == NULL)
+		return -1;
+	host = host_home(b, session, o->homedir, e, &failed);
+	if (failed)
+		goto out;
+	if (backup_begin(&t, dir, o->codec, e) < 0)
+		goto out;
+	t.cancel_fd = o->cancel_fd;
+	t.progress = o->progress;
+	t.progress_arg = o->progress_arg;
+	if (host) {
+		if (take_from_host(host, o->codec, &t, &st, e) < 0)
+			goto out;
+	} else if (take_by_exec(b, session, o->homedir ? o->homedir : info.homedir, o->codec, &t,
+				&st, e) < 0) {
+		goto out;
+	}
+	if (backup_commit(&t, r->sha256, e) < 0)
+		goto out;
+	r->path = xasprintf("%s/%s", dir, t.name);
+	r->bytes = t.bytes;
+	r->files = st.files;
+	r->skipped = st.skipped;
+	if (backup_prune(dir, o->keep, t.name, &r->pruned, &pe) < 0)
+		r->prune_error = xstrdup(pe.msg);
+	rc = 0;
+out:
+	backup_end(&t);
+	free(host);
+	free(dir);
+	return rc;
+}
+
+void snapshot_result_free(struct snapshot_result *r)
+{
+	free(r->path);
+	free(r->prune_error);
+	backup_list_free(&r->pruned);
+	memset(r, 0, sizeof *r);
+}
+
+/* Feeds the backup on fd to `tar -x` inside the sandbox. */
+static int restore_by_exec(struct sbx_backend *b, const char *session, const char *home, int fd,
+			   int cancel_fd, struct sbx_err *e)
+{
+	unsigned char magic[4] = {0};
+	char *argv[] = {"tar", "-z", "-xf", "-", "-C", (char *)home, NULL};
+	struct job j = {.b = b, .name = session, .close_after = -1};
+	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
+
+	if (errfd < 0)
+		return err_sys(e, errno, "cannot set up the restore");
+	/* The compression comes from the bytes, not the name (-from may name anything). */
+	if (pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
+	    memcmp(magic, "\x28\xb5\x2f\xfd", 4) == 0)
+		argv[1] = "--zstd";
+	else if (magic[0] != 0x1f || magic[1] != 0x8b)
+		argv[1] = "-p";	/* plain tar: a harmless flag in -z's place */
+	j.x = (struct sbx_exec){.argv = argv, .in_fd = fd, .out_fd = errfd, .err_fd = errfd,
+				.cancel_fd = cancel_fd};
+	job_run(&j);
+	rc = tar_outcome(&j, errfd, "restore", e);
+	close(errfd);
+	return rc;
+}
+
+/* Verifies one candidate; the open, verified fd (rewound) or -1 with the reason in e. */
+static int candidate(const char *dir, const char *name, const struct snapshot_restore_opts *o,
+		     struct archive_stats *st, struct sbx_err *e)
+{
+	int fd = backup_open(dir, name, e);
+
+	if (fd < 0)
+		return -1;
+	if (backup_verify(fd, dir, name, o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED,
+			  o->cancel_fd, st, e) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int snapshot_restore(struct sbx_backend *b, const char *session,
+		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
+		     struct sbx_err *e)
+{
+	struct sbx_info info;
+	struct backup_list l = {0};
+	struct archive_stats st;
+	char *dir = NULL, *host = NULL, *used = NULL;
+	bool failed;
+	int fd = -1, rc = -1;
+
+	memset(r, 0, sizeof *r);
+	if (sbx_get(b, session, &info, e) < 0)
+		return -1;
+	if (o->from) {
+		char *d = xstrdup(o->from), *n = xstrdup(o->from);
+		dir = xstrdup(dirname(d));
+		backup_list_add(&l, basename(n), NULL);
+		free(d), free(n);
+	} else if ((dir = backup_dir(session, e)) == NULL || backup_list_dir(dir, &l, e) < 0) {
+		goto out;
+	}
+	for (size_t i = l.n; i-- > 0;) {
+		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
+			used = xasprintf("%s/%s", dir, l.name[i]);
+			break;
+		}
+		if (o->from || e->code == SBX_ECANCELED)
+			goto out;
+		backup_list_add(&r->skipped, l.name[i], e->msg);
+	}
+	if (used == NULL) {
+		if (l.n == 0) {
+			rc = 0;
+			goto out;
+		}
+		err_set(e, SBX_EIO, "none of the %zu backups in %s is good (newest: %s)", l.n, dir,
+			r->skipped.why[0]);
+		goto out;
+	}
+	host = host_home(b, session, o->homedir, e, &failed);
+	if (failed)
+		goto out;
+	if (host) {
+		if (restore_to_host(host, fd, o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED,
+				    o->cancel_fd, &st, e) < 0)
+			goto out;
+	} else if (restore_by_exec(b, session, o->homedir ? o->homedir : info.homedir, fd,
+				   o->cancel_fd, e) < 0) {
+		goto out;
+	}
+	r->restored = used;
+	used = NULL;
+	r->files = st.files;
+	r->bytes = st.bytes;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	backup_list_free(&l);
+	free(used);
+	free(host);
+	free(dir);
+	return rc;
+}
+
+void snapshot_restore_free(struct snapshot_restore_result *r)
+{
+	free(r->restored);
+	backup_list_free(&r->skipped);
+	memset(r, 0, sizeof *r);
+}

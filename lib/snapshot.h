@@ -1,0 +1,64 @@
+/* snapshot.h — a sandbox's home to a verified backup and back. A backend that exposes the
+ * home on the host (home_path) is read and written directly with libarchive; otherwise tar
+ * runs inside the sandbox (upstream's `tar -zcf - -C HOME .` / `tar -zxf - -C HOME`) and the
+ * stream is checked as it passes. Ownership: results are freed with their *_free function. */
+#ifndef SBX_SNAPSHOT_H
+#define SBX_SNAPSHOT_H
+
+#include <stdint.h>
+
+#include "archive.h"
+#include "backend.h"
+#include "backup.h"
+
+/* What a failing tar inside the sandbox may say that we keep for the error message. */
+#define SNAPSHOT_STDERR_MAX 4096
+
+struct snapshot_opts {
+	const char *homedir;	/* NULL: the sandbox's home; else this directory, via tar inside */
+	enum archive_codec codec;
+	int keep;		/* backups kept after success */
+	int cancel_fd;		/* -1, or readable when the caller wants it stopped */
+	void (*progress)(uint64_t bytes, void *arg);
+	void *progress_arg;
+};
+
+struct snapshot_result {
+	char *path;		/* the new backup */
+	uint64_t bytes;		/* its size */
+	uint64_t files;		/* entries archived */
+	uint64_t skipped;	/* entries left out (sockets, fifos, devices, vanished files) */
+	char sha256[BACKUP_SHA256_HEX + 1];
+	struct backup_list pruned;
+	char *prune_error;	/* pruning failed (the backup itself is good), or NULL */
+};
+
+/* Archives the home of sandbox `session` into the session's backup directory, then prunes to
+ * opts->keep. A failure (or cancellation) leaves no new backup and the old ones as they were. */
+int snapshot_take(struct sbx_backend *b, const char *session, const struct snapshot_opts *o,
+		  struct snapshot_result *r, struct sbx_err *e);
+void snapshot_result_free(struct snapshot_result *r);
+
+struct snapshot_restore_opts {
+	const char *homedir;	/* as in snapshot_opts */
+	const char *from;	/* a backup file to use instead of the session's newest */
+	uint64_t max_bytes;	/* expansion cap (ARCHIVE_MAX_EXPANDED by default) */
+	int cancel_fd;
+};
+
+struct snapshot_restore_result {
+	char *restored;		/* the backup used, NULL when the session has none */
+	uint64_t files, bytes;
+	struct backup_list skipped;	/* newer backups that failed verification, with why */
+};
+
+/* Restores the newest good backup (or opts->from) into sandbox `session`. Each candidate is
+ * verified whole (checksum, structure, entry policy) before anything is written, so a refused
+ * archive leaves the home as it was; a bad newest backup falls back to the next one. No backup
+ * at all is success with restored NULL; backups that are all bad are an error. */
+int snapshot_restore(struct sbx_backend *b, const char *session,
+		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
+		     struct sbx_err *e);
+void snapshot_restore_free(struct snapshot_restore_result *r);
+
+#endif

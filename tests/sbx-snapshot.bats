@@ -1,0 +1,308 @@
+#!/usr/bin/env bats
+# sbx-snapshot: backups of a local sandbox's home, upstream's names and modes, sidecars,
+# retention, prune-only mode beside a running snapshot, interrupted snapshots.
+
+load helpers
+
+setup() {
+	setup_sbx_env
+	FS="$HOME/.local/sandboxed-tools/demo/fs"
+	SRC="$BATS_TEST_TMPDIR/src"
+	mkdir -p "$SRC/d" && echo data >"$SRC/d/f"
+}
+
+teardown() {
+	[ -z "${BG:-}" ] || kill -9 "$BG" 2>/dev/null || true
+	teardown_sbx_env
+}
+
+# A backup of the current home under an older name (with its sidecar renamed to match).
+fake_older() {	# $1 = time stamp
+	local src
+	src=$(ls "$FS"/backup-*.tar.gz | tail -1)
+	cp "$src" "$FS/backup-$1.tar.gz"
+	sed "s/backup-.*/backup-$1.tar.gz/" "$src.sha256" >"$FS/backup-$1.tar.gz.sha256"
+}
+
+# Fills the home with ~40 MB of incompressible data so a snapshot takes a moment.
+big_home() {
+	sbx-exec -raw demo -- sh -c 'head -c 40000000 /dev/urandom > ~/big.bin'
+}
+
+# Waits (bounded) until a snapshot is writing its temporary file (holding no lock by then).
+wait_tmp() {
+	local i f
+	for i in $(seq 1 400); do
+		for f in "$FS"/*.tmp; do
+			[ -s "$f" ] && return 0
+		done
+		sleep 0.05
+	done
+	echo "no temporary file appeared" >&2
+	return 1
+}
+
+@test "-h prints the usage on stdout" {
+	run sbx-snapshot -h
+	assert_status 0
+	assert_contains "usage: sbx-snapshot"
+	assert_contains "-prune"
+}
+
+@test "bad flags and names are usage errors" {
+	run sbx-snapshot -nope demo
+	assert_status 100
+	assert_contains "flag provided but not defined: -nope"
+	run sbx-snapshot -keep 0 demo
+	assert_status 100
+	run sbx-snapshot -keep x demo
+	assert_status 100
+	run sbx-snapshot -compress lz4 demo
+	assert_status 100
+	assert_contains "gzip or zstd"
+	run sbx-snapshot 'Bad_Name'
+	assert_status 100
+	assert_contains "session name must be lowercase alphanumeric"
+	run sbx-snapshot
+	assert_status 100
+	assert_contains "missing SESSION"
+	run sbx-snapshot demo other
+	assert_status 100
+	run sbx-snapshot -prune
+	assert_status 100
+	run sbx-snapshot -prune -all demo
+	assert_status 100
+	run sbx-snapshot -all demo
+	assert_status 100
+}
+
+@test "a sandbox that does not exist: status 101, nothing written" {
+	run sbx-snapshot ghost
+	assert_status 101
+	assert_contains "sbx-snapshot: unable to snapshot sandbox ghost: sandbox ghost not found"
+	[ -z "$(ls -A "$HOME/.local/sandboxed-tools/ghost/fs" 2>/dev/null)" ]
+}
+
+@test "writes upstream's backup name and modes, ./ entries, and a sidecar sha256sum accepts" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'mkdir -p ~/src && echo hello > ~/src/a.txt'
+	run sbx-snapshot demo
+	assert_status 0
+	local path
+	path=$(printf '%s' "$output" | jq -r .path)
+	[[ $(basename "$path") =~ ^backup-[0-9]{8}T[0-9]{6}\.tar\.gz$ ]]
+	[ "$(dirname "$path")" = "$FS" ]
+	# The name is the local time: within a minute of what date says in TZ.
+	local stamp now
+	stamp=$(basename "$path" | cut -c8-20)
+	now=$(TZ=${TZ:-} date +%Y%m%dT%H%M)
+	[ "${stamp:0:13}" = "${now:0:13}" ] || [ "${stamp:0:11}" = "${now:0:11}" ]
+	[ "$(stat -c %a "$FS")" = 700 ]
+	[ "$(stat -c %a "$path")" = 600 ]
+	assert_json ".bytes == $(stat -c %s "$path")"
+	assert_json '.files == 2 and .pruned == []'
+	assert_json ".sha256 == \"$(sha256sum "$path" | cut -d' ' -f1)\""
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+	run tar -tzf "$path"
+	assert_status 0
+	[ "${lines[0]}" = "./" ]
+	assert_contains "./src/a.txt"
+	[ -z "$(ls "$FS" | grep tmp)" ]
+}
+
+@test "TZ decides the time stamp (local time, as upstream)" {
+	sbx-create demo >/dev/null
+	run env TZ=UTC-14 sbx-snapshot demo
+	assert_status 0
+	local stamp
+	stamp=$(basename "$(printf '%s' "$output" | jq -r .path)" | cut -c8-20)
+	[ "${stamp:0:11}" = "$(TZ=UTC-14 date +%Y%m%dT%H)" ] || [ "${stamp:0:9}" = "$(TZ=UTC-14 date +%Y%m%d)" ]
+}
+
+@test "-compress zstd writes a .tar.zst that zstd and tar read" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'echo z > ~/z.txt'
+	run sbx-snapshot -compress zstd demo
+	assert_status 0
+	local path
+	path=$(printf '%s' "$output" | jq -r .path)
+	[[ $path == *.tar.zst ]]
+	zstd -qt "$path"
+	run tar --zstd -tf "$path"
+	assert_contains "./z.txt"
+}
+
+@test "-homedir archives a directory inside the sandbox with tar, checked as it streams" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'mkdir -p /tmp/work/d && echo w > /tmp/work/d/w.txt'
+	run sbx-snapshot -homedir /tmp/work demo
+	assert_status 0
+	assert_json '.files == 2'
+	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
+	assert_contains "./d/w.txt"
+	run sbx-snapshot -homedir /tmp/nonexistent demo
+	assert_status 111
+	assert_contains "snapshot failed with exit code 2"
+	[ "$(ls "$FS" | grep -c 'tar.gz$')" = 1 ]
+}
+
+@test "a home with a link pointing outside is refused at snapshot time, naming the entry" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'ln -s /etc ~/etc-link'
+	run sbx-snapshot demo
+	assert_status 111
+	assert_contains 'refusing entry "./etc-link": symlink target is an absolute path'
+	run sbx-snapshot -homedir /home/clawtainer demo
+	assert_status 111
+	assert_contains './etc-link'
+	[ -z "$(ls -A "$FS" | grep backup-)" ]
+}
+
+@test "retention keeps exactly the newest -keep backups, with their sidecars" {
+	sbx-create demo >/dev/null
+	sbx-snapshot demo >/dev/null
+	for t in 20200101T000001 20200101T000002 20200101T000003 20200101T000004; do fake_older $t; done
+	run sbx-snapshot -keep 3 demo
+	assert_status 0
+	assert_json '.pruned | length == 2'
+	assert_json '.pruned[0] | endswith("backup-20200101T000001.tar.gz")'
+	assert_json '.pruned[1] | endswith("backup-20200101T000002.tar.gz")'
+	[ "$(ls "$FS" | grep -c '\.tar\.gz$')" = 3 ]
+	[ "$(ls "$FS" | grep -c '\.sha256$')" = 3 ]
+	[ -e "$FS/backup-20200101T000004.tar.gz" ]
+	# The default is 5.
+	for t in 20190101T000001 20190101T000002 20190101T000003; do fake_older $t; done
+	run sbx-snapshot demo
+	assert_status 0
+	[ "$(ls "$FS" | grep -c '\.tar\.gz$')" = 5 ]
+}
+
+@test "-prune works without a sandbox, for one session or -all" {
+	mkdir -p "$FS" "$HOME/.local/sandboxed-tools/other/fs" "$HOME/.local/sandboxed-tools/junk-dir"
+	for t in 20200101T000001 20200101T000002 20200101T000003; do
+		tar -zcf "$FS/backup-$t.tar.gz" -C "$SRC" .
+		cp "$FS/backup-$t.tar.gz" "$HOME/.local/sandboxed-tools/other/fs/"
+	done
+	run sbx-snapshot -prune -keep 2 demo
+	assert_status 0
+	assert_json '.session == "demo" and (.pruned | length == 1)'
+	[ ! -e "$FS/backup-20200101T000001.tar.gz" ]
+	run sbx-snapshot -prune -keep 1 -all
+	assert_status 0
+	[ "${#lines[@]}" = 2 ]
+	[ "$(ls "$FS" | grep -c 'tar.gz$')" = 1 ]
+	[ "$(ls "$HOME/.local/sandboxed-tools/other/fs" | grep -c 'tar.gz$')" = 1 ]
+	[ -e "$FS/backup-20200101T000003.tar.gz" ]
+}
+
+@test "-prune never removes the newest good backup, even when the newer ones are corrupt" {
+	mkdir -p "$FS"
+	for t in 20200101T000001 20200101T000002 20200101T000003; do
+		tar -zcf "$FS/backup-$t.tar.gz" -C "$SRC" .
+	done
+	printf 'garbage' >"$FS/backup-20200101T000003.tar.gz"
+	run sbx-snapshot -prune -keep 1 demo
+	assert_status 0
+	[ -e "$FS/backup-20200101T000003.tar.gz" ]
+	[ -e "$FS/backup-20200101T000002.tar.gz" ]
+	[ ! -e "$FS/backup-20200101T000001.tar.gz" ]
+}
+
+@test "prune-only mode while a snapshot is being written leaves it alone" {
+	sbx-create demo >/dev/null
+	sbx-snapshot demo >/dev/null
+	fake_older 20200101T000001
+	big_home
+	sbx-snapshot demo >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	BG=$!
+	wait_tmp
+	kill -STOP "$BG"
+	local tmp
+	tmp=$(ls "$FS"/*.tmp)
+	touch -d '1 hour ago' "$tmp"	# old: only its lock protects it now
+	run sbx-snapshot -prune -keep 1 demo
+	assert_status 0
+	[ -e "$tmp" ]
+	[ ! -e "$FS/backup-20200101T000001.tar.gz" ]
+	kill -CONT "$BG"
+	wait "$BG"
+	BG=
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_json '.files == 1'
+	[ -z "$(ls "$FS" | grep tmp)" ]
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+}
+
+@test "kill -9 during a snapshot leaves no final file; the earlier backup stays good" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'echo before > ~/state.txt'
+	sbx-snapshot demo >/dev/null
+	fake_older 20200101T000001
+	rm "$FS"/backup-2026*
+	big_home
+	sbx-snapshot demo >/dev/null 2>&1 &
+	BG=$!
+	wait_tmp
+	kill -9 "$BG"
+	wait "$BG" || true
+	BG=
+	[ "$(ls "$FS" | grep -c 'tar.gz$')" = 1 ]
+	(cd "$FS" && sha256sum -c --quiet ./*.sha256)
+	# The dead writer's temporary goes with the next prune once it is stale.
+	touch -d '1 hour ago' "$FS"/*.tmp
+	sbx-snapshot -prune demo >/dev/null
+	[ -z "$(ls "$FS" | grep tmp)" ]
+	sbx-delete demo >/dev/null
+	sbx-create demo >/dev/null
+	run sbx-restore demo
+	assert_status 0
+	assert_json '.restored | endswith("backup-20200101T000001.tar.gz")'
+	run sbx-exec -raw demo -- sh -c 'cat ~/state.txt'
+	[ "$output" = before ]
+}
+
+@test "SIGTERM or SIGINT during a snapshot: 128+n, no final file, no temporary" {
+	sbx-create demo >/dev/null
+	big_home
+	for sig in TERM INT; do
+		sbx-snapshot demo >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+		BG=$!
+		wait_tmp
+		kill -$sig "$BG"
+		local st=0
+		wait "$BG" || st=$?
+		BG=
+		[ "$st" = $((128 + $(kill -l $sig))) ]
+		grep -q "interrupted; no backup written" "$BATS_TEST_TMPDIR/err"
+		[ -z "$(ls -A "$FS" | grep backup-)" ]
+	done
+}
+
+@test "progress goes to stderr only when it is a terminal" {
+	sbx-create demo >/dev/null
+	run sbx-snapshot demo
+	assert_status 0
+	[[ $output != *"MB/s"* ]]
+	run script -qec "sbx-snapshot demo 2>&1 >/dev/null" /dev/null
+	assert_status 0
+	assert_contains "MB written"
+	assert_contains "MB/s"
+}
+
+@test "man page EXAMPLES run as written" {
+	sbx-create demo >/dev/null
+	sbx-exec demo -- sh -c 'echo hi > ~/hello.txt' >/dev/null
+	run sbx-snapshot demo
+	assert_status 0
+	run sbx-snapshot -compress zstd -keep 10 demo
+	assert_status 0
+	run sbx-snapshot -prune -keep 5 -all
+	assert_status 0
+	assert_json '.session == "demo"'
+	# The crontab line from the page, run the way cron would run it.
+	local line
+	line=$(sed -n 's/^\*\/30 \* \* \* \* //p' "$SBX_TOP/man/man1/sbx-snapshot.1" | sed 's/\\-/-/g')
+	[ -n "$line" ]
+	run sh -c "$line"
+	assert_status 0
+}
