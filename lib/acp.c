@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,8 +67,8 @@ struct acp_conn {
 	int workers;			/* guarded by srv->mu */
 };
 
-static void logf_(struct acp_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(struct acp_server *srv, const char *fmt, ...)
+static void srv_log(struct acp_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void srv_log(struct acp_server *srv, const char *fmt, ...)
 {
 	char msg[SBX_ERR_MAX + 256];
 	va_list ap;
@@ -238,7 +240,7 @@ static void agent_log(void *arg, enum agent_log_level level, const char *msg)
 {
 	struct acp_server *srv = arg;
 
-	logf_(srv, "%s%s", level == AGENT_LOG_WARN ? "warning: " : "", msg);
+	srv_log(srv, "%s%s", level == AGENT_LOG_WARN ? "warning: " : "", msg);
 }
 
 static struct agent_session *open_agent(struct acp_server *srv, const char *id, bool must_exist,
@@ -363,7 +365,7 @@ static void m_authenticate(const struct req *r)
 		reply_error(c->p, r->id, JSONRPC_AUTH_REQUIRED, "authentication failed: %s",
 			    token == NULL ? "no token in _meta.token" : "wrong token");
 		if (c->auth_failures >= ACP_AUTH_FAILURES_MAX) {
-			logf_(c->srv, "closing connection after %d failed authentications",
+			srv_log(c->srv, "closing connection after %d failed authentications",
 			      c->auth_failures);
 			peer_close(c->p);
 		}
@@ -1102,7 +1104,7 @@ void acp_server_drain(struct acp_server *srv, int64_t drain_ns)
 		if (pthread_cond_timedwait(&srv->cv, &srv->mu, &until) == ETIMEDOUT)
 			break;
 	if (srv->workers > 0) {
-		logf_(srv, "cancelling %d running request(s)", srv->workers);
+		srv_log(srv, "cancelling %d running request(s)", srv->workers);
 		for (s = srv->sessions; s; s = s->next)
 			cancel_locked(s);
 	}
@@ -1122,10 +1124,10 @@ int acp_server_delete_sandboxes(struct acp_server *srv)
 		if (!s->tool_ran)
 			continue;
 		if (agent_session_delete_sandbox(s->as, &e) < 0) {
-			logf_(srv, "failed to delete sandbox %s: %s", s->id, e.msg);
+			srv_log(srv, "failed to delete sandbox %s: %s", s->id, e.msg);
 			failed++;
 		} else {
-			logf_(srv, "deleted sandbox %s", s->id);
+			srv_log(srv, "deleted sandbox %s", s->id);
 		}
 	}
 	pthread_mutex_unlock(&srv->mu);
@@ -1179,10 +1181,10 @@ static void *conn_main(void *arg)
 		if (srv->conns[i] == NULL)
 			srv->conns[slot = i] = p;
 	pthread_mutex_unlock(&srv->mu);
-	logf_(srv, "client connected remote=\"%s\"", ca->remote);
+	srv_log(srv, "client connected remote=\"%s\"", ca->remote);
 	if (acp_serve(srv, p, &e) < 0)
-		logf_(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
-	logf_(srv, "client disconnected remote=\"%s\"", ca->remote);
+		srv_log(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
+	srv_log(srv, "client disconnected remote=\"%s\"", ca->remote);
 	pthread_mutex_lock(&srv->mu);
 	if (slot >= 0)
 		srv->conns[slot] = NULL;
@@ -1215,7 +1217,7 @@ static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
 	pthread_mutex_lock(&srv->mu);
 	if (srv->nconns >= ACP_CONN_MAX) {
 		pthread_mutex_unlock(&srv->mu);
-		logf_(srv, "refusing connection from %s: %d connections open", ca->remote,
+		srv_log(srv, "refusing connection from %s: %d connections open", ca->remote,
 		      ACP_CONN_MAX);
 		close(fd);
 		free(ca);
@@ -1227,7 +1229,7 @@ static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, ACP_THREAD_STACK);
 	if (pthread_create(&t, &at, conn_main, ca) != 0) {
-		logf_(srv, "cannot start a thread for %s", ca->remote);
+		srv_log(srv, "cannot start a thread for %s", ca->remote);
 		if (fd >= 0)
 			close(fd);
 		free(ca);
@@ -1268,7 +1270,7 @@ int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, i
 				poll(NULL, 0, 100);	/* out of descriptors: do not spin */
 		}
 	}
-	logf_(srv, "shutting down");
+	srv_log(srv, "shutting down");
 	acp_server_drain(srv, drain_ns);
 	pthread_mutex_lock(&srv->mu);
 	for (i = 0; i < ACP_CONN_MAX; i++)
