@@ -457,6 +457,7 @@ PY
 @test "stdio: standard output carries only ACP messages; end of input exits 0" {
 	run bash -c 'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}" |
 		acp-server -stdio 2>"$BATS_TEST_TMPDIR/err"'
+	cat "$BATS_TEST_TMPDIR/err"
 	assert_status 0
 	[ "${#lines[@]}" -eq 1 ]
 	assert_json '.id == 0 and .result.protocolVersion == 1'
