@@ -892,12 +892,13 @@ static void m_session_prompt(const struct req *r)
 		json_object_put(res);
 		res = NULL;
 	}
-	/* Every update of the turn is queued before the answer. */
+	/* Every update of the turn is queued before the answer, and the session is free again
+	 * before the client can read it and send the next prompt. */
+	release(srv, s);
 	if (res)
 		reply(c->p, r->id, res);
 	else
 		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
-	release(srv, s);
 	free(answer);
 	free(text);
 }
