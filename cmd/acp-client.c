@@ -1,0 +1,236 @@
+/* acp-client — a small interactive Agent Client Protocol client (upstream's example client). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/acp.h"
+#include "../lib/acpclient.h"
+#include "../lib/flag.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: acp-client [-addr HOST:PORT | -cmd \"AGENT ARGS\"] [-prompt TEXT] [-session-id ID]\n"
+	"                  [-cwd DIR] [-yolo] [-auth-method ID] [-auth-token-file F]\n"
+	"                  [-tls [-tls-ca F | -tls-insecure]] [-setup-timeout 60s] [-debug]\n"
+	"Talks to an ACP agent: over TCP with -addr, else by spawning -cmd (default\n"
+	"\"gemini --acp\") and speaking on its standard input/output. Reads prompts from standard\n"
+	"input, one per line, until end of input or /exit; -prompt sends one prompt and exits.\n"
+	"\n"
+	"  -addr HOST:PORT    TCP address of the agent (e.g. localhost:8090)\n"
+	"  -cmd CMD           agent command to spawn (split at white space)\n"
+	"  -cwd DIR           session directory (default: the current directory)\n"
+	"  -session-id ID     resume this session (session/load) instead of starting one\n"
+	"  -prompt TEXT       one-shot: send TEXT, print the turn, exit\n"
+	"  -yolo              approve every tool call (first option whose kind starts with allow)\n"
+	"  -auth-method ID    authentication method (default: the first one advertised)\n"
+	"  -auth-token-file F bearer token sent as _meta.token in authenticate\n"
+	"  -tls               use TLS with -addr; -tls-ca F trusts F (PEM), -tls-insecure trusts\n"
+	"                     any certificate (tests only)\n"
+	"  -setup-timeout D   limit for initialize and session setup (default 60s)\n"
+	"  -debug             show every JSON-RPC line on standard error\n"
+	"  -h                 show this help\n";
+
+/* Whitespace-separated words of -cmd. */
+#define CMD_ARGS_MAX 64
+/* How long a connection attempt may take. */
+#define DIAL_TIMEOUT_MS 10000
+
+/* After the conversation, how long a spawned agent gets to exit (it may be deleting its
+ * sandboxes) before it is sent SIGTERM. */
+#define AGENT_EXIT_WAIT_MS 20000
+
+static struct acpclient *client;
+static pid_t agent_pid = -1;
+
+static void emit(void *arg, const char *text)
+{
+	(void)arg;
+	fputs(text, stdout);
+	fflush(stdout);
+}
+
+static char *read_line(void *arg)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	(void)arg;
+	if ((n = getline(&line, &cap, stdin)) < 0) {
+		free(line);
+		return NULL;
+	}
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	return line;
+}
+
+static void debug(void *arg, const char *dir, const char *line)
+{
+	const char *tok = strstr(line, "\"token\":\"");
+
+	(void)arg;
+	/* The bearer token of authenticate is a secret: never shown. */
+	if (tok)
+		cli_msg("%s %.*s\"[REDACTED]\"}}}", dir, (int)(tok - line + 8), line);
+	else
+		cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
+}
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_sigint(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	/* The first Ctrl-C cancels the running turn; the default action comes back for a second. */
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* already pending */
+	}
+	signal(SIGINT, SIG_DFL);
+	errno = saved;
+}
+
+/* Sends session/cancel outside the signal handler (it allocates). */
+static void *canceller(void *arg)
+{
+	char c;
+
+	(void)arg;
+	while (read(sig_pipe[0], &c, 1) == 1)
+		acpclient_cancel(client);
+	return NULL;
+}
+
+/* Spawns the agent command (split at white space). */
+static struct peer *spawn_agent(const char *cmd, const char *cwd)
+{
+	char *words = xstrdup(cmd), *argv[CMD_ARGS_MAX + 1], *save = NULL, *w;
+	struct sbx_err e;
+	struct peer *p;
+	int n = 0, errnum;
+
+	for (w = strtok_r(words, " \t\n", &save); w && n < CMD_ARGS_MAX;
+	     w = strtok_r(NULL, " \t\n", &save))
+		argv[n++] = w;
+	argv[n] = NULL;
+	if (n == 0)
+		cli_usage_error(usage, "-cmd is empty");
+	if ((p = peer_spawn(argv, cwd, &agent_pid, &errnum, &e)) == NULL)
+		cli_die(errnum == ENOENT ? EXIT_CMD_NOT_FOUND : errnum ? EXIT_CANNOT_EXEC : EXIT_FAIL,
+			"%s", e.msg);
+	free(words);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL, *cmd = "gemini --acp", *cwd_flag = NULL, *session = NULL;
+	const char *prompt = NULL, *auth_method = NULL, *token_file = NULL, *ca = NULL;
+	int64_t setup_timeout = INT64_C(60) * 1000000000;
+	bool yolo = false, use_tls = false, insecure = false, dbg = false;
+	struct acpclient_config cfg = {0};
+	char cwd[PATH_MAX], *token = NULL, *line;
+	struct sbx_err e;
+	struct peer *p;
+	int i, status = EXIT_OK;
+	struct flag flags[] = {
+		{"addr", FLAG_STRING, &addr, NULL},
+		{"cmd", FLAG_STRING, &cmd, NULL},
+		{"cwd", FLAG_STRING, &cwd_flag, NULL},
+		{"session-id", FLAG_STRING, &session, NULL},
+		{"prompt", FLAG_STRING, &prompt, NULL},
+		{"yolo", FLAG_BOOL, &yolo, NULL},
+		{"auth-method", FLAG_STRING, &auth_method, NULL},
+		{"auth-token-file", FLAG_STRING, &token_file, NULL},
+		{"tls", FLAG_BOOL, &use_tls, NULL},
+		{"tls-ca", FLAG_STRING, &ca, NULL},
+		{"tls-insecure", FLAG_BOOL, &insecure, NULL},
+		{"setup-timeout", FLAG_DURATION, &setup_timeout, NULL},
+		{"debug", FLAG_BOOL, &dbg, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argv[0]);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i < argc)
+		cli_usage_error(usage, "unexpected arguments");
+	if ((ca || insecure) && !use_tls)
+		cli_usage_error(usage, "-tls-ca and -tls-insecure need -tls");
+	if (use_tls && addr == NULL)
+		cli_usage_error(usage, "-tls needs -addr");
+	if (realpath(cwd_flag ? cwd_flag : ".", cwd) == NULL)
+		cli_die(EXIT_USAGE, "invalid -cwd %s: %s", cwd_flag ? cwd_flag : ".", strerror(errno));
+	if (token_file && (token = acp_read_token(token_file, &e)) == NULL)
+		cli_die_err("", &e);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (addr == NULL)
+		p = spawn_agent(cmd, cwd);
+	else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
+		cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
+	cfg.cwd = cwd;
+	cfg.session_id = session;
+	cfg.auth_method = auth_method;
+	cfg.token = token;
+	cfg.yolo = yolo;
+	cfg.setup_timeout_ns = setup_timeout > 0 ? setup_timeout : 0;
+	cfg.emit = emit;
+	cfg.read_line = read_line;
+	cfg.debug = dbg ? debug : NULL;
+	if ((client = acpclient_open(&cfg, p, &e)) == NULL)
+		cli_die(cli_status(e.code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e.code), "%s",
+			e.msg);
+	printf("Session: %s\n", acpclient_session(client));
+	fflush(stdout);
+	{
+		pthread_t t;
+		if (pipe2(sig_pipe, O_CLOEXEC) == 0 && pthread_create(&t, NULL, canceller, NULL) == 0) {
+			pthread_detach(t);
+			signal(SIGINT, on_sigint);
+		}
+	}
+	if (prompt) {
+		if (acpclient_prompt(client, prompt, &e) < 0) {
+			cli_msg("prompt failed: %s", e.msg);
+			status = EXIT_FAIL;
+		}
+	} else {
+		for (;;) {
+			if (isatty(0)) {
+				fputs("\n> ", stdout);
+				fflush(stdout);
+			}
+			if ((line = read_line(NULL)) == NULL)
+				break;
+			if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
+				free(line);
+				break;
+			}
+			if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
+				cli_msg("prompt failed: %s", e.msg);
+				if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
+					status = EXIT_FAIL;
+			}
+			free(line);
+			if (status != EXIT_OK)
+				break;
+		}
+	}
+	acpclient_close(client);
+	if (agent_pid > 0)
+		peer_reap(agent_pid, AGENT_EXIT_WAIT_MS);
+	free(token);
+	return cli_finish(status);
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# acp-client against acp-server, end to end (TCP, TLS, spawned over stdio, auth, resume).
+
+bats_require_minimum_version 1.5.0
+load helpers
+load acp/common
+
+setup() {
+	setup_sbx_env
+	export OPENAI_MODEL=fake-eliza
+	ACP_PID=
+	STUB_PID=
+}
+
+teardown() {
+	stop_server
+	teardown_sbx_env
+}
+
+make_cert() {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+		-addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		-keyout "$BATS_TEST_TMPDIR/key.pem" -out "$BATS_TEST_TMPDIR/cert.pem" 2>/dev/null
+}
+
+@test "-h prints usage; bad flags and combinations are usage errors" {
+	run acp-client -h
+	assert_status 0
+	assert_contains "usage: acp-client"
+	run acp-client -bogus
+	assert_status 100
+	run acp-client -tls
+	assert_status 100
+	assert_contains "-tls needs -addr"
+	run acp-client -addr 127.0.0.1:1 -tls-ca x.pem
+	assert_status 100
+	assert_contains "need -tls"
+	run acp-client -cwd "$BATS_TEST_TMPDIR/nowhere" -addr 127.0.0.1:1
+	assert_status 100
+}
+
+@test "nothing listening: a clear connection error" {
+	run acp-client -addr 127.0.0.1:1 -prompt hi
+	assert_status 111
+	assert_contains "cannot connect to 127.0.0.1:1"
+}
+
+@test "one-shot -yolo turn over TCP (man page example)" {
+	grep -qF 'acp-client -addr localhost:8090 -yolo -prompt "run: uname -a"' "$SBX_TOP/man/man1/acp-client.1"
+	start_server
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
+	assert_status 0
+	assert_contains "Connected to ACP agent (protocol v1)"
+	assert_contains '[tool: execute] run_command({"command":"uname -a"}) (pending)'
+	assert_contains '[tool] run_command({"command":"uname -a"}) → in_progress'
+	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains "The tool told me:"
+	assert_contains "Linux"
+	assert_contains "[turn ended: end_turn]"
+}
+
+@test "interactive: the permission menu, a rejection, then an approval by Enter" {
+	grep -qF "printf 'run: echo first\\\\n3\\\\n' | acp-client -addr localhost:8090" "$SBX_TOP/man/man1/acp-client.1"
+	start_server
+	run acp-client -addr "$ACP_ADDR" <<'EOF'
+run: echo first
+3
+run: echo second
+
+/exit
+EOF
+	assert_status 0
+	assert_contains "  1) Allow [allow_once]"
+	assert_contains "  2) Always allow [allow_always]"
+	assert_contains "  3) Reject [reject_once]"
+	assert_contains "  4) Always reject [reject_always]"
+	assert_contains "Choose 1-4 (Enter = 1): "
+	assert_contains '[tool] run_command({"command":"echo first"}) → failed'
+	assert_contains 'The tool told me:
+The user denied permission to run tool "run_command".'
+	assert_contains "second"
+	[ "$(printf '%s' "$output" | grep -c '\[turn ended: end_turn\]')" -eq 2 ]
+}
+
+@test "-session-id resumes: the history is replayed" {
+	start_server
+	run acp-client -addr "$ACP_ADDR" -prompt "remember me"
+	assert_status 0
+	sid=$(printf '%s\n' "$output" | sed -n 's/^Session: //p')
+	[ -n "$sid" ]
+	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
+	run acp-client -addr "$ACP_ADDR" -session-id "$sid" -prompt "and now"
+	assert_status 0
+	assert_contains "remember me"
+	assert_contains "What do you think it means when you say 'and now'?"
+	run acp-client -addr "$ACP_ADDR" -session-id acp0000000000000000 -prompt x
+	assert_status 111
+	assert_contains 'unknown sessionId "acp0000000000000000"'
+}
+
+@test "-cmd spawns the agent and speaks over its standard input/output" {
+	grep -qF 'acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"' "$SBX_TOP/man/man1/acp-client.1"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"
+	assert_status 0
+	assert_contains "Connected to ACP agent (protocol v1)"
+	assert_contains "spawned"
+	assert_contains "[turn ended: end_turn]"
+	run -127 acp-client -cmd "no-such-agent-program" -prompt x
+	assert_contains "cannot start agent no-such-agent-program"
+}
+
+@test "auth: the token file logs in; without it the agent refuses" {
+	printf 'tok-123\n' >"$BATS_TEST_TMPDIR/token"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/token"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/token" -prompt hi
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/token" -debug -prompt hi
+	assert_status 0
+	assert_contains '"token":"[REDACTED]"'
+	[[ "$output" != *tok-123* ]]
+	run acp-client -addr "$ACP_ADDR" -prompt hi
+	assert_status 111
+	assert_contains "authentication failed"
+	printf 'nope\n' >"$BATS_TEST_TMPDIR/wrong"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/wrong" -prompt hi
+	assert_status 111
+	assert_contains "wrong token"
+}
+
+@test "TLS: trusted CA works, an unknown certificate is refused, -tls-insecure skips checks" {
+	make_cert
+	start_server -tls-cert "$BATS_TEST_TMPDIR/cert.pem" -tls-key "$BATS_TEST_TMPDIR/key.pem"
+	port=${ACP_ADDR##*:}
+	run acp-client -addr "localhost:$port" -tls -tls-ca "$BATS_TEST_TMPDIR/cert.pem" -prompt hi
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	run acp-client -addr "127.0.0.1:$port" -tls -prompt hi
+	assert_status 111
+	assert_contains "certificate verification failed"
+	run acp-client -addr "127.0.0.1:$port" -tls -tls-insecure -prompt hi
+	assert_status 0
+	# a plain client against the TLS port gets no ACP answer within the setup limit
+	run acp-client -addr "127.0.0.1:$port" -setup-timeout 2s -prompt hi
+	assert_status 111
+}

@@ -1,0 +1,465 @@
+#!/usr/bin/env bats
+# acp-server: driven by the official ACP client library over TCP, TLS and stdio; every message
+# the server sends is validated against the ACP v1 schema (tests/acp/validate.mjs).
+
+load helpers
+load acp/common
+
+setup() {
+	setup_sbx_env
+	acp_sdk
+	export OPENAI_MODEL=fake-eliza
+	ACP_PID=
+	STUB_PID=
+}
+
+teardown() {
+	stop_server
+	stop_stub
+	teardown_sbx_env
+}
+
+# updates JQ: jq over the updates of the last drive run.
+upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; echo "$output" | head -c 4000 >&2; return 1; }; }
+
+# ---- usage ----
+
+@test "-h prints usage on stdout; bad flags and combinations are usage errors" {
+	run acp-server -h
+	assert_status 0
+	assert_contains "usage: acp-server"
+	assert_contains "default 127.0.0.1:8090"
+	run acp-server -bogus
+	assert_status 100
+	assert_contains "flag provided but not defined: -bogus"
+	run acp-server -tls-cert x.pem
+	assert_status 100
+	assert_contains "-tls-cert and -tls-key go together"
+	run acp-server -toolset nope
+	assert_status 100
+	assert_contains 'unknown toolset "nope" (available: basic, geminicli)'
+	run acp-server extra
+	assert_status 100
+}
+
+@test "a real model without an API key is refused with upstream's text" {
+	OPENAI_MODEL=gemini-3.5-flash run acp-server -listen 127.0.0.1:0
+	assert_status 100
+	assert_contains "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required"
+}
+
+@test "bad listen addresses, token files and TLS files are clear errors" {
+	run acp-server -listen nonsense
+	assert_status 100
+	assert_contains "missing port"
+	run acp-server -listen 127.0.0.1:99999
+	assert_status 100
+	assert_contains "invalid port"
+	: >"$BATS_TEST_TMPDIR/empty"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/empty"
+	assert_status 100
+	assert_contains "is empty"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/missing"
+	assert_status 100
+	assert_contains "cannot open token file"
+	echo junk >"$BATS_TEST_TMPDIR/junk.pem"
+	run acp-server -tls-cert "$BATS_TEST_TMPDIR/junk.pem" -tls-key "$BATS_TEST_TMPDIR/junk.pem"
+	assert_status 111
+	assert_contains "cannot load TLS certificate"
+}
+
+@test "the schema validator reports each known-wrong shape" {
+	run timeout 60 node "$SBX_TOP/tests/acp/drive.mjs" selftest
+	assert_status 0
+	assert_json '.violations == .messages'
+}
+
+# ---- turns ----
+
+@test "TCP: initialize, session/new, an approved run: uname -a turn" {
+	start_server
+	grep -q 'serving ACP address="127.0.0.1:' "$ACP_LOG"
+	drive turn
+	assert_status 0
+	upd '.init.protocolVersion == 1 and .init.agentCapabilities.loadSession == true and .init.authMethods == []'
+	upd '.init.agentInfo == {"name":"sandboxed-tools","version":"0.1.0"}'
+	upd '.sessionId | test("^acp[0-9a-f]{16}$")'
+	upd '.stops == ["end_turn"]'
+	upd '[.updates[].sessionUpdate] == ["tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
+	upd '.updates[0] | .toolCallId == "eliza-run-1" and .kind == "execute" and .status == "pending" and .title == "run_command({\"command\":\"uname -a\"})" and .rawInput == {"command":"uname -a"}'
+	upd '.updates[1].status == "in_progress"'
+	upd '.updates[2] | .status == "completed" and (.content[0].type == "content") and (.content[0].content.text | test("Linux"))'
+	upd '.updates[3].content.text | startswith("The tool told me:\nstdout:\nLinux")'
+	upd '.permissions | length == 1'
+	upd '[.permissions[0].options[].kind] == ["allow_once","allow_always","reject_once","reject_always"]'
+	upd '.permissions[0].toolCall.toolCallId == "eliza-run-1" and (.permissions[0] | has("title") | not)'
+	# Every update of the turn is on the wire before the prompt's answer.
+	upd '(.log | map(.result.stopReason != null) | index(true)) as $a | (.log | map(.method == "session/update") | rindex(true)) < $a'
+	grep -q 'client connected remote="127.0.0.1:' "$ACP_LOG"
+}
+
+@test "a rejected call is reported failed with the denial text, and runs nothing" {
+	start_server
+	drive turn --answer reject-once
+	assert_status 0
+	upd '.stops == ["end_turn"]'
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["failed"]'
+	upd '.updates[1].content[0].content.text == "The user denied permission to run tool \"run_command\"."'
+	upd '.updates[2].content.text == "The tool told me:\nThe user denied permission to run tool \"run_command\"."'
+	run sbx-list
+	[ -z "$output" ]
+}
+
+@test "allow_always is remembered for the session: the second call is not asked" {
+	start_server
+	drive turn --answer allow-always --prompts 2 --prompt "run: echo again"
+	assert_status 0
+	upd '.stops == ["end_turn","end_turn"]'
+	upd '.permissions | length == 1'
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update" and .status == "completed")] | length == 2'
+}
+
+@test "reject_always is remembered too" {
+	start_server
+	drive turn --answer reject-always --prompts 2
+	assert_status 0
+	upd '.permissions | length == 1'
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["failed","failed"]'
+}
+
+@test "a permission answered cancelled ends the turn with stopReason cancelled" {
+	start_server
+	drive turn --answer cancelled
+	assert_status 0
+	upd '.stops == ["cancelled"]'
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["failed"]'
+}
+
+@test "stdio: the same turn over standard input/output" {
+	run bash -c 'timeout 120 node "$SBX_TOP/tests/acp/drive.mjs" turn --stdio acp-server -stdio -backend local 2>"$BATS_TEST_TMPDIR/stdio.log"'
+	assert_status 0
+	grep -q 'serving ACP address="stdio"' "$BATS_TEST_TMPDIR/stdio.log"
+	upd '.stops == ["end_turn"]'
+	upd '.updates[2].status == "completed"'
+}
+
+@test "text streamed by the model arrives as several agent_message_chunk updates" {
+	start_stub <<'EOF'
+{"sse":[{"id":"s","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]},{"id":"s","choices":[{"index":0,"delta":{"content":"lo, "}}]},{"id":"s","choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]},"data: [DONE]\n\n"],"split":40}
+EOF
+	start_server
+	drive turn --prompt "hi"
+	assert_status 0
+	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["Hel","lo, ","world"]'
+	upd '.stops == ["end_turn"]'
+}
+
+# ---- load ----
+
+@test "session/load replays the history before answering, also after a restart" {
+	start_server
+	drive turn
+	assert_status 0
+	sid=$(printf '%s' "$output" | jq -r .sessionId)
+	stop_server
+	start_server
+	drive load --session "$sid"
+	assert_status 0
+	upd '.unknown.code == -32602 and .unknown.message == "unknown sessionId \"acpffffffffffffffff\""'
+	upd '.invalid.code == -32602 and (.invalid.message | startswith("invalid sessionId: "))'
+	upd '.load == {}'
+	upd '.replayed == 2'
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"run: uname -a\n"}}'
+	upd '.updates[1].sessionUpdate == "agent_message_chunk" and (.updates[1].content.text | startswith("The tool told me:"))'
+	upd '.stop == "end_turn"'
+	upd '.updates[2].content.text == "What do you think it means when you say '"'hello again'"'?"'
+	# the replay precedes the answer on the wire
+	upd '(.log | map(.method == "session/update") | index(true)) < .loadAt'
+}
+
+# ---- cancellation ----
+
+@test "session/cancel during the LLM call: stopReason cancelled, busy session refused meanwhile" {
+	{ echo '{"hang":true}'; stub_text "after cancel"; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	drive cancel --prompt "hello" --cancel-on "file:$STUB_DIR/requests.jsonl"
+	assert_status 0
+	upd '.stop == "cancelled"'
+	upd '.busy.code == -32602 and (.busy.message | test("^session \"acp[0-9a-f]{16}\" is already processing a prompt$"))'
+	upd '.again == "end_turn"'
+	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["after cancel"]'
+}
+
+@test "session/cancel during a tool: the command is stopped, the call failed, the session usable" {
+	start_server
+	drive cancel --prompt "run: sleep 300" --cancel-on tool
+	assert_status 0
+	upd '.stop == "cancelled"'
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] | .[0] == "in_progress" and .[1] == "failed"'
+	upd '.again == "end_turn"'
+}
+
+# ---- security ----
+
+@test "auth on: authMethods advertised; no token and a wrong token get -32000" {
+	printf 's3cret-token\n' >"$BATS_TEST_TMPDIR/token"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/token"
+	drive auth
+	assert_status 0
+	upd '.init.authMethods == [{"id":"bearer-token","name":"Bearer token","description":"Send the server'"'"'s token as _meta.token in authenticate"}]'
+	upd '.before.code == -32000 and .auth.code == -32000 and .after.code == -32000'
+	drive auth --token wrong
+	assert_status 0
+	upd '.auth.code == -32000 and (.auth.message | test("wrong token")) and .after.code == -32000'
+	drive auth --token s3cret-token --method other
+	upd '.auth.code == -32602'
+	! grep -q s3cret "$ACP_LOG"
+}
+
+@test "auth on: the right token opens the session methods" {
+	printf 's3cret-token\n' >"$BATS_TEST_TMPDIR/token"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/token"
+	drive auth --token s3cret-token
+	assert_status 0
+	upd '.before.code == -32000 and .auth == null and .after == null'
+}
+
+@test "TLS: a full turn over TLS with the server's certificate trusted" {
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+		-addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		-keyout "$BATS_TEST_TMPDIR/key.pem" -out "$BATS_TEST_TMPDIR/cert.pem" 2>/dev/null
+	start_server -tls-cert "$BATS_TEST_TMPDIR/cert.pem" -tls-key "$BATS_TEST_TMPDIR/key.pem"
+	grep -q 'tls=true' "$ACP_LOG"
+	drive turn --tls-ca "$BATS_TEST_TMPDIR/cert.pem"
+	assert_status 0
+	upd '.stops == ["end_turn"] and .updates[2].status == "completed"'
+}
+
+@test "malformed, oversize and unknown messages get the right errors and the connection stays open" {
+	start_server
+	cat >"$BATS_TEST_TMPDIR/lines" <<'EOF'
+garbage
+
+[{"jsonrpc":"2.0","id":1,"method":"initialize"}]
+{"jsonrpc":"2.0","id":"a","method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}
+{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}
+{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{}}
+{"jsonrpc":"2.0","id":"0","method":"nope"}\r
+{"jsonrpc":"1.0","id":3,"method":"initialize"}
+BIG:9000000
+{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}
+{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}
+{"jsonrpc":"2.0","id":11,"method":"initialize","params":"x"}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}
+{"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}
+EOF
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 12
+	assert_status 0
+	upd '.answers[0] == {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: unexpected character"}}'
+	upd '.answers[1].id == null and .answers[1].error.code == -32600'
+	upd '.answers[2].id == "a" and .answers[2].error.code == -32600'
+	upd '.answers[3].id == 0 and .answers[3].result.protocolVersion == 1'
+	upd '.answers[4].id == 7 and .answers[4].error == {"code":-32601,"message":"method not supported: session/set_mode"}'
+	upd '.answers[5].id == "0" and .answers[5].error.code == -32601'
+	upd '.answers[6].id == 3 and .answers[6].error.code == -32600'
+	upd '.answers[7].id == null and .answers[7].error.code == -32600 and (.answers[7].error.message | test("longer than 8388608 bytes"))'
+	# session/prompt runs on a worker thread: its answer may come anywhere after the request.
+	upd '[.answers[] | select(.id == 9)] | length == 1 and .[0].error.code == -32602'
+	upd '[.answers[] | select(.id != 9)] | .[8].id == 10 and .[8].error.code == -32602'
+	upd '[.answers[] | select(.id != 9)] | .[9].id == 11 and .[9].error.code == -32600'
+	upd '[.answers[] | select(.id != 9)] | .[10].id == null and .[10].error.code == -32600'
+}
+
+@test "a session/load id cannot leave the state directory" {
+	start_server
+	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
+		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"../../../etc","cwd":"/","mcpServers":[]}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"/etc/passwd","cwd":"/","mcpServers":[]}}' \
+		>"$BATS_TEST_TMPDIR/lines"
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 3
+	assert_status 0
+	upd '.answers[1].error.message == "invalid sessionId: session name must be lowercase alphanumeric"'
+	upd '.answers[2].error.code == -32602'
+	[ ! -e "$HOME/.local/etc" ]
+}
+
+# ---- many clients, disconnects, shutdown ----
+
+@test "50 concurrent clients each run a tool turn" {
+	start_server
+	drive concurrent --clients 50
+	assert_status 0
+	upd '.clients == 50 and .end_turn == 50 and .echoed == 50 and .distinct_sessions == 50'
+}
+
+@test "SIGTERM deletes the sandboxes the server created; the sessions' history stays" {
+	start_server
+	drive turn
+	assert_status 0
+	sid=$(printf '%s' "$output" | jq -r .sessionId)
+	run sbx-list
+	assert_contains "\"name\":\"$sid\""
+	stop_server
+	[ "$ACP_STATUS" -eq 0 ]
+	grep -q "deleted sandbox $sid" "$ACP_LOG"
+	run sbx-list
+	[ -z "$output" ]
+	[ -s "$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl" ]
+}
+
+@test "-listen :PORT is taken as every interface" {
+	start_server_any() {
+		acp-server -listen :0 -backend local 2>"$BATS_TEST_TMPDIR/any.log" &
+		ACP_PID=$!
+		for i in $(seq 200); do
+			grep -q 'serving ACP' "$BATS_TEST_TMPDIR/any.log" && return 0
+			sleep 0.05
+		done
+		return 1
+	}
+	start_server_any
+	grep -Eq 'serving ACP address="(\[::\]|0\.0\.0\.0):[0-9]+"' "$BATS_TEST_TMPDIR/any.log"
+}
+
+@test "man page examples work" {
+	local page=$SBX_TOP/man/man1/acp-server.1
+	grep -qF 'OPENAI_MODEL=fake-eliza acp-server -listen 127.0.0.1:8090 &' "$page"
+	grep -qF 'acp-client -addr 127.0.0.1:8090 -yolo -prompt "run: uname -a"' "$page"
+	grep -qF 'acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"' "$page"
+	# The same commands, on a free port instead of 8090.
+	start_server
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo spawned"
+	assert_status 0
+	assert_contains "spawned"
+}
+
+@test "the Kubernetes manifest: RBAC as documented, Secret via envFrom, no Service" {
+	run /usr/bin/python3 - "$SBX_TOP/images/acp-server/acp-server.yaml" <<'PY'
+import sys, yaml
+docs = list(yaml.safe_load_all(open(sys.argv[1])))
+kinds = [d["kind"] for d in docs]
+assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Deployment"], kinds
+assert all(d["metadata"]["namespace"] == "default" for d in docs)
+assert all(d["metadata"]["name"] == "sandboxed-tools-acp-server" for d in docs)
+rules = {(r["apiGroups"][0], r["resources"][0]): sorted(r["verbs"]) for r in docs[1]["rules"]}
+assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "list", "watch", "update", "delete"]),
+                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"]}, rules
+spec = docs[3]["spec"]["template"]["spec"]
+assert spec["serviceAccountName"] == "sandboxed-tools-acp-server"
+c = spec["containers"][0]
+assert c["envFrom"] == [{"secretRef": {"name": "sandboxed-tools-acp-server"}}]
+assert c["ports"][0]["containerPort"] == 8090
+assert {"name": "data", "mountPath": "/data"} in c["volumeMounts"]
+print("ok")
+PY
+	assert_status 0
+	[ "$output" = ok ]
+	grep -q '^ENTRYPOINT \["acp-server", "--listen=:8090"\]$' "$SBX_TOP/images/acp-server/Dockerfile"
+	grep -q '^ENV HOME=/data$' "$SBX_TOP/images/acp-server/Dockerfile"
+	grep -Eq '^USER [1-9][0-9]*' "$SBX_TOP/images/acp-server/Dockerfile"
+}
+
+@test "a disconnect cancels the client's turn (its command is killed) but keeps the session" {
+	start_server
+	drive disconnect --prompt "run: sleep 313"
+	assert_status 0
+	upd '.stop == "end_turn"'
+	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["What do you think it means when you say '"'still there?'"'?"]'
+	for i in $(seq 100); do pgrep -f "^sleep 313" >/dev/null || break; sleep 0.1; done
+	! pgrep -f "^sleep 313"
+}
+
+@test "one slow turn does not hold up another session" {
+	{ echo '{"hang":true}'; stub_text "fast answer"; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	drive parallel --wait-file "$STUB_DIR/requests.jsonl"
+	assert_status 0
+	upd '.b == "end_turn" and .textB == "fast answer" and .a == "cancelled"'
+}
+
+@test "SIGTERM lets a running turn finish, then deletes its sandbox" {
+	start_server
+	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --prompt "run: sleep 2.31; echo drained" \
+		>"$BATS_TEST_TMPDIR/drive.out" 2>&1 &
+	dpid=$!
+	for i in $(seq 200); do pgrep -f "^sleep 2.31" >/dev/null && break; sleep 0.05; done
+	pgrep -f "^sleep 2.31" >/dev/null
+	stop_server
+	wait "$dpid"
+	output=$(cat "$BATS_TEST_TMPDIR/drive.out")
+	upd '.stops == ["end_turn"]'
+	upd '.updates[2].status == "completed" and (.updates[2].content[0].content.text | test("drained"))'
+	[ "$ACP_STATUS" -eq 0 ]
+	grep -q "deleted sandbox" "$ACP_LOG"
+	run sbx-list
+	[ -z "$output" ]
+}
+
+@test "more sessions than a connection may hold get a clear error" {
+	start_server
+	{
+		echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+		for i in $(seq 65); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+		done
+	} >"$BATS_TEST_TMPDIR/lines"
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 66
+	assert_status 0
+	upd '[.answers[] | select(.result.sessionId)] | length == 64'
+	upd '.answers[65] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
+}
+
+@test "a failing model call answers the prompt with -32603 and upstream's text; the session stays usable" {
+	{ echo '{"status":400,"json":{"error":"bad request"}}'; stub_text "recovered"; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	drive turn --prompt hi --prompts 2
+	assert_status 0
+	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to call LLM: llm: api error (status 400)"))'
+	upd '.stops[1] == "end_turn"'
+	! grep -q test-key-not-secret "$ACP_LOG"
+}
+
+@test "replaying a 48 MiB history goes out whole, at the client's pace" {
+	sid=acp00000000000000aa
+	mkdir -p "$HOME/.local/sandboxed-tools/$sid/sessions"
+	python3 - "$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(48):
+        role = "user" if i % 2 == 0 else "assistant"
+        f.write(json.dumps({"role": role, "content": f"m{i} " + "x" * (1 << 20)}) + "\n")
+PY
+	start_server
+	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
+		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"'"$sid"'","cwd":"/tmp","mcpServers":[]}}' \
+		>"$BATS_TEST_TMPDIR/lines"
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 50
+	assert_status 0
+	output=$(printf '%s' "$output" | jq -c '[.answers[] | if .method then (.params.update.content.text | .[0:4]) else .id end]')
+	[ "$(printf '%s' "$output" | jq -c '.[0], .[1], .[48], .[49]' | tr '\n' ' ')" = '0 "m0 x" "m47 " 1 ' ]
+	grep -q 'client disconnected' "$ACP_LOG"
+}
+
+@test "a sandbox that cannot be made fails the announced tool call and answers -32603" {
+	start_server -homedir relative/dir
+	drive turn
+	assert_status 0
+	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to create sandbox: "))'
+	upd '[.updates[] | [.sessionUpdate, .status]] == [["tool_call","pending"],["tool_call_update","failed"]]'
+}
+
+@test "stdio: standard output carries only ACP messages; end of input exits 0" {
+	run bash -c 'printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}" |
+		acp-server -stdio 2>"$BATS_TEST_TMPDIR/err"'
+	cat "$BATS_TEST_TMPDIR/err"
+	assert_status 0
+	[ "${#lines[@]}" -eq 1 ]
+	assert_json '.id == 0 and .result.protocolVersion == 1'
+	grep -q 'client disconnected remote="stdio"' "$BATS_TEST_TMPDIR/err"
+}
