@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# agent-loop-kube.bats — agent-loop on -backend kubernetes against scripts/kube-test-server
+# (issue 6: the example works on both backends): the upstream example session end to end
+# (write, /exit, Sandbox deleted, resume, read from the backup in a fresh Sandbox), expiry
+# mid-session, and the automatic backend choice from KUBECONFIG. The LLM is fake-eliza.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load kube/server
+
+RULE=$(printf '=%.0s' {1..80})
+
+setup() {
+	setup_sbx_env
+	kts_start -ready-delay 100ms
+}
+
+teardown() {
+	kts_stop
+	teardown_sbx_env
+}
+
+eliza() {
+	OPENAI_MODEL=fake-eliza agent-loop "$@"
+}
+
+hist() {	# the history file of session $1
+	echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"
+}
+
+# wait_until CMD…: runs CMD every 0.1 s until it succeeds, at most 30 s.
+wait_until() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+# finish PID: waits (at most 30 s) for a background agent-loop; returns its status.
+finish() {
+	wait_until bash -c 'case $(ps -o stat= -p "$1") in Z*|"") exit 0;; esac; exit 1' _ "$1" ||
+		kill -9 "$1"
+	wait "$1"
+}
+
+# The Sandbox object named $1 in the default namespace, as the server has it (404 → absent).
+sandbox_status() {
+	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes/$1" | tail -n 1
+}
+
+no_sandbox() {
+	[ "$(sandbox_status "$1")" = 404 ]
+}
+
+@test "kubernetes: the upstream example session end to end: write, exit, resume, read from the backup" {
+	run eliza -backend kubernetes -session demo <<'EOF'
+run: sh -c 'echo Hello from Sandbox > ~/greeting.txt'
+/exit
+EOF
+	assert_status 0
+	[ "${lines[3]}" = "Sandbox Backend: kubernetes (selected with -backend)" ]
+	assert_contains "agent-loop: launching sandbox for tool execution..."
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains "exit_code: 0"
+	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
+	no_sandbox demo			# deleted on /exit
+	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz
+	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant"]' "$(hist demo)"
+	jq -s -e '.[3].content == "stdout:\n\nstderr:\n\nexit_code: 0"' "$(hist demo)"
+	# the Sandbox really went through the API server
+	kts_ctl requests | jq -s -e 'map(select(.method == "POST" and (.path | endswith("/sandboxes")))) | length == 1'
+	kts_ctl requests | jq -s -e 'map(select(.method == "DELETE" and (.path | endswith("/sandboxes/demo")))) | length >= 1'
+	kts_ctl clear-requests
+
+	run --separate-stderr eliza -backend kubernetes -session demo <<'EOF'
+run: cat ~/greeting.txt
+EOF
+	assert_status 0
+	[ "${lines[0]}" = "$RULE" ]
+	[ "${lines[1]}" = 'Resumed session "demo" with 5 messages in history:' ]
+	[ "${lines[2]}" = "$RULE" ]
+	[ "${lines[3]}" = "User> run: sh -c 'echo Hello from Sandbox > ~/greeting.txt'" ]
+	[ "${lines[4]}" = "Agent> The tool told me:" ]
+	[[ "$stderr" == *"restoring filesystem to sandbox..."* ]]
+	[[ "$stderr" == *"restoring filesystem from latest backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"* ]]
+	jq -s -e '.[-2].content == "stdout:\nHello from Sandbox\n\nstderr:\n\nexit_code: 0"' "$(hist demo)"
+	# a fresh Sandbox was created for the resumed session, and deleted at EOF
+	kts_ctl requests | jq -s -e 'map(select(.method == "POST" and (.path | endswith("/sandboxes")))) | length == 1'
+	no_sandbox demo
+}
+
+@test "kubernetes: a Sandbox expired mid-session is recreated and restored on the next tool call" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session exp <"$BATS_TEST_TMPDIR/in" \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: sh -c 'echo kept > ~/kept.txt'" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	[ "$(sandbox_status exp)" = 200 ]
+	kts_ctl expire default/exp
+	wait_until no_sandbox exp		# agent-loop asks for policy Delete, as upstream does
+	echo "run: cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	finish "$pid"
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_contains "Active sandbox was deleted or expired, will recreate it"
+	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
+	assert_contains "restoring filesystem from latest backup"
+	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist exp)"
+	no_sandbox exp
+}
+
+@test "kubernetes: with KUBECONFIG set and no -backend the banner says kubernetes; tools run there" {
+	run eliza -session auto <<'EOF'
+run: uname -n
+EOF
+	assert_status 0
+	[ "${lines[3]}" = "Sandbox Backend: kubernetes (KUBECONFIG names a configuration)" ]
+	assert_contains "exit_code: 0"
+	kts_ctl requests | jq -s -e 'map(select(.method == "POST" and (.path | endswith("/sandboxes")))) | length == 1'
+	# and SANDBOX_BACKEND=local still overrides the configuration
+	SANDBOX_BACKEND=local run eliza -session auto2 </dev/null
+	assert_status 0
+	[[ "${lines[3]}" == "Sandbox Backend: local ("* ]]
+}
