@@ -1,0 +1,120 @@
+#!/usr/bin/env bats
+# geminicli-e2e.bats — issue 7 end to end: the `geminicli` toolset through agent-loop and
+# through acp-server (driven by acp-client -yolo), local backend. The OpenAI-compatible stub
+# (tests/openai-stub.py) asks for each of the eight gemini-cli tools in turn; every tool
+# message in the history must have gemini-cli's output form, and the request after each call
+# must carry its result under the right tool_call_id.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load acp/common
+
+H=/home/clawtainer	# the sandbox home (agent-loop's and acp-server's default -homedir)
+
+setup() {
+	setup_sbx_env
+	ACP_PID=
+	STUB_PID=
+}
+
+teardown() {
+	stop_server
+	stop_stub
+	teardown_sbx_env
+}
+
+# The eight calls, in order: "name<TAB>arguments".
+CALLS=(
+	"run_shell_command	{\"command\":\"mkdir -p src && printf 'alpha\\\\nbeta\\\\n' > src/a.txt && echo made\"}"
+	"list_directory	{\"dir_path\":\"$H/src\"}"
+	"read_file	{\"file_path\":\"src/a.txt\"}"
+	"write_file	{\"file_path\":\"src/b.txt\",\"content\":\"gamma\\n\"}"
+	"replace	{\"file_path\":\"src/a.txt\",\"instruction\":\"capitalise beta\",\"old_string\":\"beta\",\"new_string\":\"BETA\"}"
+	"glob	{\"pattern\":\"src/*.txt\"}"
+	"grep_search	{\"pattern\":\"BETA\"}"
+	"read_many_files	{\"include\":[\"src/b.txt\"]}"
+)
+
+# gemini-cli's output for each call above, in the same order (printf formats).
+WANT=(
+	'Output: made\n'
+	"Directory listing for $H/src:\na.txt (11 bytes)\n"
+	'alpha\nbeta\n'
+	"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
+	"Successfully modified file: $H/src/a.txt (1 replacements). Here is the updated code:\nalpha\nBETA\n"
+	"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s\n"
+	'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---\n'
+	"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---\n"
+)
+
+# The stub's script: the eight tool calls (ids gc-1 … gc-8), then a closing text.
+script() {
+	local i name args
+	for i in "${!CALLS[@]}"; do
+		name=${CALLS[$i]%%	*}
+		args=${CALLS[$i]#*	}
+		jq -cn --arg n "$name" --arg a "$args" --arg id "gc-$((i + 1))" '{json: {id: "r",
+			choices: [{index: 0, finish_reason: "tool_calls", message: {role: "assistant",
+			tool_calls: [{id: $id, type: "function", function: {name: $n, arguments: $a}}]}}]}}'
+	done
+	stub_text "all eight tools done"
+}
+
+# check_session HISTORY: the tool messages and the stub's requests of the eight-call turn.
+check_session() {
+	local hist=$1 i want got req
+	[ "$(jq -s '[.[] | select(.role == "tool")] | length' "$hist")" -eq 8 ]
+	for i in "${!CALLS[@]}"; do
+		# shellcheck disable=SC2059
+		want=$(printf -- "${WANT[$i]}"; echo .)
+		if [ "$i" -eq 5 ]; then
+			# glob sorts by mtime, newest first: replace (a.txt) ran after write_file (b.txt),
+			# but both may fall in the same second; then the names decide (a before b)
+			want=$(printf -- "${WANT[$i]}" a.txt b.txt; echo .)
+			got=$(jq -s -j '[.[] | select(.role == "tool")][5].content' "$hist"; echo .)
+			[ "$got" = "$want" ] || want=$(printf -- "${WANT[$i]}" b.txt a.txt; echo .)
+		fi
+		got=$(jq -s -j '[.[] | select(.role == "tool")]['"$i"'].content' "$hist"; echo .)
+		[ "$got" = "$want" ] || { echo "tool ${CALLS[$i]%%	*}:"; diff <(echo "$want") <(echo "$got"); return 1; }
+		jq -s -e --arg id "gc-$((i + 1))" '[.[] | select(.role == "tool")]['"$i"'].tool_call_id == $id' "$hist" >/dev/null
+		# request i+1 (0-based) is the one after call i: its last message is that result
+		req=$(sed -n "$((i + 2))p" "$STUB_DIR/requests.jsonl")
+		printf '%s' "$req" | jq -e --arg id "gc-$((i + 1))" --arg c "${want%.}" \
+			'.body.messages[-1] | .role == "tool" and .tool_call_id == $id and .content == $c' >/dev/null ||
+			{ echo "request $((i + 2)) does not carry gc-$((i + 1))'s result" >&2; return 1; }
+		printf '%s' "$req" | jq -e --arg id "gc-$((i + 1))" \
+			'.body.messages[-2].tool_calls[0].id == $id' >/dev/null
+	done
+	[ "$(wc -l <"$STUB_DIR/requests.jsonl")" -eq 9 ]
+	# every request offered the eight gemini-cli tools
+	jq -s -e 'all(.[]; [.body.tools[].function.name] == ["glob","grep_search","list_directory","read_file","read_many_files","replace","run_shell_command","write_file"])' \
+		"$STUB_DIR/requests.jsonl"
+	jq -s -e '.[-1].role == "assistant" and .[-1].content == "all eight tools done"' "$hist"
+}
+
+@test "agent-loop -toolset geminicli: the eight gemini-cli tools in one turn, local backend" {
+	start_stub < <(script)
+	run --separate-stderr agent-loop -toolset geminicli -session gem <<<'use every tool'
+	assert_status 0
+	assert_contains "all eight tools done"
+	[[ "$stderr" == *'tool read_many_files({"include":["src/b.txt"]}): completed'* ]]
+	check_session "$HOME/.local/sandboxed-tools/gem/sessions/latest.jsonl"
+	# the files really are in the sandbox's backup
+	tar -xzOf "$(ls "$HOME"/.local/sandboxed-tools/gem/fs/backup-*.tar.gz | tail -n 1)" --wildcards '*src/a.txt' |
+		grep -qx BETA
+}
+
+@test "acp-server -toolset geminicli via acp-client -yolo: the eight tools in one turn" {
+	start_stub < <(script)
+	start_server -toolset geminicli
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "use every tool"
+	assert_status 0
+	assert_contains '[tool: execute] run_shell_command('
+	assert_contains '[tool] read_many_files({"include":["src/b.txt"]}) → completed'
+	assert_contains "all eight tools done"
+	assert_contains "[turn ended: end_turn]"
+	# the one session of the server (acp<16 hex>)
+	hists=("$HOME"/.local/sandboxed-tools/acp*/sessions/latest.jsonl)
+	[ "${#hists[@]}" -eq 1 ] && [ -s "${hists[0]}" ]
+	check_session "${hists[0]}"
+}
