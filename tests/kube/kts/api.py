@@ -3,6 +3,7 @@ watch, pods, and the /_test control endpoints. Exec lives in execws.py."""
 import asyncio
 import copy
 import json
+import logging
 import secrets
 import string
 
@@ -22,6 +23,10 @@ BODY_MAX = 3 * 1024 * 1024
 # A watch lasts at most this long (client-go reconnects), like the server's default timeout.
 WATCH_TIMEOUT_MAX = 1800
 TEST_PREFIX = "/_test/"
+# -v logs at most this much of each URL (exec commands travel in it).
+LOGGED_PATH_MAX = 300
+
+log = logging.getLogger("kts.api")
 
 
 def routes_for(ctx):
@@ -105,6 +110,8 @@ def make_middlewares(ctx):
             # Streams (watch, exec) record their status once started: they may end by
             # cancellation when the client goes away.
             entry["status"] = resp.status if resp is not None else request.get("kts_status")
+            log.info("%s %s %s", request.method, request.path_qs[:LOGGED_PATH_MAX],
+                     entry["status"])
 
     @web.middleware
     async def auth(request, handler):
