@@ -217,6 +217,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	run k exec demo -c sandbox -- sh -c 'echo $HOME'
 	assert_status 0
 	[ "$output" = /home/tester ]
+	# a 100 kB argument travels in the URL
+	long=$(head -c 100000 /dev/zero | tr '\0' x)
+	run k exec demo -c sandbox -- sh -c 'printf %s "$1" | wc -c' sh "$long"
+	[ "$output" = 100000 ]
 	# kubectl speaks v5 first and half-closes stdin with [255, 0].
 	run kts_ctl requests
 	assert_contains '"Sec-WebSocket-Protocol": "v5.channel.k8s.io'
@@ -658,6 +662,9 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains "unknown command"
 	run kts_ctl faults 'not json'
 	[ "$status" -ne 0 ]
+	run "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$BATS_TEST_TMPDIR/none" -ctl faults
+	assert_status 111
+	assert_contains "cannot read the kubeconfig"
 }
 
 @test "server-side apply and label selectors work through kubectl" {
