@@ -71,3 +71,57 @@ sandbox_names() {
 	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant"]' \
 		"$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl"
 }
+
+# The manifest as its header says to deploy it: IMAGE substituted by envsubst.
+manifest() {
+	IMAGE=registry.example/sandboxed-tools/acp-server:test envsubst <"$SBX_TOP/$MANIFEST"
+}
+
+@test "the deployment manifest: kubectl apply --dry-run=server, then apply and get accept every object" {
+	kubectl=$("$SBX_TOP/tests/kube/get-kubectl")
+	manifest >"$BATS_TEST_TMPDIR/m.yaml"
+	grep -q 'image: registry.example/sandboxed-tools/acp-server:test' "$BATS_TEST_TMPDIR/m.yaml"
+	objs='serviceaccount/sandboxed-tools-acp-server role.rbac.authorization.k8s.io/sandboxed-tools-acp-server rolebinding.rbac.authorization.k8s.io/sandboxed-tools-acp-server deployment.apps/sandboxed-tools-acp-server'
+
+	run --separate-stderr timeout 120 "$kubectl" apply --dry-run=server -f "$BATS_TEST_TMPDIR/m.yaml"
+	assert_status 0
+	for o in $objs; do assert_contains "$o created (server dry run)"; done
+	[ "${#lines[@]}" -eq 4 ]
+	run timeout 60 "$kubectl" get serviceaccount,role,rolebinding,deployment -o name
+	assert_status 0
+	[ -z "$output" ]		# a dry run stores nothing
+
+	run timeout 120 "$kubectl" apply -f "$BATS_TEST_TMPDIR/m.yaml"
+	assert_status 0
+	for o in $objs; do assert_contains "$o created"; done
+	run timeout 60 "$kubectl" get serviceaccount,role,rolebinding,deployment -o name
+	assert_status 0
+	[ "$output" = "$(printf '%s\n' $objs)" ]
+	run timeout 60 "$kubectl" get deployment sandboxed-tools-acp-server -o json
+	assert_status 0
+	assert_json '.spec.template.spec.serviceAccountName == "sandboxed-tools-acp-server"'
+	assert_json '.spec.template.spec.containers[0].image == "registry.example/sandboxed-tools/acp-server:test"'
+	run timeout 60 "$kubectl" get rolebinding sandboxed-tools-acp-server -o json
+	assert_json '.roleRef == {"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"sandboxed-tools-acp-server"}'
+	run timeout 60 "$kubectl" get role sandboxed-tools-acp-server -o json
+	assert_json '.rules[0].resources == ["sandboxes"] and (.rules[2].resources == ["pods/exec"])'
+	# applying again changes nothing
+	run timeout 120 "$kubectl" apply -f "$BATS_TEST_TMPDIR/m.yaml"
+	assert_status 0
+	for o in $objs; do assert_contains "$o unchanged"; done
+}
+
+@test "the manifest check can fail: a Deployment whose template labels miss its selector is refused" {
+	kubectl=$("$SBX_TOP/tests/kube/get-kubectl")
+	manifest | sed 's/^        app: sandboxed-tools-acp-server$/        app: other/' >"$BATS_TEST_TMPDIR/bad.yaml"
+	run timeout 120 "$kubectl" apply --dry-run=server -f "$BATS_TEST_TMPDIR/bad.yaml"
+	[ "$status" -ne 0 ]
+	assert_contains 'serviceaccount/sandboxed-tools-acp-server created (server dry run)'
+	assert_contains 'The Deployment "sandboxed-tools-acp-server" is invalid: spec.template.metadata.labels: Invalid value: '
+	assert_contains '`selector` does not match template `labels`'
+	# an unknown kind is not silently accepted either
+	printf 'apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: x}\n' >"$BATS_TEST_TMPDIR/ss.yaml"
+	run timeout 120 "$kubectl" apply --validate=false --dry-run=server -f "$BATS_TEST_TMPDIR/ss.yaml"
+	[ "$status" -ne 0 ]
+	assert_contains 'no matches for kind "StatefulSet" in version "apps/v1"'
+}

@@ -18,7 +18,7 @@ import urllib.request
 import yaml
 from aiohttp import web
 
-from . import api, controller, faults, schema, store
+from . import api, controller, faults, generic, schema, store
 from .backend import SbxBackend, SubprocessBackend
 from .certs import Authority
 
@@ -135,6 +135,7 @@ async def serve(args, repo_top):
         tls.load_verify_locations(auth.path("ca.crt"))
         tls.verify_mode = ssl.CERT_OPTIONAL
         app = web.Application(middlewares=api.make_middlewares(ctx), client_max_size=api.BODY_MAX)
+        app.add_routes(generic.routes_for(ctx))   # first: it extends discovery
         app.add_routes(api.routes_for(ctx))
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                max_line_size=REQUEST_LINE_MAX, max_field_size=REQUEST_LINE_MAX)
