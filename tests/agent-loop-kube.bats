@@ -128,3 +128,35 @@ EOF
 	assert_status 0
 	[[ "${lines[3]}" == "Sandbox Backend: local ("* ]]
 }
+
+@test "kubernetes: a shortened -ttl expires the Sandbox mid-session; the next call recreates and restores" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session ttl -ttl 3s <"$BATS_TEST_TMPDIR/in" \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: sh -c 'echo kept > ~/kept.txt'" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	# the Sandbox carries the shortened lifetime; the server's controller acts on it
+	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes/ttl" | sed '$d' |
+		jq -e '.spec.shutdownTime != null' >/dev/null
+	wait_until no_sandbox ttl
+	echo "run: cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	exec 4>&-
+	finish "$pid"
+	grep -q "Active sandbox was deleted or expired, will recreate it" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist ttl)"
+}
+
+@test "kubernetes: a failing command keeps its exit code; a tool timeout kills the remote process tree" {
+	run eliza -backend kubernetes -session fail <<<'run: echo oops >&2; exit 3'
+	assert_status 0
+	jq -s -e '.[3].content == "stdout:\n\nstderr:\noops\n\nexit_code: 3"' "$(hist fail)"
+	run eliza -backend kubernetes -session slow -tool-timeout 1s <<<'run: sh -c "sleep 7391 & sleep 7391; echo never"'
+	assert_status 0
+	assert_contains 'tool "run_command" timed out after 1s'
+	jq -s -e '.[3].content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 1s: context deadline exceeded"' "$(hist slow)"
+	wait_until bash -c '! pgrep -f "slee[p] 7391" >/dev/null'
+	no_sandbox slow
+}
