@@ -105,6 +105,15 @@ manifest() {
 	assert_json '.roleRef == {"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"sandboxed-tools-acp-server"}'
 	run timeout 60 "$kubectl" get role sandboxed-tools-acp-server -o json
 	assert_json '.rules[0].resources == ["sandboxes"] and (.rules[2].resources == ["pods/exec"])'
+	# the Secret the Deployment reads its environment from (the test server takes JSON, not
+	# the protobuf that `kubectl create secret` sends to a real cluster)
+	run bash -c "timeout 60 '$kubectl' -n default create secret generic sandboxed-tools-acp-server \
+		--from-literal=OPENAI_MODEL=fake-eliza --dry-run=client -o yaml | timeout 60 '$kubectl' apply -f -"
+	assert_status 0
+	assert_contains "secret/sandboxed-tools-acp-server created"
+	run timeout 60 "$kubectl" get secret sandboxed-tools-acp-server -o json
+	assert_json '.data.OPENAI_MODEL | @base64d == "fake-eliza"'
+	grep -q 'secretRef:' "$BATS_TEST_TMPDIR/m.yaml"
 	# applying again changes nothing
 	run timeout 120 "$kubectl" apply -f "$BATS_TEST_TMPDIR/m.yaml"
 	assert_status 0

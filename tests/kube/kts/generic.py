@@ -1,5 +1,5 @@
-"""Plain storage for the built-in kinds a deployment manifest holds — ServiceAccount (v1),
-Role and RoleBinding (rbac.authorization.k8s.io/v1), Deployment (apps/v1) — so that
+"""Plain storage for the built-in kinds a deployment manifest holds — ServiceAccount and
+Secret (v1), Role and RoleBinding (rbac.authorization.k8s.io/v1), Deployment (apps/v1) — so that
 `kubectl apply [--dry-run=server]` and `kubectl get` work on them. No controllers: a
 Deployment is stored, never run. Each kind gets discovery entries (legacy and aggregated),
 an OpenAPI v3 document naming the write parameters (kubectl looks there for
@@ -119,6 +119,7 @@ def validate_rolebinding(obj):
 RBAC = "rbac.authorization.k8s.io"
 KINDS = [
     Kind("", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", ["sa"]),
+    Kind("", "v1", "secrets", "Secret", "secret"),
     Kind(RBAC, "v1", "roles", "Role", "role", validate=validate_role),
     Kind(RBAC, "v1", "rolebindings", "RoleBinding", "rolebinding", validate=validate_rolebinding),
     Kind("apps", "v1", "deployments", "Deployment", "deployment", ["deploy"],
