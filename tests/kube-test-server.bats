@@ -90,6 +90,23 @@ no_local_sandboxes() {
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
 
+@test "the README's example runs as written" {
+	cd "$SBX_TOP"
+	kc="$BATS_TEST_TMPDIR/kts.yaml"
+	scripts/kube-test-server -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" \
+		>"$BATS_TEST_TMPDIR/kts.out" 2>&1 3>&- &
+	KTS_PID=$!
+	for ((i = 0; i < KTS_START_TENTHS; i++)); do [ -s "$kc" ] && break; sleep 0.1; done
+	export KUBECONFIG=$kc
+	run k apply -f tests/kube/demo-sandbox.yaml
+	assert_contains "sandbox.agents.x-k8s.io/demo created"
+	k wait --for=condition=Ready sandbox/demo --timeout=$WAIT
+	run bash -c "echo hi | '$KUBECTL' exec -i demo -c sandbox -- cat"
+	[ "$output" = hi ]
+	kts_stop
+	[ ! -e "$kc" ]
+}
+
 @test "starts on 127.0.0.1, prints its address and writes a private kubeconfig" {
 	kts_start
 	run cat "$BATS_TEST_TMPDIR/kts.out"
