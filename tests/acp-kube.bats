@@ -15,7 +15,7 @@ setup() {
 	setup_sbx_env
 	ACP_PID=
 	STUB_PID=
-	kts_start -ready-delay 100ms
+	kts_start -ready-delay 100ms -serviceaccount "$BATS_TEST_TMPDIR/sa"
 }
 
 teardown() {
@@ -24,13 +24,13 @@ teardown() {
 	teardown_sbx_env
 }
 
-# kube_acp_server ARGS...: acp-server on 127.0.0.1 at a free port on the kubernetes backend;
-# sets ACP_ADDR, ACP_PID, ACP_LOG as start_server (tests/acp/common.bash) does.
+# kube_acp_server ARGS...: acp-server on 127.0.0.1 at a free port; sets ACP_ADDR, ACP_PID,
+# ACP_LOG as start_server (tests/acp/common.bash) does.
 kube_acp_server() {
 	local i
 	ACP_LOG="$BATS_TEST_TMPDIR/acp-server.log"
 	: >"$ACP_LOG"
-	acp-server -listen 127.0.0.1:0 -backend kubernetes "$@" 2>"$ACP_LOG" 3>&- &
+	acp-server -listen 127.0.0.1:0 "$@" 2>"$ACP_LOG" 3>&- &
 	ACP_PID=$!
 	for i in $(seq 200); do
 		ACP_ADDR=$(sed -n 's/.*serving ACP address="\([^"]*\)".*/\1/p' "$ACP_LOG")
@@ -49,7 +49,7 @@ sandbox_names() {
 
 @test "acp-server -backend kubernetes: an approved run: uname -a turn runs in a Sandbox" {
 	export OPENAI_MODEL=fake-eliza
-	kube_acp_server
+	kube_acp_server -backend kubernetes
 	grep -q 'backend="kubernetes"' "$ACP_LOG"
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
@@ -70,6 +70,28 @@ sandbox_names() {
 	[ -z "$(sandbox_names)" ]
 	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant"]' \
 		"$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl"
+}
+
+@test "acp-server as the Deployment runs it: in-cluster service account, env from the manifest, no -backend" {
+	# the environment the manifest gives the container (SANDBOX_*), the Secret's OPENAI_MODEL,
+	# and what the kubelet provides: KUBERNETES_SERVICE_* and the service account files
+	export OPENAI_MODEL=fake-eliza SANDBOX_NAMESPACE=default SANDBOX_BACKEND=kubernetes
+	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=${KTS_URL##*:}
+	export SBX_KUBE_SA_DIR=$BATS_TEST_TMPDIR/sa
+	grep -q 'name: SANDBOX_BACKEND' "$SBX_TOP/$MANIFEST"
+	grep -A1 'name: SANDBOX_BACKEND' "$SBX_TOP/$MANIFEST" | grep -q 'value: kubernetes'
+	unset KUBECONFIG
+	kube_acp_server
+	grep -q 'backend="kubernetes"' "$ACP_LOG"
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
+	assert_status 0
+	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains "Linux"
+	[[ "$(sandbox_names)" =~ ^acp[0-9a-f]{16}$ ]]
+	# the service account's token was the credential
+	[ "$(cat "$SBX_KUBE_SA_DIR/token")" = "$KTS_TOKEN" ]
+	stop_server
+	[ -z "$(sandbox_names)" ]
 }
 
 # The manifest as its header says to deploy it: IMAGE substituted by envsubst.
