@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # geminicli-e2e.bats — issue 7 end to end: the `geminicli` toolset through agent-loop and
-# through acp-server (driven by acp-client -yolo), local backend. The OpenAI-compatible stub
+# through acp-server (driven by acp-client -yolo), on the local backend, and through agent-loop
+# on the kubernetes backend (scripts/kube-test-server). The OpenAI-compatible stub
 # (tests/openai-stub.py) asks for each of the eight gemini-cli tools in turn; every tool
 # message in the history must have gemini-cli's output form, and the request after each call
 # must carry its result under the right tool_call_id.
@@ -8,6 +9,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 load acp/common
+load kube/server
 
 H=/home/clawtainer	# the sandbox home (agent-loop's and acp-server's default -homedir)
 
@@ -20,6 +22,7 @@ setup() {
 teardown() {
 	stop_server
 	stop_stub
+	kts_stop
 	teardown_sbx_env
 }
 
@@ -102,6 +105,21 @@ check_session() {
 	# the files really are in the sandbox's backup
 	tar -xzOf "$(ls "$HOME"/.local/sandboxed-tools/gem/fs/backup-*.tar.gz | tail -n 1)" --wildcards '*src/a.txt' |
 		grep -qx BETA
+}
+
+@test "agent-loop -toolset geminicli on the kubernetes backend (kube-test-server): the same turn" {
+	kts_start -ready-delay 100ms
+	start_stub < <(script)
+	run --separate-stderr agent-loop -backend kubernetes -toolset geminicli -session gemk <<<'use every tool'
+	assert_status 0
+	assert_contains "Sandbox Backend: kubernetes (selected with -backend)"
+	assert_contains "all eight tools done"
+	check_session "$HOME/.local/sandboxed-tools/gemk/sessions/latest.jsonl"
+	# the Sandbox asked for the toolset's image, and went away on exit
+	kts_ctl requests | jq -s -e 'any(.[]; .method == "POST" and (.path | endswith("/sandboxes")) and
+		(.body | if type == "string" then fromjson else . end |
+		 .spec.podTemplate.spec.containers[0].image | startswith("geminicli-toolbox")))' >/dev/null
+	kts_ctl requests | jq -s -e 'any(.[]; .method == "DELETE" and (.path | endswith("/sandboxes/gemk")))' >/dev/null
 }
 
 @test "acp-server -toolset geminicli via acp-client -yolo: the eight tools in one turn" {
