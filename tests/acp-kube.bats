@@ -140,6 +140,13 @@ manifest() {
 	run timeout 120 "$kubectl" apply -f "$BATS_TEST_TMPDIR/m.yaml"
 	assert_status 0
 	for o in $objs; do assert_contains "$o unchanged"; done
+	# and deleting the manifest removes every object
+	run timeout 120 "$kubectl" delete -f "$BATS_TEST_TMPDIR/m.yaml"
+	assert_status 0
+	[ "${#lines[@]}" -eq 4 ]
+	run timeout 60 "$kubectl" get serviceaccount,role,rolebinding,deployment -o name
+	assert_status 0
+	[ -z "$output" ]
 }
 
 @test "the manifest check can fail: a Deployment whose template labels miss its selector is refused" {
