@@ -76,10 +76,10 @@ assert_jsonl() {
 }
 
 # no_local_sandboxes: true once no local sandbox is left (deletion is asynchronous, as a pod's
-# termination is); gives up after 10 s.
+# termination is); gives up after 30 s.
 no_local_sandboxes() {
 	local i
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 300; i++)); do
 		[ -z "$(local_sandboxes)" ] && return 0
 		sleep 0.1
 	done
@@ -89,6 +89,23 @@ no_local_sandboxes() {
 
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
+
+@test "the README's example runs as written" {
+	cd "$SBX_TOP"
+	kc="$BATS_TEST_TMPDIR/kts.yaml"
+	scripts/kube-test-server -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" \
+		>"$BATS_TEST_TMPDIR/kts.out" 2>&1 3>&- &
+	KTS_PID=$!
+	for ((i = 0; i < KTS_START_TENTHS; i++)); do [ -s "$kc" ] && break; sleep 0.1; done
+	export KUBECONFIG=$kc
+	run k apply -f tests/kube/demo-sandbox.yaml
+	assert_contains "sandbox.agents.x-k8s.io/demo created"
+	k wait --for=condition=Ready sandbox/demo --timeout=$WAIT
+	run bash -c "echo hi | '$KUBECTL' exec -i demo -c sandbox -- cat"
+	[ "$output" = hi ]
+	kts_stop
+	[ ! -e "$kc" ]
+}
 
 @test "starts on 127.0.0.1, prints its address and writes a private kubeconfig" {
 	kts_start
@@ -217,6 +234,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	run k exec demo -c sandbox -- sh -c 'echo $HOME'
 	assert_status 0
 	[ "$output" = /home/tester ]
+	# a 100 kB argument travels in the URL
+	long=$(head -c 100000 /dev/zero | tr '\0' x)
+	run k exec demo -c sandbox -- sh -c 'printf %s "$1" | wc -c' sh "$long"
+	[ "$output" = 100000 ]
 	# kubectl speaks v5 first and half-closes stdin with [255, 0].
 	run kts_ctl requests
 	assert_contains '"Sec-WebSocket-Protocol": "v5.channel.k8s.io'
@@ -442,8 +463,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 
 @test "expiry with policy Delete removes the Sandbox and its local sandbox" {
 	kts_start
-	k apply -f "$(manifest gone Delete "$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)")"
-	k wait --for=condition=Ready sandbox/gone --timeout=$WAIT
+	ready gone Delete
+	# the shutdown time is set once Ready, so a slow machine cannot expire it first
+	k patch sandbox gone --type merge \
+		-p "{\"spec\":{\"shutdownTime\":\"$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)\"}}"
 	run k wait --for=delete sandbox/gone --timeout=$WAIT
 	assert_status 0
 	run k get sandbox gone
@@ -453,8 +476,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 
 @test "expiry with policy Retain removes the pod and sets Ready=False reason Expired" {
 	kts_start
-	k apply -f "$(manifest kept Retain "$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)")"
-	k wait --for=condition=Ready sandbox/kept --timeout=$WAIT
+	ready kept Retain
+	# the shutdown time is set once Ready, so a slow machine cannot expire it first
+	k patch sandbox kept --type merge \
+		-p "{\"spec\":{\"shutdownTime\":\"$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)\"}}"
 	run k wait --for=jsonpath='{.status.conditions[0].reason}'=Expired sandbox/kept --timeout=$WAIT
 	assert_status 0
 	run k get sandbox kept -o json
@@ -658,6 +683,9 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains "unknown command"
 	run kts_ctl faults 'not json'
 	[ "$status" -ne 0 ]
+	run "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$BATS_TEST_TMPDIR/none" -ctl faults
+	assert_status 111
+	assert_contains "cannot read the kubeconfig"
 }
 
 @test "server-side apply and label selectors work through kubectl" {

@@ -3,6 +3,7 @@ watch, pods, and the /_test control endpoints. Exec lives in execws.py."""
 import asyncio
 import copy
 import json
+import logging
 import secrets
 import string
 
@@ -14,7 +15,7 @@ from .patch import PatchError, apply_patch, json_patch, merge_patch
 from .schema import FieldError
 from .selectors import SelectorError, matcher
 from .status import (PODS, ApiError, Resource, already_exists, conflict, dumps, forbidden,
-                     invalid, json_response, not_found, status_doc)
+                     invalid, json_response, not_found)
 from .store import Conflict, Exists, Gone
 
 # Request bodies are capped like the API server's (3 MiB); larger ones get 413.
@@ -22,6 +23,10 @@ BODY_MAX = 3 * 1024 * 1024
 # A watch lasts at most this long (client-go reconnects), like the server's default timeout.
 WATCH_TIMEOUT_MAX = 1800
 TEST_PREFIX = "/_test/"
+# -v logs at most this much of each URL (exec commands travel in it).
+LOGGED_PATH_MAX = 300
+
+log = logging.getLogger("kts.api")
 
 
 def routes_for(ctx):
@@ -72,14 +77,12 @@ def make_middlewares(ctx):
         except ApiError as e:
             return e.response()
         except web.HTTPNotFound:
-            return json_response(status_doc(404, "the server could not find the requested "
-                                                "resource"), status=404)
+            return ApiError(404, "the server could not find the requested resource").response()
         except web.HTTPMethodNotAllowed:
-            return json_response(status_doc(405, "the server does not allow this method on "
-                                                "the requested resource"), status=405)
+            return ApiError(405, "the server does not allow this method on the requested "
+                            "resource").response()
         except web.HTTPRequestEntityTooLarge:
-            return json_response(status_doc(413, "Request entity too large: limit is 3145728"),
-                                     status=413)
+            return ApiError(413, f"Request entity too large: limit is {BODY_MAX}").response()
 
     @web.middleware
     async def record(request, handler):
@@ -105,11 +108,13 @@ def make_middlewares(ctx):
             # Streams (watch, exec) record their status once started: they may end by
             # cancellation when the client goes away.
             entry["status"] = resp.status if resp is not None else request.get("kts_status")
+            log.info("%s %s %s", request.method, request.path_qs[:LOGGED_PATH_MAX],
+                     entry["status"])
 
     @web.middleware
     async def auth(request, handler):
         if not authenticated(ctx, request):
-            return json_response(status_doc(401, "Unauthorized"), status=401)
+            return ApiError(401, "Unauthorized").response()
         return await handler(request)
 
     @web.middleware
@@ -119,7 +124,7 @@ def make_middlewares(ctx):
             code = ctx.faults.fail_status
             headers = {"Retry-After": "1"} if code in (429, 503) else {}
             msg = "Internal error occurred: injected fault" if code == 500 else "injected fault"
-            return json_response(status_doc(code, msg), status=code, headers=headers)
+            return ApiError(code, msg, headers=headers).response()
         return await handler(request)
 
     return [record, errors, auth, faults]
@@ -208,13 +213,12 @@ class Sandboxes:
     def _check(self, obj, headers):
         if not isinstance(obj, dict):
             raise ApiError(400, "the body of the request was not a JSON object")
-        if obj.get("apiVersion") not in (None, self.api_version) or \
-                obj.get("kind") not in (None, self.res.kind):
+        if obj.get("apiVersion") not in (None, self.api_version):
             raise ApiError(400, f"the API version in the data ({obj.get('apiVersion')}) does not "
-                           f"match the expected API version ({self.api_version})"
-                           if obj.get("apiVersion") != self.api_version else
-                           f"the kind in the data ({obj.get('kind')}) does not match "
-                           f"{self.res.kind}")
+                           f"match the expected API version ({self.api_version})")
+        if obj.get("kind") not in (None, self.res.kind):
+            raise ApiError(400, f"the kind in the data ({obj.get('kind')}) does not match the "
+                           f"expected kind ({self.res.kind})")
         obj["apiVersion"], obj["kind"] = self.api_version, self.res.kind
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -247,7 +251,7 @@ class Sandboxes:
             for o in self.ctx.store.list(self._match()):
                 self._delete_obj(o)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                      "status": "Success"})
+                                  "status": "Success"})
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
     def _match(self):
@@ -263,8 +267,8 @@ class Sandboxes:
         if tables.wants_table(self.r.headers.get("Accept")):
             return json_response(self._table(items))
         return json_response({"apiVersion": self.api_version, "kind": self.res.kind + "List",
-                                  "metadata": {"resourceVersion": str(self.ctx.store.rv)},
-                                  "items": [self._out(o) for o in items]})
+                              "metadata": {"resourceVersion": str(self.ctx.store.rv)},
+                              "items": [self._out(o) for o in items]})
 
     async def _watch(self):
         rv = self.r.query.get("resourceVersion")
@@ -620,8 +624,8 @@ class Pods:
         if tables.wants_table(self.r.headers.get("Accept")):
             return json_response(self._table(pods))
         return json_response({"kind": "PodList", "apiVersion": "v1",
-                                  "metadata": {"resourceVersion": str(self.ctx.store.rv)},
-                                  "items": pods})
+                              "metadata": {"resourceVersion": str(self.ctx.store.rv)},
+                              "items": pods})
 
 
 # /_test control endpoints.
@@ -633,7 +637,7 @@ async def set_faults(ctx, r):
     try:
         ctx.faults.set(await r.json())
     except ValueError as e:
-        return json_response(status_doc(400, str(e)), status=400)
+        return ApiError(400, str(e)).response()
     return json_response(ctx.faults.as_dict())
 
 
@@ -656,11 +660,9 @@ async def expire(ctx, r):
         doc = await r.json()
         key = (doc.get("namespace") or "default", doc["name"])
     except (ValueError, KeyError, AttributeError, TypeError):
-        return json_response(status_doc(400, 'expected {"namespace": NS, "name": NAME}'),
-                                 status=400)
+        return ApiError(400, 'expected {"namespace": NS, "name": NAME}').response()
     if not ctx.controller.expire(key):
-        return json_response(status_doc(404, f'sandbox "{key[0]}/{key[1]}" not found'),
-                                 status=404)
+        return ApiError(404, f'sandbox "{key[0]}/{key[1]}" not found').response()
     return json_response({"expired": f"{key[0]}/{key[1]}"})
 
 

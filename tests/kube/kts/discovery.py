@@ -131,8 +131,8 @@ async def group_version(ctx, r):
 async def namespace(_ctx, r):
     ns = r.match_info["ns"]
     return json_response({"kind": "Namespace", "apiVersion": "v1",
-                              "metadata": {"name": ns, "uid": "ns-" + _hash(ns)},
-                              "status": {"phase": "Active"}})
+                          "metadata": {"name": ns, "uid": "ns-" + _hash(ns)},
+                          "status": {"phase": "Active"}})
 
 
 async def openapi_v2(_ctx, _r):
@@ -189,6 +189,6 @@ async def openapi_v3(ctx, r):
     schema["x-kubernetes-group-version-kind"] = [{"group": crd.group, "version": version,
                                                   "kind": crd.kind}]
     return json_response({"openapi": "3.0.0",
-                              "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
-                              "paths": paths,
-                              "components": {"schemas": {_schema_name(crd, version): schema}}})
+                          "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+                          "paths": paths,
+                          "components": {"schemas": {_schema_name(crd, version): schema}}})

@@ -23,6 +23,9 @@ STDIN, STDOUT, STDERR, STATUS, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 READ_CHUNK = 64 * 1024
 # Largest message a client may send (stdin chunks are far smaller; this bounds memory).
 MSG_MAX = 16 * 1024 * 1024
+# Before a drop knob cuts the connection, wait up to DRAIN_TRIES * DRAIN_PAUSE for the bytes
+# already sent to leave.
+DRAIN_TRIES, DRAIN_PAUSE = 100, 0.01
 
 
 class Session:
@@ -54,15 +57,21 @@ class Session:
                     await self.ws.send_bytes(bytes([channel]) + data)
             self.sent += len(data) if channel in (STDOUT, STDERR) else 0
             if self.dropped:
-                self.cut()
+                await self.cut()
         except (ConnectionResetError, RuntimeError):
             self.gone = True
 
-    def cut(self):
-        """The drop knobs: no close frame, no status, as when a connection is lost."""
+    async def cut(self):
+        """The drop knobs: no close frame, no status, as when a connection is lost. What was
+        sent before goes out first (abort discards the transport's buffer)."""
         self.dropped = self.gone = True
-        if self.r.transport:
-            self.r.transport.abort()
+        t = self.r.transport
+        for _ in range(DRAIN_TRIES):
+            if t is None or t.get_write_buffer_size() == 0:
+                break
+            await asyncio.sleep(DRAIN_PAUSE)
+        if t:
+            t.abort()
 
     async def pump(self, stream, channel):
         while True:
@@ -104,7 +113,7 @@ class Session:
                 stdin.close()
                 stdin = None
             if self.dropped:
-                self.cut()
+                await self.cut()
                 break
         self.gone = True
         if stdin and not stdin.is_closing():

@@ -29,6 +29,9 @@ UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 
 # /_test answers read by -ctl are small; anything bigger is not ours.
 CTL_ANSWER_MAX = 64 * 1024 * 1024
 CTL_TIMEOUT = 30
+# The longest request line and header field: Go's API server takes 1 MB of headers, and exec
+# commands travel in the URL, so aiohttp's 8 KiB default is far too small.
+REQUEST_LINE_MAX = 1024 * 1024
 
 
 def go_duration(text):
@@ -133,7 +136,8 @@ async def serve(args, repo_top):
         tls.verify_mode = ssl.CERT_OPTIONAL
         app = web.Application(middlewares=api.make_middlewares(ctx), client_max_size=api.BODY_MAX)
         app.add_routes(api.routes_for(ctx))
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None,
+                               max_line_size=REQUEST_LINE_MAX, max_field_size=REQUEST_LINE_MAX)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", args.port, ssl_context=tls, shutdown_timeout=1.0)
         await site.start()
@@ -179,10 +183,14 @@ async def serve(args, repo_top):
 
 def ctl(args):
     """-ctl: one request to /_test on the server the kubeconfig names; prints its JSON."""
-    with open(args.kubeconfig, encoding="utf-8") as f:
-        kc = yaml.safe_load(f)
-    cluster = kc["clusters"][0]["cluster"]
-    user = kc["users"][0]["user"]
+    try:
+        with open(args.kubeconfig, encoding="utf-8") as f:
+            kc = yaml.safe_load(f)
+        cluster = kc["clusters"][0]["cluster"]
+        user = kc["users"][0]["user"]
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError) as e:
+        print(f"{PROG}: -ctl: cannot read the kubeconfig {args.kubeconfig}: {e}", file=sys.stderr)
+        return 111
     tls = ssl.create_default_context(cadata=base64.b64decode(
         cluster["certificate-authority-data"]).decode())
     headers = {"Content-Type": "application/json"}
