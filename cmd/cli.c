@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../lib/gojson.h"
 
@@ -102,6 +103,25 @@ int cli_print_json(struct json_object *obj)
 		rc = -1;
 	buf_free(&b);
 	return rc;
+}
+
+char *cli_read_stdin(size_t max, const char *what, size_t *len)
+{
+	struct buf b = {0};
+	char chunk[65536];
+	ssize_t r;
+
+	while ((r = read(0, chunk, sizeof chunk)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			cli_die(EXIT_FAIL, "cannot read the %s: %s", what, strerror(errno));
+		if (b.len + (size_t)r > max)
+			cli_die(EXIT_USAGE, "invalid %s: larger than %zu bytes", what, max);
+		buf_append(&b, chunk, (size_t)r);
+	}
+	*len = b.len;
+	return buf_steal(&b);
 }
 
 int cli_finish(int status)

@@ -39,6 +39,9 @@ _Noreturn void cli_usage_error(const char *usage, const char *why);
 _Noreturn void cli_help(const char *usage);
 /* Writes obj as one line of JSON (Go encoding) on stdout and flushes. Returns 0 or -1. */
 int cli_print_json(struct json_object *obj);
+/* Reads all of standard input, at most max bytes, into a new NUL-terminated buffer (len in
+ * *len). Too much input dies with EXIT_USAGE naming `what`; a read error with EXIT_FAIL. */
+char *cli_read_stdin(size_t max, const char *what, size_t *len);
 /* Flushes and closes stdout; a write error (full disk, closed pipe) is reported and turns
  * status into EXIT_FAIL. Returns the status to exit with. */
 int cli_finish(int status);

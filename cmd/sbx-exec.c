@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../lib/backend.h"
+#include "../lib/cancel.h"
 #include "../lib/capture.h"
 #include "../lib/duration.h"
 #include "../lib/flag.h"
@@ -34,36 +35,6 @@ static const char usage[] =
 /* A request document is read whole; its stdin field is the only big part. */
 #define REQUEST_MAX (64u << 20)
 
-static int cancel_pipe[2] = {-1, -1};
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = 1;
-
-	got_signal = sig;
-	if (write(cancel_pipe[1], &c, 1) < 0) {
-		/* the pipe already holds a byte: cancellation is pending anyway */
-	}
-	errno = saved;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa;
-
-	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
 struct request {
 	char **argv;
 	char **env;
@@ -77,24 +48,13 @@ struct request {
 /* Reads and checks the request document on stdin. */
 static void read_request(struct request *rq)
 {
-	struct buf b = {0};
 	struct json_object *cmd, *v;
 	const char *why;
-	char chunk[65536];
-	size_t i, n;
-	ssize_t r;
+	size_t i, n, len;
+	char *text = cli_read_stdin(REQUEST_MAX, "request", &len);
 
-	while ((r = read(0, chunk, sizeof chunk)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			cli_die(EXIT_FAIL, "cannot read the request: %s", strerror(errno));
-		if (b.len + (size_t)r > REQUEST_MAX)
-			cli_die(EXIT_USAGE, "invalid request: larger than %u bytes", REQUEST_MAX);
-		buf_append(&b, chunk, (size_t)r);
-	}
-	rq->doc = gojson_parse(b.data ? b.data : "", b.len, &why);
-	buf_free(&b);
+	rq->doc = gojson_parse(text, len, &why);
+	free(text);
 	if (rq->doc == NULL)
 		cli_die(EXIT_USAGE, "invalid request: not valid JSON: %s", why);
 	if (!json_object_is_type(rq->doc, json_type_object))
@@ -143,8 +103,8 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 {
 	char d[DURATION_BUFSZ];
 
-	if (r->canceled && got_signal)
-		return 128 + got_signal;
+	if (r->canceled && cancel_signal())
+		return 128 + cancel_signal();
 	if (r->timed_out && raw)
 		cli_msg("command in sandbox %s timed out after %s and was killed", name,
 			duration_format(timeout, d, sizeof d));
@@ -160,7 +120,7 @@ int main(int argc, char **argv)
 	struct request rq = {0};
 	struct sbx_backend *b;
 	struct sbx_err e;
-	int i, rc;
+	int i, rc, cancel;
 	struct flag flags[] = {
 		{"backend", FLAG_STRING, &backend, NULL},
 		{"namespace", FLAG_STRING, &ns, NULL},
@@ -202,14 +162,15 @@ int main(int argc, char **argv)
 		if (workdir && !rq.workdir)
 			rq.workdir = workdir;
 	}
-	install_signals();
+	if ((cancel = cancel_install(&e)) < 0)
+		cli_die_err("", &e);
 	if ((b = backend_open(backend, ns, &e)) == NULL)
 		cli_die_err("", &e);
 
 	if (raw) {
 		struct sbx_exec x = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
 				     .in_fd = 0, .out_fd = 1, .err_fd = 2,
-				     .timeout_ns = rq.timeout, .cancel_fd = cancel_pipe[0]};
+				     .timeout_ns = rq.timeout, .cancel_fd = cancel};
 		struct sbx_exec_result r;
 		if (sbx_exec(b, name, &x, &r, &e) < 0)
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
@@ -219,7 +180,7 @@ int main(int argc, char **argv)
 		struct capture_req cr = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
 					 .in = rq.in, .in_len = rq.in_len,
 					 .in_fd = use_stdin && !rq.in ? 0 : -1,
-					 .timeout_ns = rq.timeout, .cancel_fd = cancel_pipe[0],
+					 .timeout_ns = rq.timeout, .cancel_fd = cancel,
 					 .max = (size_t)max};
 		struct capture c;
 		struct json_object *o;

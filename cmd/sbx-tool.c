@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../lib/backend.h"
+#include "../lib/cancel.h"
 #include "../lib/flag.h"
 #include "../lib/gojson.h"
 #include "../lib/toolset.h"
@@ -32,40 +33,15 @@ static const char usage[] =
 /* A tool call is small; its arguments carry at most a file to write. */
 #define CALL_MAX (64u << 20)
 
-static int cancel_pipe[2] = {-1, -1};
-static volatile sig_atomic_t got_signal;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = 1;
-
-	got_signal = sig;
-	if (write(cancel_pipe[1], &c, 1) < 0) {
-		/* already pending */
-	}
-	errno = saved;
-}
-
 static struct json_object *read_call(void)
 {
-	struct buf b = {0};
 	struct json_object *o;
-	char chunk[65536];
 	const char *why;
-	ssize_t r;
+	size_t len;
+	char *text = cli_read_stdin(CALL_MAX, "tool call", &len);
 
-	while ((r = read(0, chunk, sizeof chunk)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			cli_die(EXIT_FAIL, "cannot read the tool call: %s", strerror(errno));
-		if (b.len + (size_t)r > CALL_MAX)
-			cli_die(EXIT_USAGE, "invalid tool call: larger than %u bytes", CALL_MAX);
-		buf_append(&b, chunk, (size_t)r);
-	}
-	o = gojson_parse(b.data ? b.data : "", b.len, &why);
-	buf_free(&b);
+	o = gojson_parse(text, len, &why);
+	free(text);
 	if (o == NULL)
 		cli_die(EXIT_USAGE, "invalid tool call: not valid JSON: %s", why);
 	return o;
@@ -81,8 +57,7 @@ int main(int argc, char **argv)
 	const struct toolset *ts;
 	struct sbx_backend *b;
 	struct sbx_err e;
-	struct sigaction sa;
-	int i, failed, rc;
+	int i, failed, rc, cancel;
 	char *content;
 	struct flag flags[] = {
 		{"backend", FLAG_STRING, &backend, NULL},
@@ -130,25 +105,20 @@ int main(int argc, char **argv)
 	id = json_object_object_get_ex(call, "id", &v) && json_object_is_type(v, json_type_string)
 	     ? json_object_get_string(v) : "";
 
-	if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if ((cancel = cancel_install(&e)) < 0)
+		cli_die_err("", &e);
 
 	if ((b = backend_open(backend, ns, &e)) == NULL)
 		cli_die_err("", &e);
 	{
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
 				       .timeout_ns = timeout > 0 ? timeout : 0,
-				       .cancel_fd = cancel_pipe[0]};
+				       .cancel_fd = cancel};
 		content = toolset_call(ts, &ctx, fname, fargs, &failed, &e);
 	}
 	if (content == NULL) {
-		if (e.code == SBX_ECANCELED && got_signal)
-			cli_die(128 + got_signal, "tool %s canceled", fname);
+		if (e.code == SBX_ECANCELED && cancel_signal())
+			cli_die(128 + cancel_signal(), "tool %s canceled", fname);
 		cli_die(cli_status(e.code), "unable to run tool %s in sandbox %s: %s", fname, argv[i],
 			e.msg);
 	}
