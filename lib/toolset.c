@@ -356,7 +356,7 @@ static char *basic_prompt(struct sbx_err *e)
 		"the available tools (like run_command to execute shell commands, ls to list files, "
 		"read to read files, and write to write files) to answer user questions or perform "
 		"tasks. Always explain what you are doing.");
-}}
+}
 
 const struct toolset toolset_basic = {
 	.name = "basic",
