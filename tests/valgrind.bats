@@ -7,6 +7,7 @@
 # packing and unpacking, is fuzzed under ASan by tests/fuzz/fuzz_archive.c).
 
 load helpers
+load harden
 bats_require_minimum_version 1.5.0
 
 setup() {
@@ -50,14 +51,6 @@ vg_clean() {
 	return $bad
 }
 
-wait_until() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 start_stub() {
 	STUB_DIR=$BATS_TEST_TMPDIR/stub
@@ -141,7 +134,7 @@ start_stub() {
 	vg_clean
 }
 
-@test "sbx-snapshot and sbx-restore: round trip and a corrupt backup" {
+@test "sbx-snapshot and sbx-restore: round trip, a bad flag, a missing sandbox" {
 	sbx-create vg4 >/dev/null
 	sbx-exec vg4 -- sh -c 'echo kept >~/f' >/dev/null
 	run vg sbx-snapshot vg4
