@@ -213,3 +213,28 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	assert_contains "500"
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist llm5)" | cmp - "$BATS_TEST_TMPDIR/before"
 }
+
+@test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, the next one recreates it, nothing is left" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session midexp <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo v1 > ~/f" >&5
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	echo "run: sleep 27; echo never" >&5
+	wait_until pgrep -f -x 'sleep 27'
+	sbx-delete midexp >/dev/null	# what the supervisor does at the shutdown time
+	echo "run: cat ~/f" >&5
+	echo "/exit" >&5
+	exec 5>&-
+	wait_until bash -c "! kill -0 $pid 2>/dev/null"
+	wait "$pid" || true
+	cat "$BATS_TEST_TMPDIR/err"
+	# the interrupted call is answered (never "never"), the next one sees the restored home
+	! grep -q never "$BATS_TEST_TMPDIR/out"
+	grep -q "will recreate it" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist midexp)"
+	# nothing left behind: no sandbox, no command
+	[ -z "$(sbx-list | jq -r 'select(.name == "midexp") | .name')" ]
+	! pgrep -f -x 'sleep 27'
+}
