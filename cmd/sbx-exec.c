@@ -172,9 +172,11 @@ int main(int argc, char **argv)
 				     .in_fd = 0, .out_fd = 1, .err_fd = 2,
 				     .timeout_ns = rq.timeout, .cancel_fd = cancel};
 		struct sbx_exec_result r;
-		if (sbx_exec(b, name, &x, &r, &e) < 0)
+		if (sbx_exec(b, name, &x, &r, &e) < 0) {
+			backend_close(b);	/* exit() does not free it: valgrind counts it lost */
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
 				name, e.msg);
+		}
 		rc = status_of(name, &r, rq.timeout, 1);
 	} else {
 		struct capture_req cr = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
@@ -184,9 +186,11 @@ int main(int argc, char **argv)
 					 .max = (size_t)max};
 		struct capture c;
 		struct json_object *o;
-		if (capture_run(b, name, &cr, &c, &e) < 0)
+		if (capture_run(b, name, &cr, &c, &e) < 0) {
+			backend_close(b);	/* exit() does not free it: valgrind counts it lost */
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
 				name, e.msg);
+		}
 		o = json_object_new_object();
 		json_object_object_add(o, "stdout", json_object_new_string_len(c.out, (int)c.out_len));
 		json_object_object_add(o, "stderr", json_object_new_string_len(c.err, (int)c.err_len));

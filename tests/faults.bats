@@ -1,0 +1,240 @@
+#!/usr/bin/env bats
+# The fault matrix, end to end: each step of a turn (create, restore, exec, touch, snapshot, the
+# LLM call) meets a failure — API server down, 500s, a 409 storm, an exec stream cut, a full
+# disk under the backups or the history, SIGKILL of agent-loop, a sandbox expiring mid-turn.
+# Each test asserts what the user sees (a clear message, the session still usable) and that
+# nothing is lost (history lines, earlier backups) or left behind (sandboxes, processes).
+
+load helpers
+load harden
+load kube/server
+bats_require_minimum_version 1.5.0
+
+setup() {
+	setup_sbx_env
+	KTS_PID=
+	STUB_PID=
+}
+
+teardown() {
+	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	if [ -n "$KTS_PID" ]; then
+		kts_stop
+		unset KUBECONFIG
+	fi
+	teardown_sbx_env
+}
+
+
+hist() { echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"; }
+backups() { ls "$HOME/.local/sandboxed-tools/$1/fs/"backup-*.tar.gz 2>/dev/null; }
+
+kube() { SANDBOX_BACKEND=kubernetes "$@"; }
+
+# ---- kubernetes: API server down, 500s, 409 storm, exec cut, expiry ----
+
+@test "kube: API server down — create, exec, touch fail with a clear message" {
+	kts_start
+	kts_stop
+	run kube sbx-create fdown
+	assert_status 111
+	assert_contains "sbx-create:"
+	assert_contains "fdown"
+	run kube sbx-exec fdown -- true
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-exec:"
+	run kube sbx-touch fdown
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-touch:"
+}
+
+@test "kube: 500 on create — clear message, nothing left behind, a retry works" {
+	kts_start
+	kts_ctl faults '{"fail_requests": 50, "fail_status": 500, "fail_match": "^POST "}' >/dev/null
+	run kube sbx-create f500
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-create:"
+	assert_contains "500"
+	kts_ctl reset >/dev/null
+	run kube sbx-list
+	[[ "$output" != *'"f500"'* ]]
+	run kube sbx-create f500
+	assert_status 0
+	run kube sbx-exec f500 -- echo alive
+	assert_json '.stdout == "alive\n"'
+	kube sbx-delete f500 >/dev/null
+}
+
+@test "kube: a 409 storm on touch is retried; a longer one fails clearly and the sandbox stays" {
+	kts_start
+	kube sbx-create f409 >/dev/null
+	kts_ctl faults '{"conflict_updates": 2}' >/dev/null
+	run kube sbx-touch f409
+	assert_status 0
+	kts_ctl faults '{"conflict_updates": 1000}' >/dev/null
+	run kube sbx-touch f409
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-touch:"
+	kts_ctl reset >/dev/null
+	run kube sbx-exec f409 -- echo still-here
+	assert_json '.stdout == "still-here\n"'
+	kube sbx-delete f409 >/dev/null
+}
+
+@test "kube: an exec stream cut mid-output is an error, not a hang; the sandbox stays usable" {
+	kts_start
+	kube sbx-create fcut >/dev/null
+	kts_ctl faults '{"exec_drop_after_bytes": 1000}' >/dev/null
+	run kube sbx-exec fcut -- sh -c 'head -c 100000 /dev/zero'
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-exec:"
+	run kube sbx-exec fcut -- echo after-cut
+	assert_status 0
+	assert_json '.stdout == "after-cut\n"'
+	kube sbx-delete fcut >/dev/null
+}
+
+@test "kube: 500s on exec and touch during an agent-loop turn — reported, history intact, next turn works" {
+	kts_start
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza SANDBOX_BACKEND=kubernetes agent-loop -session kt >/dev/null 2>&1
+	nl=$(wc -l <"$(hist kt)")
+	[ "$nl" -gt 0 ]
+	kts_ctl faults '{"fail_requests": 1000, "fail_status": 500}' >/dev/null
+	run bash -c "printf 'run: echo two\n' | OPENAI_MODEL=fake-eliza SANDBOX_BACKEND=kubernetes agent-loop -session kt"
+	echo "$output"
+	assert_contains "500"
+	kts_ctl reset >/dev/null
+	# every line written before is still there, and the file still loads
+	[ "$(wc -l <"$(hist kt)")" -ge "$nl" ]
+	jq -e . "$(hist kt)" >/dev/null
+	run bash -c "printf 'run: echo three\n' | OPENAI_MODEL=fake-eliza SANDBOX_BACKEND=kubernetes agent-loop -session kt"
+	assert_status 0
+	assert_contains "three"
+}
+
+# ---- local: disk full, SIGKILL, expiry ----
+
+@test "disk full under the backups: snapshot fails clearly, the earlier backup stays intact" {
+	sbx-create dfull >/dev/null
+	sbx-exec dfull -- sh -c 'echo first >~/f' >/dev/null
+	sbx-snapshot dfull >/dev/null
+	first=$(backups dfull)
+	[ -n "$first" ]
+	sum=$(sha256sum "$first" | cut -d' ' -f1)
+	sbx-exec dfull -- sh -c 'head -c 3000000 /dev/urandom >~/big' >/dev/null
+	# A private mount namespace: a 1 MiB tmpfs over a copy of the session's fs directory.
+	run unshare -m bash -c '
+		set -e
+		d=$HOME/.local/sandboxed-tools/dfull/fs
+		cp -a "$d" "$d.saved"
+		mount -t tmpfs -o size=1m tmpfs "$d"
+		cp -a "$d.saved/." "$d/"
+		sbx-snapshot dfull'
+	[ "$status" -ne 0 ]
+	assert_contains "sbx-snapshot:"
+	rm -rf "$HOME/.local/sandboxed-tools/dfull/fs.saved"
+	[ "$(backups dfull)" = "$first" ]
+	[ "$(sha256sum "$first" | cut -d' ' -f1)" = "$sum" ]
+	sbx-delete dfull >/dev/null
+	sbx-create dfull >/dev/null
+	run sbx-restore dfull
+	assert_status 0
+	run sbx-exec dfull -- sh -c 'cat ~/f'
+	assert_json '.stdout == "first\n"'
+}
+
+@test "disk full under the history: the turn reports it, the lines already written stay loadable" {
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session hfull >/dev/null 2>&1
+	h=$(hist hfull)
+	cp "$h" "$BATS_TEST_TMPDIR/before"
+	run unshare -m bash -c '
+		set -e
+		d=$(dirname "$1")
+		cp -a "$d" "$d.saved"
+		mount -t tmpfs -o size=64k tmpfs "$d"
+		cp -a "$d.saved/." "$d/"
+		head -c $((60 * 1024)) /dev/zero >"$d/filler" || true
+		printf "run: head -c 20000 /dev/zero | tr \"\\\\0\" x\n" | OPENAI_MODEL=fake-eliza agent-loop -session hfull
+		' _ "$h"
+	echo "$output"
+	[ "$status" -ne 0 ] || [[ "$output" == *"No space left"* ]]
+	assert_contains "space"
+	rm -rf "$(dirname "$h").saved"
+	# outside the namespace nothing changed: the history is the one before
+	cmp "$h" "$BATS_TEST_TMPDIR/before"
+	run bash -c "printf 'run: echo two\n' | OPENAI_MODEL=fake-eliza agent-loop -session hfull"
+	assert_status 0
+	assert_contains "two"
+}
+
+@test "SIGKILL of agent-loop mid-step: the history stays loadable and the session resumes" {
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session kill9 >/dev/null 2>&1
+	n=$(wc -l <"$(hist kill9)")
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session kill9 <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	pid=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	printf 'run: sleep 30\n' >&5
+	wait_until bash -c "pgrep -f 'sleep 30' >/dev/null"
+	kill -9 "$pid"
+	wait "$pid" || true
+	exec 5>&-
+	# the file loads (a torn last line is skipped with a warning, never an error)
+	run bash -c "printf 'run: echo resumed\n' | OPENAI_MODEL=fake-eliza agent-loop -session kill9"
+	assert_status 0
+	assert_contains "resumed"
+	[ "$(wc -l <"$(hist kill9)")" -gt "$n" ]
+	pkill -f -x 'sleep 30' || true
+}
+
+@test "the sandbox expires between turns: the next turn makes a new one from the latest backup" {
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session exp2 >/dev/null 2>&1
+	nl=$(wc -l <"$(hist exp2)")
+	for n in $(sbx-list | jq -r .name); do sbx-delete "$n" >/dev/null; done
+	run bash -c "printf 'run: echo again\n' | OPENAI_MODEL=fake-eliza agent-loop -session exp2"
+	echo "$output"
+	assert_status 0
+	assert_contains "again"
+	assert_contains "restoring filesystem from latest backup"
+	[ "$(wc -l <"$(hist exp2)")" -gt "$nl" ]
+}
+
+@test "LLM call fails (500): a clear message, the history keeps every earlier line" {
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session llm5 >/dev/null 2>&1
+	cp "$(hist llm5)" "$BATS_TEST_TMPDIR/before"
+	STUB_DIR=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$STUB_DIR"
+	printf '%s\n' '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}' >"$STUB_DIR/script.jsonl"
+	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
+	STUB_PID=$!
+	wait_until test -s "$STUB_DIR/port"
+	run bash -c "printf 'hello\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -session llm5"
+	echo "$output"
+	assert_contains "500"
+	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist llm5)" | cmp - "$BATS_TEST_TMPDIR/before"
+}
+
+@test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, the next one recreates it, nothing is left" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session midexp <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo v1 > ~/f" >&5
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	echo "run: sleep 27; echo never" >&5
+	wait_until pgrep -f -x 'sleep 27'
+	sbx-delete midexp >/dev/null	# what the supervisor does at the shutdown time
+	echo "run: cat ~/f" >&5
+	echo "/exit" >&5
+	exec 5>&-
+	wait_until bash -c "! kill -0 $pid 2>/dev/null"
+	wait "$pid" || true
+	cat "$BATS_TEST_TMPDIR/err"
+	# the interrupted call is answered (never "never"), the next one sees the restored home
+	! grep -q never "$BATS_TEST_TMPDIR/out"
+	grep -q "will recreate it" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist midexp)"
+	# nothing left behind: no sandbox, no command
+	[ -z "$(sbx-list | jq -r 'select(.name == "midexp") | .name')" ]
+	! pgrep -f -x 'sleep 27'
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# Every tool under valgrind's memcheck, on its happy path and an error path: no definite leak,
+# no invalid read or write, no use of uninitialised memory. The test fails when any log holds
+# an error. The programs a tool execs (bwrap, the sandbox's commands) are not traced, and
+# forked children are silent (--child-silent-after-fork): they leave by _exit with the
+# parent's heap still mapped, which memcheck would count as lost (the work they do, archive
+# packing and unpacking, is fuzzed under ASan by tests/fuzz/fuzz_archive.c).
+
+load helpers
+load harden
+bats_require_minimum_version 1.5.0
+
+setup() {
+	setup_sbx_env
+	VG_LOGS=$BATS_TEST_TMPDIR/vg
+	mkdir -p "$VG_LOGS"
+	STUB_PID=
+}
+
+teardown() {
+	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	teardown_sbx_env
+}
+
+# vg PROG ARGS…: PROG (from the build) under memcheck; exit 99 means valgrind found errors.
+# A static program (geminicli-toolbox) keeps its own malloc, which memcheck cannot replace: it
+# sees glibc's heap as one uninitialised brk area, so undefined-value checks are off there and
+# only accesses outside mapped memory are caught (tests/fuzz/fuzz_toolbox.c runs the same
+# sources under ASan for the heap).
+vg() {
+	local prog=$1 extra=
+	shift
+	[ "$prog" = geminicli-toolbox ] && extra=--undef-value-errors=no
+	valgrind -q $extra --child-silent-after-fork=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+		--error-exitcode=99 --suppressions="$SBX_TOP/tests/valgrind.supp" \
+		--log-file="$VG_LOGS/$prog.%p.log" "$SBX_BIN/$prog" "$@"
+}
+
+# Fails, showing them, when valgrind reported an error ("==pid==" lines; "--pid--" lines are
+# valgrind's own notes, such as a syscall it does not know, which the programs handle).
+vg_clean() {
+	local f bad=0
+	for f in "$VG_LOGS"/*.log; do
+		[ -e "$f" ] || continue
+		if grep -q '^==[0-9]*==' "$f"; then
+			echo "== $f" >&2
+			grep '^==[0-9]*==' "$f" | head -60 >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+
+start_stub() {
+	STUB_DIR=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$STUB_DIR"
+	printf '%s\n' "$@" >"$STUB_DIR/script.jsonl"
+	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
+	STUB_PID=$!
+	wait_until test -s "$STUB_DIR/port"
+	export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$STUB_DIR/port")/v1"
+	export OPENAI_API_KEY=sk-test-vg OPENAI_MODEL=stub-model
+}
+
+@test "sbx-create, sbx-list, sbx-touch, sbx-delete: happy and error paths" {
+	run vg sbx-create vg1
+	assert_status 0
+	assert_json '.name == "vg1"'
+	run vg sbx-create vg1
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	run vg sbx-create 'Bad Name'
+	assert_status 100
+	run vg sbx-list
+	assert_status 0
+	assert_contains '"vg1"'
+	run vg sbx-list -bogus
+	assert_status 100
+	run vg sbx-touch vg1
+	assert_status 0
+	run vg sbx-touch nosuch
+	assert_status 101
+	run vg sbx-delete vg1
+	assert_status 0
+	run vg sbx-delete vg1
+	[ "$status" -ne 99 ]
+	vg_clean
+}
+
+@test "sbx-exec: JSON and -raw, success, failure and timeout" {
+	sbx-create vg2 >/dev/null
+	run vg sbx-exec vg2 -- sh -c 'echo out; echo err >&2; exit 3'
+	assert_status 3
+	assert_json '.stdout == "out\n" and .exit_code == 3'
+	run vg sbx-exec -raw vg2 -- cat <<<'raw bytes'
+	assert_status 0
+	assert_contains 'raw bytes'
+	run vg sbx-exec vg2 <<<'{"command":["sleep","5"],"timeout":"200ms"}'
+	assert_status 124
+	run vg sbx-exec vg2 <<<'{"command":'
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	run vg sbx-exec nosuch -- true
+	assert_status 101
+	vg_clean
+}
+
+@test "sbx-tool: a tool call, a bad call, an unknown tool" {
+	sbx-create vg3 >/dev/null
+	run vg sbx-tool vg3 <<<'{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"echo hi\"}"}}'
+	assert_status 0
+	assert_contains 'hi'
+	run vg sbx-tool vg3 <<<'{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{bad"}}'
+	[ "$status" -ne 99 ]
+	run vg sbx-tool vg3 <<<'{"id":"c1","type":"function","function":{"name":"nope","arguments":"{}"}}'
+	[ "$status" -ne 99 ]
+	run vg sbx-tool vg3 <<<'not json'
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	vg_clean
+}
+
+@test "llm-chat: fake-eliza, the OpenAI stub, and a server error" {
+	run vg llm-chat -model fake-eliza <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	assert_status 0
+	run vg llm-chat -model fake-eliza <<<'{"messages":'
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	start_stub '{"sse":[{"id":"r","choices":[{"index":0,"delta":{"role":"assistant","content":"hi "}}]},{"id":"r","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}' \
+		'{"status":500,"json":{"error":{"message":"boom"}}}'
+	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	assert_status 0
+	assert_contains 'there'
+	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	assert_contains 'status 500'
+	vg_clean
+}
+
+@test "sbx-snapshot and sbx-restore: round trip, a bad flag, a missing sandbox" {
+	sbx-create vg4 >/dev/null
+	sbx-exec vg4 -- sh -c 'echo kept >~/f' >/dev/null
+	run vg sbx-snapshot vg4
+	assert_status 0
+	sbx-delete vg4 >/dev/null
+	sbx-create vg4 >/dev/null
+	run vg sbx-restore vg4
+	assert_status 0
+	run sbx-exec vg4 -- sh -c 'cat ~/f'
+	assert_json '.stdout == "kept\n"'
+	run vg sbx-restore -max-size lots vg4
+	assert_status 100
+	run vg sbx-snapshot nosuch
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	vg_clean
+}
+
+@test "agent-loop: one fake-eliza run: turn, and a bad flag" {
+	printf 'run: echo vg-turn\n' >"$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza run vg agent-loop -session vgs <"$BATS_TEST_TMPDIR/in"
+	assert_status 0
+	assert_contains 'vg-turn'
+	run vg agent-loop -max-tool-rounds 0
+	assert_status 100
+	vg_clean
+}
+
+@test "geminicli-toolbox (static): a read, a bad parameter document" {
+	mkdir -p "$BATS_TEST_TMPDIR/w"
+	echo hello >"$BATS_TEST_TMPDIR/w/a.txt"
+	run vg geminicli-toolbox --workdir="$BATS_TEST_TMPDIR/w" read_file <<<'{"file_path":"a.txt"}'
+	assert_status 0
+	assert_contains hello
+	run vg geminicli-toolbox --workdir="$BATS_TEST_TMPDIR/w" read_file <<<'{"file_path":3}'
+	assert_status 1
+	vg_clean
+}
