@@ -172,3 +172,18 @@ start_stub() {
 	assert_status 1
 	vg_clean
 }
+
+@test "acp-server and acp-client (stdio, a fake-eliza tool turn and an unknown session) under memcheck" {
+	export OPENAI_MODEL=fake-eliza
+	# the server, spawned by a plain client
+	run acp-client -yolo -prompt 'run: echo hi' -cmd "valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 --suppressions=$SBX_TOP/tests/valgrind.supp --log-file=$VG_LOGS/acp-server.%p.log $SBX_BIN/acp-server -stdio"
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	# the client, spawning a plain server; then an error path (a session that does not exist)
+	run vg acp-client -yolo -prompt 'hello' -cmd "$SBX_BIN/acp-server -stdio"
+	assert_status 0
+	assert_contains "What do you think it means when you say 'hello'?"
+	run vg acp-client -session-id acp0000000000000000 -prompt 'x' -cmd "$SBX_BIN/acp-server -stdio"
+	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	vg_clean
+}
