@@ -478,7 +478,9 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 			goto back;
 		}
 		while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK) {
-			if (archive_write_data_block(w, blk, n, off) < ARCHIVE_WARN) {
+			/* libarchive reports a failed write(2) (a full disk) as a mere ARCHIVE_WARN
+			 * and would then extend the file with a hole: every warning here is fatal. */
+			if (archive_write_data_block(w, blk, n, off) < ARCHIVE_OK) {
 				err_set(e, SBX_EIO, "cannot write \"%s\": %s",
 					quote(archive_entry_pathname(ent), q, sizeof q),
 					archive_error_string(w));

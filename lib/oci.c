@@ -613,7 +613,11 @@ static int unpack_entry(struct unpack *u, struct archive *in, struct archive_ent
 		return err_set(e, SBX_EINVAL, "%s: the image unpacks to more than %" PRIu64 " bytes",
 			       u->what, UNPACK_MAX);
 	r = archive_read_extract2(in, ent, u->disk);
-	if (r < ARCHIVE_WARN)
+	/* A failed write(2) comes back as ARCHIVE_WARN, leaving a file with a hole: fatal. */
+	if (r < ARCHIVE_WARN ||
+	    (r == ARCHIVE_WARN && (archive_errno(u->disk) == ENOSPC ||
+				   archive_errno(u->disk) == EDQUOT || archive_errno(u->disk) == EIO ||
+				   archive_errno(u->disk) == EFBIG)))
 		return err_set(e, SBX_EINVAL, "%s: cannot unpack \"%.200s\": %s", u->what, path,
 			       archive_error_string(u->disk));
 	mark_written(&u->written, path);

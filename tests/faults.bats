@@ -238,3 +238,48 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	[ -z "$(sbx-list | jq -r 'select(.name == "midexp") | .name')" ]
 	! pgrep -f -x 'sleep 27'
 }
+
+@test "disk full during a restore: a clear error, the backup intact, the sandbox usable" {
+	# Everything in a private mount namespace whose state directory is a 2 MiB tmpfs, so the
+	# sandbox home (backed by it) fills up while a 3 MB backup is extracted.
+	sbx-create rfull >/dev/null
+	sbx-exec rfull -- sh -c 'head -c 3000000 /dev/urandom >~/big; echo small >~/a' >/dev/null
+	sbx-snapshot rfull >/dev/null
+	b=$(backups rfull)
+	sum=$(sha256sum "$b" | cut -d' ' -f1)
+	sbx-delete rfull >/dev/null
+	run unshare -m bash -c '
+		set -e
+		mount -t tmpfs -o size=2m tmpfs "$XDG_STATE_HOME"
+		sbx-create rfull >/dev/null
+		status=0
+		sbx-restore rfull || status=$?
+		echo "restore-status=$status"
+		sbx-exec -raw rfull -- sh -c "echo still-usable"
+		sbx-delete rfull >/dev/null'
+	assert_contains "sbx-restore:"
+	[[ "$output" != *"restore-status=0"* ]]
+	assert_contains "still-usable"
+	[ "$(backups rfull)" = "$b" ]
+	[ "$(sha256sum "$b" | cut -d' ' -f1)" = "$sum" ]
+}
+
+@test "kube: the LLM call fails (500) on the kubernetes backend — clear message, history intact, no Sandbox left" {
+	kts_start
+	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session kllm >/dev/null 2>&1
+	cp "$(hist kllm)" "$BATS_TEST_TMPDIR/before"
+	grep -q '"tool_call_id":"eliza-run-1"' "$BATS_TEST_TMPDIR/before"
+	STUB_DIR=$BATS_TEST_TMPDIR/stub
+	mkdir -p "$STUB_DIR"
+	printf '%s\n' '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}' >"$STUB_DIR/script.jsonl"
+	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
+	STUB_PID=$!
+	wait_until test -s "$STUB_DIR/port"
+	run bash -c "printf 'run: echo two\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -backend kubernetes -session kllm"
+	assert_status 1
+	assert_contains "failed to call LLM"
+	assert_contains "500"
+	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist kllm)" | cmp - "$BATS_TEST_TMPDIR/before"
+	run sbx-list -backend kubernetes
+	[ -z "$output" ]
+}
