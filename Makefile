@@ -100,7 +100,7 @@ check: deps all
 test: check
 
 # ASan+UBSan build of everything, then the whole suite against it.
-asan: deps
+asan: deps all
 	@$(MAKE) --no-print-directory B=build-asan BIN=build-asan/bin OPT="-O1 -g -fno-omit-frame-pointer" \
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -13,6 +13,11 @@ bats_require_minimum_version 1.5.0
 setup() {
 	setup_sbx_env
 	VG_LOGS=$BATS_TEST_TMPDIR/vg
+	# memcheck cannot run ASan builds: under `make asan` it checks the plain build (which
+	# `make asan` builds too) and finds each program's siblings there.
+	VG_BIN=$SBX_BIN
+	[ -n "${SBX_SANITIZED:-}" ] && VG_BIN=$SBX_TOP/bin
+	export PATH="$VG_BIN:$PATH"
 	mkdir -p "$VG_LOGS"
 	STUB_PID=
 }
@@ -33,7 +38,7 @@ vg() {
 	[ "$prog" = geminicli-toolbox ] && extra=--undef-value-errors=no
 	valgrind -q $extra --child-silent-after-fork=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 		--error-exitcode=99 --suppressions="$SBX_TOP/tests/valgrind.supp" \
-		--log-file="$VG_LOGS/$prog.%p.log" "$SBX_BIN/$prog" "$@"
+		--log-file="$VG_LOGS/$prog.%p.log" "$VG_BIN/$prog" "$@"
 }
 
 # Fails, showing them, when valgrind reported an error ("==pid==" lines; "--pid--" lines are
@@ -176,14 +181,14 @@ start_stub() {
 @test "acp-server and acp-client (stdio, a fake-eliza tool turn and an unknown session) under memcheck" {
 	export OPENAI_MODEL=fake-eliza
 	# the server, spawned by a plain client
-	run acp-client -yolo -prompt 'run: echo hi' -cmd "valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 --suppressions=$SBX_TOP/tests/valgrind.supp --log-file=$VG_LOGS/acp-server.%p.log $SBX_BIN/acp-server -stdio"
+	run acp-client -yolo -prompt 'run: echo hi' -cmd "valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --error-exitcode=99 --suppressions=$SBX_TOP/tests/valgrind.supp --log-file=$VG_LOGS/acp-server.%p.log $VG_BIN/acp-server -stdio"
 	assert_status 0
 	assert_contains "[turn ended: end_turn]"
 	# the client, spawning a plain server; then an error path (a session that does not exist)
-	run vg acp-client -yolo -prompt 'hello' -cmd "$SBX_BIN/acp-server -stdio"
+	run vg acp-client -yolo -prompt 'hello' -cmd "$VG_BIN/acp-server -stdio"
 	assert_status 0
 	assert_contains "What do you think it means when you say 'hello'?"
-	run vg acp-client -session-id acp0000000000000000 -prompt 'x' -cmd "$SBX_BIN/acp-server -stdio"
+	run vg acp-client -session-id acp0000000000000000 -prompt 'x' -cmd "$VG_BIN/acp-server -stdio"
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
 	vg_clean
 }
