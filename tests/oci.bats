@@ -61,19 +61,19 @@ assert_cache_clean() {
 @test "the image's Env, WorkingDir and User apply; HOME stays the sandbox's" {
 	mkimg "$BATS_TEST_TMPDIR/layout" <<-EOF
 	{"layers":[$BASE],
-	 "config":{"Env":["FOO=bar baz","PATH=/bin","HOME=/nope"],"WorkingDir":"/work/here",
+	 "config":{"Env":["FOO=bar baz","PATH=/bin","HOME=/nope"],"WorkingDir":"/srv/app",
 	           "User":"app:staff"}}
 	EOF
 	run sbx-create -image "oci:$BATS_TEST_TMPDIR/layout" e
 	assert_status 0
 	run sbx-exec -raw e -- sh -c 'echo "$FOO|$(pwd)|$HOME|$PATH"; busybox id -u; busybox id -g'
 	assert_status 0
-	[ "$output" = "$(printf 'bar baz|/work/here|/home/clawtainer|/bin:/run/sbx/bin\n1000\n50')" ]
+	[ "$output" = "$(printf 'bar baz|/srv/app|/home/clawtainer|/bin:/run/sbx/bin\n1000\n50')" ]
 	run sbx-exec -raw e -- sh -c 'echo ok > f && busybox cat f'
 	assert_status 1	# the WorkingDir is in the read-only image
 	run sbx-image "oci:$BATS_TEST_TMPDIR/layout"
 	assert_status 0
-	assert_json '.workdir == "/work/here" and .user == "app:staff" and .uid == 1000 and .gid == 50'
+	assert_json '.workdir == "/srv/app" and .user == "app:staff" and .uid == 1000 and .gid == 50'
 	assert_json '.env == ["FOO=bar baz","PATH=/bin","HOME=/nope"] and .unpacked == false'
 	assert_json '.digest | test("^sha256:[0-9a-f]{64}$")'
 }

@@ -140,8 +140,8 @@ wait_tmp() {
 
 @test "-homedir archives a directory inside the sandbox with tar, checked as it streams" {
 	sbx-create demo >/dev/null
-	sbx-exec -raw demo -- sh -c 'mkdir -p /tmp/work/d && echo w > /tmp/work/d/w.txt'
-	run sbx-snapshot -homedir /tmp/work demo
+	sbx-exec -raw demo -- sh -c 'mkdir -p /tmp/wdir/d && echo w > /tmp/wdir/d/w.txt'
+	run sbx-snapshot -homedir /tmp/wdir demo
 	assert_status 0
 	assert_json '.files == 2'
 	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
