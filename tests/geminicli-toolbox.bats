@@ -114,6 +114,33 @@ run_cases() {
 	done
 }
 
+@test "a FIFO never hangs a tool: reads fail at once, walks skip it" {
+	local w="$BATS_TEST_TMPDIR/fifo"
+	mkdir -p "$w" && mkfifo "$w/p" && echo hi >"$w/a.txt"
+	tb() { timeout 10 geminicli-toolbox --workdir="$w" "$@"; }
+	run tb read_file <<<'{"file_path":"p"}'
+	assert_status 1
+	assert_contains "Error reading file $w/p: not a regular file"
+	run tb write_file <<<'{"file_path":"p","content":"x"}'
+	assert_status 1
+	assert_contains "EINVAL: invalid argument, open '$w/p'"
+	run tb replace <<<'{"file_path":"p","old_string":"a","new_string":"b","instruction":"i"}'
+	assert_status 1
+	run tb grep_search <<<'{"pattern":"hi"}'
+	assert_status 0
+	assert_contains "L1: hi"
+	run tb grep_search <<<'{"pattern":"hi","dir_path":"p"}'
+	assert_status 0
+	assert_contains "Path is not a valid directory or file: $w/p"
+	run tb read_many_files <<<'{"include":["*"]}'
+	assert_status 0
+	assert_contains "--- $w/a.txt ---"
+	[[ "$output" != *"--- $w/p ---"* ]]
+	run tb list_directory <<<'{"dir_path":"."}'
+	assert_status 0
+	assert_contains "p (0 bytes)"
+}
+
 @test "ICU ordering matches Node's localeCompare" {
 	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü')
 	local d="$BATS_TEST_TMPDIR/order" n want got

@@ -178,7 +178,7 @@ static int run(struct tb_call *c)
 	g_now_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	for (size_t i = 0; i < s.n; i++)
 		s.hits[i].key = tb_collate_key(s.hits[i].path);
-	qsort(s.hits, s.n, sizeof *s.hits, cmp_hits);
+	tb_sort(s.hits, s.n, sizeof *s.hits, cmp_hits);
 	tb_printf(&c->out, "Found %zu file(s) matching \"%s\" within %s", s.n, pattern, dir);
 	if (nignored)
 		tb_printf(&c->out, " (%zu additional files were ignored)", nignored);

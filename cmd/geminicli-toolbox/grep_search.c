@@ -332,7 +332,7 @@ static int search_file(struct search *s, const char *abs)
 	const char *data;
 	size_t len, got = 0;
 	bool stop;
-	int fd = open(abs, O_RDONLY | O_CLOEXEC);
+	int fd = open(abs, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;	/* unreadable files are skipped, as rg does */
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
@@ -441,7 +441,7 @@ static void format(struct tb_call *c, struct search *s, const char *pattern, con
 	if (names_only) {
 		char **names = tb_xmalloc(s->nfiles * sizeof *names);
 		memcpy(names, s->files, s->nfiles * sizeof *names);
-		qsort(names, s->nfiles, sizeof *names, cmp_str);
+		tb_sort(names, s->nfiles, sizeof *names, cmp_str);
 		tb_printf(&o, "Found %zu files with matches for pattern \"%s\" %s%s", s->nfiles,
 			  pattern, loc, filter);
 		if (s->found >= s->total)
@@ -455,7 +455,7 @@ static void format(struct tb_call *c, struct search *s, const char *pattern, con
 		}
 		free(names);
 	} else {
-		qsort(s->recs, s->nrecs, sizeof *s->recs, cmp_recs);
+		tb_sort(s->recs, s->nrecs, sizeof *s->recs, cmp_recs);
 		tb_printf(&o, "Found %lld %s for pattern \"%s\" %s%s", (long long)s->found,
 			  s->found == 1 ? "match" : "matches", pattern, loc, filter);
 		if (s->found >= s->total)

@@ -142,7 +142,7 @@ static int run(struct tb_call *c)
 		rc = 0;
 		goto out;
 	}
-	qsort(ents, n, sizeof *ents, cmp_entries);
+	tb_sort(ents, n, sizeof *ents, cmp_entries);
 	tb_printf(&c->out, "Directory listing for %s:\n", abs);
 	for (size_t i = 0; i < n; i++) {
 		if (i)

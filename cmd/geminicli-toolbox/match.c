@@ -266,7 +266,7 @@ static int walk_dir(const struct tb_walk *w, const char *abs, const char *rel, i
 		n++;
 	}
 	closedir(d);
-	qsort(ents, n, sizeof *ents, cmp_dents);
+	tb_sort(ents, n, sizeof *ents, cmp_dents);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const char *name = ents[i].name;
 		char *cabs = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", name);

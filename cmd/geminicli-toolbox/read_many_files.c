@@ -165,7 +165,7 @@ static int run(struct tb_call *c)
 		s.n = kept;
 		tb_ignore_close(ig);
 	}
-	qsort(s.files, s.n, sizeof *s.files, cmp_str);
+	tb_sort(s.files, s.n, sizeof *s.files, cmp_str);
 	for (size_t i = 0; i < s.n; i++) {
 		struct tb_read r;
 		struct tb_call sub = {c->workdir, c->params, {0}, {0}};

@@ -335,7 +335,7 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 		free(win);
 		free(win_ws);
 	}
-	qsort(cands, nc, sizeof *cands, cmp_cand);
+	tb_sort(cands, nc, sizeof *cands, cmp_cand);
 	sel = tb_xmalloc((nc + 1) * sizeof *sel);
 	for (size_t k = 0; k < nc; k++) {
 		bool overlaps = false;
@@ -367,7 +367,7 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 		}
 		tb_puts(feedback, ".");
 		free(starts);
-		qsort(sel, ns, sizeof *sel, cmp_index_desc);
+		tb_sort(sel, ns, sizeof *sel, cmp_index_desc);
 		repl = split_lines(new_text);
 		for (size_t k = 0; k < ns; k++) {
 			struct tbuf b = {0};

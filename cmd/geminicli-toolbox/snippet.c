@@ -256,7 +256,7 @@ char *tb_snippet(const char *old, const char *new)
 		rs.r[k].end = rs.r[k].end + SNIPPET_CONTEXT < b.count ? rs.r[k].end + SNIPPET_CONTEXT
 								      : b.count;
 	}
-	qsort(rs.r, rs.n, sizeof *rs.r, cmp_range);
+	tb_sort(rs.r, rs.n, sizeof *rs.r, cmp_range);
 	for (size_t k = 1; k < rs.n; k++) {
 		if (rs.r[k].start <= rs.r[merged].end) {
 			if (rs.r[k].end > rs.r[merged].end)

@@ -31,6 +31,8 @@ void tb_put(struct tbuf *b, const void *p, size_t n);
 void tb_puts(struct tbuf *b, const char *s);
 void tb_printf(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tb_free(struct tbuf *b);
+/* qsort that accepts an empty array (base may then be NULL, which qsort itself forbids). */
+void tb_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 void *tb_xmalloc(size_t n);
 void *tb_xrealloc(void *p, size_t n);
 char *tb_xstrdup(const char *s);

@@ -91,13 +91,23 @@ static bool sniff_binary(const unsigned char *b, size_t got)
 	return suspicious * 100 / scan > 10;
 }
 
+/* Reads open with O_NONBLOCK and check for a regular file first: a FIFO, a terminal or a
+ * blocking pseudo-file (/proc/kmsg) a hostile model points a tool at must fail at once, not
+ * hang the tool until its timeout. */
+#define TB_READ_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+
 static bool file_is_binary(const char *path)
 {
 	unsigned char b[SNIFF_BYTES + SNIFF_RESERVE];
+	struct stat st;
 	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, TB_READ_FLAGS);
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
 	got = read(fd, b, sizeof b);
 	close(fd);
 	return got > 0 && sniff_binary(b, (size_t)got);
@@ -124,9 +134,16 @@ char *tb_read_all(const char *path, size_t max, size_t *len)
 {
 	struct tbuf b = {0};
 	char chunk[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int fd = open(path, TB_READ_FLAGS);
 	if (fd < 0)
 		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int saved = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		errno = saved;
+		return NULL;
+	}
 	for (;;) {
 		ssize_t n = read(fd, chunk, sizeof chunk);
 		if (n < 0) {
@@ -266,6 +283,10 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	}
 	if (S_ISDIR(st.st_mode)) {
 		tb_fail(c, "Path is a directory, not a file: %s", abs);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		tb_fail(c, "Error reading file %s: not a regular file", abs);
 		goto out;
 	}
 	if ((uint64_t)st.st_size > TB_MAX_FILE_BYTES) {

@@ -446,10 +446,19 @@ char *tb_node_err(int errnum, const char *syscall, const char *path)
 		{EROFS, "EROFS", "read-only file system"},
 		{EEXIST, "EEXIST", "file already exists"},
 		{EIO, "EIO", "i/o error"},
+		{EINVAL, "EINVAL", "invalid argument"},
+		{EAGAIN, "EAGAIN", "resource temporarily unavailable"},
+		{EFBIG, "EFBIG", "file too large"},
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (tab[i].num == errnum)
 			return tb_xasprintf("%s: %s, %s '%s'", tab[i].code, tab[i].text, syscall,
 					    path);
 	return tb_xasprintf("E%d: %s, %s '%s'", errnum, strerror(errnum), syscall, path);
+}
+
+void tb_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
 }
