@@ -27,7 +27,8 @@ STATIC_PROGS := sbx-init geminicli-toolbox
 PROGS := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
 DYN_PROGS := $(filter-out $(STATIC_PROGS),$(PROGS))
 # The Kubernetes backend (lib/kube*.c) is a plugin, sbx-kube.so, loaded only when
-# -backend kubernetes is used: its libraries (libcurl, libwebsockets, OpenSSL, libyaml)
+# -backend kubernetes is used: its libraries (libwebsockets, OpenSSL, libyaml; libcurl is
+# opened by lib/curlso.c only when an API request is made)
 # cost milliseconds to load, and the local fast path must not pay for them.
 KUBE_SRC := $(wildcard lib/kube*.c)
 LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*.c))

@@ -3,23 +3,27 @@
  * kept alive by GET+PUT, and entered over WebSocket exec (lib/kubeexec.c).
  *
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
- * for real command lines, and Kubernetes neither stops a process when its exec stream closes
+ * for long command lines, and Kubernetes neither stops a process when its exec stream closes
  * nor (on v4.channel.k8s.io) lets a client close stdin. So unless the command is short and
- * needs nothing else, sbx runs boot_script (`s=$(head -c N)`, then eval) and sends, as the
- * first N bytes of stdin, a script with the real command line (shell-quoted), environment
- * and working directory, ending in KB_SCRIPT_END; the rest of stdin belongs to the command.
- * `head -c N` reads exactly N bytes, so nothing of the command's input is consumed, and a
- * script without its end marker (a stream cut short) is refused. The script then:
- *  - with a deadline or cancel_fd: re-runs itself under `setsid -w` (when setsid exists), so
- *    the command leads a new session, writes its pid to /tmp/.sbx-exec-<random>, waits for
- *    the command and removes the file. On timeout, cancel or a broken stream a second exec
- *    stops and kills every process of that session or process group and every descendant
- *    (read from /proc/<pid>/stat) and removes the file: the command and everything it started
- *    die, as on the local backend.
+ * needs nothing else, sbx runs a script holding the real command line (shell-quoted),
+ * environment and working directory. A script that fits in the URL is passed as an argument
+ * of `sh -c 's=$0; eval "$s"'` (url_boot). A longer one, or one whose command streams stdin,
+ * travels ahead of stdin: sbx runs boot_script (`s=$(head -c N)`, then eval) and sends the
+ * script, ending in KB_SCRIPT_END, as the first N bytes; the rest of stdin belongs to the
+ * command. `head -c N` reads exactly N bytes, so nothing of the command's input is consumed,
+ * and a script without its end marker (a stream cut short) is refused. The script then:
+ *  - with a deadline or cancel_fd: writes the shell's pid to /tmp/.sbx-exec-<random>, runs
+ *    the command under `setsid` (when setsid exists) so that it leads a new session, waits
+ *    for it and removes the file. On timeout, cancel or a broken stream a second exec stops
+ *    and kills every descendant of that shell (read from /proc/<pid>/stat) and every process
+ *    in a session or process group one of them leads, and removes the file: the command and
+ *    everything it started die, as on the local backend.
  *  - on v4 with stdin: feeds the command through `head -c M`, M being the exact stdin size (a
  *    regular file's remaining bytes, or the size of a temporary copy of piped input), so the
  *    command sees EOF after M bytes. A server known (from an earlier exec, remembered per
  *    server in the state dir) to choose v5 gets piped stdin streamed and half-closed instead.
+ * Standard input that is /dev/null or a regular file already at its end is no input at all:
+ * the exec asks for no stdin stream.
  * Wrapped execs need /bin/sh and head in the image (every Debian-based image has them). */
 #include "backend.h"
 
@@ -60,9 +64,6 @@
 /* The script sent ahead of stdin carries the command line and environment: bounded like a
  * kernel's argument space. */
 #define KB_SCRIPT_MAX (2 * 1024 * 1024)
-/* The re-run under setsid passes the script in one environment string, which Linux caps at
- * 128 KiB (MAX_ARG_STRLEN); larger scripts run without a new session. */
-#define KB_SETSID_SCRIPT_MAX (96 * 1024)
 /* Watches that end early (server-side timeouts) are restarted at most this often. */
 #define KB_WATCH_RESTARTS 20
 
@@ -642,10 +643,14 @@ static const char boot_script[] =
 	"s=$(head -c \"$0\"); case $s in *'" KB_SCRIPT_END "') eval \"$s\";; "
 	"*) echo 'sbx: the command script arrived incomplete' >&2; exit 126;; esac";
 
-/* Kills the command recorded in the pid file $f and everything it started: every process in
- * its session or process group, and every descendant (found through the parent pids, for
- * images without setsid). The processes are collected, stopped so they cannot fork, collected
- * again and killed. Waits briefly for the file when the command has only just started. */
+/* The command that starts a wrapped exec whose script fits in the URL: the script is $0. */
+static const char url_boot[] = "s=$0; eval \"$s\"";
+
+/* Kills the shell recorded in the pid file $f and everything it started: every descendant
+ * (found through the parent pids) and every process in a session or process group one of
+ * them leads (so daemons that left the tree die too). The processes are collected, stopped
+ * so they cannot fork, collected again and killed. Waits briefly for the file when the
+ * command has only just started. */
 static const char kill_body[] =
 	"i=0\n"
 	"while [ ! -s \"$f\" ] && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done\n"
@@ -661,8 +666,7 @@ static const char kill_body[] =
 	"      case $k in *\" $q \"*) continue;; esac\n"
 	"      read -r l <\"$d/stat\" 2>/dev/null || continue\n"
 	"      set -- ${l##*) }\n"
-	"      case $k in *\" $2 \"*) k=\"$k$q \"; c=1; continue;; esac\n"
-	"      if [ \"$3\" = \"$p\" ] || [ \"$4\" = \"$p\" ]; then k=\"$k$q \"; c=1; fi\n"
+	"      case $k in *\" $2 \"*|*\" $3 \"*|*\" $4 \"*) k=\"$k$q \"; c=1;; esac\n"
 	"    done\n"
 	"  done\n"
 	"}\n"
@@ -685,26 +689,22 @@ static void sh_quote(struct buf *b, const char *s)
 /* How the wrapped command gets its stdin. */
 enum in_mode { IN_NONE, IN_STREAM, IN_COUNTED };
 
-/* The script sent ahead of stdin (see the top of this file): optional new session and pid
- * file, environment, working directory, then the command with its stdin. */
+/* The script of a wrapped exec (see the top of this file): optional pid file, environment,
+ * working directory, then the command with its stdin. */
 static char *exec_script(const struct sbx_exec *x, const char *pidfile, enum in_mode in,
-			 int64_t count, bool setsid)
+			 int64_t count)
 {
 	struct buf b = {0};
 	size_t i;
 
-	if (pidfile && setsid) {
-		/* Re-run this script under setsid (its text is still in $s) so that the command
-		 * leads a new session the kill script can find. */
-		buf_puts(&b, "if [ \"${SBXM-}\" != i ] && command -v setsid >/dev/null 2>&1; then "
-			     "SBXM=i SBXS=$s exec setsid -w sh -c 'eval \"$SBXS\"'; fi\n"
-			     "unset SBXM SBXS\n");
-	}
 	buf_puts(&b, "unset s\n");
 	if (pidfile) {
 		buf_puts(&b, "f=");
 		sh_quote(&b, pidfile);
 		buf_puts(&b, "; echo $$ >\"$f\"\n");
+		/* The command leads a new session the kill script can find; setsid does not fork,
+		 * as a child of a shell without job control is no process group leader. */
+		buf_puts(&b, "S=; command -v setsid >/dev/null 2>&1 && S=setsid\n");
 	}
 	for (i = 0; x->env && x->env[i]; i++) {
 		buf_puts(&b, "export ");
@@ -723,15 +723,32 @@ static char *exec_script(const struct sbx_exec *x, const char *pidfile, enum in_
 	}
 	buf_puts(&b, "\n");
 	if (in == IN_COUNTED)
-		buf_printf(&b, "head -c %lld | \"$@\"\n", (long long)count);
+		buf_printf(&b, "head -c %lld | %s\"$@\"\n", (long long)count, pidfile ? "$S " : "");
+	else if (pidfile)
+		buf_printf(&b, "$S \"$@\"%s\n", in == IN_NONE ? " </dev/null" : "");
 	else
-		buf_printf(&b, "%s\"$@\"%s\n", pidfile ? "" : "exec ", in == IN_NONE ? " </dev/null" : "");
+		buf_printf(&b, "exec \"$@\"%s\n", in == IN_NONE ? " </dev/null" : "");
 	if (pidfile)
 		buf_puts(&b, "r=$?; rm -f \"$f\"; exit $r\n");
 	else if (in == IN_COUNTED)
 		buf_puts(&b, "exit $?\n");
 	buf_puts(&b, KB_SCRIPT_END);
 	return buf_steal(&b);
+}
+
+/* True when fd gives no input at all: /dev/null, or a regular file already at its end. */
+static bool input_empty(int fd)
+{
+	struct stat st, null;
+	off_t pos;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	if (S_ISCHR(st.st_mode))
+		return stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) && st.st_rdev == null.st_rdev;
+	if (S_ISREG(st.st_mode))
+		return (pos = lseek(fd, 0, SEEK_CUR)) >= 0 && pos >= st.st_size;
+	return false;
 }
 
 /* The per-server file remembering which subprotocol the server chose last time. It lives in
@@ -881,9 +898,10 @@ static int exec_once(struct sbx_backend *b, const char *name, const struct sbx_e
 	const char *protos = KUBEEXEC_V5 "," KUBEEXEC_V4;
 	char *cache = NULL, *script = NULL, *rawpath = NULL, pidfile[64] = "", count[32];
 	char *boot[] = {"sh", "-c", (char *)boot_script, count, NULL};
+	char *url_argv[] = {"sh", "-c", (char *)url_boot, NULL, NULL};
 	bool need_kill = x->timeout_ns > 0 || x->cancel_fd >= 0, v4_possible, wrap;
-	enum in_mode in = x->in_fd >= 0 ? IN_STREAM : IN_NONE;
-	int in_fd = x->in_fd, spooled = -1, rc = -1;
+	int in_fd = x->in_fd >= 0 && !input_empty(x->in_fd) ? x->in_fd : -1, spooled = -1, rc = -1;
+	enum in_mode in = in_fd >= 0 ? IN_STREAM : IN_NONE;
 	int64_t size = 0;
 
 	if (api == NULL)
@@ -932,21 +950,26 @@ static int exec_once(struct sbx_backend *b, const char *name, const struct sbx_e
 	req.container = KB_CONTAINER;
 	req.argv = x->argv;
 	if (wrap) {
-		script = exec_script(x, need_kill ? pidfile : NULL, in, size, true);
-		if (strlen(script) > KB_SETSID_SCRIPT_MAX) {
-			/* Too large to pass through the environment to the re-run under setsid. */
-			free(script);
-			script = exec_script(x, need_kill ? pidfile : NULL, in, size, false);
-		}
+		char *urlpath = NULL;
+		script = exec_script(x, need_kill ? pidfile : NULL, in, size);
 		if (strlen(script) > KB_SCRIPT_MAX) {
 			err_set(e, SBX_EINVAL, "the command line and environment are larger than %d bytes",
 				KB_SCRIPT_MAX);
 			goto out;
 		}
-		snprintf(count, sizeof count, "%zu", strlen(script));
-		req.argv = boot;
-		req.in_prefix = script;
-		req.in_prefix_len = strlen(script);
+		/* In the URL when it fits, sparing a process; never for streamed stdin, so that a
+		 * server choosing v4 after all finds nothing started when it is dropped. */
+		url_argv[3] = script;
+		if (in != IN_STREAM &&
+		    (urlpath = kubeexec_path(b->namespace, name, KB_CONTAINER, url_argv, in_fd >= 0))) {
+			req.argv = url_argv;
+		} else {
+			snprintf(count, sizeof count, "%zu", strlen(script));
+			req.argv = boot;
+			req.in_prefix = script;
+			req.in_prefix_len = strlen(script);
+		}
+		free(urlpath);
 	}
 	req.in_fd = in_fd;
 	req.out_fd = x->out_fd;

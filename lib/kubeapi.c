@@ -1,14 +1,14 @@
-/* kubeapi.c — Kubernetes REST over libcurl: one reused handle, bearer or client-cert auth,
+/* kubeapi.c — Kubernetes REST over libcurl (opened on the first request, lib/curlso.h): one reused handle, bearer or client-cert auth,
  * JSON in and out, newline-delimited watch streams, metav1.Status errors decoded. */
 #include "kubeapi.h"
 
-#include <curl/curl.h>
 #include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "curlso.h"
 #include "xalloc.h"
 
 struct kubeapi {
@@ -28,16 +28,10 @@ struct sink {
 	CURL *curl;
 };
 
-static int curl_ready;
-
 struct kubeapi *kubeapi_new(struct kubeconfig *kc)
 {
 	struct kubeapi *api = xcalloc(1, sizeof *api);
 
-	if (!curl_ready) {
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		curl_ready = 1;
-	}
 	api->kc = *kc;
 	memset(kc, 0, sizeof *kc);
 	return api;
@@ -57,7 +51,7 @@ void kubeapi_close(struct kubeapi *api)
 	if (api == NULL)
 		return;
 	if (api->curl)
-		curl_easy_cleanup(api->curl);
+		curlso.easy_cleanup(api->curl);
 	kubeconfig_free(&api->kc);
 	free(api);
 }
@@ -222,7 +216,7 @@ int kubeapi_status_error(long http, const char *body, size_t len, const char *me
 /* Turns a transport failure into a message about the server, not about curl. */
 static int transport_error(struct kubeapi *api, CURLcode cc, const char *detail, struct sbx_err *e)
 {
-	const char *d = detail && *detail ? detail : curl_easy_strerror(cc);
+	const char *d = detail && *detail ? detail : curlso.easy_strerror(cc);
 
 	switch (cc) {
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -259,7 +253,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 		long http = 0;
 		char *nl;
 		if (s->http == 0) {
-			curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &http);
+			curlso.easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &http);
 			s->http = http;
 		}
 		if (s->http != 200) {
@@ -314,57 +308,59 @@ static int prepare(struct kubeapi *api, const char *method, const char *path, co
 	char *url, *token = NULL;
 	CURL *c;
 
+	if (curlso_load(e) < 0)
+		return -1;
 	if (api->curl == NULL)
-		api->curl = curl_easy_init();
+		api->curl = curlso.easy_init();
 	else
-		curl_easy_reset(api->curl);
+		curlso.easy_reset(api->curl);
 	c = api->curl;
 	if (c == NULL)
 		return err_set(e, SBX_EIO, "cannot initialise libcurl");
 	if (kubeconfig_token(kc, &token, e) < 0)
 		return -1;
 	url = xasprintf("%s%s", kc->server, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
+	curlso.easy_setopt(c, CURLOPT_URL, url);
 	free(url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)KUBEAPI_CONNECT_TIMEOUT_MS);
+	curlso.easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curlso.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curlso.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https,http");
+	curlso.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)KUBEAPI_CONNECT_TIMEOUT_MS);
 	if (timeout_ms > 0)
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "sbx/1 (kubernetes backend)");
+		curlso.easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+	curlso.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curlso.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curlso.easy_setopt(c, CURLOPT_WRITEDATA, s);
+	curlso.easy_setopt(c, CURLOPT_USERAGENT, "sbx/1 (kubernetes backend)");
 	if (kc->insecure) {
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+		curlso.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		curlso.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
 	} else if (kc->ca.data) {
 		struct curl_blob b = {kc->ca.data, kc->ca.len, CURL_BLOB_NOCOPY};
-		curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
+		curlso.easy_setopt(c, CURLOPT_CAINFO_BLOB, &b);
 	}
 	if (kc->cert.data) {
 		struct curl_blob cb = {kc->cert.data, kc->cert.len, CURL_BLOB_NOCOPY};
 		struct curl_blob kb = {kc->key.data, kc->key.len, CURL_BLOB_NOCOPY};
-		curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb);
-		curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-		curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
-		curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+		curlso.easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb);
+		curlso.easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+		curlso.easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
+		curlso.easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
 	}
-	*hdrs = curl_slist_append(*hdrs, "Accept: application/json");
+	*hdrs = curlso.slist_append(*hdrs, "Accept: application/json");
 	if (token) {
 		char *h = xasprintf("Authorization: Bearer %s", token);
-		*hdrs = curl_slist_append(*hdrs, h);
+		*hdrs = curlso.slist_append(*hdrs, h);
 		OPENSSL_cleanse(h, strlen(h));
 		free(h);
 		free(token);
 	}
 	if (body) {
-		*hdrs = curl_slist_append(*hdrs, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+		*hdrs = curlso.slist_append(*hdrs, "Content-Type: application/json");
+		curlso.easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curlso.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
+	curlso.easy_setopt(c, CURLOPT_HTTPHEADER, *hdrs);
 	s->curl = c;
 	return 0;
 }
@@ -385,7 +381,7 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 		*out = NULL;
 	if (prepare(api, method, path, text, KUBEAPI_REQUEST_TIMEOUT_MS, &hdrs, &s, errbuf, e) < 0)
 		goto out;
-	cc = curl_easy_perform(api->curl);
+	cc = curlso.easy_perform(api->curl);
 	if (s.overflow) {
 		err_set(e, SBX_EIO, "%s %s: the response is larger than %d bytes", method, path,
 			KUBEAPI_BODY_MAX);
@@ -395,11 +391,11 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 		transport_error(api, cc, errbuf, e);
 		goto out;
 	}
-	curl_easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &http);
+	curlso.easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &http);
 	if (http == 401 && !retried && api->kc.exec_cmd) {
 		/* client-go runs the plugin again when the server refuses its token. */
 		kubeconfig_forget_token(&api->kc);
-		curl_slist_free_all(hdrs);
+		curlso.slist_free_all(hdrs);
 		buf_free(&s.body);
 		return do_request(api, method, path, body, out, true, e);
 	}
@@ -416,7 +412,7 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 	}
 	rc = 0;
 out:
-	curl_slist_free_all(hdrs);
+	curlso.slist_free_all(hdrs);
 	buf_free(&s.body);
 	return rc;
 }
@@ -440,7 +436,7 @@ int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kub
 	s.arg = arg;
 	if (prepare(api, "GET", path, NULL, timeout_ms, &hdrs, &s, errbuf, e) < 0)
 		goto out;
-	cc = curl_easy_perform(api->curl);
+	cc = curlso.easy_perform(api->curl);
 	if (s.stopped) {
 		rc = 1;
 		goto out;
@@ -455,7 +451,7 @@ int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kub
 	}
 	if (cc == CURLE_OK || cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_PARTIAL_FILE) {
 		long http = 0;
-		curl_easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &http);
+		curlso.easy_getinfo(api->curl, CURLINFO_RESPONSE_CODE, &http);
 		if (http != 200 && http != 0) {
 			kubeapi_status_error(http, s.body.data, s.body.len, "GET", path, e);
 			goto out;
@@ -469,7 +465,7 @@ int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kub
 	}
 	transport_error(api, cc, errbuf, e);
 out:
-	curl_slist_free_all(hdrs);
+	curlso.slist_free_all(hdrs);
 	buf_free(&s.body);
 	return rc;
 }

@@ -1,7 +1,6 @@
 /* llm.c — OpenAI-compatible chat completions over libcurl, with retries and streaming. */
 #include "llm.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,62 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
+#include "curlso.h"
 #include "eliza.h"
 #include "gojson.h"
 #include "sse.h"
 #include "timeutil.h"
 #include "xalloc.h"
-
-/* ---- libcurl, loaded on first use ----
- * Linking libcurl costs every start about 4 ms (it pulls in TLS, LDAP, SSH, RTMP, Kerberos…),
- * almost all of a fake-eliza run; so it is opened with dlopen only when a request is made. */
-#define LLM_CURL_SONAME "libcurl.so.4"
-
-static struct {
-	bool loaded;
-	CURLcode (*global_init)(long);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} cu;
-
-static int curl_load(struct sbx_err *e)
-{
-	static const char *const names[] = {
-		"curl_global_init", "curl_easy_init", "curl_easy_setopt", "curl_easy_perform",
-		"curl_easy_getinfo", "curl_easy_cleanup", "curl_easy_strerror", "curl_slist_append",
-		"curl_slist_free_all",
-	};
-	void **slots[] = {
-		(void **)&cu.global_init, (void **)&cu.easy_init, (void **)&cu.easy_setopt,
-		(void **)&cu.easy_perform, (void **)&cu.easy_getinfo, (void **)&cu.easy_cleanup,
-		(void **)&cu.easy_strerror, (void **)&cu.slist_append, (void **)&cu.slist_free_all,
-	};
-	void *lib;
-	size_t i;
-
-	if (cu.loaded)
-		return 0;
-	lib = dlopen(LLM_CURL_SONAME, RTLD_NOW | RTLD_LOCAL);
-	if (lib == NULL)
-		return err_set(e, SBX_EIO, "llm: cannot load libcurl: %s", dlerror());
-	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
-		*slots[i] = dlsym(lib, names[i]);
-		if (*slots[i] == NULL)
-			return err_set(e, SBX_EIO, "llm: libcurl lacks %s", names[i]);
-	}
-	if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return err_set(e, SBX_EIO, "llm: libcurl failed to initialise");
-	cu.loaded = true;
-	return 0;
-}
 
 /* ---- the request document ---- */
 
@@ -672,11 +622,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 		char *ct = NULL;
 
 		x->started = true;
-		cu.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+		curlso.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
 		/* An event stream is read as one even when not asked for: some servers always
 		 * stream. Events are then assembled but not reported. */
 		if (x->status == 200 &&
-		    cu.easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct &&
+		    curlso.easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct &&
 		    strncasecmp(ct, "text/event-stream", 17) == 0)
 			x->sse = true;
 	}
@@ -786,12 +736,12 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	sse_init(&x->parser, LLM_SSE_LINE_MAX, LLM_SSE_EVENT_MAX, on_event, x);
 	*retry = false;
 	*resp = NULL;
-	cu.easy_setopt(x->h, CURLOPT_ERRORBUFFER, errbuf);
+	curlso.easy_setopt(x->h, CURLOPT_ERRORBUFFER, errbuf);
 	x->last_rx_ns = time_mono_ns();
-	rc = cu.easy_perform(x->h);
-	cu.easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);
+	rc = curlso.easy_perform(x->h);
+	curlso.easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);
 	if (x->status == 0)
-		cu.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+		curlso.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
 	if (c->cancel && *c->cancel)
 		return err_set(e, SBX_ECANCELED, "llm: request canceled");
 	if (x->failed) {
@@ -808,7 +758,7 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	if (rc != CURLE_OK) {
 		*retry = llm_retryable_transport(rc) && !x->as.emitted;
 		return err_set(e, SBX_EIO, "llm: http request failed: %s",
-			       *errbuf ? errbuf : cu.easy_strerror(rc));
+			       *errbuf ? errbuf : curlso.easy_strerror(rc));
 	}
 	{
 		char st[32];
@@ -916,40 +866,40 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	memset(r, 0, sizeof *r);
 	if (strcmp(c->model, ELIZA_MODEL) == 0)
 		return chat_eliza(c, doc, r, e);
-	if (check_config(c, e) < 0 || curl_load(e) < 0)
+	if (check_config(c, e) < 0 || curlso_load(e) < 0)
 		return -1;
 	url = xasprintf("%s/chat/completions", c->base_url);
 	body = llm_request_body(doc, c->model, c->stream);
 	auth = xasprintf("Authorization: Bearer %s", c->api_key);
-	hdrs = cu.slist_append(hdrs, "Content-Type: application/json");
-	hdrs = cu.slist_append(hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
-	hdrs = cu.slist_append(hdrs, "Expect:");	/* no 100-continue round trip */
-	hdrs = cu.slist_append(hdrs, auth);
-	x.h = cu.easy_init();
+	hdrs = curlso.slist_append(hdrs, "Content-Type: application/json");
+	hdrs = curlso.slist_append(hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
+	hdrs = curlso.slist_append(hdrs, "Expect:");	/* no 100-continue round trip */
+	hdrs = curlso.slist_append(hdrs, auth);
+	x.h = curlso.easy_init();
 	if (x.h == NULL || hdrs == NULL) {
 		err_set(e, SBX_EIO, "llm: cannot set up libcurl");
 		goto out;
 	}
-	cu.easy_setopt(x.h, CURLOPT_URL, url);
-	cu.easy_setopt(x.h, CURLOPT_PROTOCOLS_STR, "http,https");
-	cu.easy_setopt(x.h, CURLOPT_FOLLOWLOCATION, 0L);	/* never resend the key elsewhere */
-	cu.easy_setopt(x.h, CURLOPT_NOSIGNAL, 1L);
-	cu.easy_setopt(x.h, CURLOPT_USERAGENT, "sbx-llm-chat/1");
-	cu.easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
-	cu.easy_setopt(x.h, CURLOPT_POSTFIELDS, body);
-	cu.easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	cu.easy_setopt(x.h, CURLOPT_ACCEPT_ENCODING, "");
-	cu.easy_setopt(x.h, CURLOPT_TCP_KEEPALIVE, 1L);
-	cu.easy_setopt(x.h, CURLOPT_WRITEFUNCTION, on_body);
-	cu.easy_setopt(x.h, CURLOPT_WRITEDATA, &x);
-	cu.easy_setopt(x.h, CURLOPT_HEADERFUNCTION, on_header);
-	cu.easy_setopt(x.h, CURLOPT_HEADERDATA, &x);
-	cu.easy_setopt(x.h, CURLOPT_NOPROGRESS, 0L);
-	cu.easy_setopt(x.h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	cu.easy_setopt(x.h, CURLOPT_XFERINFODATA, &x);
-	cu.easy_setopt(x.h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+	curlso.easy_setopt(x.h, CURLOPT_URL, url);
+	curlso.easy_setopt(x.h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curlso.easy_setopt(x.h, CURLOPT_FOLLOWLOCATION, 0L);	/* never resend the key elsewhere */
+	curlso.easy_setopt(x.h, CURLOPT_NOSIGNAL, 1L);
+	curlso.easy_setopt(x.h, CURLOPT_USERAGENT, "sbx-llm-chat/1");
+	curlso.easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
+	curlso.easy_setopt(x.h, CURLOPT_POSTFIELDS, body);
+	curlso.easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	curlso.easy_setopt(x.h, CURLOPT_ACCEPT_ENCODING, "");
+	curlso.easy_setopt(x.h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curlso.easy_setopt(x.h, CURLOPT_WRITEFUNCTION, on_body);
+	curlso.easy_setopt(x.h, CURLOPT_WRITEDATA, &x);
+	curlso.easy_setopt(x.h, CURLOPT_HEADERFUNCTION, on_header);
+	curlso.easy_setopt(x.h, CURLOPT_HEADERDATA, &x);
+	curlso.easy_setopt(x.h, CURLOPT_NOPROGRESS, 0L);
+	curlso.easy_setopt(x.h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curlso.easy_setopt(x.h, CURLOPT_XFERINFODATA, &x);
+	curlso.easy_setopt(x.h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
 	if (!c->stream)	/* a stream may run long; there the timeout bounds silence */
-		cu.easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+		curlso.easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
 	snprintf(tbuf, sizeof tbuf, "request: POST %s", url);
 	trace(c, tbuf, NULL, 0);
 	trace(c, "request headers: Content-Type: application/json, Authorization: Bearer [REDACTED]",
@@ -987,8 +937,8 @@ out:
 	if (rc < 0)
 		llm_result_free(r);
 	if (x.h)
-		cu.easy_cleanup(x.h);
-	cu.slist_free_all(hdrs);
+		curlso.easy_cleanup(x.h);
+	curlso.slist_free_all(hdrs);
 	if (auth) {
 		explicit_bzero(auth, strlen(auth));
 		free(auth);

