@@ -11,10 +11,11 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "gcshell.h"
 #include "xalloc.h"
 
-/* Upstream's limited writer: run_shell_command keeps at most 8 MiB of merged output. */
-#define SHELL_OUTPUT_MAX (8u << 20)
+/* gemini-cli's output buffer for run_shell_command: 16 MiB of merged output (sbx keeps the head). */
+#define SHELL_OUTPUT_MAX (16u << 20)
 /* A system prompt file larger than this is not a prompt. */
 #define PROMPT_FILE_MAX (1u << 20)
 
@@ -92,29 +93,58 @@ static const char params_write_file[] =
 	"},\"required\":[\"file_path\",\"content\"]}";
 
 /* The foreground script: $1 = dir_path ("" = home), $2 = the command, never interpolated. */
+/* The foreground script: $1 dir_path, $2 the script from gcshell_script(), $3 a marker.
+ * bash runs it as a job of its own (job control on: its own process group, PGID = its pid,
+ * signals at their defaults; the job notices go to /dev/null), stdin from /dev/null. Then a
+ * trailer line: marker, pid, status, and the signal when the shell was killed (no status
+ * file), then the background PIDs its EXIT trap recorded. */
 static const char shell_script[] =
 	"cd \"${HOME:-/}\" || exit 1\n"
 	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
-	"exec bash -c \"$2\"\n";
+	"d=$(mktemp -d /tmp/gemini-shell-XXXXXX) || exit 1\n"
+	"set -m\n"
+	"exec 3>&2 2>/dev/null\n"
+	"bash -c \"$2\" bash \"$d/bgpids.tmp\" </dev/null 2>&3 3>&- &\n"
+	"pid=$!\n"
+	"wait $pid\n"
+	"code=$? sig= bg=\n"
+	"[ -f \"$d/bgpids.tmp.code\" ] || sig=$((code - 128))\n"
+	"while read -r l; do bg=\"$bg $l\"; done <\"$d/bgpids.tmp\" 2>/dev/null\n"
+	"rm -rf \"$d\"\n"
+	"printf '\\n%s %s %s %s%s\\n' \"$3\" \"$pid\" \"$code\" \"${sig:--}\" \"$bg\"\n"
+	"exit $code\n";
 
-/* The background script: the command in its own session (PGID = its PID), output to a log
- * file in /tmp; after a second, the PID and the first output. */
+/* The background script: $1 dir_path, $2 the command, $3 the delay in seconds. The command
+ * runs in its own session (PGID = its PID) with its output in a log file in /tmp; after the
+ * delay, one line "PID running|done LOGFILE", then the first output. */
 static const char shell_bg_script[] =
 	"cd \"${HOME:-/}\" || exit 1\n"
 	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
 	"logfile=$(mktemp /tmp/shell-bg-XXXXXX.log) || exit 1\n"
 	"setsid bash -c \"$2\" </dev/null >\"$logfile\" 2>&1 &\n"
 	"pid=$!\n"
-	"sleep 1\n"
-	"echo \"Command is running in background. PID: $pid. Output is being logged to $logfile. Initial output:\"\n"
-	"out=$(tail -c 2000 -- \"$logfile\")\n"
-	"printf '%s\\n' \"$out\"\n"
-	"echo \"Process Group PGID: $pid\"\n";
+	"sleep \"$3\"\n"
+	"st=done\n"
+	"if read -r l 2>/dev/null </proc/$pid/stat; then set -- ${l##*) }; [ \"$1\" = Z ] || st=running; fi\n"
+	"echo \"$pid $st $logfile\"\n"
+	"tail -c 2000 -- \"$logfile\"\n";
 
-/* gemini-cli's non-interactive environment for shell commands (pagers off, no prompts). */
+/* gemini-cli's non-interactive environment for shell commands: pagers off, no prompts, no
+ * user or system git configuration, git's helper programs blanked. */
 static char *const shell_env[] = {
 	"GEMINI_CLI=1", "TERM=xterm-256color", "PAGER=cat", "GIT_PAGER=cat",
-	"GIT_TERMINAL_PROMPT=0", "GH_PROMPT_DISABLED=1", "GCM_INTERACTIVE=never", NULL,
+	"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
+	"GIT_CONFIG_KEY_1=core.fsmonitor", "GIT_CONFIG_VALUE_1=",
+	"GIT_CONFIG_KEY_2=core.hooksPath", "GIT_CONFIG_VALUE_2=",
+	"GIT_CONFIG_KEY_3=core.sshCommand", "GIT_CONFIG_VALUE_3=",
+	"GIT_CONFIG_KEY_4=core.pager", "GIT_CONFIG_VALUE_4=cat",
+	"GIT_CONFIG_KEY_5=core.editor", "GIT_CONFIG_VALUE_5=",
+	"GIT_CONFIG_KEY_6=sequence.editor", "GIT_CONFIG_VALUE_6=",
+	"GIT_CONFIG_KEY_7=diff.external", "GIT_CONFIG_VALUE_7=",
+	"GIT_CONFIG_COUNT=8", "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "SSH_ASKPASS=",
+	"GH_PROMPT_DISABLED=1", "GCM_INTERACTIVE=never", "DISPLAY=", "DBUS_SESSION_BUS_ADDRESS=",
+	NULL,
 };
 
 /* Runs one capture; NULL-free result or -1 with e (timeout SBX_ETIMEDOUT, cancel
@@ -153,34 +183,173 @@ static bool arg_bool(struct json_object *args, const char *key)
 	       json_object_get_boolean(v);
 }
 
-static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
-			       struct sbx_err *e)
+/* The trailer of shell_script: finds the last "\n<marker> " in out and reads it; the
+ * output is cut there. False when it is missing (output capped, shell killed early). */
+static bool shell_trailer(char *out, size_t *len, const char *marker, long *pid, int *code,
+			  int *sig, char **bg)
 {
-	const char *command = arg_str(args, "command");
-	bool bg = arg_bool(args, "is_background");
-	char *argv[] = {"bash", "-c", (char *)(bg ? shell_bg_script : shell_script),
-			"run_shell_command", (char *)arg_str(args, "dir_path"), (char *)command, NULL};
+	size_t ml = strlen(marker);
+	char *p = NULL, *q, *end;
+
+	for (q = out; (q = strstr(q, marker)) != NULL; q += ml)
+		if (q > out && q[-1] == '\n' && q[ml] == ' ')
+			p = q;
+	if (p == NULL)
+		return false;
+	q = p + ml + 1;
+	*pid = strtol(q, &end, 10);
+	if (*end != ' ')
+		return false;
+	*code = (int)strtol(end + 1, &end, 10);
+	if (*end != ' ')
+		return false;
+	*sig = end[1] == '-' ? 0 : (int)strtol(end + 1, &end, 10);
+	end += strcspn(end, " \n");
+	*bg = xstrndup(end, strcspn(end, "\n"));
+	*len = (size_t)(p - 1 - out);
+	out[*len] = '\0';
+	return true;
+}
+
+/* The delay before a background command's first output is reported: delay_ms (gemini-cli's
+ * default 200 ms), at most SHELL_BG_DELAY_MAX_MS. */
+#define SHELL_BG_DELAY_MS 200
+#define SHELL_BG_DELAY_MAX_MS 60000
+
+static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, const char *command,
+			  struct sbx_err *e)
+{
+	struct json_object *v;
+	int64_t delay = SHELL_BG_DELAY_MS;
+	char secs[32], *argv[] = {"bash", "-c", (char *)shell_bg_script, "run_shell_command",
+				  (char *)arg_str(args, "dir_path"), (char *)command, secs, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
 				 .merge = true};
 	struct capture c;
-	struct buf b = {0};
-	const char *p;
+	struct buf b = {0}, t = {0};
+	char state[16] = "", logfile[256] = "";
+	long pid = 0;
+	int n = 0;
 
-	if (*command == '\0') {
-		err_set(e, SBX_EINVAL, "command is required");
-		return NULL;
-	}
+	if (json_object_object_get_ex(args, "delay_ms", &v) && json_object_is_type(v, json_type_int))
+		delay = json_object_get_int64(v);
+	if (delay < 0)
+		delay = 0;
+	if (delay > SHELL_BG_DELAY_MAX_MS)
+		delay = SHELL_BG_DELAY_MAX_MS;
+	snprintf(secs, sizeof secs, "%lld.%03lld", (long long)(delay / 1000), (long long)(delay % 1000));
 	if (run_capture(ctx, &rq, &c, e) < 0)
 		return NULL;
-	for (p = c.out; *p && strchr(" \t\r\n\v\f", *p); p++)
-		;
-	buf_printf(&b, "Output: %s", *p ? c.out : "(empty)");
-	if (c.out_truncated)
-		buf_printf(&b, "\n[Output truncated at %zu bytes]", (size_t)SHELL_OUTPUT_MAX);
-	if (c.res.exit_code != 0)
-		buf_printf(&b, "\nExit Code: %d", c.res.exit_code);
+	if (c.res.exit_code != 0 ||
+	    sscanf(c.out, "%ld %15s %255s%n", &pid, state, logfile, &n) != 3) {
+		/* the directory or the log file could not be made: what the shell said */
+		buf_printf(&b, "Output: %s\nExit Code: %d", *c.out ? c.out : "(empty)",
+			   c.res.exit_code ? c.res.exit_code : 1);
+		capture_free(&c);
+		return buf_steal(&b);
+	}
+	if (strcmp(state, "running") == 0) {
+		const char *first = c.out + n + (c.out[n] == '\n');
+		int flen = (int)strlen(first);
+		while (flen > 0 && first[flen - 1] == '\n')
+			flen--;
+		buf_printf(&b, "Command is running in background. PID: %ld. Initial output:\n%.*s", pid,
+			   flen, first);
+		buf_printf(&b, "\nOutput is being logged to %s.", logfile);
+	} else {
+		buf_printf(&t, "Command moved to background (PID: %ld). Output hidden. Press Ctrl+B to view.\n"
+			   "Output is being logged to %s.", pid, logfile);
+		buf_append(&t, "", 0);
+		gcshell_untrusted(&b, t.data);
+		buf_free(&t);
+	}
 	capture_free(&c);
 	return buf_steal(&b);
+}
+
+static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
+			       struct sbx_err *e)
+{
+	char *command = gcshell_strip_wrapper(arg_str(args, "command")), *script = NULL, *bg = NULL;
+	char marker[40], *argv[] = {"bash", "-c", (char *)shell_script, "run_shell_command",
+				    (char *)arg_str(args, "dir_path"), NULL, marker, NULL};
+	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
+				 .merge = true};
+	struct capture c;
+	struct buf b = {0}, t = {0};
+	unsigned char rnd[12];
+	char *res = NULL, *p;
+	size_t len;
+	long pid = 0;
+	int code = 0, sig = 0;
+	bool have;
+
+	if (*command == '\0') {
+		err_set(e, SBX_EINVAL, "Command cannot be empty.");
+		goto out;
+	}
+	if (gcshell_has_substitution(command)) {
+		res = xstrdup(GCSHELL_BLOCKED_TEXT);
+		goto out;
+	}
+	if (arg_bool(args, "is_background")) {
+		res = run_shell_bg(ctx, args, command, e);
+		goto out;
+	}
+	if (getentropy(rnd, sizeof rnd) < 0) {
+		err_sys(e, errno, "getentropy");
+		goto out;
+	}
+	strcpy(marker, "sbx-shell-");
+	for (size_t i = 0; i < sizeof rnd; i++)
+		snprintf(marker + strlen(marker), 3, "%02x", rnd[i]);
+	script = gcshell_script(command);
+	argv[5] = script;
+	if (run_capture(ctx, &rq, &c, e) < 0)
+		goto out;
+	len = c.out_len;
+	have = shell_trailer(c.out, &len, marker, &pid, &code, &sig, &bg);
+	if (!have)
+		code = c.res.exit_code;
+	len = gcshell_strip_ansi(c.out, len);
+	c.out[len] = '\0';
+	for (p = c.out; *p && strchr(" \t\r\n\v\f", *p); p++)
+		;
+	while (len > 0 && strchr(" \t\r\n\v\f", c.out[len - 1]))
+		c.out[--len] = '\0';
+	buf_printf(&t, "Output: %s", *p ? p : "(empty)");
+	if (c.out_truncated && !have)
+		buf_printf(&t, "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
+			   SHELL_OUTPUT_MAX >> 20);
+	if (sig > 0)
+		buf_printf(&t, "\nSignal: %d", sig);
+	else if (code != 0)
+		buf_printf(&t, "\nExit Code: %d", code);
+	if (bg) {
+		/* the shell's own pid is not a background job */
+		char *save = NULL, *tok, *sep = "";
+		struct buf l = {0};
+		for (tok = strtok_r(bg, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+			if (strtol(tok, NULL, 10) != pid && strspn(tok, "0123456789") == strlen(tok)) {
+				buf_printf(&l, "%s%s", sep, tok);
+				sep = ", ";
+			}
+		if (l.len)
+			buf_printf(&t, "\nBackground PIDs: %.*s", (int)l.len, l.data);
+		buf_free(&l);
+	}
+	if (have && pid > 0)
+		buf_printf(&t, "\nProcess Group PGID: %ld", pid);
+	buf_append(&t, "", 0);
+	gcshell_untrusted(&b, t.data);
+	buf_free(&t);
+	capture_free(&c);
+	res = buf_steal(&b);
+out:
+	free(command);
+	free(script);
+	free(bg);
+	return res;
 }
 
 /* A parameter as upstream's Go structs send it: required ones always (zero value when

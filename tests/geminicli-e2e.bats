@@ -38,9 +38,10 @@ CALLS=(
 	"read_many_files	{\"include\":[\"src/b.txt\"]}"
 )
 
-# gemini-cli's output for each call above, in the same order (printf formats).
+# gemini-cli's output for each call above, in the same order (printf formats; N stands for
+# the process group id).
 WANT=(
-	'Output: made\n'
+	'<untrusted_context>\nOutput: made\nProcess Group PGID: N\n</untrusted_context>'
 	"Directory listing for $H/src:\na.txt (11 bytes)\n"
 	'alpha\nbeta\n'
 	"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
@@ -77,13 +78,16 @@ check_session() {
 			got=$(jq -s -j '[.[] | select(.role == "tool")][5].content' "$hist"; echo .)
 			[ "$got" = "$want" ] || want=$(printf -- "${WANT[$i]}" b.txt a.txt; echo .)
 		fi
-		got=$(jq -s -j '[.[] | select(.role == "tool")]['"$i"'].content' "$hist"; echo .)
+		# the process group id differs from run to run
+		got=$(jq -s -j '[.[] | select(.role == "tool")]['"$i"'].content' "$hist" |
+			sed 's/^Process Group PGID: [0-9][0-9]*$/Process Group PGID: N/'; echo .)
 		[ "$got" = "$want" ] || { echo "tool ${CALLS[$i]%%	*}:"; diff <(echo "$want") <(echo "$got"); return 1; }
 		jq -s -e --arg id "gc-$((i + 1))" '[.[] | select(.role == "tool")]['"$i"'].tool_call_id == $id' "$hist" >/dev/null
 		# request i+1 (0-based) is the one after call i: its last message is that result
 		req=$(sed -n "$((i + 2))p" "$STUB_DIR/requests.jsonl")
 		printf '%s' "$req" | jq -e --arg id "gc-$((i + 1))" --arg c "${want%.}" \
-			'.body.messages[-1] | .role == "tool" and .tool_call_id == $id and .content == $c' >/dev/null ||
+			'.body.messages[-1] | .role == "tool" and .tool_call_id == $id and
+			 (.content | sub("(?m)^Process Group PGID: [0-9]+$"; "Process Group PGID: N")) == $c' >/dev/null ||
 			{ echo "request $((i + 2)) does not carry gc-$((i + 1))'s result" >&2; return 1; }
 		printf '%s' "$req" | jq -e --arg id "gc-$((i + 1))" \
 			'.body.messages[-2].tool_calls[0].id == $id' >/dev/null

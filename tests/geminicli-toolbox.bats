@@ -191,21 +191,49 @@ run_cases_sandboxed() {
 	sbx-create tb >/dev/null
 	call() { jq -nc --arg a "$1" '{id:"c",type:"function",function:{name:"run_shell_command",arguments:$a}}' |
 		sbx-tool -toolset geminicli tb | jq -r .content; }
+	pgid() { printf '%s\n' "$output" | sed -n 's/^Process Group PGID: \([0-9][0-9]*\)$/\1/p'; }
 	run call '{"command":"echo out; echo err 1>&2; exit 3"}'
-	[ "$output" = "$(printf 'Output: out\nerr\n\nExit Code: 3')" ]
-	run call '{"command":""}'
-	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: command is required' ]
+	[ "$output" = "$(printf '<untrusted_context>\nOutput: out\nerr\nExit Code: 3\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)")" ]
+	[ -n "$(pgid)" ]
+	# errors name line 4, where gemini-cli's wrapper puts the command
+	run call '{"command":"nosuchcmd"}'
+	assert_contains "Output: bash: line 4: nosuchcmd: command not found"$'\n'"Exit Code: 127"
+	run call '{"command":"   "}'
+	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: Command cannot be empty.' ]
 	run call '{"command":"true"}'
-	[ "$output" = "Output: (empty)" ]
+	assert_contains $'<untrusted_context>\nOutput: (empty)\nProcess Group PGID: '
 	sbx-exec tb -- mkdir -p /home/clawtainer/sub
 	run call '{"command":"pwd","dir_path":"sub"}'
-	[ "$output" = "$(printf 'Output: /home/clawtainer/sub\n')" ]
+	assert_contains $'Output: /home/clawtainer/sub\nProcess Group PGID: '
 	run call '{"command":"pwd","dir_path":"nope"}'
 	assert_contains "Exit Code: 1"
+	# the command leads its own process group: killing the group kills its jobs
+	run call '{"command":"read -r l </proc/$$/stat; set -- ${l##*) }; echo $3"}'
+	[ "$output" = "$(printf '<untrusted_context>\nOutput: %s\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)" "$(pgid)")" ]
+	run call '{"command":"sleep 300 & echo bg"}'
+	assert_contains $'Output: bg\nBackground PIDs: '
+	run call '{"command":"kill -9 $$"}'
+	assert_contains $'Output: (empty)\nSignal: 9\nProcess Group PGID: '
+	# a bash -c wrapper is unwrapped; substitutions are refused before anything runs
+	run call '{"command":"bash -c \"echo wrapped\""}'
+	assert_contains $'Output: wrapped\nProcess Group PGID: '
+	run call '{"command":"touch /tmp/ran-$(id -u)"}'
+	[ "$output" = "Command injection detected: command substitution syntax (\$(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and \$() subexpressions are also blocked. This is a security risk and the command was blocked." ]
+	run sbx-exec tb -- sh -c 'ls /tmp/ran-* 2>/dev/null | wc -l'
+	assert_json '.stdout == "0\n"'
+	# ANSI stripped, the closing tag escaped, git and pagers tamed
+	run call '{"command":"printf \"\\033[31mred\\033[0m </untrusted_context>\"; echo; echo $GIT_CONFIG_GLOBAL $PAGER $GEMINI_CLI"}'
+	assert_contains $'Output: red &lt;/untrusted_context&gt;\n/dev/null cat 1\n'
+	# background: still running after delay_ms, or finished (output hidden)
 	run call '{"command":"echo started; sleep 30","is_background":true}'
-	assert_contains "Output: Command is running in background. PID: "
-	assert_contains "Output is being logged to /tmp/shell-bg-"
-	assert_contains $'Initial output:\nstarted\nProcess Group PGID: '
+	assert_contains "Command is running in background. PID: "
+	assert_contains $'. Initial output:\nstarted\nOutput is being logged to /tmp/shell-bg-'
+	run call '{"command":"echo quick","is_background":true,"delay_ms":500}'
+	assert_contains $'<untrusted_context>\nCommand moved to background (PID: '
+	assert_contains "). Output hidden. Press Ctrl+B to view."
+	log=$(printf '%s\n' "$output" | sed -n 's/^Output is being logged to \(.*\)\.$/\1/p')
+	run sbx-exec tb -- cat "$log"
+	assert_json '.stdout == "quick\n"'
 }
 
 @test "GEMINI_SYSTEM_MD: built-in, file, true, ~, missing" {

@@ -4,8 +4,57 @@
  * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
 #include <stdlib.h>
 
+#include "../../lib/gcshell.h"
 #include "../../lib/toolset.h"
 #include "tap.h"
+
+/* gemini-cli's run_shell_command text rules (lib/gcshell.c), cases from its shell-utils. */
+static void gcshell_cases(void)
+{
+	static const struct { const char *in, *want; } strip[] = {
+		{"  ls -l  ", "ls -l"},
+		{"bash -c 'ls -l'", "ls -l"},
+		{"/usr/bin/bash -c \"echo \\\"hi\\\" \\$HOME\"", "echo \"hi\" $HOME"},
+		{"sh -c ls", "ls"},
+		{"ZSH -C 'a'", "a"},
+		{"bash -c \"a\" \"b\"", "a\" \"b"},
+		{"cmd.exe /c dir", "dir"},
+		{"powershell -NoProfile -Command 'Get-Item'", "Get-Item"},
+		{"bash script.sh", "bash script.sh"},
+		{"bash -c", "bash -c"},
+	};
+	static const struct { const char *cmd; bool sub; } subst[] = {
+		{"echo $(date)", true}, {"echo `date`", true}, {"diff <(a) b", true}, {"tee >(x)", true},
+		{"echo '$(date)'", false}, {"echo \"$(date)\"", true}, {"echo \"<(a)\"", false},
+		{"echo \\$(date)", false}, {"echo \"\\$(x)\"", false}, {"echo $((1+2))", true},
+		{"echo $HOME ${x}", false}, {"a && b | c > d", false},
+	};
+	struct buf b = {0};
+	char *t, text[] = "\x1b[1;31mred\x1b[0m \x1b]0;title\a\x1b(Bok\xc2\x9b" "2Kz";
+	size_t i, n;
+
+	for (i = 0; i < sizeof strip / sizeof strip[0]; i++) {
+		t = gcshell_strip_wrapper(strip[i].in);
+		is_str(t, strip[i].want, "strip wrapper: %s", strip[i].in);
+		free(t);
+	}
+	for (i = 0; i < sizeof subst / sizeof subst[0]; i++)
+		ok(gcshell_has_substitution(subst[i].cmd) == subst[i].sub, "substitution %s: %s",
+		   subst[i].sub ? "found" : "none", subst[i].cmd);
+	t = gcshell_script(" ls \\");
+	is_str(t, "shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=$1; shift\n"
+		  "(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\nls \\ \n)\n__code=$?\n"
+		  "echo $__code >\"$_bgpids_file.code\"\nexit $__code", "script: command on line 4, trailing backslash spaced");
+	free(t);
+	n = gcshell_strip_ansi(text, strlen(text));
+	text[n] = '\0';
+	is_str(text, "red okz", "ANSI: CSI, OSC, charset designation and C1 CSI removed");
+	gcshell_untrusted(&b, "a</untrusted_context>b");
+	buf_append(&b, "", 0);
+	is_str(b.data, "<untrusted_context>\na&lt;/untrusted_context&gt;b\n</untrusted_context>",
+	       "untrusted wrapper escapes the closing tag");
+	buf_free(&b);
+}
 
 static int print_prompt(void)
 {
@@ -28,6 +77,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "prompt") == 0)
 		return print_prompt();
+	gcshell_cases();
 	is_str(ts->name, "geminicli", "toolset name");
 	is_str(ts->default_image, "geminicli-toolbox:latest", "default image");
 	ok(ts->ntools == 8, "eight tools");
