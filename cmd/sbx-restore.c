@@ -1,4 +1,7 @@
 /* sbx-restore — restore the newest good backup of a session into its sandbox. */
+/* The warning about symlinks left out names at most this many (the JSON lists them all). */
+#define LINKS_WARNED 5
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,8 +16,10 @@ static const char usage[] =
 	"                   [-max-size N] SESSION\n"
 	"Restores the newest good backup in ~/.local/sandboxed-tools/SESSION/fs (or FILE) into the\n"
 	"home of sandbox SESSION, after checking its SHA-256 and every entry; a corrupt newest\n"
-	"backup falls back to the previous one. Prints {\"restored\",\"files\",\"bytes\",\n"
-	"\"skipped_corrupt\"}; \"restored\" is null when the session has no backup.\n"
+	"backup falls back to the previous one. Symlinks whose target leaves the home (a python\n"
+	"venv's bin/python) are not created: they are named in \"skipped_links\". Prints\n"
+	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}; \"restored\" is\n"
+	"null when the session has no backup.\n"
 	"\n"
 	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
@@ -71,6 +76,17 @@ int main(int argc, char **argv)
 		cli_die(128 + cancel_signal(), "restore into sandbox %s interrupted", argv[i]);
 	if (rc < 0)
 		cli_die(cli_status(e.code), "unable to restore sandbox %s: %s", argv[i], e.msg);
+	if (r.nlinks_out > 0) {
+		char list[1024] = "";
+		for (size_t k = 0; k < r.nlinks_out && k < LINKS_WARNED; k++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+				 r.links_out[k]);
+		if (r.nlinks_out > LINKS_WARNED)
+			snprintf(list + strlen(list), sizeof list - strlen(list), " and %zu more",
+				 r.nlinks_out - LINKS_WARNED);
+		cli_warn("left out %zu symlink%s pointing outside the home: %s", r.nlinks_out,
+			 r.nlinks_out == 1 ? "" : "s", list);
+	}
 	j = json_object_new_object();
 	json_object_object_add(j, "restored", r.restored ? json_object_new_string(r.restored) : NULL);
 	json_object_object_add(j, "files", json_object_new_int64((int64_t)r.files));
@@ -79,6 +95,10 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < r.skipped.n; k++)
 		json_object_array_add(sk, json_object_new_string(r.skipped.name[k]));
 	json_object_object_add(j, "skipped_corrupt", sk);
+	sk = json_object_new_array();
+	for (size_t k = 0; k < r.nlinks_out; k++)
+		json_object_array_add(sk, json_object_new_string(r.links_out[k]));
+	json_object_object_add(j, "skipped_links", sk);
 	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(j);
 	snapshot_restore_free(&r);

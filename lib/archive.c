@@ -130,6 +130,8 @@ static void strset_free(struct strset *s)
 struct policy {
 	uint64_t max_bytes, total, entries;
 	struct strset links;
+	enum archive_links outside;	/* what becomes of symlinks whose target leaves the tree */
+	struct archive_stats *st;	/* records the links left out */
 };
 
 /* Normalizes an entry path into out ("a/b", "" for the root); why says what is wrong. */
@@ -187,30 +189,52 @@ static const char *through_link(const struct policy *pol, char *path, bool whole
 	return whole && strset_has(&pol->links, path) ? path : NULL;
 }
 
-/* A symlink target must stay in the tree: relative, only leading ".." (no more of them than
- * the link's depth), no ".." after a name (a name may itself be a link, making "name/.."
- * land anywhere). */
-static const char *link_target_problem(const char *target, int parent_depth)
+/* A symlink target that stays in the tree is relative, with only leading ".." (no more of
+ * them than the link's depth). One that leaves it (absolute, or climbing out: a python venv's
+ * bin/python -> /usr/bin/python3) sets *outside. Any other ".." after a name (a name may
+ * itself be a link, making "name/.." land anywhere) and an empty target are problems. */
+static const char *link_target_problem(const char *target, int parent_depth, bool *outside)
 {
 	const char *p = target, *part;
 	bool named = false;
 	size_t n;
 
+	*outside = false;
 	if (*target == '\0')
 		return "empty symlink target";
-	if (*target == '/')
+	if (*target == '/') {
+		*outside = true;
 		return "symlink target is an absolute path outside the home directory";
+	}
 	while ((n = next_part(&p, &part)) > 0) {
 		if (n == 2 && part[0] == '.' && part[1] == '.') {
 			if (named)
 				return "symlink target has \"..\" after a name";
-			if (--parent_depth < 0)
+			if (--parent_depth < 0) {
+				*outside = true;
 				return "symlink target climbs out of the home directory";
+			}
 		} else {
 			named = true;
 		}
 	}
 	return NULL;
+}
+
+/* Records a symlink left out under its name in the archive (see archive_stats). */
+static void note_link_out(struct archive_stats *st, const char *name)
+{
+	st->link_names = xrealloc(st->link_names, (st->nlink_names + 1) * sizeof *st->link_names);
+	st->link_names[st->nlink_names++] = xstrdup(name);
+}
+
+void archive_stats_free(struct archive_stats *st)
+{
+	for (size_t i = 0; i < st->nlink_names; i++)
+		free(st->link_names[i]);
+	free(st->link_names);
+	st->link_names = NULL;
+	st->nlink_names = 0;
 }
 
 /* Whether an entry name is the archive's top ("./", ".", "./."). */
@@ -232,9 +256,13 @@ static int refuse(struct sbx_err *e, const char *name, const char *why)
 	return err_set(e, SBX_EPERM, "refusing entry \"%s\": %s", quote(name, q, sizeof q), why);
 }
 
-/* Checks one entry against the policy and records what later entries must be checked with. */
+/* Checks one entry against the policy and records what later entries must be checked with.
+ * 0: take it; 1: leave it out (a symlink out of the tree, ARCHIVE_LINKS_SKIP); -1: refused. */
 static int policy_check(struct policy *pol, struct archive_entry *ent, struct sbx_err *e)
 {
+	bool outside;
+	int take = 0;
+
 	const char *name = archive_entry_pathname(ent), *why = NULL, *hl, *bad;
 	char norm[ENTRY_PATH_MAX], tnorm[ENTRY_PATH_MAX];
 	mode_t type = archive_entry_filetype(ent);
@@ -269,8 +297,16 @@ static int policy_check(struct policy *pol, struct archive_entry *ent, struct sb
 			for (const char *s = norm; (s = strchr(s, '/')) != NULL; s++)
 				depth++;
 			if ((why = link_target_problem(archive_entry_symlink(ent) ?
-						       archive_entry_symlink(ent) : "", depth)))
-				return refuse(e, name, why);
+						       archive_entry_symlink(ent) : "", depth, &outside))) {
+				if (!outside)
+					return refuse(e, name, why);
+				if (pol->outside == ARCHIVE_LINKS_SKIP) {
+					take = 1;
+					if (pol->st)
+						note_link_out(pol->st, name);
+				}
+			}
+			/* Nothing may be reached through a link, kept or left out. */
 			strset_add(&pol->links, norm);
 			break;
 		case AE_IFCHR:
@@ -292,7 +328,7 @@ static int policy_check(struct policy *pol, struct archive_entry *ent, struct sb
 				       "(at entry \"%s\")", (unsigned long long)pol->max_bytes,
 				       quote(name, norm, QUOTE_MAX + 16));
 	}
-	return 0;
+	return take;
 }
 
 /* ---- reading ---- */
@@ -376,11 +412,11 @@ static int read_error(struct archive *a, const struct src *s, struct sbx_err *e)
 		       archive_error_string(a) ? archive_error_string(a) : "unreadable");
 }
 
-int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, archive_tap_fn tap, void *arg,
-		     struct archive_stats *st, struct sbx_err *e)
+int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
+		     archive_tap_fn tap, void *arg, struct archive_stats *st, struct sbx_err *e)
 {
 	struct src s = {fd, cancel_fd, tap, arg, e, false, xmalloc(IO_BUF)};
-	struct policy pol = {.max_bytes = max_bytes};
+	struct policy pol = {.max_bytes = max_bytes, .outside = links, .st = st};
 	struct archive *a = reader_new();
 	struct archive_entry *ent;
 	int r, rc = -1;
@@ -396,9 +432,10 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, archive_tap_fn t
 		la_int64_t off;
 		uint64_t got = 0;
 
-		if (policy_check(&pol, ent, e) < 0)
+		int take = policy_check(&pol, ent, e);
+		if (take < 0)
 			goto out;
-		if (!is_root(archive_entry_pathname(ent)))
+		if (take == 0 && !is_root(archive_entry_pathname(ent)))
 			st->files++;
 		/* Read every data block: this is what proves the compressed stream is intact. */
 		while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK)
@@ -432,7 +469,7 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 		      struct sbx_err *e)
 {
 	struct src s = {fd, -1, NULL, NULL, e, false, xmalloc(IO_BUF)};
-	struct policy pol = {.max_bytes = max_bytes};
+	struct policy pol = {.max_bytes = max_bytes, .outside = ARCHIVE_LINKS_SKIP, .st = st};
 	struct archive *a = reader_new(), *w = archive_write_disk_new();
 	struct archive_entry *ent;
 	int r, rc = -1, cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -464,11 +501,12 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 		la_int64_t off;
 		char q[QUOTE_MAX + 16];
 
-		if (policy_check(&pol, ent, e) < 0)
+		int take = policy_check(&pol, ent, e);
+		if (take < 0)
 			goto back;
 		/* The top entry is the directory itself: its owner, mode and time stay as they are
-		 * (an archive must not lock the home's owner out of it). */
-		if (is_root(archive_entry_pathname(ent)))
+		 * (an archive must not lock the home's owner out of it). A link out is left out. */
+		if (take == 1 || is_root(archive_entry_pathname(ent)))
 			continue;
 		/* Set-id bits would outlive the sandbox on the host: drop them. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 01777);
@@ -592,7 +630,7 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 		     struct archive_stats *st, struct sbx_err *e)
 {
 	struct sink s = {fn, arg, e, false};
-	struct policy pol = {.max_bytes = ARCHIVE_MAX_EXPANDED};
+	struct policy pol = {.max_bytes = ARCHIVE_MAX_EXPANDED, .outside = ARCHIVE_LINKS_KEEP};
 	struct archive *a = archive_write_new(), *disk = archive_read_disk_new();
 	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
 	struct archive_entry *ent = archive_entry_new(), *spare = NULL, *out_ent;

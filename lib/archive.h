@@ -24,7 +24,23 @@ struct archive_stats {
 	uint64_t files;		/* entries, the "./" root excluded */
 	uint64_t bytes;		/* file contents, uncompressed */
 	uint64_t skipped;	/* pack: sockets, devices, fifos and files that changed under us */
+	/* check (ARCHIVE_LINKS_SKIP) and unpack: the symlinks left out because their target
+	 * leaves the home, by their names in the archive (bounded by ARCHIVE_MAX_ENTRIES);
+	 * free with archive_stats_free. */
+	char **link_names;
+	size_t nlink_names;
 };
+
+/* Symlinks whose target leaves the home (absolute, like a python venv's bin/python ->
+ * /usr/bin/python3, or climbing out with ".."): a snapshot keeps them as they are, never
+ * following them, as upstream's tar does; a restore leaves them out (they are not created)
+ * and names them. Entries reached through any symlink are refused either way. */
+enum archive_links {
+	ARCHIVE_LINKS_KEEP,	/* accepted: pack, and checking a snapshot as it is taken */
+	ARCHIVE_LINKS_SKIP,	/* left out and recorded: checking a backup to restore, unpack */
+};
+
+void archive_stats_free(struct archive_stats *st);
 
 /* Receives the archive bytes as they pass: what pack writes, what check reads. Returns 0, or
  * -1 with e set to stop the operation. */
@@ -36,9 +52,10 @@ int archive_codec_parse(const char *s, enum archive_codec *out);
 const char *archive_codec_ext(enum archive_codec c);
 
 /* Writes a compressed tar of dir's contents to sink: entries "./" and "./path", symlinks
- * stored as symlinks, hard links as links, mount points not crossed, sockets, fifos and device
- * nodes left out. An entry restore would refuse (see archive_unpack_fd) fails the whole
- * run, naming it: every archive written here is one archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
+ * stored as symlinks (those leading out of dir too), hard links as links, mount points not
+ * crossed, sockets, fifos and device nodes left out. An entry restore would refuse (see
+ * archive_unpack_fd) fails the whole run, naming it: every archive written here is one
+ * archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
  * that was listed (a file swapped for a link mid-run is left out, never followed). */
 int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn sink, void *arg,
 		     struct archive_stats *st, struct sbx_err *e);
@@ -47,13 +64,13 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn s
  * to tap (may be NULL), and checks every entry against the restore policy (see
  * archive_unpack_fd) with max_bytes as the expansion cap. cancel_fd (or -1) becoming
  * readable stops it with SBX_ECANCELED. */
-int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, archive_tap_fn tap, void *arg,
-		     struct archive_stats *st, struct sbx_err *e);
+int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
+		     archive_tap_fn tap, void *arg, struct archive_stats *st, struct sbx_err *e);
 
 /* Extracts the archive on fd into the existing directory dir, modes and mtimes kept
- * (set-id bits dropped). Refused, naming the entry: absolute paths, ".." components, links
- * whose target leaves dir (absolute or climbing out), entries reached through a symlink of
- * the archive, hard links to outside, device nodes, fifos, and a total size above max_bytes.
+ * (set-id bits dropped). Symlinks whose target leaves dir are not created (counted and named
+ * in st). Refused, naming the entry: absolute paths, ".." components, other ".." in link
+ * targets, entries reached through a symlink of the archive, hard links to outside, device nodes, fifos, and a total size above max_bytes.
  * Callers check the whole archive first (archive_check_fd) so a refusal leaves dir as it was;
  * the checks here are repeated as a second line of defence. Changes the working directory
  * while it runs (not thread-safe). */

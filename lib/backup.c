@@ -374,7 +374,7 @@ int backup_verify(int fd, const char *dir, const char *name, uint64_t max_bytes,
 
 	if ((has = backup_read_sidecar(dir, name, want, e)) < 0)
 		goto out;
-	if (archive_check_fd(fd, cancel_fd, max_bytes, sha_tap, sha, st, e) < 0)
+	if (archive_check_fd(fd, cancel_fd, max_bytes, ARCHIVE_LINKS_SKIP, sha_tap, sha, st, e) < 0)
 		goto out;
 	sha_final(sha, got);
 	if (has && strcmp(want, got) != 0) {

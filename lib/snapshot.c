@@ -93,7 +93,8 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 	}
 	out[1] = -1;	/* the thread closes it */
 	started = true;
-	if (archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, backup_tap, t, st, e) < 0) {
+	if (archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
+			    backup_tap, t, st, e) < 0) {
 		/* Stop tar: cancel the command and close our end so its writes fail. */
 		if (write(stop[1], "x", 1) < 0) {
 			/* the command is being cancelled anyway by closing the pipe */
@@ -260,7 +261,8 @@ static int take_from_host(const char *host, enum archive_codec codec, struct bac
 		close(out[0]);
 		return -1;
 	}
-	rc = archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, backup_tap, t, st, e);
+	rc = archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
+			    backup_tap, t, st, e);
 	close(out[0]);
 	/* The packer closes its end only after reporting, so a stream cut short by its failure
 	 * finds the report there; its reason is the precise one. */
@@ -297,7 +299,9 @@ static int restore_to_host(const char *host, int fd, uint64_t max, int cancel_fd
 		*e = r.err;
 		return -1;
 	}
-	*st = r.st;
+	/* the counts only: the names came from the check (a pointer from the child is no use) */
+	st->files = r.st.files;
+	st->bytes = r.st.bytes;
 	return 0;
 }
 
@@ -372,18 +376,31 @@ void snapshot_result_free(struct snapshot_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Feeds the backup on fd to `tar -x` inside the sandbox. */
+/* Feeds the backup on fd to `tar -x` inside the sandbox, leaving out the symlinks the check
+ * found leading out of the home (GNU tar's exact, anchored --exclude). */
 static int restore_by_exec(struct sbx_backend *b, const char *session, const char *home, int fd,
-			   int cancel_fd, struct sbx_err *e)
+			   int cancel_fd, const struct archive_stats *st, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
 	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
-	char *argv[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home, NULL};
+	char *base[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home};
+	size_t nb = sizeof base / sizeof base[0], na = nb + 1, i;
+	char **argv;
 	struct job j = {.b = b, .name = session, .close_after = -1};
 	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
 
 	if (errfd < 0)
 		return err_sys(e, errno, "cannot set up the restore");
+	if (st->nlink_names)
+		na += 2 + st->nlink_names;
+	argv = xcalloc(na, sizeof *argv);
+	memcpy(argv, base, sizeof base);
+	if (st->nlink_names) {
+		argv[nb++] = "--anchored";
+		argv[nb++] = "--no-wildcards";
+		for (i = 0; i < st->nlink_names; i++)
+			argv[nb++] = xasprintf("--exclude=%s", st->link_names[i]);
+	}
 	/* The compression comes from the bytes, not the name (-from may name anything). */
 	if (pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic &&
 	    memcmp(magic, "\x28\xb5\x2f\xfd", 4) == 0)
@@ -395,6 +412,9 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 	job_run(&j);
 	rc = tar_outcome(&j, errfd, "restore", e);
 	close(errfd);
+	for (i = sizeof base / sizeof base[0] + 2; st->nlink_names && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
 	return rc;
 }
 
@@ -420,7 +440,7 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 {
 	struct sbx_info info;
 	struct backup_list l = {0};
-	struct archive_stats st;
+	struct archive_stats st = {0};
 	char *dir = NULL, *host = NULL, *used = NULL;
 	bool failed;
 	int fd = -1, rc = -1;
@@ -438,6 +458,7 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	}
 	for (size_t i = l.n; i-- > 0;) {
 		char *path = xasprintf("%s/%s", dir, l.name[i]);
+		archive_stats_free(&st);
 		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
 			used = path;
 			break;
@@ -467,15 +488,20 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 				    o->cancel_fd, &st, e) < 0)
 			goto out;
 	} else if (restore_by_exec(b, session, o->homedir ? o->homedir : info.homedir, fd,
-				   o->cancel_fd, e) < 0) {
+				   o->cancel_fd, &st, e) < 0) {
 		goto out;
 	}
 	r->restored = used;
 	used = NULL;
 	r->files = st.files;
 	r->bytes = st.bytes;
+	r->links_out = st.link_names;
+	r->nlinks_out = st.nlink_names;
+	st.link_names = NULL;
+	st.nlink_names = 0;
 	rc = 0;
 out:
+	archive_stats_free(&st);
 	if (fd >= 0)
 		close(fd);
 	backup_list_free(&l);
@@ -487,6 +513,9 @@ out:
 
 void snapshot_restore_free(struct snapshot_restore_result *r)
 {
+	for (size_t i = 0; i < r->nlinks_out; i++)
+		free(r->links_out[i]);
+	free(r->links_out);
 	free(r->restored);
 	backup_list_free(&r->skipped);
 	memset(r, 0, sizeof *r);

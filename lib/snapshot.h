@@ -52,6 +52,8 @@ struct snapshot_restore_result {
 	char *restored;		/* the backup used, NULL when the session has none */
 	uint64_t files, bytes;
 	struct backup_list skipped;	/* newer backups that failed verification, with why */
+	char **links_out;		/* symlinks not created: their target leaves the home */
+	size_t nlinks_out;
 };
 
 /* Restores the newest good backup (or opts->from) into sandbox `session`. Each candidate is
