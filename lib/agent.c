@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "backend.h"
+#include "backup.h"
 #include "child.h"
 #include "duration.h"
 #include "eliza.h"
@@ -414,6 +415,20 @@ static void restore(struct agent_session *s, int cancel_fd)
 	argv_free(&a);
 }
 
+/* True (and said) when a restore into the session's sandbox began and never finished (see
+ * BACKUP_RESTORING): its home is partial, so it is restored again before anything else. */
+static bool restore_unfinished(struct agent_session *s)
+{
+	char *b = backup_restoring(s->name);
+
+	if (b == NULL)
+		return false;
+	logf_(s, AGENT_LOG_WARN, "the last restore into sandbox %s (from %s) did not finish; restoring again",
+	      s->name, b);
+	free(b);
+	return true;
+}
+
 static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
 	struct json_object *doc, *v;
@@ -446,7 +461,7 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	}
 	s->active = true;
 	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
-	if (reused)
+	if (reused && !restore_unfinished(s))
 		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
 	else
 		restore(s, cancel_fd);
@@ -490,8 +505,11 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 {
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
-		if (t == 0)
+		if (t == 0) {
+			if (restore_unfinished(s))
+				restore(s, cancel_fd);
 			return 0;
+		}
 		if (t < 0) {
 			if (e->code != SBX_ECANCELED)
 				err_prefix(e, "extending sandbox TTL");

@@ -48,6 +48,61 @@ char *backup_dir(const char *session, struct sbx_err *e)
 	return paths_session_dir(session, "fs", e);
 }
 
+int backup_restoring_mark(const char *dir, const char *backup, struct sbx_err *e)
+{
+	char *p = xasprintf("%s/%s", dir, BACKUP_RESTORING);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600), rc = -1;
+	size_t n = strlen(backup);
+
+	if (fd < 0) {
+		err_sys(e, errno, "cannot write %s", p);
+		goto out;
+	}
+	if (write(fd, backup, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
+		err_sys(e, errno, "cannot write %s", p);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	return rc;
+}
+
+int backup_restoring_clear(const char *dir, struct sbx_err *e)
+{
+	char *p = xasprintf("%s/%s", dir, BACKUP_RESTORING);
+	int rc = 0;
+
+	if (unlink(p) < 0 && errno != ENOENT)
+		rc = err_sys(e, errno, "cannot remove %s", p);
+	free(p);
+	return rc;
+}
+
+char *backup_restoring(const char *session)
+{
+	char *dir = backup_dir(session, NULL), *p, buf[4096];
+	ssize_t n = -1;
+	int fd;
+
+	if (dir == NULL)
+		return NULL;
+	p = xasprintf("%s/%s", dir, BACKUP_RESTORING);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	free(p);
+	free(dir);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return xstrdup(buf[0] ? buf : "(unknown backup)");
+}
+
 bool backup_name_valid(const char *name, enum archive_codec *codec)
 {
 	const char *p = name + 7;

@@ -31,6 +31,18 @@ void backup_list_free(struct backup_list *l);
 
 /* The session's backup directory (created 0700 like upstream); newly allocated. */
 char *backup_dir(const char *session, struct sbx_err *e);
+/* A restore into the session's sandbox that began writing and has not finished leaves the
+ * file BACKUP_RESTORING (holding the backup's path) in the backup directory: the home is then
+ * only partly restored. Snapshots refuse to run while it is there (they would save the part
+ * and, pruning, push out the good backups), and agent-loop restores again. */
+#define BACKUP_RESTORING ".restore-incomplete"
+/* Writes the mark (synced) naming the backup being restored; 0 or -1 with e. */
+int backup_restoring_mark(const char *dir, const char *backup, struct sbx_err *e);
+/* Removes the mark; 0 or -1 with e (a mark already gone is fine). */
+int backup_restoring_clear(const char *dir, struct sbx_err *e);
+/* The backup named by the session's mark, newly allocated, or NULL when there is none. */
+char *backup_restoring(const char *session);
+
 /* Whether name is a complete backup's name; sets *codec from its extension. */
 bool backup_name_valid(const char *name, enum archive_codec *codec);
 /* Lists the complete backups in dir (".tmp" files and sidecars left out). */

@@ -337,6 +337,12 @@ int snapshot_take(struct sbx_backend *b, const char *session, const struct snaps
 		return -1;
 	if ((dir = backup_dir(session, e)) == NULL)
 		return -1;
+	if (o->homedir == NULL && (host = backup_restoring(session)) != NULL) {
+		err_set(e, SBX_EIO, "the home of sandbox %s is only partly restored (a restore of %s "
+			"was interrupted); run sbx-restore %s again before taking a snapshot", session,
+			host, session);
+		goto out;
+	}
 	host = host_home(b, session, o->homedir, e, &failed);
 	if (failed)
 		goto out;
@@ -441,7 +447,7 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	struct sbx_info info;
 	struct backup_list l = {0};
 	struct archive_stats st = {0};
-	char *dir = NULL, *host = NULL, *used = NULL;
+	char *dir = NULL, *host = NULL, *used = NULL, *mark = NULL;
 	bool failed;
 	int fd = -1, rc = -1;
 
@@ -483,6 +489,10 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	host = host_home(b, session, o->homedir, e, &failed);
 	if (failed)
 		goto out;
+	/* From here the home may change: mark it until the restore is whole (see backup.h). */
+	if (o->homedir == NULL && ((mark = backup_dir(session, e)) == NULL ||
+				   backup_restoring_mark(mark, used, e) < 0))
+		goto out;
 	if (host) {
 		if (restore_to_host(host, fd, o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED,
 				    o->cancel_fd, &st, e) < 0)
@@ -491,6 +501,8 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 				   o->cancel_fd, &st, e) < 0) {
 		goto out;
 	}
+	if (mark && backup_restoring_clear(mark, e) < 0)
+		goto out;
 	r->restored = used;
 	used = NULL;
 	r->files = st.files;
@@ -501,6 +513,7 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	st.nlink_names = 0;
 	rc = 0;
 out:
+	free(mark);
 	archive_stats_free(&st);
 	if (fd >= 0)
 		close(fd);

@@ -262,6 +262,41 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	assert_contains "still-usable"
 	[ "$(backups rfull)" = "$b" ]
 	[ "$(sha256sum "$b" | cut -d' ' -f1)" = "$sum" ]
+	# The half-restored home is marked: no snapshot may save it (and prune the good one)
+	# until a restore completes.
+	[ -s "$HOME/.local/sandboxed-tools/rfull/fs/.restore-incomplete" ]
+	sbx-create rfull >/dev/null
+	run sbx-snapshot rfull
+	assert_status 111
+	assert_contains "the home of sandbox rfull is only partly restored"
+	[ "$(backups rfull)" = "$b" ]
+	run sbx-restore rfull
+	assert_status 0
+	[ ! -e "$HOME/.local/sandboxed-tools/rfull/fs/.restore-incomplete" ]
+	run sbx-snapshot rfull
+	assert_status 0
+}
+
+@test "an unfinished restore is finished first: agent-loop restores again before the next turn" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session part <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo keep > ~/a" >&5
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	b=$(backups part)
+	# as an interrupted restore leaves things: the mark, and a home missing part of the backup
+	sbx-exec part -- rm /home/clawtainer/a >/dev/null
+	echo "$b" >"$HOME/.local/sandboxed-tools/part/fs/.restore-incomplete"
+	echo "run: cat ~/a" >&5
+	echo "/exit" >&5
+	exec 5>&-
+	wait_until bash -c "! kill -0 $pid 2>/dev/null"
+	wait "$pid" || true
+	cat "$BATS_TEST_TMPDIR/err"
+	grep -q "the last restore into sandbox part (from $b) did not finish; restoring again" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content | startswith("stdout:\nkeep\n")' "$(hist part)"
+	[ ! -e "$HOME/.local/sandboxed-tools/part/fs/.restore-incomplete" ]
 }
 
 @test "kube: the LLM call fails (500) on the kubernetes backend — clear message, history intact, no Sandbox left" {
