@@ -27,6 +27,26 @@ teardown() {
 
 
 hist() { echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"; }
+
+# agent-loop (fake-eliza) for session $1 in the background, its input a FIFO open on fd 5;
+# runs the first turn, $2, and waits for its snapshot. AGENT_PID is set.
+agent_start() {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session "$1" <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	AGENT_PID=$!
+	exec 5>"$BATS_TEST_TMPDIR/in"
+	echo "$2" >&5
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+}
+
+# Sends /exit, closes the input and waits for agent-loop; shows its stderr.
+agent_stop() {
+	echo "/exit" >&5
+	exec 5>&-
+	wait_until bash -c "! kill -0 $AGENT_PID 2>/dev/null"
+	wait "$AGENT_PID" || true
+	cat "$BATS_TEST_TMPDIR/err"
+}
 backups() { ls "$HOME/.local/sandboxed-tools/$1/fs/"backup-*.tar.gz 2>/dev/null; }
 
 kube() { SANDBOX_BACKEND=kubernetes "$@"; }
@@ -215,21 +235,12 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 }
 
 @test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, the next one recreates it, nothing is left" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session midexp <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 5>"$BATS_TEST_TMPDIR/in"
-	echo "run: echo v1 > ~/f" >&5
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	agent_start midexp "run: echo v1 > ~/f"
 	echo "run: sleep 27; echo never" >&5
 	wait_until pgrep -f -x 'sleep 27'
 	sbx-delete midexp >/dev/null	# what the supervisor does at the shutdown time
 	echo "run: cat ~/f" >&5
-	echo "/exit" >&5
-	exec 5>&-
-	wait_until bash -c "! kill -0 $pid 2>/dev/null"
-	wait "$pid" || true
-	cat "$BATS_TEST_TMPDIR/err"
+	agent_stop
 	# the interrupted call is answered (never "never"), the next one sees the restored home
 	! grep -q never "$BATS_TEST_TMPDIR/out"
 	grep -q "will recreate it" "$BATS_TEST_TMPDIR/err"
@@ -278,22 +289,13 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 }
 
 @test "an unfinished restore is finished first: agent-loop restores again before the next turn" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session part <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 5>"$BATS_TEST_TMPDIR/in"
-	echo "run: echo keep > ~/a" >&5
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	agent_start part "run: echo keep > ~/a"
 	b=$(backups part)
 	# as an interrupted restore leaves things: the mark, and a home missing part of the backup
 	sbx-exec part -- rm /home/clawtainer/a >/dev/null
 	echo "$b" >"$HOME/.local/sandboxed-tools/part/fs/.restore-incomplete"
 	echo "run: cat ~/a" >&5
-	echo "/exit" >&5
-	exec 5>&-
-	wait_until bash -c "! kill -0 $pid 2>/dev/null"
-	wait "$pid" || true
-	cat "$BATS_TEST_TMPDIR/err"
+	agent_stop
 	grep -q "the last restore into sandbox part (from $b) did not finish; restoring again" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[-2].content | startswith("stdout:\nkeep\n")' "$(hist part)"
 	[ ! -e "$HOME/.local/sandboxed-tools/part/fs/.restore-incomplete" ]
