@@ -22,6 +22,7 @@ struct sink {
 	struct buf *b;
 	bool *truncated;
 	size_t max;
+	bool keep_tail;
 };
 
 struct reader {
@@ -31,10 +32,34 @@ struct reader {
 	size_t *shared_len;	/* merge mode: one cap for both */
 };
 
+/* Keeps the last max bytes of b. */
+static void cut_to_tail(struct buf *b, size_t max)
+{
+	if (b->len > max) {
+		memmove(b->data, b->data + b->len - max, max);
+		b->len = max;
+		b->data[max] = '\0';
+	}
+}
+
 static void take(struct sink *k, const char *p, size_t n)
 {
 	size_t room = k->b->len < k->max ? k->max - k->b->len : 0;
 
+	if (k->keep_tail) {
+		/* Appended whole, cut back to the last max bytes now and then (at twice the cap,
+		 * so each byte moves at most once on average) and at the end. */
+		if (n > room)
+			*k->truncated = true;
+		if (n > k->max) {
+			p += n - k->max;
+			n = k->max;
+		}
+		buf_append(k->b, p, n);
+		if (k->b->len >= 2 * k->max)
+			cut_to_tail(k->b, k->max);
+		return;
+	}
 	if (n > room) {
 		*k->truncated = true;
 		n = room;
@@ -152,8 +177,8 @@ int capture_run(struct sbx_backend *b, const char *name, const struct capture_re
 	fcntl(po[0], F_SETFL, O_NONBLOCK);
 	if (pe[0] >= 0)
 		fcntl(pe[0], F_SETFL, O_NONBLOCK);
-	rd.s[0] = (struct sink){po[0], &ob, &out->out_truncated, max};
-	rd.s[1] = (struct sink){pe[0], &eb, &out->err_truncated, max};
+	rd.s[0] = (struct sink){po[0], &ob, &out->out_truncated, max, req->keep_tail};
+	rd.s[1] = (struct sink){pe[0], &eb, &out->err_truncated, max, req->keep_tail};
 	rd.nsinks = req->merge ? 1 : 2;
 	rd.stop_fd = stop;
 	if (pthread_create(&th, NULL, reader_main, &rd) != 0) {
@@ -188,6 +213,10 @@ out:
 		close(stop);
 	if (in >= 0)
 		close(in);
+	if (req->keep_tail) {
+		cut_to_tail(&ob, max);
+		cut_to_tail(&eb, max);
+	}
 	out->out_len = ob.len;
 	out->err_len = eb.len;
 	out->out = buf_steal(&ob);

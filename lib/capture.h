@@ -31,6 +31,7 @@ struct capture_req {
 	int cancel_fd;			/* -1 or readable to stop */
 	size_t max;			/* per-stream cap; 0 = CAPTURE_DEFAULT_MAX */
 	bool merge;			/* stderr goes into out too (one shared cap) */
+	bool keep_tail;			/* over the cap, keep the last max bytes, not the first */
 };
 
 /* Runs the command; 0 when it ran (whatever its status), -1 with e otherwise. */

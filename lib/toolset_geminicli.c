@@ -14,7 +14,7 @@
 #include "gcshell.h"
 #include "xalloc.h"
 
-/* gemini-cli's output buffer for run_shell_command: 16 MiB of merged output (sbx keeps the head). */
+/* gemini-cli's output buffer for run_shell_command: the last 16 MiB of merged output. */
 #define SHELL_OUTPUT_MAX (16u << 20)
 /* A system prompt file larger than this is not a prompt. */
 #define PROMPT_FILE_MAX (1u << 20)
@@ -274,7 +274,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	char marker[40], *argv[] = {"bash", "-c", (char *)shell_script, "run_shell_command",
 				    (char *)arg_str(args, "dir_path"), NULL, marker, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
-				 .merge = true};
+				 .merge = true, .keep_tail = true};
 	struct capture c;
 	struct buf b = {0}, t = {0};
 	unsigned char rnd[12];
@@ -318,7 +318,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	while (len > 0 && strchr(" \t\r\n\v\f", c.out[len - 1]))
 		c.out[--len] = '\0';
 	buf_printf(&t, "Output: %s", *p ? p : "(empty)");
-	if (c.out_truncated && !have)
+	if (c.out_truncated)
 		buf_printf(&t, "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
 			   SHELL_OUTPUT_MAX >> 20);
 	if (sig > 0)

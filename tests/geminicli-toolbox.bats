@@ -224,6 +224,12 @@ run_cases_sandboxed() {
 	# ANSI stripped, the closing tag escaped, git and pagers tamed
 	run call '{"command":"printf \"\\033[31mred\\033[0m </untrusted_context>\"; echo; echo $GIT_CONFIG_GLOBAL $PAGER $GEMINI_CLI"}'
 	assert_contains $'Output: red &lt;/untrusted_context&gt;\n/dev/null cat 1\n'
+	# over 16 MiB the tail is kept, with gemini-cli's warning
+	call '{"command":"echo FIRST; head -c 17000000 /dev/zero | tr \"\\0\" a; echo; echo END"}' >"$BATS_TEST_TMPDIR/big"
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -lt 16800000 ]
+	! grep -q FIRST "$BATS_TEST_TMPDIR/big"
+	tail -n 4 "$BATS_TEST_TMPDIR/big" | head -n 2 >"$BATS_TEST_TMPDIR/tail"
+	[ "$(cat "$BATS_TEST_TMPDIR/tail")" = "$(printf 'END\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to 16MB.]')" ]
 	# background: still running after delay_ms, or finished (output hidden)
 	run call '{"command":"echo started; sleep 30","is_background":true}'
 	assert_contains "Command is running in background. PID: "
