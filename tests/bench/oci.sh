@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # oci.sh — sbx-create from an OCI image: the first create (unpack into the cache) against
 # `tar -xzf` of the same layers, and a second create (cached) against a create from the host
-# root. The image is the toolbox image (scripts/build-images makes it; needs root).
+# root. The image is the toolbox image (scripts/build-images makes it; needs root). Each
+# unpack starts after a sync, so neither pays for writing back the other's files.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 runs=${RUNS:-10}
@@ -28,9 +29,9 @@ rm -rf "$XDG_STATE_HOME/sbx/images"
 
 hyperfine -N -w 1 -r "$runs" --export-json "$tmp/r.json" \
 	-n "tar -xzf of the layers" \
-	-p "sh -c 'rm -rf $tmp/x && mkdir $tmp/x'" "sh -c '$untar true'" \
+	-p "sh -c 'rm -rf $tmp/x && mkdir $tmp/x && sync'" "sh -c '$untar true'" \
 	-n "sbx-create, unpack (cold cache)" \
-	-p "sh -c 'sbx-delete benchoci; rm -rf $XDG_STATE_HOME/sbx/images'" \
+	-p "sh -c 'sbx-delete benchoci; rm -rf $XDG_STATE_HOME/sbx/images; sync'" \
 	"sbx-create -image $img benchoci" \
 	-n "sbx-create from the host root" \
 	-p "sbx-delete benchoci" "sbx-create benchoci" \
