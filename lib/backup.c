@@ -100,6 +100,9 @@ char *backup_restoring(const char *session)
 		return NULL;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\n")] = '\0';
+	for (char *c = buf; *c; c++)
+		if (!isprint((unsigned char)*c))
+			*c = '?';	/* it ends up in a message for people */
 	return xstrdup(buf[0] ? buf : "(unknown backup)");
 }
 

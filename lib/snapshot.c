@@ -337,11 +337,15 @@ int snapshot_take(struct sbx_backend *b, const char *session, const struct snaps
 		return -1;
 	if ((dir = backup_dir(session, e)) == NULL)
 		return -1;
-	if (o->homedir == NULL && (host = backup_restoring(session)) != NULL) {
-		err_set(e, SBX_EIO, "the home of sandbox %s is only partly restored (a restore of %s "
-			"was interrupted); run sbx-restore %s again before taking a snapshot", session,
-			host, session);
-		goto out;
+	if (o->homedir == NULL) {
+		char *partial = backup_restoring(session);
+		if (partial != NULL) {
+			err_set(e, SBX_EIO, "the home of sandbox %s is only partly restored (a restore "
+				"of %s was interrupted); run sbx-restore %s again before taking a snapshot",
+				session, partial, session);
+			free(partial);
+			goto out;
+		}
 	}
 	host = host_home(b, session, o->homedir, e, &failed);
 	if (failed)

@@ -20,30 +20,9 @@ teardown() {
 	teardown_sbx_env
 }
 
+# eliza ARG…: agent-loop with the fake-eliza model.
 eliza() {
 	OPENAI_MODEL=fake-eliza agent-loop "$@"
-}
-
-hist() {	# the history file of session $1
-	echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"
-}
-
-# wait_until CMD…: runs CMD every 0.1 s until it succeeds, at most 30 s.
-wait_until() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	echo "timed out waiting for: $*" >&2
-	return 1
-}
-
-# finish PID: waits (at most 30 s) for a background agent-loop; returns its status.
-finish() {
-	wait_until bash -c 'case $(ps -o stat= -p "$1") in Z*|"") exit 0;; esac; exit 1' _ "$1" ||
-		kill -9 "$1"
-	wait "$1"
 }
 
 # The Sandbox object named $1 in the default namespace, as the server has it (404 → absent).

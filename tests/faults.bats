@@ -6,7 +6,6 @@
 # nothing is lost (history lines, earlier backups) or left behind (sandboxes, processes).
 
 load helpers
-load harden
 load kube/server
 bats_require_minimum_version 1.5.0
 
@@ -25,9 +24,6 @@ teardown() {
 	teardown_sbx_env
 }
 
-
-hist() { echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"; }
-
 # agent-loop (fake-eliza) for session $1 in the background, its input a FIFO open on fd 5;
 # runs the first turn, $2, and waits for its snapshot. AGENT_PID is set.
 agent_start() {
@@ -43,8 +39,7 @@ agent_start() {
 agent_stop() {
 	echo "/exit" >&5
 	exec 5>&-
-	wait_until bash -c "! kill -0 $AGENT_PID 2>/dev/null"
-	wait "$AGENT_PID" || true
+	finish "$AGENT_PID" || true
 	cat "$BATS_TEST_TMPDIR/err"
 }
 backups() { ls "$HOME/.local/sandboxed-tools/$1/fs/"backup-*.tar.gz 2>/dev/null; }
@@ -281,6 +276,11 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	assert_status 111
 	assert_contains "the home of sandbox rfull is only partly restored"
 	[ "$(backups rfull)" = "$b" ]
+	# whatever the mark holds (here garbage), it still stops the snapshot
+	head -c 64 /dev/urandom >"$HOME/.local/sandboxed-tools/rfull/fs/.restore-incomplete"
+	run sbx-snapshot rfull
+	assert_status 111
+	assert_contains "only partly restored"
 	run sbx-restore rfull
 	assert_status 0
 	[ ! -e "$HOME/.local/sandboxed-tools/rfull/fs/.restore-incomplete" ]

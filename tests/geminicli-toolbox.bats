@@ -230,6 +230,10 @@ run_cases_sandboxed() {
 	! grep -q FIRST "$BATS_TEST_TMPDIR/big"
 	tail -n 4 "$BATS_TEST_TMPDIR/big" | head -n 2 >"$BATS_TEST_TMPDIR/tail"
 	[ "$(cat "$BATS_TEST_TMPDIR/tail")" = "$(printf 'END\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to 16MB.]')" ]
+	# a delay_ms that is not an integer is a clear argument error
+	run call '{"command":"echo hi","is_background":true,"delay_ms":"soon"}'
+	assert_contains 'Error calling tool "run_shell_command": failed to parse arguments:'
+	assert_contains 'delay_ms'
 	# background: still running after delay_ms, or finished (output hidden)
 	run call '{"command":"echo started; sleep 30","is_background":true}'
 	assert_contains "Command is running in background. PID: "

@@ -1,5 +1,5 @@
 # helpers.bash — loaded by every bats file: a private HOME and state directory per test,
-# the built programs first on PATH, and small assertions.
+# the built programs first on PATH, small assertions, and waiting helpers.
 # shellcheck shell=bash
 
 setup_sbx_env() {
@@ -64,4 +64,27 @@ run_man_examples() {
 	script=$(man_examples "$1")
 	[ -n "$script" ] || { echo "no EXAMPLES in $1.1" >&2; return 1; }
 	bash -euo pipefail -c "$script"
+}
+
+# wait_until CMD…: runs CMD every 0.1 s until it succeeds, at most 30 s.
+wait_until() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for: $*" >&2
+	return 1
+}
+
+# finish PID: waits (at most 30 s) for a background process of the test; returns its status.
+finish() {
+	wait_until bash -c 'case $(ps -o stat= -p "$1") in Z*|"") exit 0;; esac; exit 1' _ "$1" ||
+		kill -9 "$1"
+	wait "$1"
+}
+
+# hist SESSION: the upstream path of the session's chat history.
+hist() {
+	echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"
 }

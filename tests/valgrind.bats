@@ -7,7 +7,6 @@
 # packing and unpacking, is fuzzed under ASan by tests/fuzz/fuzz_archive.c).
 
 load helpers
-load harden
 bats_require_minimum_version 1.5.0
 
 setup() {
