@@ -10,30 +10,31 @@
 #include "../lib/agent.h"
 #include "../lib/flag.h"
 #include "../lib/net.h"
+#include "../lib/specflags.h"
 #include "../lib/toolset.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: acp-server [-listen ADDR | -stdio] [-backend local|kubernetes] [-namespace NS]\n"
 	"                  [-image IMG] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  [-auth-token-file F] [-tls-cert F -tls-key F]\n"
+	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F] [-tls-cert F -tls-key F]\n"
 	"Serves the agent over the Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object per\n"
 	"line). Each ACP session gets a sandbox named after it; every tool call is put to the\n"
 	"client for approval.\n"
 	"\n"
-	"  -listen ADDR       TCP address (default 127.0.0.1:8090; \":8090\" = every interface)\n"
-	"  -stdio             speak ACP on standard input/output instead (editors spawn it)\n"
-	"  -backend B         local or kubernetes; env SANDBOX_BACKEND (default: kubernetes when\n"
-	"                     a Kubernetes configuration exists, else local)\n"
-	"  -namespace NS      env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image IMG         Sandbox container image; if empty, uses the toolset's default image.\n"
-	"  -homedir D         home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
-	"  -toolset T         basic (default) or geminicli; env TOOLSET\n"
-	"  -tool-timeout D    deadline per tool call (Go duration, default 2m; 0 disables)\n"
-	"  -auth-token-file F require ACP authenticate with this bearer token (_meta.token)\n"
-	"  -tls-cert F        serve TLS with this PEM certificate chain (needs -tls-key)\n"
-	"  -tls-key F         the PEM private key of -tls-cert\n"
-	"  -h                 show this help\n"
+	"  -listen ADDR         TCP address (default 127.0.0.1:8090; \":8090\" = every interface)\n"
+	"  -stdio               speak ACP on standard input/output instead (editors spawn it)\n"
+	"  -backend B           local or kubernetes; env SANDBOX_BACKEND (default: kubernetes when\n"
+	"                       a Kubernetes configuration exists, else local)\n"
+	"  -namespace NS        env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -image IMG           Sandbox container image; if empty, uses the toolset's default image.\n"
+	"  -homedir D           home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -toolset T           basic (default) or geminicli; env TOOLSET\n"
+	"  -tool-timeout D      deadline per tool call (Go duration, default 2m; 0 disables)\n"
+	"  -auth-token-file F   require ACP authenticate with this bearer token (_meta.token)\n"
+	"  -tls-cert F          serve TLS with this PEM certificate chain (needs -tls-key)\n"
+	"  -tls-key F           the PEM private key of -tls-cert\n"
+	"  -h                   show this help\n"
 	"Model: OPENAI_MODEL or MODEL (fake-eliza = the built-in fake), GEMINI_API_KEY or\n"
 	"OPENAI_API_KEY, OPENAI_BASE_URL.\n";
 
@@ -75,7 +76,9 @@ int main(int argc, char **argv)
 	SSL_CTX *tls = NULL;
 	char *token = NULL, addr[NET_ADDR_MAX];
 	int i, lfd = -1;
-	struct flag flags[] = {
+	struct specflags sf = {0};
+	char **create_args;
+	struct flag flags[11 + SPECF_COUNT + 1] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"stdio", FLAG_BOOL, &stdio, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
@@ -87,10 +90,10 @@ int main(int argc, char **argv)
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
 		{"tls-cert", FLAG_STRING, &cert, NULL},
 		{"tls-key", FLAG_STRING, &key, NULL},
-		{NULL, 0, NULL, NULL},
 	};
 
 	cli_init(argv[0]);
+	specflags_table(&sf, flags + 11);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -99,6 +102,8 @@ int main(int argc, char **argv)
 	if (i < argc)
 		cli_usage_error(usage, "unexpected arguments");
 	if (toolset_find(tsname, &e) == NULL)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	if (specflags_check(&sf, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if ((cert == NULL) != (key == NULL))
 		cli_usage_error(usage, "-tls-cert and -tls-key go together");
@@ -132,6 +137,8 @@ int main(int argc, char **argv)
 	cfg.toolset = tsname;
 	cfg.model = model;
 	cfg.tool_timeout_ns = timeout > 0 ? timeout : 0;
+	create_args = specflags_argv(&sf);
+	cfg.create_args = create_args;
 	cfg.auth_token = token;
 	cfg.log = log_line;
 	srv = acp_server_new(&cfg);
@@ -155,5 +162,6 @@ int main(int argc, char **argv)
 	if (tls)
 		SSL_CTX_free(tls);
 	free(token);
+	specflags_argv_free(create_args);
 	return cli_finish(i);
 }

@@ -13,12 +13,13 @@
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
 #include "../lib/prompt.h"
+#include "../lib/specflags.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: agent-loop [-session NAME] [-backend local|kubernetes] [-namespace NS] [-image I]\n"
 	"                  [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  [-max-tool-rounds 50] [-ttl 5m] [-v]\n"
+	"                  [-max-tool-rounds 50] [-ttl 5m] " SPECFLAGS_SYNOPSIS " [-v]\n"
 	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
 	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
 	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave.\n"
@@ -36,6 +37,7 @@ static const char usage[] =
 	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
 	"  -max-tool-rounds N    LLM/tool iterations allowed in one turn (default 50)\n"
 	"  -ttl D                sandbox inactivity lifetime (Go duration, default 5m)\n"
+	SPECFLAGS_USAGE
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
 
@@ -169,8 +171,10 @@ int main(int argc, char **argv)
 	struct agent_session *s;
 	struct sbx_err e;
 	struct sigaction sa;
+	struct specflags sf = {0};
+	char **create_args;
 	int i, status;
-	struct flag flags[] = {
+	struct flag flags[10 + SPECF_COUNT + 1] = {
 		{"session", FLAG_STRING, &session, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
 		{"namespace", FLAG_STRING, &ns, NULL},
@@ -181,10 +185,10 @@ int main(int argc, char **argv)
 		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
 		{"ttl", FLAG_DURATION, &ttl, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
-		{NULL, 0, NULL, NULL},
 	};
 
 	cli_init(argv[0]);
+	specflags_table(&sf, flags + 10);
 	if (session == NULL || *session == '\0')
 		session = "default";
 	i = flag_parse(flags, argc, argv, &e);
@@ -198,6 +202,9 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
+	if (specflags_check(&sf, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	create_args = specflags_argv(&sf);
 	if (image == NULL || *image == '\0')
 		image = getenv("SANDBOX_IMAGE");
 	if (backend == NULL || *backend == '\0')
@@ -216,7 +223,7 @@ int main(int argc, char **argv)
 			.session = session, .backend = backend, .namespace = ns, .image = image,
 			.homedir = homedir, .toolset = toolset, .tool_timeout_ns = tool_timeout,
 			.ttl_ns = ttl, .max_tool_rounds = (int)rounds, .log = on_log,
-			.trace = verbose ? on_trace : NULL,
+			.trace = verbose ? on_trace : NULL, .create_args = create_args,
 		};
 		if ((s = agent_session_open(&cfg, &e)) == NULL)
 			cli_die(1, "%s", e.msg);
@@ -228,5 +235,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (agent_session_close(s, &e) < 0)
 		cli_warn("%s", e.msg);
+	specflags_argv_free(create_args);
 	return cli_finish(status);
 }

@@ -4,25 +4,26 @@
 
 #include "../lib/backend.h"
 #include "../lib/flag.h"
+#include "../lib/specflags.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: sbx-create [-backend local|kubernetes] [-namespace NS] [-image I] [-homedir D]\n"
-	"                  [-ttl 5m] [-network] NAME\n"
+	"                  [-ttl 5m] " SPECFLAGS_SYNOPSIS " NAME\n"
 	"Creates the sandbox NAME (^[a-z0-9]{1,40}$), or reuses a ready one with the same spec,\n"
 	"waits until it is ready and prints its handle as one JSON line.\n"
 	"\n"
-	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image I       local: \"host\" (default), a root filesystem directory, or an OCI\n"
-	"                 image oci-archive:PATH[:TAG] / oci:DIR[:TAG] (see sbx-image);\n"
-	"                 kubernetes: a container image (default debian:bookworm-slim);\n"
-	"                 env SANDBOX_IMAGE\n"
-	"  -homedir D     home directory inside, the only persistent place;\n"
-	"                 env SANDBOX_HOME_DIR, default /home/clawtainer\n"
-	"  -ttl D         shutdown time = now + D (Go duration, default 5m)\n"
-	"  -network       give the sandbox network access (local backend; default: none)\n"
-	"  -h             show this help\n";
+	"  -backend B            local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -image I              local: \"host\" (default), a root filesystem directory, or\n"
+	"                        an OCI image oci-archive:PATH[:TAG] / oci:DIR[:TAG] (see\n"
+	"                        sbx-image); kubernetes: a container image (default\n"
+	"                        debian:bookworm-slim); env SANDBOX_IMAGE\n"
+	"  -homedir D            home directory inside, the only persistent place;\n"
+	"                        env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -ttl D                shutdown time = now + D (Go duration, default 5m)\n"
+	SPECFLAGS_USAGE
+	"  -h                    show this help\n";
 
 int main(int argc, char **argv)
 {
@@ -32,20 +33,20 @@ int main(int argc, char **argv)
 	struct sbx_backend *b;
 	struct sbx_err e;
 	struct json_object *o;
+	struct specflags sf = {0};
 	int i, rc;
 
 	cli_init(argv[0]);
 	backend_spec_init(&spec);
 	{
-		struct flag flags[] = {
+		struct flag flags[5 + SPECF_COUNT + 1] = {
 			{"backend", FLAG_STRING, &backend, NULL},
 			{"namespace", FLAG_STRING, &ns, NULL},
 			{"image", FLAG_STRING, &image, NULL},
 			{"homedir", FLAG_STRING, &homedir, NULL},
 			{"ttl", FLAG_DURATION, &spec.ttl_ns, NULL},
-			{"network", FLAG_BOOL, &spec.network, NULL},
-			{NULL, 0, NULL, NULL},
 		};
+		specflags_table(&sf, flags + 5);
 		i = flag_parse(flags, argc, argv, &e);
 	}
 	if (i == FLAG_HELP)
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
 			cli_die(EXIT_USAGE, "invalid homedir: longer than %zu bytes", sizeof spec.homedir - 1);
 		strcpy(spec.homedir, homedir);
 	}
+	if (specflags_apply(&sf, &spec, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 	if ((b = backend_open(backend, ns, &e)) == NULL)
 		cli_die_err("", &e);
 	if (sbx_create(b, &spec, &info, &e) < 0)

@@ -43,6 +43,7 @@ struct acp_config {
 	/* Passed to every agent session (lib/agent.h). */
 	const char *backend, *namespace, *image, *homedir, *toolset, *model, *bindir;
 	int64_t tool_timeout_ns;
+	char *const *create_args;	/* extra sbx-create words (agent_config.create_args) */
 	const char *auth_token;		/* NULL: no authentication */
 	/* Log lines for people (may be NULL). */
 	void (*log)(void *arg, const char *msg);

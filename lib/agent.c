@@ -29,6 +29,7 @@
 
 struct agent_session {
 	char *name, *backend, *ns, *image, *homedir, *model, *bindir;
+	char **create_args;		/* NULL-terminated copy of agent_config.create_args */
 	const struct toolset *ts;
 	int64_t tool_timeout_ns, ttl_ns;
 	int max_rounds;
@@ -183,6 +184,14 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	s->max_rounds = cfg->max_tool_rounds > 0 ? cfg->max_tool_rounds
 			: AGENT_DEFAULT_MAX_TOOL_ROUNDS;
 	s->bindir = cfg->bindir ? xstrdup(cfg->bindir) : child_self_dir();
+	{
+		size_t n = 0;
+		while (cfg->create_args && cfg->create_args[n])
+			n++;
+		s->create_args = xcalloc(n + 1, sizeof *s->create_args);
+		for (size_t i = 0; i < n; i++)
+			s->create_args[i] = xstrdup(cfg->create_args[i]);
+	}
 	s->tools = toolset_declarations(s->ts);
 
 	if ((s->h = history_open(s->name, e)) == NULL)
@@ -247,37 +256,25 @@ const char *agent_session_model(const struct agent_session *s)
 
 /* ---- children ---- */
 
-#define ARGV_MAX 24
-
-struct argv {
-	char *v[ARGV_MAX];
-	int n;
-	char *own[4];			/* formatted values freed with the argv */
-	int nown;
-};
-
-static void arg(struct argv *a, const char *s)
+/* A child's argv is a strvec (lib/xalloc.h): it grows and owns its words. */
+static void arg(struct strvec *a, const char *s)
 {
-	if (a->n < ARGV_MAX - 1)
-		a->v[a->n++] = (char *)s;
-	a->v[a->n] = NULL;
+	strvec_push(a, s);
 }
 
-static void arg_own(struct argv *a, char *s)
+static void arg_own(struct strvec *a, char *s)
 {
-	arg(a, s);
-	if (a->nown < 4)
-		a->own[a->nown++] = s;
+	strvec_push(a, s);
+	free(s);
 }
 
-static void argv_free(struct argv *a)
+static void argv_free(struct strvec *a)
 {
-	for (int i = 0; i < a->nown; i++)
-		free(a->own[i]);
+	strvec_clear(a);
 }
 
 /* argv[0] plus the backend selection every sandbox tool takes. */
-static void argv_sbx(struct agent_session *s, struct argv *a, const char *prog)
+static void argv_sbx(struct agent_session *s, struct strvec *a, const char *prog)
 {
 	memset(a, 0, sizeof *a);
 	arg(a, prog);
@@ -287,7 +284,7 @@ static void argv_sbx(struct agent_session *s, struct argv *a, const char *prog)
 	arg(a, s->ns);
 }
 
-static void arg_duration(struct argv *a, const char *flag, int64_t ns)
+static void arg_duration(struct strvec *a, const char *flag, int64_t ns)
 {
 	char d[DURATION_BUFSZ];
 
@@ -296,13 +293,13 @@ static void arg_duration(struct argv *a, const char *flag, int64_t ns)
 }
 
 /* -v: the command line, quoted for a POSIX shell, so the step can be rerun by hand. */
-static void trace_argv(struct agent_session *s, struct argv *a)
+static void trace_argv(struct agent_session *s, struct strvec *a)
 {
 	struct buf b = {0};
 
 	if (s->trace == NULL)
 		return;
-	for (int i = 0; i < a->n; i++) {
+	for (size_t i = 0; i < a->n; i++) {
 		const char *w = a->v[i];
 		if (i > 0)
 			buf_puts(&b, " ");
@@ -321,7 +318,7 @@ static void trace_argv(struct agent_session *s, struct argv *a)
 }
 
 /* Runs argv (argv[0] = program name) found next to us, else on PATH. */
-static int run(struct agent_session *s, struct argv *a, const char *in, size_t in_len,
+static int run(struct agent_session *s, struct strvec *a, const char *in, size_t in_len,
 	       int cancel_fd, int (*on_line)(void *, char *, size_t), void *larg,
 	       struct child_result *res, struct sbx_err *e)
 {
@@ -359,7 +356,7 @@ static bool fired(int fd)
 
 /* Runs a sandbox tool that prints one JSON document; *doc gets it (NULL if unparsable).
  * Returns the child's status, -1 with e when it could not run, -2 when cancelled. */
-static int run_doc(struct agent_session *s, struct argv *a, int cancel_fd,
+static int run_doc(struct agent_session *s, struct strvec *a, int cancel_fd,
 		   struct json_object **doc, char **msg, struct sbx_err *e)
 {
 	struct child_result res;
@@ -392,7 +389,7 @@ static int run_doc(struct agent_session *s, struct argv *a, int cancel_fd,
 static void restore(struct agent_session *s, int cancel_fd)
 {
 	struct json_object *doc, *v;
-	struct argv a;
+	struct strvec a;
 	struct sbx_err e;
 	char *msg;
 	int st;
@@ -432,7 +429,7 @@ static bool restore_unfinished(struct agent_session *s)
 static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
 	struct json_object *doc, *v;
-	struct argv a;
+	struct strvec a;
 	char *msg;
 	int st, rc = -1;
 	bool reused;
@@ -447,6 +444,8 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	arg(&a, s->homedir);
 	if (s->ttl_ns > 0)
 		arg_duration(&a, "-ttl", s->ttl_ns);
+	for (char **w = s->create_args; *w; w++)
+		arg(&a, *w);
 	arg(&a, s->name);
 	s->created = true;	/* even a cancelled or failed create may leave something to delete */
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
@@ -477,7 +476,7 @@ out:
 static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
 	struct json_object *doc;
-	struct argv a;
+	struct strvec a;
 	char *msg;
 	int st, rc;
 
@@ -524,7 +523,7 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 static void snapshot(struct agent_session *s, int cancel_fd)
 {
 	struct json_object *doc, *v;
-	struct argv a;
+	struct strvec a;
 	struct sbx_err e;
 	char *msg;
 	int st;
@@ -551,7 +550,7 @@ static void snapshot(struct agent_session *s, int cancel_fd)
 int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e)
 {
 	struct json_object *doc;
-	struct argv a;
+	struct strvec a;
 	char *msg;
 	int st, rc = 0;
 
@@ -611,7 +610,7 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	struct json_object *req = json_object_new_object();
 	struct llm_read r = {.s = s, .cb = cb};
 	struct child_result res;
-	struct argv a = {0};
+	struct strvec a = {0};
 	char *body, *msg;
 
 	json_object_object_add(req, "model", json_object_new_string(s->model));
@@ -624,9 +623,11 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	arg(&a, "llm-chat");
 	arg(&a, "-stream");
 	if (run(s, &a, body, strlen(body), cancel_fd, on_llm_line, &r, &res, e) < 0) {
+		argv_free(&a);
 		free(body);
 		return NULL;
 	}
+	argv_free(&a);
 	free(body);
 	if (res.canceled) {
 		err_set(e, SBX_ECANCELED, "context canceled");
@@ -682,7 +683,7 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 {
 	struct child_result res;
 	struct json_object *doc = NULL;
-	struct argv a;
+	struct strvec a;
 	const char *why;
 	char *in = gojson_encode(c->raw), *out = NULL, *msg;
 
@@ -907,6 +908,9 @@ void agent_session_free(struct agent_session *s)
 	free(s->homedir);
 	free(s->model);
 	free(s->bindir);
+	for (char **w = s->create_args; w && *w; w++)
+		free(*w);
+	free(s->create_args);
 	free(s);
 }
 

@@ -64,6 +64,9 @@ struct agent_config {
 	int64_t ttl_ns;			/* sandbox inactivity lifetime; 0: the tools' default (5m) */
 	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
 	bool must_exist;		/* open fails with SBX_ENOTFOUND when there is no history */
+	/* Extra sbx-create words (NULL-terminated, e.g. specflags_argv's "-network=true"),
+	 * passed unchanged when the session makes its sandbox. May be NULL. */
+	char *const *create_args;
 	const char *bindir;		/* NULL: the running executable's directory, then PATH */
 	/* Log lines (what upstream logs with klog). May be NULL. */
 	void (*log)(void *arg, enum agent_log_level level, const char *msg);

@@ -122,3 +122,45 @@ char *buf_steal(struct buf *b)
 	b->len = b->cap = 0;
 	return p;
 }
+
+static void strvec_add(struct strvec *sv, char *s)
+{
+	if (sv->n + 2 > sv->cap) {
+		sv->cap = sv->cap ? sv->cap * 2 : 16;
+		sv->v = xrealloc(sv->v, sv->cap * sizeof *sv->v);
+	}
+	sv->v[sv->n++] = s;
+	sv->v[sv->n] = NULL;
+}
+
+void strvec_push(struct strvec *sv, const char *s)
+{
+	strvec_add(sv, xstrdup(s));
+}
+
+void strvec_pushf(struct strvec *sv, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	va_end(ap);
+	strvec_add(sv, s);
+}
+
+void strvec_pushv(struct strvec *sv, char *const *v)
+{
+	for (; v && *v; v++)
+		strvec_push(sv, *v);
+}
+
+void strvec_clear(struct strvec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->cap = 0;
+}

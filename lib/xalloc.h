@@ -25,4 +25,16 @@ void buf_free(struct buf *b);
 /* Hands the data to the caller (who frees it) and resets b. */
 char *buf_steal(struct buf *b);
 
+/* A growable NULL-terminated vector of strings it owns (git's strvec): v is never NULL after
+ * the first push; zero-initialise, push, use v as an argv, then strvec_clear. */
+struct strvec {
+	char **v;
+	size_t n, cap;
+};
+void strvec_push(struct strvec *sv, const char *s);
+void strvec_pushf(struct strvec *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Pushes every string of a NULL-terminated vector (NULL: none). */
+void strvec_pushv(struct strvec *sv, char *const *v);
+void strvec_clear(struct strvec *sv);
+
 #endif

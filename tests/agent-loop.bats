@@ -434,3 +434,13 @@ EOF
 	[ "$rc" -eq 1 ]
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist twice)"
 }
+
+@test "sandbox-shaping flags reach sbx-create unchanged; a bad one is refused at start" {
+	start_stub "$(answer_tool run_command '{"command":"true"}')" "$(answer_text done)"
+	run agent-loop -v -network -session netw <<<'go'
+	assert_status 0
+	assert_contains 'agent-loop: $: sbx-create -backend local -namespace default -homedir /home/clawtainer -network=true netw'
+	run agent-loop -network=maybe -session netw </dev/null
+	assert_status 100
+	assert_contains 'invalid boolean value "maybe" for -network'
+}

@@ -1,0 +1,98 @@
+/* specflags.c — the table of sandbox-shaping flags and what each does to a struct sbx_spec.
+ * To add one: a SPECF_* id and a SPECFLAGS_USAGE line in specflags.h, a row here with the
+ * function that checks the text and sets the spec field. */
+#include "specflags.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+struct specflag_def {
+	const char *name;
+	bool boolean;
+	const char *env;		/* NULL: no environment variable */
+	/* Sets the spec from the text ("true"/"false" for a boolean); -1 with e on bad text. */
+	int (*apply)(struct sbx_spec *spec, const char *text, struct sbx_err *e);
+};
+
+static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	(void)e;
+	spec->network = strcmp(text, "true") == 0;
+	return 0;
+}
+
+static const struct specflag_def defs[SPECF_COUNT] = {
+	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+};
+
+size_t specflags_table(struct specflags *sf, struct flag *tbl)
+{
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		tbl[i].name = defs[i].name;
+		tbl[i].type = defs[i].boolean ? FLAG_BOOL : FLAG_STRING;
+		tbl[i].ptr = defs[i].boolean ? (void *)&sf->on[i] : (void *)&sf->val[i];
+		tbl[i].seen = &sf->seen[i];
+	}
+	return SPECF_COUNT;
+}
+
+int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sbx_err *e)
+{
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		const struct specflag_def *d = &defs[i];
+		const char *text = NULL;
+		bool from_env = false;
+
+		if (sf->seen[i])
+			text = d->boolean ? (sf->on[i] ? "true" : "false") : sf->val[i];
+		else if (d->env && getenv(d->env) && *getenv(d->env)) {
+			text = getenv(d->env);
+			from_env = true;
+		}
+		if (text == NULL)
+			continue;
+		if (d->apply(spec, text, e) < 0) {
+			if (from_env)
+				err_prefix(e, "invalid %s", d->env);
+			else
+				err_prefix(e, "invalid value \"%s\" for flag -%s", text, d->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int specflags_check(const struct specflags *sf, struct sbx_err *e)
+{
+	struct sbx_spec scratch;
+
+	backend_spec_init(&scratch);
+	return specflags_apply(sf, &scratch, e);
+}
+
+char **specflags_argv(const struct specflags *sf)
+{
+	char **v = xcalloc(SPECF_COUNT + 1, sizeof *v);
+	size_t n = 0;
+
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		if (!sf->seen[i])
+			continue;
+		if (defs[i].boolean)
+			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->on[i] ? "true" : "false");
+		else
+			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->val[i]);
+	}
+	return v;
+}
+
+void specflags_argv_free(char **v)
+{
+	if (v == NULL)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
