@@ -47,6 +47,9 @@
 #define DEFAULT_SANDBOX_ID 65534
 /* How long exec waits for the service's answer after asking it to kill the command. */
 #define KILL_REPLY_TIMEOUT_MS 10000
+/* After the exec service hangs up, how long a dying sandbox may take to be renamed away by its
+ * supervisor (a kill and a rename: well under this). */
+#define GONE_SETTLE_MS 500
 
 struct sbx_paths {
 	char *nsdir, *dir, *nslock;
@@ -981,6 +984,19 @@ static char *exec_payload(const struct sbx_exec *x, uint32_t *len, struct sbx_er
 	return buf_steal(&b);
 }
 
+/* The exec service hung up before the result: the command may have run, in part, so this is
+ * SBX_EGONE, never SBX_ENOTFOUND (which promises nothing ran and invites a retry). The
+ * supervisor renames a dying sandbox away right after killing it: a moment's wait names the
+ * cause right. */
+static int lost_connection(const char *dir, const char *name, struct sbx_err *e)
+{
+	for (int waited = 0; waited < GONE_SETTLE_MS && is_alive(dir); waited += 5)
+		usleep(5000);
+	if (is_alive(dir))
+		return err_set(e, SBX_EGONE, "lost the connection to sandbox %s during the command", name);
+	return err_set(e, SBX_EGONE, "sandbox %s went away during the command", name);
+}
+
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
@@ -1034,10 +1050,7 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 			continue;
 		if (n > 0 && pf[0].revents) {
 			if (read_result(s, &res, KILL_REPLY_TIMEOUT_MS) < 0) {
-				if (!is_alive(p.dir))
-					err_set(e, SBX_ENOTFOUND, "sandbox %s went away during the command", name);
-				else
-					err_set(e, SBX_EIO, "lost the connection to sandbox %s", name);
+				lost_connection(p.dir, name, e);
 				goto out;
 			}
 			break;
