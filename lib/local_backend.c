@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "fsutil.h"
 #include "gojson.h"
+#include "localnet.h"
 #include "localproto.h"
 #include "oci.h"
 #include "paths.h"
@@ -149,6 +150,8 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		time_parse_rfc3339(json_object_get_string(v), &out->created_ns);
 	if (json_object_object_get_ex(o, "network", &v))
 		out->network = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "allow_hosts", &v))
+		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "limits", &v))
 		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
@@ -169,6 +172,7 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "image", json_object_new_string(in->image));
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
+	json_object_object_add(o, "allow_hosts", json_object_new_string(in->allow_hosts));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
@@ -288,54 +292,6 @@ static int ping(const char *dir, int timeout_ms)
 	return rc;
 }
 
-/* Finds a helper program next to this executable, or in ../libexec/sbx. */
-static char *find_helper(const char *env, const char *name)
-{
-	char exe[PATH_MAX], *slash, *p;
-	const char *v = getenv(env);
-	ssize_t n;
-
-	if (v && *v)
-		return access(v, X_OK) == 0 ? xstrdup(v) : NULL;
-	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash == NULL)
-		return NULL;
-	*slash = '\0';
-	p = xasprintf("%s/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	p = xasprintf("%s/../libexec/sbx/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	return NULL;
-}
-
-static char *find_in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) == 0 ? xstrdup(prog) : NULL;
-	copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		char *p = xasprintf("%s/%s", dir, prog);
-		if (access(p, X_OK) == 0) {
-			found = p;
-			break;
-		}
-		free(p);
-	}
-	free(copy);
-	return found;
-}
-
 struct argv_b {
 	char **v;
 	size_t n, cap;
@@ -398,7 +354,8 @@ static void image_env(struct argv_b *a, const struct oci_image *img)
  * the sandbox's ids and its WorkingDir the service's (so commands' default) directory. */
 static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sbx_spec *spec,
 			    const char *home_src, const char *init_src, const char *tool_src,
-			    const struct oci_image *img, const char *rootfs_src, struct sbx_err *e)
+			    const struct oci_image *img, const char *rootfs_src,
+			    char *const *net_args, struct sbx_err *e)
 {
 	char link[PATH_MAX], uid[32], gid[32];
 	struct stat st;
@@ -418,8 +375,8 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 	av_add(a, "--unshare-ipc");
 	av_add(a, "--unshare-uts");
 	av_add(a, "--unshare-cgroup-try");
-	if (!spec->network)
-		av_add(a, "--unshare-net");
+	/* Always a network namespace of its own; lib/localnet.c connects it (or not). */
+	av_add(a, "--unshare-net");
 	av_add(a, "--hostname");
 	av_add(a, spec->name);
 	if (img) {
@@ -514,6 +471,8 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 	av_add(a, spec->name);
 	if (img)
 		image_env(a, img);
+	for (i = 0; net_args && net_args[i]; i++)
+		av_add(a, net_args[i]);
 	av_add(a, "/run/sbx/sbx-init");
 	av_add(a, "serve");
 	return 0;
@@ -599,6 +558,8 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	char path[PATH_MAX], *log;
 	size_t len;
 
+	if (localnet_failure(p->dir, e))
+		return;
 	snprintf(path, sizeof path, "%s/bwrap.log", p->dir);
 	log = fs_read_small(path, 4096, &len);
 	while (log && len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' '))
@@ -615,7 +576,7 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
  * mount point made in it. NULL on failure. */
 static struct oci_image *open_image(const struct sbx_spec *spec, struct sbx_err *e)
 {
-	char *helper = find_helper("SBX_IMAGE_HELPER", "sbx-image");
+	char *helper = paths_helper("SBX_IMAGE_HELPER", "sbx-image");
 	struct oci_image *img;
 
 	if (helper == NULL) {
@@ -633,6 +594,7 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 {
 	char *bwrap = NULL, *init = NULL, *tool = NULL, *home = NULL, *lockp = NULL;
 	struct argv_b sv = {0};
+	struct strvec netargs = {0};
 	struct oci_image *img = NULL;
 	int lsock = -1, rc = -1, drop, fd;
 	uid_t uid;
@@ -640,19 +602,19 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	char us[32], gs[32];
 	int64_t deadline;
 
-	bwrap = find_in_path(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
+	bwrap = paths_which(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
 	if (bwrap == NULL) {
 		err_set(e, SBX_EUNAVAIL,
 			"bubblewrap is not installed: install the Debian package \"bubblewrap\"");
 		goto out;
 	}
-	init = find_helper("SBX_INIT", "sbx-init");
+	init = paths_helper("SBX_INIT", "sbx-init");
 	if (init == NULL) {
 		err_set(e, SBX_EUNAVAIL, "cannot find sbx-init next to this program or in "
 			"../libexec/sbx (set SBX_INIT)");
 		goto out;
 	}
-	tool = find_helper("SBX_TOOLBOX", "geminicli-toolbox");
+	tool = paths_helper("SBX_TOOLBOX", "geminicli-toolbox");
 	sandbox_ids(&uid, &gid, &drop);
 	if (oci_is_ref(spec->image) && (img = open_image(spec, e)) == NULL)
 		goto out;
@@ -680,6 +642,7 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	snprintf(out->homedir, sizeof out->homedir, "%s", spec->homedir);
 	snprintf(out->shutdown_policy, sizeof out->shutdown_policy, "Delete");
 	out->network = spec->network;
+	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
 	out->created_ns = time_now_ns();
 	deadline = out->created_ns + spec->ttl_ns;
 	out->shutdown_ns = deadline;
@@ -702,10 +665,15 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	av_add(&sv, drop && tool ? tool : "-");
 	av_add(&sv, drop && img ? img->rootfs : "-");
 	av_add(&sv, "--");
+	if (localnet_prepare(spec, p->dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image
+									       : "/",
+			     &netargs, e) < 0)
+		goto out;
 	if (build_bwrap_argv(&sv, bwrap, spec, drop ? "/run/sbx-stage/home" : home,
 			     drop ? "/run/sbx-stage/sbx-init" : init,
 			     tool ? (drop ? "/run/sbx-stage/geminicli-toolbox" : tool) : NULL, img,
-			     img && drop ? "/run/sbx-stage/rootfs" : img ? img->rootfs : NULL, e) < 0)
+			     img && drop ? "/run/sbx-stage/rootfs" : img ? img->rootfs : NULL,
+			     netargs.v, e) < 0)
 		goto out;
 	if (spawn_supervisor(sv.v, lsock, e) < 0)
 		goto out;
@@ -724,6 +692,7 @@ out:
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
 		fs_remove_tree(p->dir);
 	av_free(&sv);
+	strvec_clear(&netargs);
 	free(bwrap);
 	free(init);
 	free(tool);
@@ -771,6 +740,9 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
+	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
+			       have->name, have->allow_hosts, want->allow_hosts);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netpolicy.h"
 #include "xalloc.h"
 
 struct specflag_def {
@@ -25,6 +26,19 @@ static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err
 	(void)e;
 	spec->network = strcmp(text, "true") == 0;
 	return 0;
+}
+
+/* Checks and normalises the -allow-host list (lib/netpolicy.c). */
+static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct netpolicy p;
+	int rc;
+
+	if (netpolicy_parse(text, &p, e) < 0)
+		return -1;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
 }
 
 /* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
@@ -97,6 +111,7 @@ static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err 
 
 static const struct specflag_def defs[SPECF_COUNT] = {
 	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
 	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
 	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
 	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},

@@ -120,6 +120,10 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 			_exit(111);
 		}
 	}
+	if (net_child_fds() < 0) {
+		fprintf(stderr, "sbx-init: cannot pass the network descriptors: %s\n", strerror(errno));
+		_exit(111);
+	}
 	execvp(argv[0], argv);
 	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
@@ -149,6 +153,7 @@ static void teardown(const char *dir, pid_t bwrap)
 	const char *base = strrchr(dir, '/');
 	int st;
 
+	net_stop();
 	if (bwrap > 0) {
 		kill(bwrap, SIGKILL);
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
@@ -195,10 +200,26 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 111;
+	if (net_load(dir) < 0 || (bwrap_argv = net_bwrap_argv(bwrap_argv)) == NULL) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "network plan: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return 111;
+	}
 	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
 	close(3);	/* the listening socket now lives only in the sandbox */
 	if (bwrap < 0) {
 		teardown(dir, -1);
+		return 111;
+	}
+	if (net_start(dir, uid, gid) < 0) {
+		/* The directory stays, with the helper's log, for sbx-create to read and remove:
+		 * once this process is gone it is stale to everyone else. */
+		int st;
+		net_stop();
+		kill(bwrap, SIGKILL);
+		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
+			;
 		return 111;
 	}
 
