@@ -149,6 +149,8 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		time_parse_rfc3339(json_object_get_string(v), &out->created_ns);
 	if (json_object_object_get_ex(o, "network", &v))
 		out->network = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "limits", &v))
+		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
 	json_object_put(o);
 	return 0;
@@ -167,6 +169,7 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "image", json_object_new_string(in->image));
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
+	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
 	json_object_object_add(o, "shutdown_time",
