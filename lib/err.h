@@ -16,6 +16,7 @@ enum sbx_errcode {
 	SBX_ECANCELED,	/* a signal asked us to stop */
 	SBX_EUNAVAIL,	/* a dependency is missing (bubblewrap, API server) */
 	SBX_EPERM,	/* forbidden (401/403, permissions) */
+	SBX_EBUSY,	/* held by another process (a session in use) */
 	SBX_EIO,	/* anything else at run time */
 };
 

@@ -337,7 +337,7 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	STUB_PID=$!
 	wait_until test -s "$STUB_DIR/port"
 	run bash -c "printf 'run: echo two\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -backend kubernetes -session kllm"
-	assert_status 1
+	assert_status 111
 	assert_contains "failed to call LLM"
 	assert_contains "500"
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist kllm)" | cmp - "$BATS_TEST_TMPDIR/before"
