@@ -269,6 +269,10 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	lsock = -1;
 	if (local_exec_ping(p->dir, READY_TIMEOUT_MS) < 0) {
 		startup_failure(p, e);
+		/* A supervisor that gave up (its network helper failed) exits at once: let it,
+		 * so that its directory goes below too. */
+		for (int i = 0; i < 200 && is_alive(p->dir); i++)
+			usleep(10000);
 		goto out;
 	}
 	out->ready = true;

@@ -42,7 +42,7 @@ static int read_nameservers(const char *path, char ns[][INET6_ADDRSTRLEN], struc
 	if (text == NULL)
 		return 0;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char addr[INET6_ADDRSTRLEN + 16];
+		char addr[64];
 		unsigned char bin[16];
 		if (sscanf(line, "nameserver %63s", addr) == 1) {
 			char *pct = strchr(addr, '%');

@@ -37,7 +37,8 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-/* Rewrites an IP literal in its canonical text; 1 if s was one. */
+/* Rewrites an IP literal in its canonical text (size: s's buffer, at least INET6_ADDRSTRLEN
+ * or the text is cut); 1 if s was one. */
 static int canon_literal(char *s, size_t size)
 {
 	unsigned char a[16];
@@ -53,20 +54,20 @@ static int canon_literal(char *s, size_t size)
 	return 1;
 }
 
-int netpolicy_host_normalise(char *host)
+int netpolicy_host_normalise(char *host, size_t size)
 {
 	size_t len = strlen(host);
 
 	if (len >= 2 && host[0] == '[' && host[len - 1] == ']') {
 		memmove(host, host + 1, len - 2);
 		host[len - 2] = '\0';
-		return canon_literal(host, len) && strchr(host, ':') ? 0 : -1;
+		return canon_literal(host, size) && strchr(host, ':') ? 0 : -1;
 	}
 	if (len > 1 && host[len - 1] == '.')
 		host[--len] = '\0';
 	for (char *p = host; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
-	if (canon_literal(host, len + 1) && strlen(host) <= len)
+	if (canon_literal(host, size))
 		return 0;
 	return valid_name(host) ? 0 : -1;
 }
@@ -115,7 +116,7 @@ static int parse_entry(const char *entry, struct netpolicy_rule *r, struct sbx_e
 	if (strchr(host, '*'))
 		return err_set(e, SBX_EINVAL, "\"%s\": a wildcard is only allowed as a leading \"*.\"",
 			       entry);
-	if (netpolicy_host_normalise(host) < 0)
+	if (netpolicy_host_normalise(host, sizeof host) < 0)
 		return err_set(e, SBX_EINVAL, "\"%s\": not a host name or IP address", entry);
 	r->literal = canon_literal(host, sizeof host);
 	if (r->wildcard && r->literal)
@@ -177,8 +178,8 @@ void netpolicy_rule_text(const struct netpolicy_rule *r, char *out, size_t size)
 
 	if (r->port)
 		snprintf(port, sizeof port, ":%d", r->port);
-	snprintf(out, size, "%s%s%s%s%s", r->wildcard ? "*." : "", v6 && r->port ? "[" : "",
-		 r->host, v6 && r->port ? "]" : "", port);
+	snprintf(out, size, "%s%s%s%s%s", r->wildcard ? "*." : "", v6 ? "[" : "", r->host,
+		 v6 ? "]" : "", port);
 }
 
 int netpolicy_format(const struct netpolicy *p, char *out, size_t size)

@@ -36,9 +36,10 @@ int netpolicy_parse(const char *text, struct netpolicy *p, struct sbx_err *e);
 void netpolicy_free(struct netpolicy *p);
 /* Writes the normalised list (lowercase, no spaces) to out; -1 if it does not fit. */
 int netpolicy_format(const struct netpolicy *p, char *out, size_t size);
-/* Normalises a requested host in place (lowercase, no trailing dot, IPv6 brackets gone);
- * -1 when it is not a plausible host name or literal. */
-int netpolicy_host_normalise(char *host);
+/* Normalises a requested host in place (lowercase, no trailing dot, IPv6 brackets gone, IP
+ * literals in canonical form); size is host's buffer, at least INET6_ADDRSTRLEN. -1 when it
+ * is not a plausible host name or literal. */
+int netpolicy_host_normalise(char *host, size_t size);
 /* The rule that allows host:port, or NULL. An exact (or literal) rule wins over a wildcard. */
 const struct netpolicy_rule *netpolicy_match(const struct netpolicy *p, const char *host,
 					     int port);

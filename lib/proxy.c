@@ -243,7 +243,7 @@ static int open_upstream(struct conn *c, int *code)
 
 	c->decision = "denied";
 	*code = 403;
-	if (netpolicy_host_normalise(c->host) < 0) {
+	if (netpolicy_host_normalise(c->host, sizeof c->host) < 0) {
 		c->reason = "not a host name";
 		*code = 400;
 		return -1;

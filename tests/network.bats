@@ -102,6 +102,21 @@ except OSError as e:
 	[ ! -e "$(sandbox_dir web)" ]
 }
 
+@test "a network helper that fails is a clear error at create, and nothing of the sandbox is left running" {
+	# the helper runs as the sandbox's host user: somewhere that user may read
+	d=$(mktemp -d /tmp/sbx-net-test.XXXXXX)
+	chmod 755 "$d"
+	printf '#!/bin/sh\necho "cannot reach the moon" >&2\nexit 1\n' >"$d/bad-helper"
+	chmod 755 "$d/bad-helper"
+	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
+	rm -rf "$d"
+	assert_status 111
+	assert_contains "the network helper failed: cannot reach the moon"
+	[ ! -e "$(sandbox_dir doomed)" ]
+	run pgrep -f -- "--hostname doomed "
+	assert_status 1
+}
+
 @test "-allow-host: allowed hosts answer through the proxy (HTTP, HTTPS by CONNECT, SOCKS5, python)" {
 	run sbx-create -allow-host "web.sbx.test,*.other.example" prox
 	assert_status 0

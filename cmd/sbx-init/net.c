@@ -306,7 +306,7 @@ int net_start(const char *dir, const char *uid, const char *gid)
 {
 	int nfd = -1, ufd = -1, rd[2] = {-1, -1}, rc = -1;
 	char fdarg[3][32];
-	pid_t child;
+	pid_t child = -1;
 
 	if (!np.active)
 		return 0;
@@ -366,8 +366,16 @@ out:
 	if (ufd >= 0)
 		close(ufd);
 	close(np.info[0]);
-	close(np.block[1]);
-	np.info[0] = np.block[1] = -1;
+	np.info[0] = -1;
+	/* On failure the sandbox dies here, before its block opens: bubblewrap's child is held
+	 * before its parent-death signal is armed, and end of file on the block would let it
+	 * start, orphaned and without its network. Killing its pid 1 ends the whole sandbox. */
+	if (rc < 0 && child > 1)
+		kill(child, SIGKILL);
+	if (rc == 0) {
+		close(np.block[1]);
+		np.block[1] = -1;
+	}
 	return rc;
 }
 
@@ -375,6 +383,10 @@ void net_stop(void)
 {
 	int st;
 
+	if (np.block[1] >= 0) {
+		close(np.block[1]);
+		np.block[1] = -1;
+	}
 	if (np.pid <= 0)
 		return;
 	kill(np.pid, SIGKILL);

@@ -153,12 +153,12 @@ static void teardown(const char *dir, pid_t bwrap)
 	const char *base = strrchr(dir, '/');
 	int st;
 
-	net_stop();
 	if (bwrap > 0) {
 		kill(bwrap, SIGKILL);
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}
+	net_stop();
 	/* Rename first: the sandbox disappears at once; the removal may take a while. */
 	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
 		 (long)getpid());
@@ -216,10 +216,10 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		/* The directory stays, with the helper's log, for sbx-create to read and remove:
 		 * once this process is gone it is stale to everyone else. */
 		int st;
-		net_stop();
 		kill(bwrap, SIGKILL);
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
+		net_stop();
 		return 111;
 	}
 
