@@ -23,8 +23,12 @@ struct specflag_def {
 
 static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
-	(void)e;
-	spec->network = strcmp(text, "true") == 0;
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		spec->network = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		spec->network = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
 	return 0;
 }
 
@@ -110,7 +114,7 @@ static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err 
 }
 
 static const struct specflag_def defs[SPECF_COUNT] = {
-	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
 	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
 	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
 	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},

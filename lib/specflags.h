@@ -30,7 +30,8 @@ enum specflag_id {
 
 /* Help lines for the flags, in the table's order, for a program's usage constant. */
 #define SPECFLAGS_USAGE \
-	"  -network              a network of its own with NAT to the outside (default: none)\n" \
+	"  -network              a network of its own with NAT to the outside; env\n" \
+	"                        SANDBOX_NETWORK=true, default: none\n" \
 	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
 	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
 	"                        env SANDBOX_ALLOW_HOSTS\n" \

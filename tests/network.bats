@@ -211,4 +211,14 @@ except OSError as e:
 		-prompt 'run: curl -sS -m 10 http://web.sbx.test:8080/hello.txt'
 	assert_status 0
 	assert_contains 'hello from web'
+	# as the Kubernetes manifest's Secret would set them, through the environment
+	run timeout 120 env SANDBOX_ALLOW_HOSTS=web.sbx.test acp-client -cmd "acp-server -stdio" -yolo \
+		-prompt 'run: curl -sS -m 10 http://other.sbx.test:8080/hello.txt'
+	assert_contains 'is not allowed'
+	run timeout 120 env SANDBOX_NETWORK=true acp-client -cmd "acp-server -stdio" -yolo \
+		-prompt 'run: curl -sS -m 10 http://other.sbx.test:8080/hello.txt'
+	assert_contains 'hello from web'
+	SANDBOX_NETWORK=maybe run sbx-create x
+	assert_status 100
+	assert_contains 'invalid SANDBOX_NETWORK: want true or false'
 }
