@@ -26,8 +26,9 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-/* Relay buffer per direction. */
-#define RELAY_BUF 65536
+/* Bytes in flight per direction (a pipe's size; 1 MiB is what an unprivileged process may
+ * ask for by default, /proc/sys/fs/pipe-max-size). */
+#define RELAY_BUF (1024 * 1024)
 /* A thread needs little: the relay buffers are on the heap. */
 #define THREAD_STACK (256 * 1024)
 
@@ -289,46 +290,89 @@ static int open_upstream(struct conn *c, int *code)
 	return -1;
 }
 
+/* One direction of a tunnel: bytes move from one socket into a pipe and from the pipe into
+ * the other socket (splice: the kernel copies, never this process), so neither side waits
+ * on the other and a full-duplex peer cannot deadlock the relay. */
+struct lane {
+	int from, to, pipe[2];
+	size_t pending, cap;		/* bytes in the pipe, and what it holds */
+	int eof, shut;
+	long long *count;
+};
+
+/* Moves what it can without blocking; -1 when the lane failed. */
+static int lane_step(struct lane *l, short rev_from, short rev_to)
+{
+	ssize_t n;
+
+	if ((rev_from & (POLLIN | POLLHUP | POLLERR)) && !l->eof && l->pending < l->cap) {
+		n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n == 0)
+			l->eof = 1;
+		else if (n > 0)
+			l->pending += (size_t)n;
+		else if (errno != EAGAIN && errno != EINTR)
+			return -1;
+	}
+	if ((rev_to & (POLLOUT | POLLERR | POLLHUP)) && l->pending > 0) {
+		n = splice(l->pipe[0], NULL, l->to, NULL, l->pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n > 0) {
+			l->pending -= (size_t)n;
+			*l->count += n;
+		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			return -1;
+		}
+	}
+	if (l->eof && l->pending == 0 && !l->shut) {
+		/* One side is done sending: pass the half-close on, keep the other way open. */
+		shutdown(l->to, SHUT_WR);
+		l->shut = 1;
+	}
+	return 0;
+}
+
 /* Copies both ways until both ends are done or nothing moves for PROXY_IDLE_TIMEOUT_MS. */
 static void relay(struct conn *c)
 {
-	char *buf = xmalloc(RELAY_BUF);
-	int open_in = 1, open_out = 1;	/* client->upstream, upstream->client */
+	int r;
+	struct lane lanes[2] = {{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->bytes_out},
+				{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->bytes_in}};
 
-	while (open_in || open_out) {
-		struct pollfd p[2] = {{.fd = open_in ? c->fd : -1, .events = POLLIN},
-				      {.fd = open_out ? c->up : -1, .events = POLLIN}};
-		int r = poll(p, 2, PROXY_IDLE_TIMEOUT_MS);
+	fcntl(c->fd, F_SETFL, O_NONBLOCK);
+	fcntl(c->up, F_SETFL, O_NONBLOCK);
+	for (int d = 0; d < 2; d++) {
+		if (pipe2(lanes[d].pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			goto out;
+		fcntl(lanes[d].pipe[1], F_SETPIPE_SZ, RELAY_BUF);
+		r = fcntl(lanes[d].pipe[1], F_GETPIPE_SZ);
+		if (r <= 0)
+			goto out;
+		lanes[d].cap = (size_t)r;
+	}
+	while (!lanes[0].shut || !lanes[1].shut) {
+		/* p[0], p[1]: lane 0's source and sink; p[2], p[3]: lane 1's. */
+		struct pollfd p[4];
+		for (int d = 0; d < 2; d++) {
+			struct lane *l = &lanes[d];
+			p[2 * d] = (struct pollfd){.fd = !l->eof && l->pending < l->cap ? l->from : -1,
+						   .events = POLLIN};
+			p[2 * d + 1] = (struct pollfd){.fd = l->pending ? l->to : -1, .events = POLLOUT};
+		}
+		r = poll(p, 4, PROXY_IDLE_TIMEOUT_MS);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
-		for (int d = 0; d < 2; d++) {
-			int from = d ? c->up : c->fd, to = d ? c->fd : c->up;
-			ssize_t n;
-			if (!p[d].revents)
-				continue;
-			n = read(from, buf, RELAY_BUF);
-			if (n == 0) {
-				/* One side is done sending: pass the half-close on, keep the other. */
-				shutdown(to, SHUT_WR);
-				if (d)
-					open_out = 0;
-				else
-					open_in = 0;
-				continue;
-			}
-			if (n < 0 || write_all(to, buf, (size_t)n) < 0) {
-				open_in = open_out = 0;	/* an error ends both */
-				break;
-			}
-			if (d)
-				c->bytes_in += n;
-			else
-				c->bytes_out += n;
-		}
+		if (lane_step(&lanes[0], p[0].revents, p[1].revents) < 0 ||
+		    lane_step(&lanes[1], p[2].revents, p[3].revents) < 0)
+			break;
 	}
-	free(buf);
+out:
+	for (int d = 0; d < 2; d++)
+		for (int k = 0; k < 2; k++)
+			if (lanes[d].pipe[k] >= 0)
+				close(lanes[d].pipe[k]);
 }
 
 /* SOCKS5 (RFC 1928): no authentication, CONNECT only. */
