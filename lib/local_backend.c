@@ -33,6 +33,7 @@
 #include "localproto.h"
 #include "oci.h"
 #include "paths.h"
+#include "reslimit.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -391,6 +392,18 @@ static void image_env(struct argv_b *a, const struct oci_image *img)
 	}
 }
 
+/* "--size N" for the next tmpfs: from the memory limit, or the default one under
+ * -limits none (a tmpfs must never default to half of the host's RAM). */
+static void add_size(struct argv_b *a, const struct sbx_spec *spec, enum reslimit_tmpfs which)
+{
+	char n[32];
+	int64_t mem = spec->limits.enforced ? spec->limits.memory : backend_default_memory();
+
+	snprintf(n, sizeof n, "%" PRId64, reslimit_tmpfs_size(mem, which));
+	av_add(a, "--size");
+	av_add(a, n);
+}
+
 /* img (NULL: none) is an OCI image whose rootfs is bound from rootfs_src; its User becomes
  * the sandbox's ids and its WorkingDir the service's (so commands' default) directory. */
 static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sbx_spec *spec,
@@ -462,6 +475,7 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 		}
 		for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++) {
 			if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+				add_size(a, spec, RESLIMIT_MASK);
 				av_add(a, "--tmpfs");
 				av_add(a, masked_dirs[i]);
 			}
@@ -471,10 +485,19 @@ static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sb
 	av_add(a, "/proc");
 	av_add(a, "--dev");
 	av_add(a, "/dev");
+	/* Every tmpfs has a size (see reslimit.h); /dev itself, bwrap's, is made read-only. */
+	add_size(a, spec, RESLIMIT_SHM);
+	av_add(a, "--tmpfs");
+	av_add(a, "/dev/shm");
+	av_add(a, "--remount-ro");
+	av_add(a, "/dev");
+	add_size(a, spec, RESLIMIT_TMP);
 	av_add(a, "--tmpfs");
 	av_add(a, "/tmp");
+	add_size(a, spec, RESLIMIT_RUN);
 	av_add(a, "--tmpfs");
 	av_add(a, "/run");
+	add_size(a, spec, RESLIMIT_VAR);
 	av_add(a, "--tmpfs");
 	av_add(a, "/var");
 	av_add(a, "--dir");
@@ -625,6 +648,42 @@ static struct oci_image *open_image(const struct sbx_spec *spec, struct sbx_err 
 	return img;
 }
 
+/* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
+static int remove_dead(const char *dir)
+{
+	reslimit_release(dir);
+	return fs_remove_tree(dir);
+}
+
+/* Puts the spec's limits in force (lib/reslimit) for the sandbox being made in p->dir. */
+static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
+			   const struct sbx_paths *p, int drop, uid_t uid, gid_t gid,
+			   struct sbx_limits *in_force, struct sbx_err *e)
+{
+	unsigned char rnd[4];
+	char leaf[128], *root, *cache;
+	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf, .can_mount = drop,
+				 .uid = drop ? uid : geteuid(), .gid = drop ? gid : getegid()};
+	int rc;
+
+	if (!spec->limits.enforced)
+		return 0;
+	/* A random part: two state directories (two users, two test runs) may hold sandboxes
+	 * of the same namespace and name under one parent cgroup. */
+	if (getentropy(rnd, sizeof rnd) < 0)
+		return err_sys(e, errno, "getentropy");
+	snprintf(leaf, sizeof leaf, "sbx-%s-%s-%02x%02x%02x%02x", b->namespace, spec->name, rnd[0],
+		 rnd[1], rnd[2], rnd[3]);
+	if ((root = paths_state_root(e)) == NULL)
+		return -1;
+	cache = xasprintf("%s/.homedisk", root);
+	c.cache_dir = cache;
+	rc = reslimit_setup(&c, &spec->limits, in_force, e);
+	free(cache);
+	free(root);
+	return rc;
+}
+
 static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
 		      struct sbx_info *out, struct sbx_err *e)
 {
@@ -671,6 +730,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	}
 	close(fd);
 	memset(out, 0, sizeof *out);
+	if (limits_in_force(b, spec, p, drop, uid, gid, &out->limits, e) < 0)
+		goto out;
 	snprintf(out->name, sizeof out->name, "%s", spec->name);
 	snprintf(out->namespace, sizeof out->namespace, "%s", b->namespace);
 	snprintf(out->image, sizeof out->image, "%s", spec->image[0] ? spec->image : "host");
@@ -719,7 +780,7 @@ out:
 		close(lsock);
 	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
-		fs_remove_tree(p->dir);
+		remove_dead(p->dir);
 	av_free(&sv);
 	free(bwrap);
 	free(init);
@@ -750,7 +811,35 @@ static int check_live(struct sbx_paths *p)
 		return 0;
 	if (is_alive(p->dir))
 		return 1;
-	fs_remove_tree(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	remove_dead(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	return 0;
+}
+
+/* A sandbox is reused only under the limits asked for (a disk cap no larger). */
+static int limits_match(const struct sbx_info *have, const struct sbx_spec *want,
+			struct sbx_err *e)
+{
+	const struct sbx_limits *h = &have->limits, *w = &want->limits;
+	char a[32], b[32];
+
+	if (h->enforced != w->enforced)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists %s limits", have->name,
+			       h->enforced ? "with" : "without");
+	if (!h->enforced)
+		return 0;
+	if (h->memory != w->memory)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with memory limit %s, not %s",
+			       have->name, reslimit_size_text(h->memory, a, sizeof a),
+			       reslimit_size_text(w->memory, b, sizeof b));
+	if (h->pids != w->pids || h->cpus_milli != w->cpus_milli)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with pids %" PRId64 " and cpus %g, "
+			       "not %" PRId64 " and %g", have->name, h->pids,
+			       (double)h->cpus_milli / 1000, w->pids, (double)w->cpus_milli / 1000);
+	/* The cap in force may be below the one asked (the host disk had less free): fine. */
+	if (h->disk > w->disk)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with disk %s, not %s", have->name,
+			       reslimit_size_text(h->disk, a, sizeof a),
+			       reslimit_size_text(w->disk, b, sizeof b));
 	return 0;
 }
 
@@ -768,7 +857,7 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
-	return 0;
+	return limits_match(have, want, e);
 }
 
 static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *out,
@@ -863,7 +952,7 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 				usleep(5000);
 		}
 	}
-	if (fs_remove_tree(p.dir) < 0)
+	if (remove_dead(p.dir) < 0)
 		err_sys(e, errno, "cannot remove %s", p.dir);
 	else
 		rc = 0;
@@ -981,6 +1070,22 @@ static char *exec_payload(const struct sbx_exec *x, uint32_t *len, struct sbx_er
 	return buf_steal(&b);
 }
 
+/* A command that ended by SIGKILL (or with 137, its shell's word for it) while the memory
+ * limit killed a process in the sandbox was killed by the limit. Another command running at
+ * the same moment and killed by someone else would be blamed too: rare, and said in README. */
+static void oom_check(const struct sbx_paths *p, long long before, struct sbx_exec_result *r)
+{
+	struct sbx_info info;
+	struct sbx_err ign;
+
+	if (before < 0 || reslimit_oom_kills(p->dir) <= before)
+		return;
+	r->oom_killed = true;
+	memset(&info, 0, sizeof info);
+	if (read_spec(p->dir, &info, &ign) == 0)
+		r->memory_limit = info.limits.memory;
+}
+
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
@@ -990,6 +1095,7 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	uint32_t len;
 	int s = -1, null = -1, rc = -1, fds[3], kill_sent = 0;
 	int64_t deadline = x->timeout_ns > 0 ? time_mono_ns() + x->timeout_ns : 0;
+	long long oom_before;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return -1;
@@ -1011,6 +1117,7 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	fds[0] = x->in_fd >= 0 ? x->in_fd : null;
 	fds[1] = x->out_fd;
 	fds[2] = x->err_fd;
+	oom_before = reslimit_oom_kills(p.dir);
 	if (send_req(s, LP_EXEC, payload, len, fds, 3) < 0) {
 		err_sys(e, errno, "cannot send the command to sandbox %s", name);
 		goto out;
@@ -1063,8 +1170,9 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		r->exit_code = res.exec_errno == ENOENT ? 127 : 126;
 		if (!res.killed) {
 			char msg[512];
-			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s\n", x->argv[0],
-					 strerror(res.exec_errno));
+			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s%s\n", x->argv[0],
+					 strerror(res.exec_errno), res.exec_errno == EAGAIN
+					 ? " (the sandbox has as many processes as its -pids limit)" : "");
 			if (write(x->err_fd, msg, (size_t)m) < 0) {
 				/* the caller's stderr is gone; the status still says it */
 			}
@@ -1077,6 +1185,8 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	}
 	if (r->timed_out)
 		r->exit_code = 124;
+	else if (r->exit_code == 128 + SIGKILL && !r->canceled)
+		oom_check(&p, oom_before, r);
 	rc = 0;
 out:
 	if (s >= 0)
