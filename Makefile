@@ -97,9 +97,9 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 deps:
 	@scripts/install-deps
 
-# The README's two commands.
+# The README's two commands. ARGS go to agent-loop: make run ARGS='-session x -ttl 10s'.
 run: deps all
-	@scripts/run-agent
+	@scripts/run-agent $(ARGS)
 
 check: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_UNIT=$(CURDIR)/$(B)/tests tests/run
