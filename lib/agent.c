@@ -399,6 +399,7 @@ static void restore(struct agent_session *s, int cancel_fd)
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
 	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
+	arg(&a, "-optional");		/* no backup yet: a fresh start, as upstream */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
