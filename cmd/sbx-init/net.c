@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/nsfs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -252,6 +253,44 @@ static int wait_ready(int fd)
 	return read(fd, b, sizeof b) > 0 ? 0 : -1;
 }
 
+/* Enters the sandbox's user and network namespaces (in a child: a process that has joined
+ * a user namespace cannot leave it). */
+static int enter_sandbox_net(int ufd, int nfd)
+{
+	if (setns(ufd, CLONE_NEWUSER) < 0 && geteuid() != 0)
+		return -1;
+	return setns(nfd, CLONE_NEWNET);
+}
+
+/* Waits until bubblewrap has brought the sandbox's loopback up: it does so after it wrote its
+ * info and before it blocks, and pasta configuring the namespace at the same time makes
+ * bubblewrap's netlink requests fail now and then. */
+static int wait_loopback(int ufd, int nfd)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0) {
+		struct ifreq ifr = {0};
+		int s;
+		if (enter_sandbox_net(ufd, nfd) < 0 ||
+		    (s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+			_exit(1);
+		snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+		for (int waited = 0; waited < NET_READY_TIMEOUT_MS; waited++) {
+			if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP))
+				_exit(0);
+			usleep(1000);
+		}
+		_exit(1);
+	}
+	if (p < 0)
+		return -1;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 /* The proxy's listening socket on the sandbox's loopback, made by a child that enters the
  * sandbox's user and network namespaces and hands the socket back over a Unix socket: the
  * only way out of a -allow-host sandbox is this port, accepted on the host side. */
@@ -273,12 +312,10 @@ static int sandbox_listener(int ufd, int nfd)
 					 .sin_port = htons(LOCALNET_PROXY_PORT),
 					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 		close(sp[0]);
-		if (setns(ufd, CLONE_NEWUSER) < 0 && geteuid() != 0)
-			_exit(1);
-		if (setns(nfd, CLONE_NEWNET) < 0)
+		if (enter_sandbox_net(ufd, nfd) < 0)
 			_exit(1);
 		s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		/* Bubblewrap may not have brought the loopback up yet: bind all the same. */
+		/* Bound even should the loopback have no address yet. */
 		if (s < 0 || setsockopt(s, IPPROTO_IP, IP_FREEBIND, &one, sizeof one) < 0 ||
 		    bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0)
 			_exit(1);
@@ -317,7 +354,8 @@ int net_start(const char *dir, const char *uid, const char *gid)
 		goto out;
 	snprintf(fdarg[0], sizeof fdarg[0], "/proc/%ld/ns/net", (long)child);
 	if ((nfd = open(fdarg[0], O_RDONLY | O_CLOEXEC)) < 0 ||
-	    (ufd = ioctl(nfd, NS_GET_USERNS)) < 0 || pipe2(rd, O_CLOEXEC) < 0)
+	    (ufd = ioctl(nfd, NS_GET_USERNS)) < 0 || wait_loopback(ufd, nfd) < 0 ||
+	    pipe2(rd, O_CLOEXEC) < 0)
 		goto out;
 	if (!np.proxy) {
 		char *extra[] = {"--userns", "/proc/self/fd/3", "--netns", "/proc/self/fd/4", "-P",
