@@ -171,6 +171,10 @@ except OSError as e:
 	[[ "$output" != *host-only-secret* ]]
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://127.0.0.1:$HOST_PORT/secret.txt" --proxy http://127.0.0.1:3128
 	[[ "$output" != *host-only-secret* ]]
+	run sbx-exec -raw wild -- curl -sS -m 10 "http://self.sbx.test:$HOST_PORT/"
+	assert_contains "resolves to $HOSTSIDE (one of this host's own addresses), which only an exact entry may reach"
+	run sbx-exec -raw wild -- curl -sS -m 10 "http://meta.sbx.test/latest/meta-data/"
+	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
 	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
