@@ -18,9 +18,9 @@
 /* glibc's resolver uses at most three nameservers (MAXNS). */
 #define NAMESERVERS_MAX 3
 
-/* Why pasta: it translates at the socket level (TCP spliced between sockets, no TCP/IP
- * stack of its own in between as slirp4netns has), so bulk transfers run near the host's
- * rate; it is what rootless podman uses by default; and the Debian 12 snapshot (2023-03) has
+/* Why pasta: it maps the sandbox's connections onto host sockets without a TCP/IP stack of
+ * its own in between (slirp4netns runs libslirp's); it is what rootless podman uses by
+ * default; and the Debian 12 snapshot (2023-03) has
  * every switch the isolation needs: --no-map-gw (the gateway address does not lead to the
  * host's loopback), -t/-u none (nothing on the host leads into the sandbox, so no sandbox
  * can reach another through a forwarded port) and -T/-U none (no port of the sandbox's
