@@ -226,3 +226,32 @@ except OSError as e:
 	assert_status 100
 	assert_contains 'invalid SANDBOX_NETWORK: want true or false'
 }
+
+@test "-allow-host: the proxy's inputs are bounded: head size, request line, connections at once" {
+	sbx-create -allow-host web.sbx.test prox >/dev/null
+	run sbx-exec -raw prox -- python3 -c '
+import socket
+def ask(data):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(data)
+    r = b""
+    while True:
+        c = s.recv(4096)
+        if not c: break
+        r += c
+    return r.split(b"\r\n")[0].decode() + " | " + r.split(b"\r\n\r\n", 1)[-1].decode().strip()
+head = b"GET http://web.sbx.test:8080/ HTTP/1.1\r\nX: "
+print(ask(head + b"a" * (65536 - len(head))))   # all of it read, so the answer is not reset
+print(ask(b"GET http://web.sbx.test:8080/" + b"a" * 9000))
+print(ask(b"GET http://web.sbx.test:8080/ HTTP/1.1\r\n folded: x\r\n\r\n"))
+held = [socket.create_connection(("127.0.0.1", 3128), timeout=20) for _ in range(256)]
+print(ask(b""))   # the proxy answers before any request: nothing sent, nothing reset
+for s in held: s.close()'
+	assert_status 0
+	[ "${lines[0]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: request head too long" ]
+	[ "${lines[1]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: request head too long" ]
+	[ "${lines[2]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: malformed request head" ]
+	[ "${lines[3]}" = "HTTP/1.1 503 Service Unavailable | sbx-proxy: too many connections at once" ]
+	# and it serves again once they are gone
+	wait_until sbx-exec -raw prox -- curl -sf -m 5 http://web.sbx.test:8080/hello.txt -o /dev/null
+}
