@@ -95,11 +95,29 @@ except OSError as e:
 	wait_until gone "$helper"
 }
 
-@test "-network: without pasta, create says what to install and leaves nothing" {
-	SBX_PASTA=/nonexistent/pasta run sbx-create -network web
+@test "-network: without pasta nor slirp4netns, create says what to install and leaves nothing" {
+	SBX_PASTA=/nonexistent/pasta SBX_SLIRP4NETNS=/nonexistent/slirp4netns run sbx-create -network web
 	assert_status 111
-	assert_contains 'install the Debian package "passt"'
+	assert_contains 'install the Debian package "passt" (or "slirp4netns")'
 	[ ! -e "$(sandbox_dir web)" ]
+}
+
+@test "-network: without pasta, slirp4netns with the same isolation" {
+	export SBX_PASTA=/nonexistent/pasta
+	sbx-create -network slirp >/dev/null
+	run sbx-exec -raw slirp -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	[ "$output" = "hello from web" ]
+	# the host's loopback: neither as the sandbox's own nor through slirp's gateway address
+	for target in "127.0.0.1:$HOST_PORT" "10.0.2.2:$HOST_PORT"; do
+		run sbx-exec -raw slirp -- curl -sS -m 5 "http://$target/secret.txt"
+		[ "$status" -ne 0 ]
+		[[ "$output" != *host-only-secret* ]]
+	done
+	sup=$(cat "$(sandbox_dir slirp)/supervisor.pid")
+	helper=$(pgrep -P "$sup" -x slirp4netns)
+	[ "$(stat -c %u /proc/$helper)" = 65534 ]
+	sbx-delete slirp >/dev/null
+	wait_until gone "$helper"
 }
 
 @test "a network helper that fails is a clear error at create, and nothing of the sandbox is left running" {
