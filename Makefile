@@ -40,7 +40,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS :=
-sbx-init_LIBSRC := lib/fsutil.c
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
