@@ -18,12 +18,16 @@
 #include "history.h"
 #include "llm.h"
 #include "name.h"
+#include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
 
-/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed). */
+/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed),
+ * 101 the sandbox was not there (nothing ran: safe to recreate it and call again), 102 it went
+ * away while the tool ran (message printed; the call may have run in part, never repeated). */
 #define TOOL_FAILED_STATUS 1
 #define NOTFOUND_STATUS 101
+#define GONE_STATUS 102
 /* client-go's text when neither in-cluster nor kubeconfig configuration exists. */
 #define KUBE_NO_CONFIG "invalid configuration: no configuration has been provided, try setting " \
 	"KUBERNETES_MASTER environment variable"
@@ -495,6 +499,11 @@ static struct sbx_backend *backend_of(struct agent_session *s, struct sbx_err *e
 	return s->b;
 }
 
+static int64_t agent_ttl(const struct agent_session *s)
+{
+	return s->ttl_ns > 0 ? s->ttl_ns : SBX_DEFAULT_TTL_NS;
+}
+
 /* sbx-touch's work in this process; the same statuses as the program. */
 static int touch_direct(struct agent_session *s, struct sbx_err *e)
 {
@@ -503,7 +512,7 @@ static int touch_direct(struct agent_session *s, struct sbx_err *e)
 
 	if (b == NULL)
 		return 111;
-	if (sbx_touch(b, s->name, s->ttl_ns > 0 ? s->ttl_ns : SBX_DEFAULT_TTL_NS, &info, e) == 0)
+	if (sbx_touch(b, s->name, agent_ttl(s), &info, e) == 0)
 		return 0;
 	return e->code == SBX_ENOTFOUND ? NOTFOUND_STATUS : 111;
 }
@@ -750,6 +759,11 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
 		return out;
 	}
 	*failed = f != 0;
+	if (f == TOOL_SANDBOX_GONE) {
+		logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
+		      "not repeated, the next one recreates it", s->name);
+		s->active = false;
+	}
 	if (s->trace) {
 		struct json_object *m = tool_message(c->id, out);
 		char *t = gojson_encode(m);
@@ -762,8 +776,10 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
 
 /* Runs one approved call through sbx-tool (or its work in this process). Returns the tool
  * message's content (newly allocated) with *failed, or NULL with e (cancelled, or the sandbox
- * vanished: SBX_ENOTFOUND). structured: NULL, or where an in-process call puts the tool's
- * structured result. */
+ * was not there before the call started: SBX_ENOTFOUND, the one case that may be retried). A
+ * sandbox that went away while the call ran is an answer (the call may have run in part) and
+ * makes it inactive. structured: NULL, or where an in-process call puts the tool's structured
+ * result. */
 static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
 		      bool *failed, struct json_object **structured, struct sbx_err *e)
 {
@@ -798,11 +814,16 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		err_set(e, SBX_ECANCELED, "context canceled");
 	} else if (res.status == NOTFOUND_STATUS) {
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", s->name);
-	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS) &&
+	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS || res.status == GONE_STATUS) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
 		out = xstrdup(str_field(doc, "content"));
 		*failed = res.status != 0;
+		if (res.status == GONE_STATUS) {
+			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
+			      "not repeated, the next one recreates it", s->name);
+			s->active = false;
+		}
 	} else {
 		msg = failure(&res, "sbx-tool");
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, msg);
@@ -859,6 +880,7 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 {
 	struct sbx_err te;
 	char *content = NULL;
+	int64_t t0 = 0;
 
 	for (int tries = 0; tries < 2 && content == NULL; tries++) {
 		if (ensure_sandbox(s, cancel_fd, e) < 0)
@@ -866,10 +888,11 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		if (!*started && cb && cb->on_tool_start)
 			cb->on_tool_start(cb->arg, c);
 		*started = true;
+		t0 = time_mono_ns();
 		content = run_tool(s, c, cancel_fd, failed, structured, e);
 		if (content == NULL && e->code == SBX_ECANCELED)
 			return NULL;
-		if (content == NULL) {	/* vanished between touch and exec */
+		if (content == NULL) {	/* not there before the call started */
 			logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, will recreate it");
 			s->active = false;
 		}
@@ -878,8 +901,13 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		content = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
 	if (cb && cb->on_tool_end)
 		cb->on_tool_end(cb->arg, c, *failed, content);
-	if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
-		logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
+	/* Upstream touches again after every call. A tools-only session (sbx-mcp, whose calls
+	 * come one by one, each touching first) does so only after a long call: a short one left
+	 * nearly the whole lifetime, and the touch would double the cost of a quick call. */
+	if (!s->tools_only || time_mono_ns() - t0 > agent_ttl(s) / 10) {
+		if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
+			logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
+	}
 	return content;
 }
 

@@ -65,7 +65,8 @@ struct agent_config {
 	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
 	bool must_exist;		/* open fails with SBX_ENOTFOUND when there is no history */
 	/* No LLM (sbx-mcp): no model or API key checked, no history kept; tool calls come
-	 * through agent_tool_run, agent_turn refuses. */
+	 * through agent_tool_run, agent_turn refuses. The sandbox is touched before each call,
+	 * and after it only when the call took over a tenth of the lifetime. */
 	bool tools_only;
 	/* The per-call steps (touch, the tool itself) run in this process through lib/backend
 	 * and lib/toolset instead of as sbx-touch and sbx-tool children; -v traces the same

@@ -134,7 +134,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
 
-	*failed = 1;
+	*failed = TOOL_FAILED;
 	if (t == NULL)
 		return xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
 	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
@@ -151,16 +151,20 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	err_clear(&te);
 	out = t->run(ctx, args, &te);
 	if (out != NULL) {
-		*failed = 0;
+		*failed = TOOL_OK;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
 	} else if (te.code == SBX_ETIMEDOUT) {
 		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
 				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
 	} else if (te.code == SBX_ENOTFOUND) {
-		/* The sandbox vanished: the caller recreates it and calls again. */
+		/* The sandbox was not there, nothing ran: the caller recreates it and calls again. */
 		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
 	} else {
+		/* Gone while the tool ran (SBX_EGONE) is an answer like any failure, never a retry:
+		 * the command may have done part of its work. */
+		if (te.code == SBX_EGONE)
+			*failed = TOOL_SANDBOX_GONE;
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
 	}
 done:
