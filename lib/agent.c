@@ -46,6 +46,7 @@ struct agent_session {
 	bool tools_only, in_process;
 	bool dirty;			/* a call that may have changed the home ran since a snapshot */
 	struct sbx_backend *b;		/* in_process: opened on the first call */
+	int64_t touched_ns;		/* monotonic time of the last touch or create */
 	void (*log)(void *, enum agent_log_level, const char *);
 	void (*trace)(void *, const char *, const char *);
 	void *log_arg;
@@ -471,6 +472,7 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 		goto out;
 	}
 	s->active = true;
+	s->touched_ns = time_mono_ns();
 	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
 	if (reused && !restore_unfinished(s))
 		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
@@ -537,8 +539,10 @@ static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	} else {
 		st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
 	}
-	if (st == 0)
+	if (st == 0) {
 		rc = 0;
+		s->touched_ns = time_mono_ns();
+	}
 	else if (st == NOTFOUND_STATUS)
 		rc = 1;
 	else if (st < 0)
@@ -554,6 +558,12 @@ static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 /* Upstream's ensureSandbox: reuse (touched) or create + restore. */
 static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
+	/* A tools-only session touches after its answer (agent_session_touch); before the call
+	 * only when less than half the lifetime is left, so a call never starts that close to
+	 * the deadline. A sandbox that vanished meanwhile is found by the call itself. */
+	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2 &&
+	    !restore_unfinished(s))
+		return 0;
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
 		if (t == 0) {
@@ -878,9 +888,7 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 			     const struct agent_callbacks *cb, int cancel_fd, bool *started,
 			     bool *failed, struct json_object **structured, struct sbx_err *e)
 {
-	struct sbx_err te;
 	char *content = NULL;
-	int64_t t0 = 0;
 
 	for (int tries = 0; tries < 2 && content == NULL; tries++) {
 		if (ensure_sandbox(s, cancel_fd, e) < 0)
@@ -888,7 +896,6 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		if (!*started && cb && cb->on_tool_start)
 			cb->on_tool_start(cb->arg, c);
 		*started = true;
-		t0 = time_mono_ns();
 		content = run_tool(s, c, cancel_fd, failed, structured, e);
 		if (content == NULL && e->code == SBX_ECANCELED)
 			return NULL;
@@ -901,13 +908,10 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		content = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
 	if (cb && cb->on_tool_end)
 		cb->on_tool_end(cb->arg, c, *failed, content);
-	/* Upstream touches again after every call. A tools-only session (sbx-mcp, whose calls
-	 * come one by one, each touching first) does so only after a long call: a short one left
-	 * nearly the whole lifetime, and the touch would double the cost of a quick call. */
-	if (!s->tools_only || time_mono_ns() - t0 > agent_ttl(s) / 10) {
-		if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
-			logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
-	}
+	/* Upstream touches again after every call; a tools-only session's caller does it once
+	 * the answer is out (agent_session_touch), so the client does not wait for it. */
+	if (!s->tools_only)
+		agent_session_touch(s, cancel_fd);
 	return content;
 }
 
@@ -1009,6 +1013,21 @@ void agent_tool_result_free(struct agent_tool_result *r)
 	free(r->content);
 	json_object_put(r->structured);
 	memset(r, 0, sizeof *r);
+}
+
+void agent_session_touch(struct agent_session *s, int cancel_fd)
+{
+	/* Tools-only: a Sandbox's shutdownTime is kept to the second, so a second touch within
+	 * the same second moves nothing (a tenth of a shorter lifetime). agent-loop touches
+	 * after every call, as upstream. */
+	int64_t coalesce = agent_ttl(s) / 10 < INT64_C(1000000000) ? agent_ttl(s) / 10
+			   : INT64_C(1000000000);
+	struct sbx_err te;
+
+	if (!s->active || (s->tools_only && time_mono_ns() - s->touched_ns < coalesce))
+		return;
+	if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
+		logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
 }
 
 bool agent_session_dirty(const struct agent_session *s)

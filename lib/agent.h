@@ -65,8 +65,9 @@ struct agent_config {
 	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
 	bool must_exist;		/* open fails with SBX_ENOTFOUND when there is no history */
 	/* No LLM (sbx-mcp): no model or API key checked, no history kept; tool calls come
-	 * through agent_tool_run, agent_turn refuses. The sandbox is touched before each call,
-	 * and after it only when the call took over a tenth of the lifetime. */
+	 * through agent_tool_run, agent_turn refuses. The caller touches the sandbox after each
+	 * answer (agent_session_touch), so the client never waits for it; agent_tool_run
+	 * touches before a call only when less than half the lifetime is left. */
 	bool tools_only;
 	/* The per-call steps (touch, the tool itself) run in this process through lib/backend
 	 * and lib/toolset instead of as sbx-touch and sbx-tool children; -v traces the same
@@ -166,6 +167,10 @@ int agent_tool_run(struct agent_session *s, const struct agent_tool_call *call,
 		   const struct agent_callbacks *cb, int cancel_fd, struct agent_tool_result *out,
 		   struct sbx_err *e);
 void agent_tool_result_free(struct agent_tool_result *r);
+/* Moves the shutdown time of the session's sandbox, if it has one (failures logged); for a
+ * tools-only session not again within a second of the last move (shutdown times are kept to
+ * the second). */
+void agent_session_touch(struct agent_session *s, int cancel_fd);
 /* Whether a call that may have changed the sandbox's home (any tool but read and search
  * ones) ran since the last snapshot. */
 bool agent_session_dirty(const struct agent_session *s);

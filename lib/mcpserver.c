@@ -484,6 +484,9 @@ static void *call_main(void *arg)
 		json_object_put(result);
 	if (c->sink.done)
 		c->sink.done(c->sink.arg);
+	/* The shutdown time moves on every call, once the answer is out. */
+	if (!skip)
+		agent_session_touch(ss->as, -1);
 	agent_tool_result_free(&r);
 	if (snap)
 		snapshot_locked(ss);
