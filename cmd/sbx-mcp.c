@@ -194,6 +194,9 @@ int main(int argc, char **argv)
 		if (lfd < 0)
 			cli_die_err("", &e);
 		net_local_addr(lfd, addr, sizeof addr);
+		if (strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0)
+			cli_warn("serving on %s, beyond loopback, without TLS: the token and every "
+				 "call cross the network in clear", addr);
 		token = http_token(token_file, lfd);
 		hc.token = token;
 		cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",

@@ -235,6 +235,19 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	[ -z "$(sbx-list)" ]	# every session's sandbox deleted at shutdown
 }
 
+@test "http: after the session's sandbox expired the next call gets a new one restored from the backup" {
+	start_http -ttl 1s -snapshot-delay 100ms
+	mcpc '[{"call":"write","args":{"path":"/home/clawtainer/keep.txt","content":"over http"}},
+	       {"until":"ls $HOME/.local/sandboxed-tools/mcp*/fs/backup-*.tar.gz"},
+	       {"until":"[ -z \"$(sbx-list)\" ]"},
+	       {"call":"read","args":{"path":"/home/clawtainer/keep.txt"}}]' \
+		--url "$MCP_URL" --token "$(cat "$MCP_TOKEN_FILE")"
+	assert_status 0
+	j '.results[3].text == "over http" and .results[3].isError == false'
+	grep -q 'restoring filesystem from latest backup' "$MCP_LOG"
+	[ "$(grep -c 'launching sandbox' "$MCP_LOG")" = 2 ]
+}
+
 @test "http: notifications/cancelled kills the running command" {
 	start_http
 	mcpc '[{"call":"run_command","args":{"command":"touch /tmp/started; sleep 30"},
