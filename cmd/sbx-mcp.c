@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 
 		take_stdio(&in, &out);
 		if ((ss = mcp_session_open(srv, session, &e)) == NULL)
-			cli_die(EXIT_USAGE, "%s", e.msg);
+			cli_die_err("", &e);
 		cli_msg("serving MCP on stdio session=\"%s\" toolset=\"%s\" backend=\"%s\"",
 			mcp_session_name(ss), cfg.toolset ? cfg.toolset : "basic", cfg.backend);
 		if (mcp_serve_stream(ss, in, out, sig_pipe[0], &e) < 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "backup.h"
@@ -47,6 +48,7 @@ struct agent_session {
 	bool dirty;			/* a call that may have changed the home ran since a snapshot */
 	struct sbx_backend *b;		/* in_process: opened on the first call */
 	int64_t touched_ns;		/* monotonic time of the last touch or create */
+	int lock_fd;			/* tools_only: the session's lock (history_lock), or -1 */
 	void (*log)(void *, enum agent_log_level, const char *);
 	void (*trace)(void *, const char *, const char *);
 	void *log_arg;
@@ -157,6 +159,7 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 		return NULL;
 	}
 	s = xcalloc(1, sizeof *s);
+	s->lock_fd = -1;
 	s->log = cfg->log;
 	s->trace = cfg->trace;
 	s->log_arg = cfg->log_arg;
@@ -204,8 +207,12 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 			s->create_args[i] = xstrdup(cfg->create_args[i]);
 	}
 	s->tools = toolset_declarations(s->ts);
-	if (s->tools_only)
+	if (s->tools_only) {
+		/* No history, but the session is still one process's at a time. */
+		if ((s->lock_fd = history_lock(s->name, e)) < 0)
+			goto fail;
 		return s;
+	}
 
 	if ((s->h = history_open(s->name, e)) == NULL)
 		goto fail;
@@ -409,6 +416,7 @@ static void restore(struct agent_session *s, int cancel_fd)
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
 	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
+	arg(&a, "-optional");		/* no backup yet: a fresh start, as upstream */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
@@ -747,6 +755,25 @@ static struct json_object *tool_message(const char *id, const char *content)
 	return m;
 }
 
+/* sbx-tool's input for a call: the fields it defines only (a model's vendor fields stay in the
+ * history), arguments as the model sent them (JSON text, or an object). Newly allocated. */
+static char *call_doc(const struct agent_tool_call *c)
+{
+	struct json_object *d = json_object_new_object(), *f = json_object_new_object(), *fn, *v;
+	char *text;
+
+	json_object_object_add(d, "id", json_object_new_string(c->id));
+	json_object_object_add(d, "type", json_object_new_string("function"));
+	json_object_object_add(f, "name", json_object_new_string(c->name));
+	if (json_object_object_get_ex(c->raw, "function", &fn) &&
+	    json_object_object_get_ex(fn, "arguments", &v) && v != NULL)
+		json_object_object_add(f, "arguments", json_object_get(v));
+	json_object_object_add(d, "function", f);
+	text = gojson_encode(d);
+	json_object_put(d);
+	return text;
+}
+
 /* sbx-tool's work in this process: the same content, failure flag and errors. */
 static char *run_tool_direct(struct agent_session *s, const struct agent_tool_call *c,
 			     int cancel_fd, bool *failed, struct json_object **structured,
@@ -797,7 +824,7 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	struct json_object *doc = NULL;
 	struct strvec a;
 	const char *why;
-	char *in = gojson_encode(c->raw), *out = NULL, *msg;
+	char *in = call_doc(c), *out = NULL, *msg;
 
 	trace(s, "sbx-tool <", in);
 	argv_sbx(s, &a, "sbx-tool");
@@ -1102,6 +1129,8 @@ void agent_session_free(struct agent_session *s)
 		return;
 	if (s->h)
 		history_close(s->h);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
 	if (s->b)
 		backend_close(s->b);
 	json_object_put(s->tools);

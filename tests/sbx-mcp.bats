@@ -85,6 +85,19 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	[ -z "$(sbx-list)" ]	# deleted when the client closed stdin
 }
 
+@test "stdio: a session is one process's at a time: a second sbx-mcp with the same name is refused" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	sbx-mcp -session held <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err1" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	wait_until test -s "$HOME/.local/sandboxed-tools/held/sessions/.lock"
+	run sbx-mcp -session held </dev/null
+	assert_status 111
+	assert_contains 'session "held" is in use by sbx-mcp'
+	exec 4>&-
+	finish "$pid"
+}
+
 @test "stdio: an unknown tool is a protocol error (-32602); ping answers" {
 	mcpc '[{"ping":true},{"call":"no_such_tool","args":{}}]' --stdio sbx-mcp
 	assert_status 0
