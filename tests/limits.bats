@@ -311,3 +311,21 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	fi
 	assert_contains '"enforced":true'
 }
+
+@test "a user without a cgroup of its own: sbx-create says why; -limits none works" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+	run as_user sbx-create demo
+	assert_status 111
+	assert_contains "limits need a cgroup"
+	assert_contains "Delegate=yes"
+	run as_user sbx-create -limits none demo
+	assert_status 0
+	assert_json '.limits.enforced == false'
+	run as_user sbx-delete demo
+	rm -rf "$d"
+	assert_status 0
+}
