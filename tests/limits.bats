@@ -329,3 +329,39 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	rm -rf "$d"
 	assert_status 0
 }
+
+@test "a user in a delegated cgroup v1 subtree gets its limits there (no disk cap as a user)" {
+	[ "$(id -u)" = 0 ] || skip "needs root to delegate a cgroup"
+	# v1 delegation as an administrator does it: a cgroup chowned to the user, in the
+	# memory and pids hierarchies, below this test's own cgroups.
+	hier() { awk -v c="$1" '/ - cgroup / { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo; }
+	mine() { sed -n "s/^[0-9]*:$1:\\(.*\\)/\\1/p" /proc/self/cgroup; }
+	[ -n "$(hier memory)" ] && [ -n "$(hier pids)" ] || skip "no cgroup v1 memory and pids hierarchies here"
+	tag=limits-test-$$-$RANDOM
+	dm="$(hier memory)$(mine memory | sed 's#^/$##')/$tag"
+	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
+	mkdir "$dm" "$dp"
+	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() {
+		sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' _ "$dm" "$dp" \
+			setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
+	}
+	run as_user sbx-create -memory 64M -pids 32 demo
+	status_create=$status
+	out_create=$output
+	run as_user sbx-exec -raw demo -- sh -c 'id -u; python3 -c "b = bytearray(b\"x\") * (256 << 20)"'
+	status_exec=$status
+	out_exec=$output
+	as_user sbx-delete demo >/dev/null || true
+	for c in "$dm" "$dp"; do wait_until rmdir "$c"; done
+	rm -rf "$d"
+	output=$out_create status=$status_create
+	assert_status 0
+	assert_json '.limits.enforced == true and .limits.cgroup == "v1" and .limits.memory == 67108864 and .limits.pids == 32 and .limits.disk == 0'
+	output=$out_exec status=$status_exec
+	assert_status 137
+	assert_contains "ran out of memory and was killed (memory limit 64M)"
+}
