@@ -92,7 +92,8 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# Only the compiler's files: build/images holds unpacked root filesystems (etc/rc2.d, …).
+-include $(shell find $(B) -path $(B)/images -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 deps:
 	@scripts/install-deps

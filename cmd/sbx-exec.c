@@ -37,6 +37,9 @@ static const char usage[] =
 /* A request document is read whole; its stdin field is the only big part. */
 #define REQUEST_MAX (64u << 20)
 
+/* Every field a request may have: any other is refused, never ignored. */
+static const char *const request_fields[] = {"command", "stdin", "timeout", "workdir", "env", NULL};
+
 struct request {
 	char **argv;
 	char **env;
@@ -61,6 +64,12 @@ static void read_request(struct request *rq)
 		cli_die(EXIT_USAGE, "invalid request: not valid JSON: %s", why);
 	if (!json_object_is_type(rq->doc, json_type_object))
 		cli_die(EXIT_USAGE, "invalid request: not a JSON object");
+	if ((why = gojson_unknown_field(rq->doc, request_fields)) != NULL) {
+		struct buf q = {0};
+		gojson_append_string(&q, why, strlen(why));
+		cli_die(EXIT_USAGE, "invalid request: unknown field %s (a request has command, stdin, "
+			"timeout, workdir, env)", q.data);
+	}
 	if (!json_object_object_get_ex(rq->doc, "command", &cmd) ||
 	    !json_object_is_type(cmd, json_type_array) || json_object_array_length(cmd) == 0)
 		cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
