@@ -156,6 +156,14 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	[ "$output" = usable ]
 }
 
+@test "-cpus 0.2 throttles a busy loop" {
+	sbx-create -cpus 0.2 demo >/dev/null
+	run sbx-exec -raw demo -- timeout 1 sh -c 'while :; do :; done'
+	assert_status 124
+	stat=$(cg_file demo cpu.stat)
+	[ "$(awk '$1 == "nr_throttled" {print $2}' "$stat")" -gt 0 ]
+}
+
 @test "a storm that outlives its command: the next command is refused clearly, delete still works" {
 	sbx-create -pids 32 -cpus 0.5 -memory 256M demo >/dev/null
 	dirs=$(cg_dirs demo)
@@ -364,4 +372,22 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	output=$out_exec status=$status_exec
 	assert_status 137
 	assert_contains "ran out of memory and was killed (memory limit 64M)"
+}
+
+@test "the ACP Deployment manifest sets the sandboxes' limits, and acp-server accepts them" {
+	run /usr/bin/python3 - "$SBX_TOP/images/acp-server/acp-server.yaml" <<'PY'
+import sys, yaml
+dep = list(yaml.safe_load_all(open(sys.argv[1])))[3]
+env = {e["name"]: e.get("value") for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+print(" ".join(f"{k}={env[k]}" for k in ("SANDBOX_MEMORY", "SANDBOX_CPUS", "SANDBOX_DISK")))
+PY
+	assert_status 0
+	[ "$output" = "SANDBOX_MEMORY=2G SANDBOX_CPUS=1 SANDBOX_DISK=10G" ]
+	# the values pass acp-server's start-up check (a bad one would be refused there)
+	# shellcheck disable=SC2086
+	env $output OPENAI_MODEL=fake-eliza timeout 5 acp-server -listen 127.0.0.1:0 -backend local </dev/null 2>"$BATS_TEST_TMPDIR/log" &
+	pid=$!
+	wait_until grep -q "serving ACP" "$BATS_TEST_TMPDIR/log"
+	kill "$pid"
+	wait "$pid" || true
 }
