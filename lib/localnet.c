@@ -18,9 +18,9 @@
 /* glibc's resolver uses at most three nameservers (MAXNS). */
 #define NAMESERVERS_MAX 3
 
-/* Why pasta: it translates at the socket level (TCP spliced between sockets, no TCP/IP
- * stack of its own in between as slirp4netns has), so bulk transfers run near the host's
- * rate; it is what rootless podman uses by default; and the Debian 12 snapshot (2023-03) has
+/* Why pasta: it maps the sandbox's connections onto host sockets without a TCP/IP stack of
+ * its own in between (slirp4netns runs libslirp's); it is what rootless podman uses by
+ * default; and the Debian 12 snapshot (2023-03) has
  * every switch the isolation needs: --no-map-gw (the gateway address does not lead to the
  * host's loopback), -t/-u none (nothing on the host leads into the sandbox, so no sandbox
  * can reach another through a forwarded port) and -T/-U none (no port of the sandbox's
@@ -28,7 +28,18 @@
  * own address is the sandbox's own inside. */
 static const char *const pasta_args[] = {
 	"-f", "-q", "--config-net", "--no-map-gw", "-t", "none", "-u", "none", "-T", "none",
-	"-U", "none",
+	"-U", "none", NULL,
+};
+/* The fallback where pasta is missing: slirp4netns 1.2 (libslirp's stack, slower), with the
+ * same isolation: --disable-host-loopback (10.0.2.2 does not lead to the host's loopback),
+ * no port forwarding (it forwards nothing unless asked through its API socket, which is not
+ * opened), its seccomp filter, and its DNS forwarder off (the sandbox's resolv.conf names the
+ * host's resolver, reached through the NAT as with pasta). Its --enable-sandbox (a mount
+ * namespace of its own) fails once it has joined the sandbox's user namespace as the
+ * sandbox's host user, so it is not used: the helper is only that unprivileged user. */
+static const char *const slirp_args[] = {
+	"--configure", "--mtu=65520", "--disable-host-loopback", "--disable-dns",
+	"--enable-seccomp", NULL,
 };
 
 /* Fills ns with the non-loopback nameservers of the resolv.conf at path (a loopback one,
@@ -96,20 +107,25 @@ static int write_file(const char *dir, const char *name, const char *text, struc
 static int prepare_nat(const char *dir, const char *root, struct buf *plan, struct strvec *bw,
 		       struct sbx_err *e)
 {
-	char ns[NAMESERVERS_MAX][INET6_ADDRSTRLEN], *pasta, *etc;
+	const char *env_pasta = getenv("SBX_PASTA"), *env_slirp = getenv("SBX_SLIRP4NETNS");
+	const char *const *args = pasta_args;
+	char ns[NAMESERVERS_MAX][INET6_ADDRSTRLEN], *helper, *etc;
 	struct buf resolv = {0}, extra = {0};
 	struct stat st;
 	int n, rc = 0;
 
-	pasta = paths_which(getenv("SBX_PASTA") && *getenv("SBX_PASTA") ? getenv("SBX_PASTA")
-									  : "pasta");
-	if (pasta == NULL)
+	helper = paths_which(env_pasta && *env_pasta ? env_pasta : "pasta");
+	if (helper == NULL) {
+		helper = paths_which(env_slirp && *env_slirp ? env_slirp : "slirp4netns");
+		args = slirp_args;
+	}
+	if (helper == NULL)
 		return err_set(e, SBX_EUNAVAIL, "-network needs pasta, which is not installed: "
-			       "install the Debian package \"passt\"");
-	buf_printf(plan, "mode nat\nhelper %s\n", pasta);
-	free(pasta);
-	for (size_t i = 0; i < sizeof pasta_args / sizeof pasta_args[0]; i++)
-		buf_printf(plan, "arg %s\n", pasta_args[i]);
+			       "install the Debian package \"passt\" (or \"slirp4netns\")");
+	buf_printf(plan, "mode %s\nhelper %s\n", args == pasta_args ? "nat" : "slirp", helper);
+	free(helper);
+	for (size_t i = 0; args[i]; i++)
+		buf_printf(plan, "arg %s\n", args[i]);
 	n = resolver(ns, &extra);
 	buf_puts(&resolv, "# written by sbx: the host's resolver, reached through the sandbox's NAT\n");
 	for (int i = 0; i < n; i++)

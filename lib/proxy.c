@@ -520,8 +520,13 @@ int proxy_serve(struct proxy_config *cfg, struct sbx_err *e)
 			return err_sys(e, errno, "accept");
 		}
 		if (atomic_fetch_add(&active, 1) >= PROXY_CONNS_MAX) {
+			char drain[4096];
+			/* What already arrived is read, so that closing does not reset the answer. */
+			while (recv(fd, drain, sizeof drain, MSG_DONTWAIT) > 0)
+				;
 			http_reply(fd, 503, "Service Unavailable",
 				   "sbx-proxy: too many connections at once\n");
+			shutdown(fd, SHUT_WR);
 			close(fd);
 			atomic_fetch_sub(&active, 1);
 			continue;

@@ -71,6 +71,7 @@ PY
 		--listen-address="$WEB" --bind-interfaces --port=53 --pid-file= \
 		--address=/web.sbx.test/"$WEB" --address=/other.sbx.test/"$OTHER" \
 		--address=/loop.sbx.test/127.0.0.1 --address=/sub.web.sbx.test/"$WEB" \
+		--address=/self.sbx.test/"$HOSTSIDE" --address=/meta.sbx.test/169.254.169.254 \
 		--log-facility="$d/dnsmasq.log" >/dev/null 2>&1 3>&- &
 	echo $! >"$d/dns.pid"
 	printf 'nameserver %s\n' "$WEB" >"$d/resolv.conf"

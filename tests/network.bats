@@ -95,11 +95,29 @@ except OSError as e:
 	wait_until gone "$helper"
 }
 
-@test "-network: without pasta, create says what to install and leaves nothing" {
-	SBX_PASTA=/nonexistent/pasta run sbx-create -network web
+@test "-network: without pasta nor slirp4netns, create says what to install and leaves nothing" {
+	SBX_PASTA=/nonexistent/pasta SBX_SLIRP4NETNS=/nonexistent/slirp4netns run sbx-create -network web
 	assert_status 111
-	assert_contains 'install the Debian package "passt"'
+	assert_contains 'install the Debian package "passt" (or "slirp4netns")'
 	[ ! -e "$(sandbox_dir web)" ]
+}
+
+@test "-network: without pasta, slirp4netns with the same isolation" {
+	export SBX_PASTA=/nonexistent/pasta
+	sbx-create -network slirp >/dev/null
+	run sbx-exec -raw slirp -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	[ "$output" = "hello from web" ]
+	# the host's loopback: neither as the sandbox's own nor through slirp's gateway address
+	for target in "127.0.0.1:$HOST_PORT" "10.0.2.2:$HOST_PORT"; do
+		run sbx-exec -raw slirp -- curl -sS -m 5 "http://$target/secret.txt"
+		[ "$status" -ne 0 ]
+		[[ "$output" != *host-only-secret* ]]
+	done
+	sup=$(cat "$(sandbox_dir slirp)/supervisor.pid")
+	helper=$(pgrep -P "$sup" -x slirp4netns)
+	[ "$(stat -c %u /proc/$helper)" = 65534 ]
+	sbx-delete slirp >/dev/null
+	wait_until gone "$helper"
 }
 
 @test "a network helper that fails is a clear error at create, and nothing of the sandbox is left running" {
@@ -171,6 +189,10 @@ except OSError as e:
 	[[ "$output" != *host-only-secret* ]]
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://127.0.0.1:$HOST_PORT/secret.txt" --proxy http://127.0.0.1:3128
 	[[ "$output" != *host-only-secret* ]]
+	run sbx-exec -raw wild -- curl -sS -m 10 "http://self.sbx.test:$HOST_PORT/"
+	assert_contains "resolves to $HOSTSIDE (one of this host's own addresses), which only an exact entry may reach"
+	run sbx-exec -raw wild -- curl -sS -m 10 "http://meta.sbx.test/latest/meta-data/"
+	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
 	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
@@ -221,4 +243,33 @@ except OSError as e:
 	SANDBOX_NETWORK=maybe run sbx-create x
 	assert_status 100
 	assert_contains 'invalid SANDBOX_NETWORK: want true or false'
+}
+
+@test "-allow-host: the proxy's inputs are bounded: head size, request line, connections at once" {
+	sbx-create -allow-host web.sbx.test prox >/dev/null
+	run sbx-exec -raw prox -- python3 -c '
+import socket
+def ask(data):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(data)
+    r = b""
+    while True:
+        c = s.recv(4096)
+        if not c: break
+        r += c
+    return r.split(b"\r\n")[0].decode() + " | " + r.split(b"\r\n\r\n", 1)[-1].decode().strip()
+head = b"GET http://web.sbx.test:8080/ HTTP/1.1\r\nX: "
+print(ask(head + b"a" * (65536 - len(head))))   # all of it read, so the answer is not reset
+print(ask(b"GET http://web.sbx.test:8080/" + b"a" * 9000))
+print(ask(b"GET http://web.sbx.test:8080/ HTTP/1.1\r\n folded: x\r\n\r\n"))
+held = [socket.create_connection(("127.0.0.1", 3128), timeout=20) for _ in range(256)]
+print(ask(b""))   # the proxy answers before any request: nothing sent, nothing reset
+for s in held: s.close()'
+	assert_status 0
+	[ "${lines[0]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: request head too long" ]
+	[ "${lines[1]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: request head too long" ]
+	[ "${lines[2]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: malformed request head" ]
+	[ "${lines[3]}" = "HTTP/1.1 503 Service Unavailable | sbx-proxy: too many connections at once" ]
+	# and it serves again once they are gone
+	wait_until sbx-exec -raw prox -- curl -sf -m 5 http://web.sbx.test:8080/hello.txt -o /dev/null
 }

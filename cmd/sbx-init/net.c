@@ -42,14 +42,16 @@
 
 static struct {
 	int active;			/* a plan was loaded */
-	int proxy;			/* mode proxy (else nat) */
+	int proxy;			/* mode proxy */
+	int slirp;			/* mode slirp: NAT by slirp4netns (else pasta) */
 	int resolv;			/* DIR/resolv.conf goes in at LOCALNET_RESOLV_FD */
 	char *helper, *args[PLAN_ARGS_MAX + 1];
 	size_t nargs;
 	char *text;
 	int info[2], block[2], resolv_fd;
+	int exit_w;			/* slirp4netns exits when this closes */
 	pid_t pid;			/* the helper */
-} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .pid = -1};
+} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .exit_w = -1, .pid = -1};
 
 int net_load(const char *dir)
 {
@@ -64,8 +66,10 @@ int net_load(const char *dir)
 		if (val == NULL)
 			return -1;
 		*val++ = '\0';
-		if (strcmp(line, "mode") == 0)
+		if (strcmp(line, "mode") == 0) {
 			np.proxy = strcmp(val, "proxy") == 0;
+			np.slirp = strcmp(val, "slirp") == 0;
+		}
 		else if (strcmp(line, "helper") == 0)
 			np.helper = val;
 		else if (strcmp(line, "resolv") == 0)
@@ -357,7 +361,21 @@ int net_start(const char *dir, const char *uid, const char *gid)
 	    (ufd = ioctl(nfd, NS_GET_USERNS)) < 0 || wait_loopback(ufd, nfd) < 0 ||
 	    pipe2(rd, O_CLOEXEC) < 0)
 		goto out;
-	if (!np.proxy) {
+	if (np.slirp) {
+		char *extra[] = {"--ready-fd=5", "--exit-fd=6", "--netns-type=path",
+				 "--userns-path=/proc/self/fd/3", "/proc/self/fd/4", "tap0", NULL};
+		int ex[2];
+		if (strcmp(uid, "-") != 0)
+			private_tun();
+		if (pipe2(ex, O_CLOEXEC) < 0)
+			goto out;
+		{
+			int fds[4] = {ufd, nfd, rd[1], ex[0]};
+			np.pid = spawn_helper(dir, uid, gid, fds, 4, extra);
+		}
+		close(ex[0]);
+		np.exit_w = ex[1];
+	} else if (!np.proxy) {
 		char *extra[] = {"--userns", "/proc/self/fd/3", "--netns", "/proc/self/fd/4", "-P",
 				 "/proc/self/fd/5", NULL};
 		int fds[3] = {ufd, nfd, rd[1]};
@@ -424,6 +442,10 @@ void net_stop(void)
 	if (np.block[1] >= 0) {
 		close(np.block[1]);
 		np.block[1] = -1;
+	}
+	if (np.exit_w >= 0) {
+		close(np.exit_w);
+		np.exit_w = -1;
 	}
 	if (np.pid <= 0)
 		return;
