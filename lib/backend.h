@@ -22,6 +22,8 @@
 #define SBX_IMAGE_MAX 1024
 #define SBX_PATH_MAX 1024
 #define SBX_NAMESPACE_MAX 64
+/* A RuntimeClass name: a DNS-1123 subdomain. */
+#define SBX_RUNTIME_CLASS_MAX 254
 
 struct sbx_spec {
 	char name[NAME_MAX_LEN + 1];
@@ -29,6 +31,10 @@ struct sbx_spec {
 	char homedir[SBX_PATH_MAX];	/* absolute path inside the sandbox */
 	int64_t ttl_ns;			/* shutdown_time = now + ttl */
 	bool network;			/* local: share the host network (default: none) */
+	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
+	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */
+	bool run_as_root;
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
 };
 
 struct sbx_info {
@@ -41,6 +47,10 @@ struct sbx_info {
 	int64_t shutdown_ns;		/* wall clock, ns since the epoch; 0 if unset */
 	int64_t created_ns;
 	bool network;
+	/* kubernetes: the Pod Security level the pod template meets ("restricted", or "baseline"
+	 * with -run-as-root) and its RuntimeClass ("" none); empty on other backends. */
+	char pod_security[16];
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 };

@@ -19,15 +19,21 @@
 /* One per row of the table in specflags.c, in the order help texts list them. */
 enum specflag_id {
 	SPECF_NETWORK,
+	SPECF_RUN_AS_ROOT,
+	SPECF_RUNTIME_CLASS,
 	SPECF_COUNT
 };
 
 /* Help lines for the flags, in the table's order, for a program's usage constant. */
 #define SPECFLAGS_USAGE \
-	"  -network              give the sandbox network access (local backend; default: none)\n"
+	"  -network              give the sandbox network access (local backend; default: none)\n" \
+	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
+	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	"                        (env SANDBOX_RUNTIME_CLASS)\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network]"
+#define SPECFLAGS_SYNOPSIS "[-network] [-run-as-root] [-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

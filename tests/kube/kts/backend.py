@@ -27,24 +27,29 @@ def go_seconds(seconds):
 
 
 class SbxBackend:
-    """Local-backend sandboxes through the sbx tools ($SBX_BIN first, then PATH)."""
+    """Local-backend sandboxes through the sbx tools: $SBX_BIN, else this checkout's bin/,
+    else PATH. They live in a state root of the server's own (XDG_STATE_HOME=STATE), never
+    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo."""
 
     mode = "sbx"
 
-    def __init__(self):
-        self.bin_dir = os.environ.get("SBX_BIN")
+    def __init__(self, repo_top, state_home):
+        self.dirs = [d for d in (os.environ.get("SBX_BIN"), os.path.join(repo_top, "bin")) if d]
+        self.state_home = state_home
         # The tools must act on the local backend whatever the caller's environment says
         # (a client under test may run with SANDBOX_BACKEND=kubernetes pointing at us).
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
+        self.env["XDG_STATE_HOME"] = state_home
 
     def tool(self, name):
-        if self.bin_dir:
-            p = os.path.join(self.bin_dir, name)
+        for d in self.dirs:
+            p = os.path.join(d, name)
             if os.access(p, os.X_OK):
                 return p
         p = shutil.which(name)
         if not p:
-            raise BackendError(f"{name} not found (set SBX_BIN or PATH)")
+            raise BackendError(f"{name} not found in {' or '.join(self.dirs)} nor on PATH "
+                               "(run make, or set SBX_BIN)")
         return p
 
     async def _run(self, *argv):
@@ -73,10 +78,12 @@ class SbxBackend:
         await self._run(self.tool("sbx-delete"), "-backend", "local", "-namespace", ns,
                         local_name(name))
 
-    def exec_spec(self, ns, name, homedir, command):
-        """(argv, env, cwd) for running `command` in the sandbox with raw streams."""
-        return ([self.tool("sbx-exec"), "-backend", "local", "-raw", "-namespace", ns,
-                 local_name(name), "--"] + list(command), self.env, None)
+    def exec_spec(self, ns, name, homedir, command, workdir=None):
+        """(argv, env, cwd) for running `command` in the sandbox with raw streams, in the
+        container's workingDir as a kubelet starts an exec."""
+        wd = ["-workdir", workdir] if workdir else []
+        return ([self.tool("sbx-exec"), "-backend", "local", "-raw", "-namespace", ns] + wd +
+                [local_name(name), "--"] + list(command), self.env, None)
 
 
 class SubprocessBackend:
@@ -100,7 +107,7 @@ class SubprocessBackend:
     async def delete(self, ns, name):
         shutil.rmtree(os.path.dirname(self._home(ns, name)), ignore_errors=True)
 
-    def exec_spec(self, ns, name, homedir, command):
+    def exec_spec(self, ns, name, homedir, command, workdir=None):
         home = self._home(ns, name)
         env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         return list(command), env, home
