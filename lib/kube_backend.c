@@ -258,6 +258,120 @@ static struct json_object *mount(const char *name, const char *path)
 	return m;
 }
 
+/* Requests (what the scheduler reserves) stay modest so idle sandboxes pack onto nodes; the
+ * limits are what sbx-create was asked for. A request is never above its limit. */
+#define KB_REQUEST_MEMORY (INT64_C(256) << 20)
+#define KB_REQUEST_CPU_MILLI 100
+#define KB_REQUEST_DISK (INT64_C(1) << 30)
+
+/* A byte count as a Kubernetes quantity: the largest binary suffix that divides it. */
+static struct json_object *qbytes(int64_t v)
+{
+	static const char *const sfx[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
+	char buf[32];
+	int i = -1;
+
+	while (i < 4 && v != 0 && v % 1024 == 0) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, sizeof buf, "%lld%s", (long long)v, i >= 0 ? sfx[i] : "");
+	return json_object_new_string(buf);
+}
+
+/* CPU thousandths as a quantity: whole CPUs plainly, otherwise millicores. */
+static struct json_object *qcpu(int64_t milli)
+{
+	char buf[32];
+
+	if (milli % 1000 == 0)
+		snprintf(buf, sizeof buf, "%lld", (long long)(milli / 1000));
+	else
+		snprintf(buf, sizeof buf, "%lldm", (long long)milli);
+	return json_object_new_string(buf);
+}
+
+/* Parses the quantities sbx writes and the usual others ("2Gi", "512M", "500m", "1.5", "1e3"
+ * is not supported); milli: the result in thousandths. -1 when it cannot. */
+static int64_t quantity(const char *q, bool milli)
+{
+	static const struct { const char *s; int64_t mul; } sfx[] = {
+		{"Ki", INT64_C(1) << 10}, {"Mi", INT64_C(1) << 20}, {"Gi", INT64_C(1) << 30},
+		{"Ti", INT64_C(1) << 40}, {"Pi", INT64_C(1) << 50}, {"k", 1000},
+		{"M", 1000000}, {"G", INT64_C(1000000000)}, {"T", INT64_C(1000000000000)},
+	};
+	char *end;
+	double v;
+
+	if (q == NULL || *q == '\0' || !((*q >= '0' && *q <= '9') || *q == '.'))
+		return -1;
+	v = strtod(q, &end);
+	if (end == q)
+		return -1;
+	if (strcmp(end, "m") == 0)
+		return milli ? (int64_t)(v + 0.5) : (int64_t)(v / 1000);
+	for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++)
+		if (strcmp(end, sfx[i].s) == 0)
+			return (int64_t)(v * (double)sfx[i].mul * (milli ? 1000 : 1) + 0.5);
+	if (*end != '\0')
+		return -1;
+	return (int64_t)(v * (milli ? 1000 : 1) + 0.5);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The container's resources from the spec's limits (issue 14): memory, cpu (when not
+ * unlimited) and ephemeral-storage (-disk: the home and /tmp volumes and the container's
+ * own writes); none at all with -limits none. pids has no pod field: it is the kubelet's
+ * podPidsLimit, a node setting. */
+static void resources(const struct sbx_spec *s, struct json_object *c)
+{
+	const struct sbx_limits *l = &s->limits;
+	struct json_object *r, *lim, *req;
+
+	if (!l->enforced)
+		return;
+	r = json_object_new_object();
+	lim = json_object_new_object();
+	req = json_object_new_object();
+	if (l->memory > 0) {
+		jset(lim, "memory", qbytes(l->memory));
+		jset(req, "memory", qbytes(min64(l->memory, KB_REQUEST_MEMORY)));
+	}
+	if (l->cpus_milli > 0)
+		jset(lim, "cpu", qcpu(l->cpus_milli));
+	jset(req, "cpu", qcpu(l->cpus_milli > 0 ? min64(l->cpus_milli, KB_REQUEST_CPU_MILLI)
+					       : KB_REQUEST_CPU_MILLI));
+	if (l->disk > 0) {
+		jset(lim, "ephemeral-storage", qbytes(l->disk));
+		jset(req, "ephemeral-storage", qbytes(min64(l->disk, KB_REQUEST_DISK)));
+	}
+	jset(r, "limits", lim);
+	jset(r, "requests", req);
+	jset(c, "resources", r);
+}
+
+/* The limits in force as the Sandbox's pod template states them. */
+static void limits_of(struct json_object *o, struct sbx_limits *l)
+{
+	struct json_object *c = jpath(o, JP("spec", "podTemplate", "spec", "containers", "0"));
+	int64_t v;
+
+	memset(l, 0, sizeof *l);
+	if (jpath(c, JP("resources", "limits")) == NULL)
+		return;
+	l->enforced = true;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "memory")), false)) > 0)
+		l->memory = v;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "cpu")), true)) > 0)
+		l->cpus_milli = v;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "ephemeral-storage")), false)) > 0)
+		l->disk = v;
+}
+
 /* The labels of a Sandbox's pod and of its NetworkPolicy: sbx's, and which Sandbox. */
 static struct json_object *instance_labels(const char *name)
 {
@@ -268,12 +382,14 @@ static struct json_object *instance_labels(const char *name)
 	return l;
 }
 
-/* An emptyDir volume. */
-static struct json_object *empty_dir(const char *name)
+/* An emptyDir volume, at most size bytes (0: no sizeLimit). */
+static struct json_object *empty_dir(const char *name, int64_t size)
 {
-	struct json_object *v = jnamed(name);
+	struct json_object *v = jnamed(name), *ed = json_object_new_object();
 
-	jset(v, "emptyDir", json_object_new_object());
+	if (size > 0)
+		jset(ed, "sizeLimit", qbytes(size));
+	jset(v, "emptyDir", ed);
 	return v;
 }
 
@@ -292,6 +408,7 @@ static struct json_object *kb_object(const char *ver, const char *ns, const stru
 			   *ev = jnamed("HOME"), *vms = json_object_new_array(),
 			   *vols = json_object_new_array(), *annotations;
 	char t[TIME_BUFSZ];
+	int64_t disk;
 
 	jset(o, "apiVersion", json_object_new_string(ver[0] ? ver : KB_GROUP "/v1beta1"));
 	jset(o, "kind", json_object_new_string("Sandbox"));
@@ -318,12 +435,14 @@ static struct json_object *kb_object(const char *ver, const char *ns, const stru
 	json_object_array_add(env, ev);
 	jset(c, "env", env);
 	json_object_array_add(vms, mount("home", s->homedir));
-	json_object_array_add(vols, empty_dir("home"));
+	disk = s->limits.enforced ? s->limits.disk : 0;
+	json_object_array_add(vols, empty_dir("home", disk));
 	if (!s->run_as_root && strcmp(s->homedir, "/tmp") != 0) {
 		json_object_array_add(vms, mount("tmp", "/tmp"));
-		json_object_array_add(vols, empty_dir("tmp"));
+		json_object_array_add(vols, empty_dir("tmp", disk));
 	}
 	jset(c, "volumeMounts", vms);
+	resources(s, c);
 	security_contexts(s, ps, c);
 	json_object_array_add(cs, c);
 	jset(ps, "containers", cs);
@@ -430,6 +549,7 @@ static void fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_i
 	info->ready = is_ready(o);
 	s = jpstr(o, JP("metadata", "annotations", KB_NETWORK_KEY));
 	info->network = s && strcmp(s, "internet") == 0;
+	limits_of(o, &info->limits);
 	snprintf(info->pod_security, sizeof info->pod_security, "%s", pod_security_of(o));
 	snprintf(info->runtime_class, sizeof info->runtime_class, "%s",
 		 (s = jpstr(o, JP("spec", "podTemplate", "spec", "runtimeClassName"))) ? s : "");
@@ -454,6 +574,18 @@ static char *mismatch(struct json_object *o, const struct sbx_spec *s)
 	if (strcmp(have, want) != 0)
 		return xasprintf("its pod meets Pod Security %s, not %s%s", have, want,
 				 s->run_as_root ? "" : " (it was made with -run-as-root, or not by this sbx)");
+	struct sbx_limits have_l, want_l = s->limits;
+	limits_of(o, &have_l);
+	if (!want_l.enforced)
+		memset(&want_l, 0, sizeof want_l);
+	want_l.pids = 0;	/* a node setting: not in the pod */
+	if (have_l.enforced != want_l.enforced || have_l.memory != want_l.memory ||
+	    have_l.cpus_milli != want_l.cpus_milli || have_l.disk != want_l.disk)
+		return xasprintf("its resource limits differ (memory %lld, cpus %.3g, disk %lld "
+				 "bytes, not memory %lld, cpus %.3g, disk %lld)",
+				 (long long)have_l.memory, (double)have_l.cpus_milli / 1000,
+				 (long long)have_l.disk, (long long)want_l.memory,
+				 (double)want_l.cpus_milli / 1000, (long long)want_l.disk);
 	const char *net = jpstr(o, JP("metadata", "annotations", KB_NETWORK_KEY));
 	if (strcmp(net ? net : "none", s->network ? "internet" : "none") != 0)
 		return xasprintf("its network is %s, not %s", net ? net : "none",

@@ -395,11 +395,12 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 {
 	unsigned char magic[4] = {0};
 	/* --no-same-owner: files belong to whoever extracts, as with the local backend (upstream's
-	 * root-owned entries become a non-root pod's own). --no-overwrite-dir: the home itself
-	 * keeps its owner and mode (a non-root pod may not change those of a volume it does not
-	 * own, which would fail the restore). */
-	char *base[] = {"tar", "-z", "--no-same-owner", "--no-overwrite-dir", "-xf", "-", "-C",
-			(char *)home};
+	 * root-owned entries become a non-root pod's own). The archive's top entry "." is left
+	 * out (--no-recursion: that entry only, not what it holds) and existing directories keep
+	 * their metadata: the home itself keeps its owner and mode, which a non-root pod may not
+	 * change on a volume it does not own (GNU tar would fail the restore trying). */
+	char *base[] = {"tar", "-z", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+			"--exclude=.", "-xf", "-", "-C", (char *)home};
 	size_t nb = sizeof base / sizeof base[0], na = nb + 1, i;
 	char **argv;
 	struct job j = {.b = b, .name = session, .close_after = -1};

@@ -99,11 +99,40 @@ remote_gone() {
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | (.volumes | map(.name)) == ["home", "tmp"] and (.containers[0].volumeMounts == [{"name": "home", "mountPath": "/home/clawtainer"}, {"name": "tmp", "mountPath": "/tmp"}])'
 	printf '%s' "$post" | jq -e '.spec.podTemplate.metadata.labels == {"app.kubernetes.io/managed-by": "sbx", "app.kubernetes.io/instance": "k1"}'
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | has("runtimeClassName") | not'
+	# the default limits: memory and disk limited, modest requests, the home and /tmp sized
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "2Gi", "ephemeral-storage": "10Gi"}, "requests": {"memory": "256Mi", "cpu": "100m", "ephemeral-storage": "1Gi"}}'
+	printf '%s' "$post" | jq -e '[.spec.podTemplate.spec.volumes[].emptyDir.sizeLimit] == ["10Gi", "10Gi"]'
+}
+
+@test "the limit flags set the container's resources and the volumes' sizeLimit; the handle shows them" {
+	run sbx-create -memory 512M -cpus 0.5 -disk 3G -pids 64 k27
+	assert_status 0
+	assert_json '.limits == {"enforced": true, "memory": 536870912, "pids": 0, "cpus": 0.5, "disk": 3221225472}'
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson')
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "512Mi", "cpu": "500m", "ephemeral-storage": "3Gi"}, "requests": {"memory": "256Mi", "cpu": "100m", "ephemeral-storage": "1Gi"}}'
+	printf '%s' "$post" | jq -e '[.spec.podTemplate.spec.volumes[].emptyDir.sizeLimit] == ["3Gi", "3Gi"]'
+	# requests never exceed the limits; whole CPUs are written plainly
+	run sbx-create -memory 128M -cpus 2 -disk 512M k28
+	assert_status 0
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "128Mi", "cpu": "2", "ephemeral-storage": "512Mi"}, "requests": {"memory": "128Mi", "cpu": "100m", "ephemeral-storage": "512Mi"}}'
+	# reuse needs the same limits; the handle shows what the pod template holds
+	run sbx-create -memory 1G k27
+	assert_status 100
+	assert_contains "its resource limits differ"
+	run sbx-touch k28
+	assert_json '.limits.memory == 134217728 and .limits.cpus == 2 and .limits.disk == 536870912'
+	# -limits none: no resources, no sizeLimit, and the handle says so
+	run sbx-create -limits none k29
+	assert_json '.limits == {"enforced": false}'
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec | (.containers[0] | has("resources") | not) and ([.volumes[].emptyDir] == [{}, {}])'
 }
 
 @test "every object sbx posts validates against the Kubernetes schemas (kubernetes-models) and the CRD" {
 	sbx-create k25 >/dev/null
-	sbx-create -run-as-root -runtime-class gvisor -image alpine:3 k26 >/dev/null 2>&1 || true
+	sbx-create -run-as-root -runtime-class gvisor -image alpine:3 -cpus 1.5 -limits on k26 >/dev/null 2>&1 || true
 	ks -kubeconfig "$KS/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
 	jq -s -c '.[] | select(.method == "POST" and (.path | endswith("/sandboxes"))) | .body | fromjson' \
 		"$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/posts"

@@ -125,7 +125,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	run "$SBX_TOP/scripts/kube-test-server" -h
 	assert_status 0
 	assert_contains "-kubeconfig FILE"
-	assert_contains "-exec-mode {sbx,subprocess}"
+	assert_contains "-exec-mode {sbx,pod,subprocess}"
 	run "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$BATS_TEST_TMPDIR/kc" -bogus
 	[ "$status" -ne 0 ]
 	assert_contains "unrecognized arguments: -bogus"

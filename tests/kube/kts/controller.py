@@ -147,7 +147,8 @@ class Controller:
         try:
             async with self._lock(key):
                 await self.backend.create(key[0], key[1], pod.homedir,
-                                          self._ttl(self.shutdown_times.get(key)))
+                                          self._ttl(self.shutdown_times.get(key)),
+                                          pod.template.get("spec") or {})
         except BackendError as e:
             # The pod fails as one whose container cannot be made does, with the why in its
             # status; the Sandbox says PodFailed as the Agent Sandbox controller does, plus

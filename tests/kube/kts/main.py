@@ -19,7 +19,7 @@ import yaml
 from aiohttp import web
 
 from . import admission, api, controller, faults, generic, schema, store
-from .backend import SbxBackend, SubprocessBackend
+from .backend import BackendError, PodBackend, SbxBackend, SubprocessBackend
 from .certs import Authority
 
 PROG = "kube-test-server"
@@ -63,9 +63,10 @@ def parse_args(argv):
     add("auth", choices=("token", "cert"), default="token",
         help="credential in the written kubeconfig (both are always accepted)")
     add("namespace", default="default", help="namespace of the kubeconfig's context")
-    add("exec-mode", choices=("sbx", "subprocess"), default="sbx",
+    add("exec-mode", choices=("sbx", "pod", "subprocess"), default="sbx",
         help="sbx: pods are local-backend sandboxes (sbx-create/sbx-exec/sbx-delete); "
-        "subprocess: commands run unisolated on the host")
+        "pod (root only): commands run on the host as the pod's users, with its emptyDir "
+        "volumes mounted; subprocess: commands run unisolated on the host")
     add("versions", default="v1beta1,v1alpha1",
         help="comma-separated served versions of agents.x-k8s.io (first is preferred)")
     add("serviceaccount", default=None, metavar="DIR",
@@ -137,8 +138,16 @@ async def serve(args, repo_top):
         auth = Authority(workdir, USER)
         state = os.path.join(workdir, "state")
         os.mkdir(state, 0o700)
-        backend = SbxBackend(repo_top, state) if args.exec_mode == "sbx" else \
-            SubprocessBackend(workdir)
+        if args.exec_mode == "sbx":
+            backend = SbxBackend(repo_top, state)
+        elif args.exec_mode == "pod":
+            try:
+                backend = PodBackend(workdir, [os.environ.get("SBX_BIN"),
+                                               os.path.join(repo_top, "bin")])
+            except BackendError as e:
+                raise StartError(str(e)) from None
+        else:
+            backend = SubprocessBackend(workdir)
         token = args.token or api.random_token()
         ctx = Context(args, crd, backend, [token])
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
