@@ -40,7 +40,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS :=
-sbx-init_LIBSRC := lib/fsutil.c
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
@@ -92,7 +92,8 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# Only the compiler's files: build/images holds unpacked root filesystems (etc/rc2.d, …).
+-include $(shell find $(B) -path $(B)/images -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 deps:
 	@scripts/install-deps

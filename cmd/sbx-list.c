@@ -31,6 +31,7 @@ static int print_one(const struct sbx_info *in, void *arg)
 		in->created_ns ? time_rfc3339(in->created_ns, t, sizeof t) : ""));
 	json_object_object_add(o, "shutdown_time", json_object_new_string(
 		in->shutdown_ns ? time_rfc3339(in->shutdown_ns, t, sizeof t) : ""));
+	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "ready", json_object_new_boolean(in->ready));
 	if (cli_print_json(o) < 0)
 		*failed = 1;

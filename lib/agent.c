@@ -399,6 +399,7 @@ static void restore(struct agent_session *s, int cancel_fd)
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
 	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
+	arg(&a, "-optional");		/* no backup yet: a fresh start, as upstream */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
@@ -679,6 +680,25 @@ static struct json_object *tool_message(const char *id, const char *content)
 	return m;
 }
 
+/* sbx-tool's input for a call: the fields it defines only (a model's vendor fields stay in the
+ * history), arguments as the model sent them (JSON text, or an object). Newly allocated. */
+static char *call_doc(const struct agent_tool_call *c)
+{
+	struct json_object *d = json_object_new_object(), *f = json_object_new_object(), *fn, *v;
+	char *text;
+
+	json_object_object_add(d, "id", json_object_new_string(c->id));
+	json_object_object_add(d, "type", json_object_new_string("function"));
+	json_object_object_add(f, "name", json_object_new_string(c->name));
+	if (json_object_object_get_ex(c->raw, "function", &fn) &&
+	    json_object_object_get_ex(fn, "arguments", &v) && v != NULL)
+		json_object_object_add(f, "arguments", json_object_get(v));
+	json_object_object_add(d, "function", f);
+	text = gojson_encode(d);
+	json_object_put(d);
+	return text;
+}
+
 /* Runs one approved call through sbx-tool. Returns the tool message's content (newly
  * allocated) with *failed, or NULL with e (cancelled, or the sandbox was not there before the
  * call started: SBX_ENOTFOUND, the one case that may be retried). A sandbox that went away
@@ -690,7 +710,7 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	struct json_object *doc = NULL;
 	struct strvec a;
 	const char *why;
-	char *in = gojson_encode(c->raw), *out = NULL, *msg;
+	char *in = call_doc(c), *out = NULL, *msg;
 
 	trace(s, "sbx-tool <", in);
 	argv_sbx(s, &a, "sbx-tool");

@@ -27,6 +27,7 @@
 #include "gojson.h"
 #include "local.h"
 #include "paths.h"
+#include "reslimit.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -237,6 +238,46 @@ out:
 	return rc;
 }
 
+/* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
+static int remove_dead(const char *dir)
+{
+	reslimit_release(dir);
+	return fs_remove_tree(dir);
+}
+
+/* Puts the spec's limits in force (lib/reslimit) for the sandbox being made in p->dir. */
+static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
+			   const struct sbx_paths *p, struct sbx_limits *in_force, struct sbx_err *e)
+{
+	unsigned char rnd[4];
+	char leaf[128], *root, *cache;
+	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf};
+	int drop, rc;
+
+	if (!spec->limits.enforced)
+		return 0;
+	local_bwrap_ids(&c.uid, &c.gid, &drop);
+	c.can_mount = drop;
+	if (!drop) {
+		c.uid = geteuid();
+		c.gid = getegid();
+	}
+	/* A random part: two state directories (two users, two test runs) may hold sandboxes
+	 * of the same namespace and name under one parent cgroup. */
+	if (getentropy(rnd, sizeof rnd) < 0)
+		return err_sys(e, errno, "getentropy");
+	snprintf(leaf, sizeof leaf, "sbx-%s-%s-%02x%02x%02x%02x", b->namespace, spec->name, rnd[0],
+		 rnd[1], rnd[2], rnd[3]);
+	if ((root = paths_state_root(e)) == NULL)
+		return -1;
+	cache = xasprintf("%s/.homedisk", root);
+	c.cache_dir = cache;
+	rc = reslimit_setup(&c, &spec->limits, in_force, e);
+	free(cache);
+	free(root);
+	return rc;
+}
+
 static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
 		      struct sbx_info *out, struct sbx_err *e)
 {
@@ -250,6 +291,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	if (make_dirs(p, home, e) < 0)
 		goto out;
 	new_info(b, spec, out);
+	if (limits_in_force(b, spec, p, &out->limits, e) < 0)
+		goto out;
 	if (write_spec(p->dir, out, e) < 0)
 		goto out;
 	if ((lsock = local_exec_listen(p->dir, e)) < 0)
@@ -271,7 +314,7 @@ out:
 		close(lsock);
 	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
-		fs_remove_tree(p->dir);
+		remove_dead(p->dir);
 	free(home);
 	return rc;
 }
@@ -297,7 +340,35 @@ static int check_live(struct sbx_paths *p)
 		return 0;
 	if (is_alive(p->dir))
 		return 1;
-	fs_remove_tree(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	remove_dead(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	return 0;
+}
+
+/* A sandbox is reused only under the limits asked for (a disk cap no larger). */
+static int limits_match(const struct sbx_info *have, const struct sbx_spec *want,
+			struct sbx_err *e)
+{
+	const struct sbx_limits *h = &have->limits, *w = &want->limits;
+	char a[32], b[32];
+
+	if (h->enforced != w->enforced)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists %s limits", have->name,
+			       h->enforced ? "with" : "without");
+	if (!h->enforced)
+		return 0;
+	if (h->memory != w->memory)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with memory limit %s, not %s",
+			       have->name, reslimit_size_text(h->memory, a, sizeof a),
+			       reslimit_size_text(w->memory, b, sizeof b));
+	if (h->pids != w->pids || h->cpus_milli != w->cpus_milli)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with pids %" PRId64 " and cpus %g, "
+			       "not %" PRId64 " and %g", have->name, h->pids,
+			       (double)h->cpus_milli / 1000, w->pids, (double)w->cpus_milli / 1000);
+	/* The cap in force may be below the one asked (the host disk had less free): fine. */
+	if (h->disk > w->disk)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with disk %s, not %s", have->name,
+			       reslimit_size_text(h->disk, a, sizeof a),
+			       reslimit_size_text(w->disk, b, sizeof b));
 	return 0;
 }
 
@@ -315,7 +386,7 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
-	return 0;
+	return limits_match(have, want, e);
 }
 
 static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *out,
@@ -410,7 +481,7 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 				usleep(5000);
 		}
 	}
-	if (fs_remove_tree(p.dir) < 0)
+	if (remove_dead(p.dir) < 0)
 		err_sys(e, errno, "cannot remove %s", p.dir);
 	else
 		rc = 0;
@@ -513,12 +584,30 @@ static int lost_connection(const char *dir, const char *name, struct sbx_err *e)
 	return err_set(e, SBX_EGONE, "sandbox %s went away during the command", name);
 }
 
+/* A command that ended by SIGKILL (or with 137, its shell's word for it) while the memory
+ * limit killed a process in the sandbox was killed by the limit. Another command running at
+ * the same moment and killed by someone else would be blamed too: rare, and said in README. */
+static void oom_check(const struct sbx_paths *p, long long before, struct sbx_exec_result *r)
+{
+	struct sbx_info info;
+	struct sbx_err ign;
+
+	if (before < 0 || r->exit_code != 128 + SIGKILL || r->timed_out || r->canceled ||
+	    reslimit_oom_kills(p->dir) <= before)
+		return;
+	r->oom_killed = true;
+	memset(&info, 0, sizeof info);
+	if (read_spec(p->dir, &info, &ign) == 0)
+		r->memory_limit = info.limits.memory;
+}
+
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
 	struct sbx_paths p;
 	enum local_exec_fail why;
 	int rc = -1;
+	long long oom_before;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return -1;
@@ -526,7 +615,10 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		not_found(name, e);
 		goto out;
 	}
+	oom_before = reslimit_oom_kills(p.dir);
 	rc = local_exec_run(p.dir, name, x, r, &why, e);
+	if (rc == 0)
+		oom_check(&p, oom_before, r);
 	/* Whether the sandbox is still there tells a failure's cause. */
 	if (rc < 0 && why == LOCAL_EXEC_NOCONN && !is_alive(p.dir))
 		not_found(name, e);

@@ -5,6 +5,7 @@
  * plan out) end to end. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "local.h"
+#include "reslimit.h"
 #include "xalloc.h"
 
 /* Host uid/gid that root's sandboxes run as (root inside, nobody outside). */
@@ -152,6 +154,19 @@ static void push3(struct strvec *a, const char *opt, const char *x, const char *
 }
 
 /* The host's own root, read-only, with its secrets masked. */
+/* "--size N --tmpfs PATH": every tmpfs sized from the memory limit (see reslimit.h), the
+ * default one under -limits none, so none defaults to half of the host's RAM. */
+static void push_tmpfs(struct strvec *a, const struct sbx_spec *spec, enum reslimit_tmpfs which,
+		       const char *path)
+{
+	char n[32];
+	int64_t mem = spec && spec->limits.enforced ? spec->limits.memory : backend_default_memory();
+
+	snprintf(n, sizeof n, "%" PRId64, reslimit_tmpfs_size(mem, which));
+	push3(a, "--size", n, NULL);
+	push3(a, "--tmpfs", path, NULL);
+}
+
 static void plan_host_root(struct strvec *a)
 {
 	char link[PATH_MAX], src[64];
@@ -177,7 +192,7 @@ static void plan_host_root(struct strvec *a)
 			push3(a, "--ro-bind", "/dev/null", masked_files[i]);
 	for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
 		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
-			push3(a, "--tmpfs", masked_dirs[i], NULL);
+			push_tmpfs(a, NULL, RESLIMIT_MASK, masked_dirs[i]);
 }
 
 /* Private /proc, /dev, /tmp, /run, /var; the home; sbx-init and the toolbox read-only. */
@@ -186,9 +201,11 @@ static void plan_mounts(struct strvec *a, const struct sbx_spec *spec,
 {
 	push3(a, "--proc", "/proc", NULL);
 	push3(a, "--dev", "/dev", NULL);
-	push3(a, "--tmpfs", "/tmp", NULL);
-	push3(a, "--tmpfs", "/run", NULL);
-	push3(a, "--tmpfs", "/var", NULL);
+	push_tmpfs(a, spec, RESLIMIT_SHM, "/dev/shm");
+	push3(a, "--remount-ro", "/dev", NULL);	/* bwrap's own /dev tmpfs has no size */
+	push_tmpfs(a, spec, RESLIMIT_TMP, "/tmp");
+	push_tmpfs(a, spec, RESLIMIT_RUN, "/run");
+	push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
 	push3(a, "--dir", "/var/tmp", NULL);
 	push3(a, "--bind", src->home, spec->homedir);
 	push3(a, "--ro-bind", src->init, "/run/sbx/sbx-init");

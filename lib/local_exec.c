@@ -231,8 +231,9 @@ static void decode_result(const struct lp_result *res, const struct sbx_exec *x,
 		r->exit_code = res->exec_errno == ENOENT ? 127 : 126;
 		if (!res->killed) {
 			char msg[512];
-			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s\n", x->argv[0],
-					 strerror(res->exec_errno));
+			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s%s\n", x->argv[0],
+					 strerror(res->exec_errno), res->exec_errno == EAGAIN
+					 ? " (the sandbox has as many processes as its -pids limit)" : "");
 			if (write(x->err_fd, msg, (size_t)m) < 0) {
 				/* the caller's stderr is gone; the status still says it */
 			}

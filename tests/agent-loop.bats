@@ -477,7 +477,7 @@ EOF
 	OPENAI_MODEL=fake-eliza agent-loop -session acpheld <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
 	exec 4>"$BATS_TEST_TMPDIR/in"
-	wait_until test -s "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
+	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
 	OPENAI_MODEL=fake-eliza acp-server -stdio <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &

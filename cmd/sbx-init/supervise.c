@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../../lib/fsutil.h"
+#include "../../lib/reslimit.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
@@ -111,6 +112,11 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 		dup2(fd, 0);
 		dup2(fd, 1);
 	}
+	/* Into the sandbox's cgroups (its limits) while still privileged; all it starts follows. */
+	if (reslimit_join(dir) < 0) {
+		fprintf(stderr, "sbx-init: cannot join the sandbox's cgroup: %s\n", strerror(errno));
+		_exit(111);
+	}
 	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
 	if (strcmp(uid, "-") != 0) {
 		uid_t u = (uid_t)strtoul(uid, NULL, 10);
@@ -143,6 +149,10 @@ static int take_nslock(const char *nslock, int sfd)
 	return -1;
 }
 
+/* The mount namespace the supervisor started in (the caller's), where the home's disk image
+ * is mounted; -1 when the supervisor never left it. */
+static int host_mntns = -1;
+
 static void teardown(const char *dir, pid_t bwrap)
 {
 	char trash[4096];
@@ -154,6 +164,13 @@ static void teardown(const char *dir, pid_t bwrap)
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}
+	/* What the limits hold outside the directory: the cgroup (with any process left in it)
+	 * and the home's mount, which lives in the caller's mount namespace. */
+	if (host_mntns >= 0 && setns(host_mntns, CLONE_NEWNS) == 0) {
+		close(host_mntns);
+		host_mntns = -1;
+	}
+	reslimit_release(dir);
 	/* Rename first: the sandbox disappears at once; the removal may take a while. */
 	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
 		 (long)getpid());
@@ -180,6 +197,8 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	if (fs_write_atomic(path, pid, strlen(pid), 0600) < 0)
 		return 111;
 
+	if (strcmp(uid, "-") != 0)
+		host_mntns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (strcmp(uid, "-") != 0 && stage(stage_src) < 0) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "staging: %d\n", errno);
