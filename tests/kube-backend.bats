@@ -86,7 +86,7 @@ remote_gone() {
 	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][0].body | fromjson')
 	printf '%s' "$post" | jq -e '.metadata.labels["app.kubernetes.io/managed-by"] == "sbx"'
 	printf '%s' "$post" | jq -e '.spec.shutdownPolicy == "Delete" and (.spec.shutdownTime | test("Z$"))'
-	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | .automountServiceAccountToken == false and .restartPolicy == "Never" and .containers[0].name == "sandbox" and .containers[0].command == ["sleep","infinity"] and .volumes[0].emptyDir == {}'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | .automountServiceAccountToken == false and .restartPolicy == "Never" and .containers[0].name == "sandbox" and .containers[0].command == ["sleep","infinity"] and .volumes[0].emptyDir == {"sizeLimit": "10Gi"}'
 	# commands start in the home (the container's workingDir): no wrapping needed for it
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].workingDir == "/home/clawtainer"'
 	run sbx-exec -raw k1 -- pwd
