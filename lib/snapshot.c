@@ -73,8 +73,10 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 			enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
 			struct sbx_err *e)
 {
-	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "-cf", "-", "-C",
-			(char *)home, ".", NULL};
+	/* Entries owned by root, as upstream's root pods write them: a backup from a non-root
+	 * pod (uid 1000 on kubernetes) restores in upstream's pod as if upstream had made it. */
+	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "--owner=0",
+			"--group=0", "--numeric-owner", "-cf", "-", "-C", (char *)home, ".", NULL};
 	struct job j = {.b = b, .name = session, .close_after = -1};
 	int out[2] = {-1, -1}, stop[2] = {-1, -1}, errfd = -1, rc = -1;
 	pthread_t th;
@@ -397,8 +399,13 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 			   int cancel_fd, const struct archive_stats *st, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
-	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
-	char *base[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home};
+	/* --no-same-owner: files belong to whoever extracts, as with the local backend (upstream's
+	 * root-owned entries become a non-root pod's own). The archive's top entry "." is left
+	 * out (--no-recursion: that entry only, not what it holds) and existing directories keep
+	 * their metadata: the home itself keeps its owner and mode, which a non-root pod may not
+	 * change on a volume it does not own (GNU tar would fail the restore trying). */
+	char *base[] = {"tar", "-z", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+			"--exclude=.", "-xf", "-", "-C", (char *)home};
 	size_t nb = sizeof base / sizeof base[0], na = nb + 1, i;
 	char **argv;
 	struct job j = {.b = b, .name = session, .close_after = -1};
