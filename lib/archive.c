@@ -27,6 +27,23 @@ int archive_codec_parse(const char *s, enum archive_codec *out)
 	return 0;
 }
 
+int archive_fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
+{
+	const char *c = p;
+	int fd = *(int *)arg;
+
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_sys(e, errno, "cannot pass the archive on");
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 const char *archive_codec_ext(enum archive_codec c)
 {
 	return c == ARCHIVE_CODEC_ZSTD ? ".tar.zst" : c == ARCHIVE_CODEC_NONE ? ".tar" : ".tar.gz";

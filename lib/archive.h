@@ -56,6 +56,9 @@ struct archive_tree {
  * -1 with e set to stop the operation. */
 typedef int (*archive_tap_fn)(const void *p, size_t n, void *arg, struct sbx_err *e);
 
+/* An archive_tap_fn writing every byte to the file descriptor *(int *)arg (a pipe, a spool). */
+int archive_fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e);
+
 /* "gzip"/"zstd" → codec; returns 0 or -1. */
 int archive_codec_parse(const char *s, enum archive_codec *out);
 /* ".tar.gz" or ".tar.zst". */

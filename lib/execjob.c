@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -112,9 +113,11 @@ int execjob_read(struct sbx_backend *b, const char *name, char **argv, execjob_i
 		}
 		close(out[0]);
 		out[0] = -1;
-		/* A stream cut short because the command failed: its failure is the reason. */
+		/* A stream cut short because the command failed: its failure is the reason. Not
+		 * when the stream was refused (SBX_EPERM: the command was fine, its output not),
+		 * nor when the command died of our stopping it (cancelled, or SIGPIPE). */
 		if (execjob_finish(&j, what, &je) < 0 && e->code != SBX_ECANCELED &&
-		    !j.res.canceled)
+		    e->code != SBX_EPERM && !j.res.canceled && j.res.exit_code != 128 + SIGPIPE)
 			*e = je;
 		goto out;
 	}

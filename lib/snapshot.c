@@ -62,23 +62,6 @@ struct host_job {
 	enum { HOST_PACK, HOST_UNPACK, HOST_CLEAR } op;
 };
 
-static int fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
-{
-	const char *c = p;
-	int fd = *(int *)arg;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_sys(e, errno, "cannot pass the archive on");
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
  * files. Entered first, as its parents may be closed to the owner. */
@@ -128,7 +111,7 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 		if (r.rc == 0 && hj->op == HOST_UNPACK)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
 		else if (r.rc == 0 && hj->op == HOST_PACK)
-			r.rc = archive_pack_dir(".", hj->codec, fd_sink, &fd, &r.st, &r.err);
+			r.rc = archive_pack_dir(".", hj->codec, archive_fd_sink, &fd, &r.st, &r.err);
 		else if (r.rc == 0 && fs_clear_dir(".") < 0)
 			r.rc = err_sys(&r.err, errno, "cannot empty the home");
 		if (r.rc < 0)
