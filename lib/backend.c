@@ -187,8 +187,29 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "shutdown_time",
 			       json_object_new_string(time_rfc3339(in->shutdown_ns, t, sizeof t)));
+	json_object_object_add(o, "network", sbx_network_json(in));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "reused", json_object_new_boolean(in->reused));
+	return o;
+}
+
+struct json_object *sbx_network_json(const struct sbx_info *in)
+{
+	struct json_object *o = json_object_new_object(), *list;
+	const char *p = in->allow_hosts;
+
+	json_object_object_add(o, "mode", json_object_new_string(
+		p[0] ? "proxy" : in->network ? "nat" : "none"));
+	if (p[0] == '\0')
+		return o;
+	list = json_object_new_array();
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		json_object_array_add(list, json_object_new_string_len(p, (int)n));
+		p += n + (comma != NULL);
+	}
+	json_object_object_add(o, "allow_hosts", list);
 	return o;
 }
 

@@ -34,6 +34,7 @@ struct peer {
 	struct outline *head, *tail;
 	size_t queued;
 	bool closing, gone, eof;
+	int holds;			/* answers still to come after end of input */
 	struct jsonrpc_pending pending;
 	struct jsonrpc_reader reader;
 	peer_handler fn;
@@ -137,6 +138,14 @@ out:
 	pthread_mutex_unlock(&p->mu);
 	free(line);
 	return ok;
+}
+
+void peer_hold(struct peer *p, int delta)
+{
+	pthread_mutex_lock(&p->mu);
+	p->holds += delta;
+	wake(p);
+	pthread_mutex_unlock(&p->mu);
 }
 
 void peer_close(struct peer *p)
@@ -324,6 +333,7 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 {
 	int rc = 0, w = 0;
 	bool closing = false;
+	int holds = 0;
 
 	p->fn = fn;
 	p->arg = arg;
@@ -337,12 +347,13 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 
 		pthread_mutex_lock(&p->mu);
 		closing = p->closing;
+		holds = p->holds;
 		pthread_mutex_unlock(&p->mu);
 		if ((w = do_write(p, e)) < 0) {
 			rc = -1;
 			break;
 		}
-		if (closing || (p->eof && w == 0))
+		if (closing || (p->eof && w == 0 && holds <= 0))
 			break;
 		fds[nf++] = (struct pollfd){.fd = p->wakefd, .events = POLLIN};
 		if (p->rfd == p->wfd) {

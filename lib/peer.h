@@ -63,6 +63,11 @@ void peer_set_trace(struct peer *p, void (*fn)(void *arg, const char *dir, const
 /* Waits up to wait_ms for a spawned agent to exit (its input closed), then sends SIGTERM and
  * waits for it. */
 void peer_reap(pid_t pid, int wait_ms);
+/* Counts answers still to come (delta +1 when a request is taken on, -1 when its answer is
+ * queued): at end of input the loop goes on until the count is back to 0 and every queued
+ * line is written, so a client that closes its input after its last request still gets the
+ * answers (stdio MCP clients pipe requests this way). */
+void peer_hold(struct peer *p, int delta);
 /* Asks the I/O loop to end (any thread). */
 void peer_close(struct peer *p);
 bool peer_closed(struct peer *p);

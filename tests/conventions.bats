@@ -7,13 +7,14 @@ load helpers
 
 setup() { setup_sbx_env; }
 
-# The programs users run: every cmd/*.c but the shared front end and the internal sbx-init.
+# The programs users run: every cmd/*.c but the shared front end and the internal helpers
+# in libexec (sbx-init, sbx-proxy).
 programs() {
 	local f
 	for f in "$SBX_TOP"/cmd/*.c; do
 		f=${f##*/}
 		f=${f%.c}
-		case $f in cli | sbx-init) ;; *) echo "$f" ;; esac
+		case $f in cli | sbx-init | sbx-proxy) ;; *) echo "$f" ;; esac
 	done
 }
 

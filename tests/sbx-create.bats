@@ -116,10 +116,11 @@ teardown() { teardown_sbx_env; }
 	[ "$(cat "$XDG_STATE_HOME/sbx/default/demo/home/f")" = kept ]
 }
 
-@test "-network shares the host network" {
+@test "-network gives the sandbox a network of its own (lo and pasta's interface; tests/network.bats)" {
 	sbx-create -network net >/dev/null
-	run sbx-exec -raw net -- sh -c 'tail -n +3 /proc/net/dev | wc -l'
-	[ "$output" -eq "$(tail -n +3 /proc/net/dev | wc -l)" ]
+	run sbx-exec -raw net -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " "'
+	[ "$output" = "$(ip route show default | awk '{print $5; exit}') lo " ]
+	[ "$(sbx-exec -raw net -- readlink /proc/self/ns/net)" != "$(readlink /proc/self/ns/net)" ]
 }
 
 @test "when the shutdown time passes the sandbox, its processes and its home are removed" {
