@@ -138,6 +138,17 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	[ "$(grep -c 'launching sandbox' "$BATS_TEST_TMPDIR/stderr")" = 2 ]
 }
 
+@test "stdio: sbx-create's sandbox flags and their variables reach the sandbox unchanged" {
+	SANDBOX_PIDS=300 mcpc '[{"call":"run_command","args":{"command":"true"}},
+	       {"until":"sbx-list | jq -e \"select(.name == \\\"f1\\\") | .limits.memory == 314572800 and .limits.pids == 300\""}]' \
+		--stdio sbx-mcp -session f1 -memory 300M
+	assert_status 0
+	j '.results[1].until'
+	run sbx-mcp -memory lots </dev/null
+	assert_status 100
+	assert_contains 'invalid value "lots" for flag -memory'
+}
+
 @test "stdio: the geminicli toolset: its tools, instructions and calls" {
 	mcpc '[{"list":true},
 	       {"call":"write_file","args":{"file_path":"g.txt","content":"one\ntwo\n"}},
