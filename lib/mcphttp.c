@@ -602,8 +602,11 @@ static enum MHD_Result handle_post(struct server *h, struct MHD_Connection *c, s
 		stream_unref(drop);
 		return send_text(c, 202, "", "", NULL, NULL);
 	}
-	/* Only tools/call can take long or report progress: it streams when the client takes it. */
-	sse = strcmp(m.method, MCP_TOOLS_CALL) == 0 && mcphttp_accepts(header(c, "Accept"), "text/event-stream");
+	/* Only tools/call can take long or report progress: it streams when the client takes it;
+	 * anything else streams only for a client that takes no JSON body. */
+	sse = mcphttp_accepts(header(c, "Accept"), "text/event-stream") &&
+	      (strcmp(m.method, MCP_TOOLS_CALL) == 0 ||
+	       !mcphttp_accepts(header(c, "Accept"), "application/json"));
 	st = stream_new(sse);
 	sink = stream_sink(st);
 	mcp_session_handle(rq->x->ss, &m, &sink);
@@ -616,6 +619,8 @@ static enum MHD_Result handle_post(struct server *h, struct MHD_Connection *c, s
 		}
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
 		MHD_add_response_header(r, "Cache-Control", "no-cache");
+		if (sid)
+			MHD_add_response_header(r, "Mcp-Session-Id", sid);
 		rc = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
 		return rc;

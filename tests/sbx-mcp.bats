@@ -313,6 +313,11 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	head -c $((9 << 20)) /dev/zero >"$BATS_TEST_TMPDIR/big"
 	c "${A[@]}" --data-binary "@$BATS_TEST_TMPDIR/big" "$MCP_URL"
 	assert_contains 'HTTP/1.1 413'
+	# a client that takes event streams only gets its initialize answered as one
+	c "${T[@]}" -H 'Content-Type: application/json' -H 'Accept: text/event-stream' -d "$init" "$MCP_URL"
+	assert_contains 'Content-Type: text/event-stream'
+	assert_contains 'Mcp-Session-Id: mcp'
+	assert_contains 'data: {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"'
 	# a session: initialize (JSON answer with the id), a notification (202), a request, DELETE
 	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"
 	assert_contains 'HTTP/1.1 200'
