@@ -117,6 +117,25 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	grep -q 'session=c1 cancelling run_command' "$BATS_TEST_TMPDIR/stderr"
 }
 
+@test "stdio: SIGTERM stops a running call, backs the home up and deletes the sandbox (exit 0)" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	sbx-mcp -session t1 <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo kept > ~/k; sleep 60"}}}' >&4
+	wait_until sbx-exec t1 -- test -f /home/clawtainer/k
+	kill -TERM "$pid"
+	st=0
+	finish "$pid" || st=$?
+	[ "$st" = 0 ]
+	exec 4>&-
+	grep -q 'session=t1 saved filesystem state to new backup' "$BATS_TEST_TMPDIR/err"
+	[ -z "$(sbx-list)" ]
+	# the cancelled call got no answer; initialize did
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" = 1 ]
+}
+
 @test "stdio: progress notifications while a call runs when the client sends a progressToken" {
 	mcpc '[{"call":"run_command","args":{"command":"sleep 2.6; echo done"},"progress":true},
 	       {"call":"run_command","args":{"command":"sleep 1.5"}}]' --stdio sbx-mcp
