@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 		{"v", FLAG_BOOL, &verbose, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	specflags_table(&sf, flags + 12);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
