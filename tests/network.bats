@@ -291,3 +291,21 @@ for s in held: s.close()'
 	rm -rf "$d"
 	[ "$output" = "hello from web" ]
 }
+
+@test "-network with an OCI image: its resolv.conf is replaced when it has one, left alone when not" {
+	base='["hostfile","bin/busybox","/bin/busybox"],["symlink","bin/sh","busybox"],["dir","etc"],["file","etc/passwd","root:x:0:0:root:/root:/bin/sh\n"]'
+	for img in with without; do
+		extra=
+		[ "$img" = with ] && extra=',["file","etc/resolv.conf","nameserver 192.0.2.53\n"]'
+		printf '{"layers":[{"compress":"gzip","entries":[%s%s]}],"tag":"v1"}\n' "$base" "$extra" \
+			>"$BATS_TEST_TMPDIR/$img.json"
+		python3 "$SBX_TOP/tests/oci/mkimage.py" "$BATS_TEST_TMPDIR/$img.json" "$BATS_TEST_TMPDIR/$img.tar"
+		sbx-create -network -image "oci-archive:$BATS_TEST_TMPDIR/$img.tar:v1" "img$img" >/dev/null
+	done
+	run sbx-exec -raw imgwith -- busybox cat /etc/resolv.conf
+	assert_contains "nameserver $WEB"
+	run sbx-exec -raw imgwithout -- busybox ls /etc
+	[[ "$output" != *resolv.conf* ]]
+	run sbx-exec -raw imgwithout -- busybox wget -q -O - "http://$WEB:8080/hello.txt"
+	[ "$output" = "hello from web" ]
+}
