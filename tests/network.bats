@@ -127,9 +127,13 @@ except OSError as e:
 	printf '#!/bin/sh\necho "cannot reach the moon" >&2\nexit 1\n' >"$d/bad-helper"
 	chmod 755 "$d/bad-helper"
 	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
-	rm -rf "$d"
 	assert_status 111
 	assert_contains "the network helper failed: cannot reach the moon"
+	chmod 700 "$d"
+	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
+	rm -rf "$d"
+	assert_status 111
+	assert_contains "Permission denied (it runs as the sandbox's host user, who must be able to reach and execute it)"
 	[ ! -e "$(sandbox_dir doomed)" ]
 	run pgrep -f -- "--hostname doomed "
 	assert_status 1
