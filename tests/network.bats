@@ -273,3 +273,21 @@ for s in held: s.close()'
 	# and it serves again once they are gone
 	wait_until sbx-exec -raw prox -- curl -sf -m 5 http://web.sbx.test:8080/hello.txt -o /dev/null
 }
+
+@test "-allow-host for a user who is not root: the same proxy, run as that user" {
+	d=$(mktemp -d /tmp/sbx-net-user.XXXXXX)
+	chmod 777 "$d"
+	cp "$SBX_RESOLV_CONF" "$d/resolv.conf"	# where that user can read it
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$d" XDG_STATE_HOME="$d/state" SBX_RESOLV_CONF="${RC:-$d/resolv.conf}" "$@"; }
+	# a resolver given on purpose that cannot be used is an error, never the host's instead
+	RC=/nonexistent run as_nobody sbx-create -limits none -allow-host web.sbx.test mine
+	assert_status 100
+	assert_contains "names no usable nameserver"
+	as_nobody sbx-create -limits none -allow-host web.sbx.test:8080 mine >/dev/null
+	run as_nobody sbx-exec -raw mine -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	sup=$(cat "$d/state/sbx/default/mine/supervisor.pid")
+	[ "$(stat -c %u "/proc/$(pgrep -P "$sup" -x sbx-proxy)")" = 65534 ]
+	as_nobody sbx-delete mine >/dev/null
+	rm -rf "$d"
+	[ "$output" = "hello from web" ]
+}
