@@ -199,6 +199,13 @@ except OSError as e:
 	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
+	# allowed by the list but not resolvable: 502, logged as allowed with the reason
+	run sbx-exec -raw wild -- curl -sS -m 20 -o /dev/null -w '%{http_code}' "http://nowhere.sbx.test:8080/"
+	[ "$output" = 502 ]
+	run jq -c 'select(.host=="nowhere.sbx.test") | [.decision, .reason]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["allowed","the name does not resolve"]' ]
+	run jq -c 'select(.host=="loop.sbx.test") | [.decision, .address]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["denied","127.0.0.1"]' ]
 	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
 	run sbx-exec -raw exact -- curl -sS -m 10 "http://loop.sbx.test:$HOST_PORT/secret.txt"
 	[ "$output" = host-only-secret ]
