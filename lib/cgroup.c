@@ -383,8 +383,12 @@ int cgroup_create_here(const char *leaf, const struct cgroup_want *w, struct cgr
 
 int cgroup_join(const struct cgroup_set *s, pid_t pid)
 {
+	/* v1: the caller alone through "tasks", which spares the kernel's global threadgroup
+	 * lock (and its RCU grace period, milliseconds on a busy host) that cgroup.procs takes. */
+	const char *file = s->version == 1 && pid == 0 ? "tasks" : "cgroup.procs";
+
 	for (int i = 0; i < s->n; i++)
-		if (put_num(s->dir[i], "cgroup.procs", pid, false) < 0)
+		if (put_num(s->dir[i], file, pid, false) < 0)
 			return -1;
 	return 0;
 }

@@ -46,7 +46,8 @@ int cgroup_create(const struct cgroup_host *h, const char *leaf, const struct cg
 /* cgroup_create with this process's own /proc/self texts and euid. */
 int cgroup_create_here(const char *leaf, const struct cgroup_want *w, struct cgroup_set *out,
 		       struct sbx_err *e);
-/* Moves process pid (0: the caller) into every directory of s. 0, or -1 with errno. */
+/* Moves process pid into every directory of s; 0 is the caller, which must then be single-
+ * threaded (a freshly forked child): on v1 only its thread is moved. 0, or -1 with errno. */
 int cgroup_join(const struct cgroup_set *s, pid_t pid);
 /* Kills every process in s and removes its directories, waiting at most wait_ms for the
  * processes to go. 0, or -1 with errno when a directory stays. */

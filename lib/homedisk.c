@@ -116,6 +116,14 @@ static int template_for(const char *cache_dir, int64_t size, char *path, size_t 
 		err_set(e, SBX_EUNAVAIL, "cannot make the home's filesystem: %s", why);
 		goto out_tmp;
 	}
+	/* On disk before it has its name: a template torn by a crash would fail every mount. */
+	if ((fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0 || fsync(fd) < 0) {
+		err_sys(e, errno, "cannot sync %s", tmp);
+		if (fd >= 0)
+			close(fd);
+		goto out_tmp;
+	}
+	close(fd);
 	if (rename(tmp, path) < 0) {
 		err_sys(e, errno, "cannot rename %s", tmp);
 		goto out_tmp;

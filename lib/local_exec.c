@@ -271,7 +271,15 @@ int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
 	fds[1] = x->out_fd;
 	fds[2] = x->err_fd;
 	if (send_req(s, LP_EXEC, payload, len, fds, 3) < 0) {
-		err_sys(e, errno, "cannot send the command to sandbox %s", name);
+		int err = errno;
+		/* The service may have refused at once (no process slot left under -pids) and hung
+		 * up before reading: its answer is waiting. */
+		if ((err == EPIPE || err == ECONNRESET) && read_result(s, &res, 0) == 0) {
+			decode_result(&res, x, r);
+			rc = 0;
+			goto out;
+		}
+		err_sys(e, err, "cannot send the command to sandbox %s", name);
 		goto out;
 	}
 	if (null >= 0) {

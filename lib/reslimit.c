@@ -2,6 +2,7 @@
 #include "reslimit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -34,14 +35,26 @@ static int load_set(const char *dir, struct cgroup_set *s)
 	return rc;
 }
 
+/* Written once, before the supervisor starts, and never fsynced: after a crash of the host
+ * no cgroup survives to be found through it. */
 static int save_set(const char *dir, const struct cgroup_set *s, struct sbx_err *e)
 {
 	char path[PATH_MAX], link[PATH_MAX], text[SET_TEXT_MAX];
-	int len = cgroup_set_format(s, text, sizeof text);
+	int len = cgroup_set_format(s, text, sizeof text), fd;
 
 	snprintf(path, sizeof path, "%s/cgroups", dir);
-	if (len < 0 || fs_write_atomic(path, text, (size_t)len, 0600) < 0)
-		return err_sys(e, len < 0 ? ENAMETOOLONG : errno, "cannot write %s", path);
+	if (len < 0)
+		return err_set(e, SBX_EIO, "cannot write %s: paths too long", path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_sys(e, errno, "cannot write %s", path);
+	if (write(fd, text, (size_t)len) != len) {
+		err_sys(e, errno ? errno : EIO, "cannot write %s", path);
+		close(fd);
+		return -1;
+	}
+	if (close(fd) < 0)
+		return err_sys(e, errno, "cannot write %s", path);
 	snprintf(link, sizeof link, "%s/memory.oom", dir);
 	if (s->oom[0] && symlink(s->oom, link) < 0)
 		return err_sys(e, errno, "cannot write %s", link);

@@ -156,6 +156,14 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	[ "$output" = usable ]
 }
 
+@test "-cpus 0.2 throttles a busy loop" {
+	sbx-create -cpus 0.2 demo >/dev/null
+	run sbx-exec -raw demo -- timeout 1 sh -c 'while :; do :; done'
+	assert_status 124
+	stat=$(cg_file demo cpu.stat)
+	[ "$(awk '$1 == "nr_throttled" {print $2}' "$stat")" -gt 0 ]
+}
+
 @test "a storm that outlives its command: the next command is refused clearly, delete still works" {
 	sbx-create -pids 32 -cpus 0.5 -memory 256M demo >/dev/null
 	dirs=$(cg_dirs demo)
@@ -310,4 +318,76 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 		assert_contains "No space left on device"
 	fi
 	assert_contains '"enforced":true'
+}
+
+@test "a user without a cgroup of its own: sbx-create says why; -limits none works" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+	run as_user sbx-create demo
+	assert_status 111
+	assert_contains "limits need a cgroup"
+	assert_contains "Delegate=yes"
+	run as_user sbx-create -limits none demo
+	assert_status 0
+	assert_json '.limits.enforced == false'
+	run as_user sbx-delete demo
+	rm -rf "$d"
+	assert_status 0
+}
+
+@test "a user in a delegated cgroup v1 subtree gets its limits there (no disk cap as a user)" {
+	[ "$(id -u)" = 0 ] || skip "needs root to delegate a cgroup"
+	# v1 delegation as an administrator does it: a cgroup chowned to the user, in the
+	# memory and pids hierarchies, below this test's own cgroups.
+	hier() { awk -v c="$1" '/ - cgroup / { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo; }
+	mine() { sed -n "s/^[0-9]*:$1:\\(.*\\)/\\1/p" /proc/self/cgroup; }
+	[ -n "$(hier memory)" ] && [ -n "$(hier pids)" ] || skip "no cgroup v1 memory and pids hierarchies here"
+	tag=limits-test-$$-$RANDOM
+	dm="$(hier memory)$(mine memory | sed 's#^/$##')/$tag"
+	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
+	mkdir "$dm" "$dp"
+	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() {
+		sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' _ "$dm" "$dp" \
+			setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
+	}
+	run as_user sbx-create -memory 64M -pids 32 demo
+	status_create=$status
+	out_create=$output
+	run as_user sbx-exec -raw demo -- sh -c 'id -u; python3 -c "b = bytearray(b\"x\") * (256 << 20)"'
+	status_exec=$status
+	out_exec=$output
+	as_user sbx-delete demo >/dev/null || true
+	for c in "$dm" "$dp"; do wait_until rmdir "$c"; done
+	rm -rf "$d"
+	output=$out_create status=$status_create
+	assert_status 0
+	assert_json '.limits.enforced == true and .limits.cgroup == "v1" and .limits.memory == 67108864 and .limits.pids == 32 and .limits.disk == 0'
+	output=$out_exec status=$status_exec
+	assert_status 137
+	assert_contains "ran out of memory and was killed (memory limit 64M)"
+}
+
+@test "the ACP Deployment manifest sets the sandboxes' limits, and acp-server accepts them" {
+	run /usr/bin/python3 - "$SBX_TOP/images/acp-server/acp-server.yaml" <<'PY'
+import sys, yaml
+dep = list(yaml.safe_load_all(open(sys.argv[1])))[3]
+env = {e["name"]: e.get("value") for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+print(" ".join(f"{k}={env[k]}" for k in ("SANDBOX_MEMORY", "SANDBOX_CPUS", "SANDBOX_DISK")))
+PY
+	assert_status 0
+	[ "$output" = "SANDBOX_MEMORY=2G SANDBOX_CPUS=1 SANDBOX_DISK=10G" ]
+	# the values pass acp-server's start-up check (a bad one would be refused there)
+	# shellcheck disable=SC2086
+	env $output OPENAI_MODEL=fake-eliza timeout 5 acp-server -listen 127.0.0.1:0 -backend local </dev/null 2>"$BATS_TEST_TMPDIR/log" &
+	pid=$!
+	wait_until grep -q "serving ACP" "$BATS_TEST_TMPDIR/log"
+	kill "$pid"
+	wait "$pid" || true
 }

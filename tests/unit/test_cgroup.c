@@ -84,7 +84,7 @@ static void clear_files(const char *dir)
 {
 	const char *names[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max",
 			       "cgroup.procs", "cgroup.kill", "memory.events",
-			       "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us"};
+			       "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us", "tasks"};
 	char path[PATH_MAX * 2];
 
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -207,6 +207,9 @@ static void test_v1(void)
 	ok(cgroup_oom_kills(s.oom) == 5, "v1: oom_kill read");
 	ok(cgroup_join(&s, 77) == 0 && strcmp(slurp(s.dir[1], "cgroup.procs"), "77") == 0 &&
 		   strcmp(slurp(s.dir[2], "cgroup.procs"), "77") == 0, "v1: join writes every hierarchy");
+	ok(cgroup_join(&s, 0) == 0 && strcmp(slurp(s.dir[0], "tasks"), "0") == 0 &&
+		   strcmp(slurp(s.dir[2], "tasks"), "0") == 0,
+	   "v1: the caller joins through tasks (no global lock)");
 	for (int i = 0; i < s.n; i++) {
 		clear_files(s.dir[i]);
 		unlink(strcat(strcpy(want_dir, s.dir[i]), "/memory.oom_control"));
