@@ -1,6 +1,9 @@
-/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made exactly as upstream
- * makes them (plus a managed-by label), waited for with a watch (polling as fallback),
- * kept alive by GET+PUT, and entered over WebSocket exec (lib/kubeexec.c).
+/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made as upstream makes
+ * them plus sbx's labels and confinement (a pod template meeting Pod Security "restricted",
+ * the RuntimeClass, the limit flags as resources, the home as working directory) and a
+ * NetworkPolicy of their own; waited for with a watch (polling as fallback) that gives up at
+ * once on a pod that cannot start; kept alive by GET+PUT, and entered over WebSocket exec
+ * (lib/kubeexec.c).
  *
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
  * for long command lines, and Kubernetes neither stops a process when its exec stream closes
