@@ -7,6 +7,7 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load kube/server
 
 ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
 ctl() { ks -kubeconfig "$KS/kc" -ctl "$@" >/dev/null; }
@@ -15,8 +16,8 @@ start_server() {	# $1 = directory; extra args follow
 	local d=$1 i
 	shift
 	mkdir -p "$d/home" "$d/state"
-	HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
-		"$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@" >"$d/log" 2>&1 3>&- &
+	(HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
+		kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@") >"$d/log" 2>&1 3>&- &
 	echo $! >"$d/pid"
 	for i in $(seq 1 300); do
 		[ -s "$d/kc" ] && return 0

@@ -126,3 +126,17 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	run k get sandbox n7
 	assert_contains "NotFound"
 }
+
+@test "-allow-host is refused on this backend, saying what to use instead; nothing is made" {
+	run sbx-create -allow-host pypi.org,files.pythonhosted.org n8
+	assert_status 100
+	assert_contains "-allow-host is not available on the kubernetes backend: its proxy runs on the sandbox's host, which a pod does not share; use -network"
+	assert_contains "FQDN-aware network policy"
+	SANDBOX_ALLOW_HOSTS=pypi.org run sbx-create n8
+	assert_status 100
+	assert_contains "-allow-host is not available on the kubernetes backend"
+	run kts_ctl requests
+	[ -z "$(printf '%s' "$output" | jq -c 'select(.method == "POST")')" ]
+	run k get sandbox n8
+	assert_contains "NotFound"
+}
