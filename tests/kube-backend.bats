@@ -152,6 +152,20 @@ remote_gone() {
 	assert_contains "runAsUser"
 	# and the test server, which validates each against the CRD's schema, created them (201)
 	jq -s -e '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))] | all(.status == 201)' "$BATS_TEST_TMPDIR/req"
+	# with nothing pruned: no field the CRD does not declare (a server would drop it silently)
+	run /usr/bin/python3 - "$SBX_TOP" "$BATS_TEST_TMPDIR/posts" <<-'EOF'
+	import json, sys
+	sys.path.insert(0, sys.argv[1] + "/tests/kube")
+	from kts.schema import CRD, crd_path
+	crd = CRD(crd_path(sys.argv[1]))
+	for line in open(sys.argv[2]):
+	    obj = json.loads(line)
+	    errors, unknown = crd.validate(obj, obj["apiVersion"].split("/")[1])
+	    print(obj["metadata"]["name"], [e.text() for e in errors], unknown)
+	    assert not errors and not unknown
+	EOF
+	assert_status 0
+	assert_contains "k25 [] []"
 }
 
 @test "create reuses a Sandbox with the same spec and refuses one that differs" {

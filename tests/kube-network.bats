@@ -34,6 +34,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 @test "a Sandbox gets a NetworkPolicy: no ingress, egress to DNS only; labelled, owned, deleted with it" {
 	run sbx-create n1
 	assert_status 0
+	assert_json '.network == {"mode": "none"}'
 	run netpol n1
 	assert_status 0
 	uid=$(k get sandbox n1 -o jsonpath='{.metadata.uid}')
@@ -60,6 +61,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 @test "-network: egress to public addresses, private and link-local ranges excepted; reuse keeps the network" {
 	run sbx-create -network n3
 	assert_status 0
+	assert_json '.network == {"mode": "nat"}'
 	run netpol n3
 	assert_json ".spec.egress[0] == $DNS_RULE"
 	assert_json '.spec.egress[1].to == [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8"]}}, {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10", "::1/128"]}}]'
@@ -73,6 +75,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	k patch networkpolicy sbx-n3 --type merge -p '{"spec": {"ingress": [{}]}}' >/dev/null
 	run sbx-create -network n3
 	assert_status 0
+	assert_json '.network == {"mode": "nat"}'
 	run netpol n3
 	assert_json '.spec.ingress == []'
 }
