@@ -10,13 +10,13 @@ DESTDIR ?=
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8
+PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
-LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl $(LDLIBS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl -lresolv $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
 
 # Output tree; `make asan` uses another so the two builds never mix.
@@ -128,12 +128,12 @@ images:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
-	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
-	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(filter-out $(BIN)/sbx-init $(BIN)/sbx-proxy,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-proxy $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 $(wildcard man/man1/*.1) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-proxy $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
 	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
 
 clean:

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 	if (max <= 0 || max > (1LL << 32))
 		cli_usage_error(usage, "-max-output must be between 1 and 4G");
 	name = argv[i++];
-	if (name_check(name, &e) < 0)
+	if (sandbox_name_check(name, &e) < 0)
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", name, e.msg);
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 1)
 		cli_usage_error(usage, argc - i < 1 ? "missing SANDBOX" : "too many arguments");
-	if (name_check(argv[i], &e) < 0)
+	if (sandbox_name_check(argv[i], &e) < 0)
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
 	if (homedir == NULL)
 		homedir = getenv("SANDBOX_HOME_DIR");

@@ -26,6 +26,7 @@
 #include "fsutil.h"
 #include "gojson.h"
 #include "local.h"
+#include "localnet.h"
 #include "paths.h"
 #include "reslimit.h"
 #include "timeutil.h"
@@ -136,6 +137,8 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		time_parse_rfc3339(json_object_get_string(v), &out->created_ns);
 	if (json_object_object_get_ex(o, "network", &v))
 		out->network = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "allow_hosts", &v))
+		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "limits", &v))
 		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
@@ -156,6 +159,7 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "image", json_object_new_string(in->image));
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
+	json_object_object_add(o, "allow_hosts", json_object_new_string(in->allow_hosts));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
@@ -182,6 +186,8 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	char path[PATH_MAX], *log;
 	size_t len;
 
+	if (localnet_failure(p->dir, e))
+		return;
 	snprintf(path, sizeof path, "%s/bwrap.log", p->dir);
 	log = fs_read_small(path, 4096, &len);
 	while (log && len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' '))
@@ -204,6 +210,7 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 	snprintf(out->homedir, sizeof out->homedir, "%s", spec->homedir);
 	snprintf(out->shutdown_policy, sizeof out->shutdown_policy, "Delete");
 	out->network = spec->network;
+	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
 	out->created_ns = time_now_ns();
 	out->shutdown_ns = out->created_ns + spec->ttl_ns;
 	out->backend = "local";
@@ -305,6 +312,10 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	lsock = -1;
 	if (local_exec_ping(p->dir, READY_TIMEOUT_MS) < 0) {
 		startup_failure(p, e);
+		/* A supervisor that gave up (its network helper failed) exits at once: let it,
+		 * so that its directory goes below too. */
+		for (int i = 0; i < 200 && is_alive(p->dir); i++)
+			usleep(10000);
 		goto out;
 	}
 	out->ready = true;
@@ -386,6 +397,9 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
+	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
+			       have->name, have->allow_hosts, want->allow_hosts);
 	return limits_match(have, want, e);
 }
 

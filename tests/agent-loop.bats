@@ -89,7 +89,7 @@ EOF
 	assert_contains "Agent> The tool told me:"
 	assert_contains "exit_code: 0"
 	assert_contains "agent-loop: launching sandbox for tool execution..."
-	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox > ~/greeting.txt'\''"}): completed'
 	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
 	no_sandbox demo			# deleted on exit
 	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz

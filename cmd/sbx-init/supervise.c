@@ -126,6 +126,10 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 			_exit(111);
 		}
 	}
+	if (net_child_fds() < 0) {
+		fprintf(stderr, "sbx-init: cannot pass the network descriptors: %s\n", strerror(errno));
+		_exit(111);
+	}
 	execvp(argv[0], argv);
 	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
@@ -153,6 +157,17 @@ static int take_nslock(const char *nslock, int sfd)
  * is mounted; -1 when the supervisor never left it. */
 static int host_mntns = -1;
 
+/* What the limits hold outside the directory: the cgroup (with any process left in it)
+ * and the home's mount, which lives in the caller's mount namespace. */
+static void release_outside(const char *dir)
+{
+	if (host_mntns >= 0 && setns(host_mntns, CLONE_NEWNS) == 0) {
+		close(host_mntns);
+		host_mntns = -1;
+	}
+	reslimit_release(dir);
+}
+
 static void teardown(const char *dir, pid_t bwrap)
 {
 	char trash[4096];
@@ -164,13 +179,8 @@ static void teardown(const char *dir, pid_t bwrap)
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}
-	/* What the limits hold outside the directory: the cgroup (with any process left in it)
-	 * and the home's mount, which lives in the caller's mount namespace. */
-	if (host_mntns >= 0 && setns(host_mntns, CLONE_NEWNS) == 0) {
-		close(host_mntns);
-		host_mntns = -1;
-	}
-	reslimit_release(dir);
+	net_stop();
+	release_outside(dir);
 	/* Rename first: the sandbox disappears at once; the removal may take a while. */
 	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
 		 (long)getpid());
@@ -214,10 +224,27 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 111;
+	if (net_load(dir) < 0 || (bwrap_argv = net_bwrap_argv(bwrap_argv)) == NULL) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "network plan: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return 111;
+	}
 	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
 	close(3);	/* the listening socket now lives only in the sandbox */
 	if (bwrap < 0) {
 		teardown(dir, -1);
+		return 111;
+	}
+	if (net_start(dir, uid, gid) < 0) {
+		/* The directory stays, with the helper's log, for sbx-create to read and remove:
+		 * once this process is gone it is stale to everyone else. */
+		int st;
+		kill(bwrap, SIGKILL);
+		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
+			;
+		net_stop();
+		release_outside(dir);
 		return 111;
 	}
 
