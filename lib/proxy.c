@@ -300,29 +300,43 @@ struct lane {
 	long long *count;
 };
 
-/* Moves what it can without blocking; -1 when the lane failed. */
+/* Moves what it can without blocking (in and out by turns until both would wait, so one
+ * wake-up moves as much as the sockets allow); -1 when the lane failed. */
 static int lane_step(struct lane *l, short rev_from, short rev_to)
 {
+	int can_in = (rev_from & (POLLIN | POLLHUP | POLLERR)) != 0;
+	int can_out = (rev_to & (POLLOUT | POLLERR | POLLHUP)) != 0 || l->pending == 0;
 	ssize_t n;
 
-	if ((rev_from & (POLLIN | POLLHUP | POLLERR)) && !l->eof && l->pending < l->cap) {
-		n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n == 0)
-			l->eof = 1;
-		else if (n > 0)
-			l->pending += (size_t)n;
-		else if (errno != EAGAIN && errno != EINTR)
-			return -1;
-	}
-	if ((rev_to & (POLLOUT | POLLERR | POLLHUP)) && l->pending > 0) {
-		n = splice(l->pipe[0], NULL, l->to, NULL, l->pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			l->pending -= (size_t)n;
-			*l->count += n;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			return -1;
+	for (int round = 0; round < 64 && (can_in || can_out); round++) {
+		int moved = 0;
+		if (can_in && !l->eof && l->pending < l->cap) {
+			n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == 0)
+				l->eof = 1;
+			else if (n > 0)
+				l->pending += (size_t)n, moved = 1;
+			else if (errno == EAGAIN)
+				can_in = 0;
+			else if (errno != EINTR)
+				return -1;
 		}
+		if (can_out && l->pending > 0) {
+			n = splice(l->pipe[0], NULL, l->to, NULL, l->pending,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				l->pending -= (size_t)n;
+				*l->count += n;
+				moved = 1;
+			} else if (n < 0 && errno == EAGAIN) {
+				can_out = 0;
+			} else if (n < 0 && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (!moved)
+			break;
 	}
 	if (l->eof && l->pending == 0 && !l->shut) {
 		/* One side is done sending: pass the half-close on, keep the other way open. */

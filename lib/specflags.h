@@ -51,8 +51,8 @@ enum specflag_id {
 	"                        (env SANDBOX_RUNTIME_CLASS)\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] [-disk SIZE] " \
-	"[-limits on|none] [-run-as-root] [-runtime-class NAME]"
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

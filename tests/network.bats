@@ -127,9 +127,13 @@ except OSError as e:
 	printf '#!/bin/sh\necho "cannot reach the moon" >&2\nexit 1\n' >"$d/bad-helper"
 	chmod 755 "$d/bad-helper"
 	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
-	rm -rf "$d"
 	assert_status 111
 	assert_contains "the network helper failed: cannot reach the moon"
+	chmod 700 "$d"
+	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
+	rm -rf "$d"
+	assert_status 111
+	assert_contains "Permission denied (it runs as the sandbox's host user, who must be able to reach and execute it)"
 	[ ! -e "$(sandbox_dir doomed)" ]
 	run pgrep -f -- "--hostname doomed "
 	assert_status 1
@@ -272,4 +276,40 @@ for s in held: s.close()'
 	[ "${lines[3]}" = "HTTP/1.1 503 Service Unavailable | sbx-proxy: too many connections at once" ]
 	# and it serves again once they are gone
 	wait_until sbx-exec -raw prox -- curl -sf -m 5 http://web.sbx.test:8080/hello.txt -o /dev/null
+}
+
+@test "-allow-host for a user who is not root: the same proxy, run as that user" {
+	d=$(mktemp -d /tmp/sbx-net-user.XXXXXX)
+	chmod 777 "$d"
+	cp "$SBX_RESOLV_CONF" "$d/resolv.conf"	# where that user can read it
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$d" XDG_STATE_HOME="$d/state" SBX_RESOLV_CONF="${RC:-$d/resolv.conf}" "$@"; }
+	# a resolver given on purpose that cannot be used is an error, never the host's instead
+	RC=/nonexistent run as_nobody sbx-create -limits none -allow-host web.sbx.test mine
+	assert_status 100
+	assert_contains "names no usable nameserver"
+	as_nobody sbx-create -limits none -allow-host web.sbx.test:8080 mine >/dev/null
+	run as_nobody sbx-exec -raw mine -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	sup=$(cat "$d/state/sbx/default/mine/supervisor.pid")
+	[ "$(stat -c %u "/proc/$(pgrep -P "$sup" -x sbx-proxy)")" = 65534 ]
+	as_nobody sbx-delete mine >/dev/null
+	rm -rf "$d"
+	[ "$output" = "hello from web" ]
+}
+
+@test "-network with an OCI image: its resolv.conf is replaced when it has one, left alone when not" {
+	base='["hostfile","bin/busybox","/bin/busybox"],["symlink","bin/sh","busybox"],["dir","etc"],["file","etc/passwd","root:x:0:0:root:/root:/bin/sh\n"]'
+	for img in with without; do
+		extra=
+		[ "$img" = with ] && extra=',["file","etc/resolv.conf","nameserver 192.0.2.53\n"]'
+		printf '{"layers":[{"compress":"gzip","entries":[%s%s]}],"tag":"v1"}\n' "$base" "$extra" \
+			>"$BATS_TEST_TMPDIR/$img.json"
+		python3 "$SBX_TOP/tests/oci/mkimage.py" "$BATS_TEST_TMPDIR/$img.json" "$BATS_TEST_TMPDIR/$img.tar"
+		sbx-create -network -image "oci-archive:$BATS_TEST_TMPDIR/$img.tar:v1" "img$img" >/dev/null
+	done
+	run sbx-exec -raw imgwith -- busybox cat /etc/resolv.conf
+	assert_contains "nameserver $WEB"
+	run sbx-exec -raw imgwithout -- busybox ls /etc
+	[[ "$output" != *resolv.conf* ]]
+	run sbx-exec -raw imgwithout -- busybox wget -q -O - "http://$WEB:8080/hello.txt"
+	[ "$output" = "hello from web" ]
 }

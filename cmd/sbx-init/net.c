@@ -242,7 +242,9 @@ static pid_t spawn_helper(const char *dir, const char *uid, const char *gid, con
 		_exit(111);
 	}
 	execv(np.helper, argv);
-	fprintf(stderr, "cannot run %s: %s\n", np.helper, strerror(errno));
+	fprintf(stderr, "cannot run %s: %s%s\n", np.helper, strerror(errno),
+		errno == EACCES ? " (it runs as the sandbox's host user, who must be able to reach "
+				  "and execute it)" : "");
 	_exit(127);
 }
 
