@@ -46,9 +46,13 @@ geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)
 
-$(B)/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+# Header dependencies are computed by the compiler (-MMD -MP): an edit rebuilds exactly the
+# objects that include what changed, headers under cmd/*/ included.
+DEPFLAGS = -MMD -MP
+
+$(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) -c -o $@ $<
 
 $(B)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
@@ -66,9 +70,9 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 		$(B)/libsbx.a -Wl,--exclude-libs,libsbx.a -o $@ $(LDLIBS_ALL)
 
 # Objects for static programs are built without sanitizers (they cannot link them statically).
-$(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+$(B)/static/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 
 define dyn_prog
 $(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a
@@ -86,14 +90,16 @@ $(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 deps:
 	@scripts/install-deps
 
-# The README's two commands.
+# The README's two commands. ARGS go to agent-loop: make run ARGS='-session x -ttl 10s'.
 run: deps all
-	@scripts/run-agent
+	@scripts/run-agent $(ARGS)
 
 check: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_UNIT=$(CURDIR)/$(B)/tests tests/run

@@ -62,6 +62,7 @@ int cli_status(int code)
 	case SBX_EINVAL:
 	case SBX_EEXIST: return EXIT_USAGE;
 	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
+	case SBX_EGONE: return EXIT_GONE;
 	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
 	default: return EXIT_FAIL;
 	}

@@ -12,7 +12,8 @@
 enum {
 	EXIT_OK = 0,
 	EXIT_USAGE = 100,	/* bad flags, names or input documents */
-	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more) */
+	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more): nothing was run */
+	EXIT_GONE = 102,	/* the sandbox went away while the command ran: never retry blindly */
 	EXIT_FAIL = 111,	/* the tool could not do its job (backend, I/O, …) */
 	EXIT_TIMEOUT = 124,	/* a deadline passed and the command was killed */
 	EXIT_CANNOT_EXEC = 126,

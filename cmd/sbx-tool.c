@@ -20,7 +20,9 @@ static const char usage[] =
 	"Reads one tool call {\"id\",\"type\":\"function\",\"function\":{\"name\",\"arguments\"}} on\n"
 	"standard input, runs it in SANDBOX and prints the tool message\n"
 	"{\"role\":\"tool\",\"tool_call_id\",\"content\"}. Exits 1 when the tool reported an error\n"
-	"(the message, with upstream's error text, is still printed).\n"
+	"(the message, with upstream's error text, is still printed), 101 when the sandbox was not\n"
+	"there (nothing ran: create it and call again), 102 when it went away while the tool ran\n"
+	"(the message says so; the call may have run in part, so it is not to be repeated).\n"
 	"\n"
 	"  -toolset T       basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D  deadline per call (Go duration, default 2m; 0 disables)\n"
@@ -126,7 +128,8 @@ int main(int argc, char **argv)
 	json_object_object_add(msg, "role", json_object_new_string("tool"));
 	json_object_object_add(msg, "content", json_object_new_string(content));
 	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
-	rc = cli_print_json(msg) < 0 ? EXIT_FAIL : (failed ? 1 : EXIT_OK);
+	rc = cli_print_json(msg) < 0 ? EXIT_FAIL
+	     : failed == TOOL_SANDBOX_GONE ? EXIT_GONE : failed ? 1 : EXIT_OK;
 	json_object_put(msg);
 	json_object_put(call);
 	free(content);

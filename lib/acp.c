@@ -17,6 +17,7 @@
 #include "acp_int.h"
 #include "gojson.h"
 #include "timeutil.h"
+#include "toolset.h"
 #include "xalloc.h"
 
 void acp_log(struct acp_server *srv, const char *fmt, ...)
@@ -36,21 +37,7 @@ void acp_log(struct acp_server *srv, const char *fmt, ...)
 
 const char *acp_tool_kind(const char *name)
 {
-	static const struct {
-		const char *name, *kind;
-	} kinds[] = {
-		{"run_command", "execute"}, {"run_shell_command", "execute"},
-		{"ls", "search"}, {"list_directory", "search"}, {"glob", "search"},
-		{"grep_search", "search"},
-		{"read", "read"}, {"read_file", "read"}, {"read_many_files", "read"},
-		{"write", "edit"}, {"write_file", "edit"}, {"replace", "edit"},
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strcmp(kinds[i].name, name) == 0)
-			return kinds[i].kind;
-	return "other";
+	return toolset_tool_kind(name);
 }
 
 int acp_new_session_id(char out[ACP_SESSION_ID_LEN + 1], struct sbx_err *e)

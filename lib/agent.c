@@ -20,9 +20,12 @@
 #include "toolset.h"
 #include "xalloc.h"
 
-/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed). */
+/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed),
+ * 101 the sandbox was not there (nothing ran: safe to recreate it and call again), 102 it went
+ * away while the tool ran (message printed; the call may have run in part, never repeated). */
 #define TOOL_FAILED_STATUS 1
 #define NOTFOUND_STATUS 101
+#define GONE_STATUS 102
 /* client-go's text when neither in-cluster nor kubeconfig configuration exists. */
 #define KUBE_NO_CONFIG "invalid configuration: no configuration has been provided, try setting " \
 	"KUBERNETES_MASTER environment variable"
@@ -677,7 +680,9 @@ static struct json_object *tool_message(const char *id, const char *content)
 }
 
 /* Runs one approved call through sbx-tool. Returns the tool message's content (newly
- * allocated) with *failed, or NULL with e (cancelled, or the sandbox vanished: SBX_ENOTFOUND). */
+ * allocated) with *failed, or NULL with e (cancelled, or the sandbox was not there before the
+ * call started: SBX_ENOTFOUND, the one case that may be retried). A sandbox that went away
+ * while the call ran is an answer (the call may have run in part) and makes it inactive. */
 static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
 		      bool *failed, struct sbx_err *e)
 {
@@ -707,11 +712,16 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		err_set(e, SBX_ECANCELED, "context canceled");
 	} else if (res.status == NOTFOUND_STATUS) {
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", s->name);
-	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS) &&
+	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS || res.status == GONE_STATUS) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
 		out = xstrdup(str_field(doc, "content"));
 		*failed = res.status != 0;
+		if (res.status == GONE_STATUS) {
+			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
+			      "not repeated, the next one recreates it", s->name);
+			s->active = false;
+		}
 	} else {
 		msg = failure(&res, "sbx-tool");
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, msg);
@@ -802,7 +812,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 				content = run_tool(s, &c, cancel_fd, &failed, e);
 				if (content == NULL && e->code == SBX_ECANCELED)
 					goto cancelled;
-				if (content == NULL) {	/* vanished between touch and exec */
+				if (content == NULL) {	/* not there before the call started */
 					logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, "
 					      "will recreate it");
 					s->active = false;

@@ -102,6 +102,18 @@ void backend_spec_init(struct sbx_spec *spec)
 	snprintf(spec->homedir, sizeof spec->homedir, "%s",
 		 h && *h ? h : SBX_DEFAULT_HOMEDIR);
 	spec->ttl_ns = SBX_DEFAULT_TTL_NS;
+	spec->limits.enforced = true;
+	spec->limits.memory = backend_default_memory();
+	spec->limits.pids = SBX_DEFAULT_PIDS;
+	spec->limits.disk = SBX_DEFAULT_DISK;
+}
+
+int64_t backend_default_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	int64_t half = pages > 0 && psize > 0 ? (int64_t)pages * psize / 2 : SBX_DEFAULT_MEMORY;
+
+	return half < SBX_DEFAULT_MEMORY ? half : SBX_DEFAULT_MEMORY;
 }
 
 static int check_homedir(const char *h, struct sbx_err *e)
@@ -175,6 +187,48 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "shutdown_time",
 			       json_object_new_string(time_rfc3339(in->shutdown_ns, t, sizeof t)));
+	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "reused", json_object_new_boolean(in->reused));
 	return o;
+}
+
+struct json_object *sbx_limits_json(const struct sbx_limits *l)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "enforced", json_object_new_boolean(l->enforced));
+	if (!l->enforced)
+		return o;
+	json_object_object_add(o, "memory", json_object_new_int64(l->memory));
+	json_object_object_add(o, "pids", json_object_new_int64(l->pids));
+	if (l->cpus_milli % 1000 == 0)
+		json_object_object_add(o, "cpus", json_object_new_int64(l->cpus_milli / 1000));
+	else
+		json_object_object_add(o, "cpus", json_object_new_double((double)l->cpus_milli / 1000));
+	json_object_object_add(o, "disk", json_object_new_int64(l->disk));
+	if (l->cgroup[0])
+		json_object_object_add(o, "cgroup", json_object_new_string(l->cgroup));
+	return o;
+}
+
+int sbx_limits_from_json(struct json_object *o, struct sbx_limits *l)
+{
+	struct json_object *v;
+
+	memset(l, 0, sizeof *l);
+	if (!json_object_is_type(o, json_type_object))
+		return -1;
+	if (json_object_object_get_ex(o, "enforced", &v))
+		l->enforced = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "memory", &v))
+		l->memory = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "pids", &v))
+		l->pids = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "cpus", &v))
+		l->cpus_milli = (int64_t)(json_object_get_double(v) * 1000 + 0.5);
+	if (json_object_object_get_ex(o, "disk", &v))
+		l->disk = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "cgroup", &v))
+		snprintf(l->cgroup, sizeof l->cgroup, "%s", json_object_get_string(v));
+	return 0;
 }

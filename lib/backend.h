@@ -23,12 +23,31 @@
 #define SBX_PATH_MAX 1024
 #define SBX_NAMESPACE_MAX 64
 
+/* Resource limits (issue 14): set by sbx-create -memory -pids -cpus -disk -limits. In a spec
+ * they are what is asked for; in an sbx_info what is in force. A quantity of 0 means no limit
+ * of that kind; enforced false (-limits none, or nothing in force) means none at all. */
+struct sbx_limits {
+	bool enforced;
+	int64_t memory;			/* bytes of memory + swap */
+	int64_t pids;			/* processes and threads */
+	int64_t cpus_milli;		/* thousandths of a CPU; 0: unlimited (the default) */
+	int64_t disk;			/* bytes the home may hold */
+	char cgroup[8];			/* info only: "v1" or "v2" (local backend), else "" */
+};
+
+/* The documented defaults: a laptop survives a runaway command in a sandbox made with them.
+ * Memory is this or half of the machine's RAM, whichever is less. */
+#define SBX_DEFAULT_MEMORY (INT64_C(2) << 30)
+#define SBX_DEFAULT_PIDS 1024
+#define SBX_DEFAULT_DISK (INT64_C(10) << 30)
+
 struct sbx_spec {
 	char name[NAME_MAX_LEN + 1];
 	char image[SBX_IMAGE_MAX];	/* "" = the backend's default */
 	char homedir[SBX_PATH_MAX];	/* absolute path inside the sandbox */
 	int64_t ttl_ns;			/* shutdown_time = now + ttl */
 	bool network;			/* local: share the host network (default: none) */
+	struct sbx_limits limits;	/* defaults from backend_spec_init */
 };
 
 struct sbx_info {
@@ -41,6 +60,7 @@ struct sbx_info {
 	int64_t shutdown_ns;		/* wall clock, ns since the epoch; 0 if unset */
 	int64_t created_ns;
 	bool network;
+	struct sbx_limits limits;	/* in force */
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 };
@@ -61,6 +81,8 @@ struct sbx_exec_result {
 	int signal;			/* the signal that ended it, or 0 */
 	bool timed_out;			/* deadline hit; every process it started was killed */
 	bool canceled;			/* cancel_fd fired; every process it started was killed */
+	bool oom_killed;		/* the memory limit killed it (exit_code 137) */
+	int64_t memory_limit;		/* with oom_killed: the limit in bytes, else 0 */
 };
 
 struct sbx_backend;
@@ -102,8 +124,11 @@ extern const char *const backend_names[];
  * "local". NULL namespace means $SANDBOX_NAMESPACE, else "default". */
 struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e);
 void backend_close(struct sbx_backend *b);
-/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min. */
+/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min, the
+ * default limits (backend_default_memory, SBX_DEFAULT_PIDS, SBX_DEFAULT_DISK). */
 void backend_spec_init(struct sbx_spec *spec);
+/* SBX_DEFAULT_MEMORY, or half of this machine's RAM when that is less. */
+int64_t backend_default_memory(void);
 
 /* Convenience wrappers that validate the name first. */
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
@@ -116,8 +141,13 @@ int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
 int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e);
 
 /* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
- * reused (new reference). */
+ * limits, reused (new reference). */
 struct json_object *sbx_info_json(const struct sbx_info *in);
+/* The "limits" object of a handle: {"enforced":false}, or enforced with memory, pids, cpus,
+ * disk (0: none of that kind) and the cgroup version when known (new reference). */
+struct json_object *sbx_limits_json(const struct sbx_limits *l);
+/* Reads what sbx_limits_json wrote (missing keys stay 0); -1 if o is not such an object. */
+int sbx_limits_from_json(struct json_object *o, struct sbx_limits *l);
 
 /* The ops tables, defined by each backend's module. */
 extern const struct backend_ops local_backend_ops;

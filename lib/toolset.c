@@ -26,6 +26,32 @@ const struct toolset *toolset_find(const char *name, struct sbx_err *e)
 	return NULL;
 }
 
+const struct tool *toolset_tool(const struct toolset *ts, const char *name)
+{
+	for (size_t i = 0; i < ts->ntools; i++)
+		if (strcmp(ts->tools[i].name, name) == 0)
+			return &ts->tools[i];
+	return NULL;
+}
+
+const char *toolset_tool_kind(const char *name)
+{
+	static const struct {
+		const char *name, *kind;
+	} kinds[] = {
+		{"run_command", "execute"}, {"run_shell_command", "execute"},
+		{"ls", "search"}, {"list_directory", "search"}, {"glob", "search"},
+		{"grep_search", "search"},
+		{"read", "read"}, {"read_file", "read"}, {"read_many_files", "read"},
+		{"write", "edit"}, {"write_file", "edit"}, {"replace", "edit"},
+	};
+
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return kinds[i].kind;
+	return "other";
+}
+
 struct json_object *toolset_declarations(const struct toolset *ts)
 {
 	struct json_object *arr = json_object_new_array();
@@ -102,17 +128,13 @@ static int check_types(const struct tool *t, struct json_object *args, struct sb
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
 		   const char *arguments, int *failed, struct sbx_err *e)
 {
-	const struct tool *t = NULL;
+	const struct tool *t = toolset_tool(ts, name);
 	struct json_object *args = NULL;
 	struct sbx_err te;
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
-	size_t i;
 
-	*failed = 1;
-	for (i = 0; i < ts->ntools; i++)
-		if (strcmp(ts->tools[i].name, name) == 0)
-			t = &ts->tools[i];
+	*failed = TOOL_FAILED;
 	if (t == NULL)
 		return xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
 	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
@@ -129,16 +151,20 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	err_clear(&te);
 	out = t->run(ctx, args, &te);
 	if (out != NULL) {
-		*failed = 0;
+		*failed = TOOL_OK;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
 	} else if (te.code == SBX_ETIMEDOUT) {
 		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
 				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
 	} else if (te.code == SBX_ENOTFOUND) {
-		/* The sandbox vanished: the caller recreates it and calls again. */
+		/* The sandbox was not there, nothing ran: the caller recreates it and calls again. */
 		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
 	} else {
+		/* Gone while the tool ran (SBX_EGONE) is an answer like any failure, never a retry:
+		 * the command may have done part of its work. */
+		if (te.code == SBX_EGONE)
+			*failed = TOOL_SANDBOX_GONE;
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
 	}
 done:
@@ -221,9 +247,23 @@ static char *run_command(const struct tool_ctx *ctx, struct json_object *args, s
 	if (run(ctx, argv, NULL, 0, &c, e) < 0)
 		return NULL;
 	out = report("", &c);
+	if (ctx->structured) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "stdout", json_object_new_string_len(c.out, (int)c.out_len));
+		json_object_object_add(o, "stderr", json_object_new_string_len(c.err, (int)c.err_len));
+		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
+		*ctx->structured = o;
+	}
 	capture_free(&c);
 	return out;
 }
+
+/* run_command's structured result (MCP structuredContent). */
+static const char run_command_output[] =
+	"{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
+	"\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\","
+	"\"description\":\"0-255; 128+n when killed by signal n; 124 on timeout\"}},"
+	"\"required\":[\"stdout\",\"stderr\",\"exit_code\"]}";
 
 static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, int is_read,
 			struct sbx_err *e)
@@ -323,6 +363,11 @@ static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, st
 	free(q);
 	capture_free(&c);
 	return out;
+}
+
+const char *toolset_output_schema(const char *name)
+{
+	return strcmp(name, "run_command") == 0 ? run_command_output : NULL;
 }
 
 static const struct tool basic_tools[] = {
