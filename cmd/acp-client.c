@@ -22,7 +22,8 @@ static const char usage[] =
 	"                  [-tls [-tls-ca F | -tls-insecure]] [-setup-timeout 60s] [-debug]\n"
 	"Talks to an ACP agent: over TCP with -addr, else by spawning -cmd (default\n"
 	"\"gemini --acp\") and speaking on its standard input/output. Reads prompts from standard\n"
-	"input, one per line, until end of input or /exit; -prompt sends one prompt and exits.\n"
+	"input, one per line, until end of input or /exit (/mode ID switches the agent's mode);\n"
+	"-prompt sends one prompt and exits.\n"
 	"\n"
 	"  -addr HOST:PORT    TCP address of the agent (e.g. localhost:8090)\n"
 	"  -cmd CMD           agent command to spawn (split at white space)\n"
@@ -262,6 +263,12 @@ int main(int argc, char **argv)
 			if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
 				free(line);
 				break;
+			}
+			if (strncmp(line, "/mode ", 6) == 0) {
+				if (acpclient_set_mode(client, line + 6, &e) < 0)
+					cli_msg("mode not changed: %s", e.msg);
+				free(line);
+				continue;
 			}
 			if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
 				cli_msg("prompt failed: %s", e.msg);

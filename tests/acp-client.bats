@@ -51,9 +51,9 @@ make_cert() {
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
 	assert_contains "Connected to ACP agent (protocol v1)"
-	assert_contains '[tool: execute] run_command({"command":"uname -a"}) (pending)'
-	assert_contains '[tool] run_command({"command":"uname -a"}) → in_progress'
-	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains '[tool: execute] Run `uname -a` (pending)'
+	assert_contains '[tool] Run `uname -a` → in_progress'
+	assert_contains '[tool] Run `uname -a` → completed'
 	assert_contains "The tool told me:"
 	assert_contains "Linux"
 	assert_contains "[turn ended: end_turn]"
@@ -75,7 +75,7 @@ EOF
 	assert_contains "  3) Reject [reject_once]"
 	assert_contains "  4) Always reject [reject_always]"
 	assert_contains "Choose 1-4 (Enter = 1): "
-	assert_contains '[tool] run_command({"command":"echo first"}) → failed'
+	assert_contains '[tool] Run `echo first` → failed'
 	assert_contains 'The tool told me:
 The user denied permission to run tool "run_command".'
 	assert_contains "second"

@@ -87,14 +87,20 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	# 128 random bits in every session id
 	upd '.sessionId | test("^acp[0-9a-f]{32}$")'
 	upd '.stops == ["end_turn"]'
-	upd '[.updates[].sessionUpdate] == ["tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
-	upd '.updates[0] | .toolCallId == "eliza-run-1" and .kind == "execute" and .status == "pending" and .title == "run_command({\"command\":\"uname -a\"})" and .rawInput == {"command":"uname -a"}'
-	upd '.updates[1].status == "in_progress"'
-	upd '.updates[2] | .status == "completed" and (.content[0].type == "content") and (.content[0].content.text | test("Linux"))'
-	upd '.updates[3].content.text | startswith("The tool told me:\nstdout:\nLinux")'
+	upd '.init.agentCapabilities | .promptCapabilities == {"image":false,"audio":false,"embeddedContext":true} and .mcpCapabilities == {"http":false,"sse":false} and .sessionCapabilities == {"list":{},"close":{},"resume":{}}'
+	upd '.newResult.modes.currentModeId == "ask" and ([.newResult.modes.availableModes[].id] == ["ask","auto-read","never-ask"])'
+	upd '[.newResult.configOptions[] | [.id, .category, .currentValue]] == [["mode","mode","ask"],["model","model","fake-eliza"]]'
+	upd '[.updates[].sessionUpdate] == ["session_info_update","tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
+	upd '.updates[0].title == "run: uname -a"'
+	# the agent's own call id (the model's eliza-run-1 repeats every turn), a human title
+	upd '.updates[1] | .toolCallId == "call_2_0" and .kind == "execute" and .status == "pending" and .title == "Run `uname -a`" and .rawInput == {"command":"uname -a"}'
+	upd '.updates[2].status == "in_progress"'
+	upd '.updates[3] | .status == "completed" and (.content[0].type == "content") and (.content[0].content.text | test("Linux")) and .rawOutput.exit_code == 0 and (.rawOutput.stdout | test("Linux"))'
+	upd '.updates[4].content.text | startswith("The tool told me:\nstdout:\nLinux")'
 	upd '.permissions | length == 1'
 	upd '[.permissions[0].options[].kind] == ["allow_once","allow_always","reject_once","reject_always"]'
-	upd '.permissions[0].toolCall.toolCallId == "eliza-run-1" and (.permissions[0] | has("title") | not)'
+	upd '.permissions[0].toolCall | .toolCallId == "call_2_0" and .title == "Run `uname -a`"'
+	upd '.permissions[0] | has("title") | not'
 	# Every update of the turn is on the wire before the prompt's answer.
 	upd '(.log | map(.result.stopReason != null) | index(true)) as $a | (.log | map(.method == "session/update") | rindex(true)) < $a'
 	grep -q 'client connected remote="127.0.0.1:' "$ACP_LOG"
@@ -106,8 +112,8 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	assert_status 0
 	upd '.stops == ["end_turn"]'
 	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["failed"]'
-	upd '.updates[1].content[0].content.text == "The user denied permission to run tool \"run_command\"."'
-	upd '.updates[2].content.text == "The tool told me:\nThe user denied permission to run tool \"run_command\"."'
+	upd '.updates[2].content[0].content.text == "The user denied permission to run tool \"run_command\"."'
+	upd '.updates[3].content.text == "The tool told me:\nThe user denied permission to run tool \"run_command\"."'
 	run sbx-list
 	[ -z "$output" ]
 }
@@ -142,7 +148,7 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	assert_status 0
 	grep -q 'serving ACP address="stdio"' "$BATS_TEST_TMPDIR/stdio.log"
 	upd '.stops == ["end_turn"]'
-	upd '.updates[2].status == "completed"'
+	upd '.updates[3].status == "completed"'
 }
 
 @test "text streamed by the model arrives as several agent_message_chunk updates" {
@@ -169,12 +175,14 @@ EOF
 	assert_status 0
 	upd '.unknown == {"code":-32002,"message":"unknown sessionId \"acpffffffffffffffff\"","data":{"sessionId":"acpffffffffffffffff"}}'
 	upd '.invalid.code == -32602 and (.invalid.message | startswith("invalid sessionId: "))'
-	upd '.load == {}'
-	upd '.replayed == 2'
-	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"run: uname -a\n"}}'
-	upd '.updates[1].sessionUpdate == "agent_message_chunk" and (.updates[1].content.text | startswith("The tool told me:"))'
+	upd '.load | .modes.currentModeId == "ask" and (.configOptions | length == 2)'
+	# the whole conversation, in order, the tool call with its final status and content
+	upd '.replayed == 3'
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"run: uname -a"}}'
+	upd '.updates[1] | .sessionUpdate == "tool_call" and .toolCallId == "call_2_0" and .title == "Run `uname -a`" and .status == "completed" and (.content[0].content.text | test("Linux")) and .rawOutput.exit_code == 0'
+	upd '.updates[2].sessionUpdate == "agent_message_chunk" and (.updates[2].content.text | startswith("The tool told me:"))'
 	upd '.stop == "end_turn"'
-	upd '.updates[2].content.text == "What do you think it means when you say '"'hello again'"'?"'
+	upd '.updates[3].content.text == "What do you think it means when you say '"'hello again'"'?"'
 	# the replay precedes the answer on the wire
 	upd '(.log | map(.method == "session/update") | index(true)) < .loadAt'
 }
@@ -235,7 +243,7 @@ EOF
 	grep -q 'tls=true' "$ACP_LOG"
 	drive turn --tls-ca "$BATS_TEST_TMPDIR/cert.pem"
 	assert_status 0
-	upd '.stops == ["end_turn"] and .updates[2].status == "completed"'
+	upd '.stops == ["end_turn"] and .updates[3].status == "completed"'
 }
 
 @test "malformed, oversize and unknown messages get the right errors and the connection stays open" {
@@ -246,7 +254,7 @@ garbage
 [{"jsonrpc":"2.0","id":1,"method":"initialize"}]
 {"jsonrpc":"2.0","id":"a","method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}
 {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}
-{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{}}
+{"jsonrpc":"2.0","id":7,"method":"session/fork","params":{}}
 {"jsonrpc":"2.0","id":"0","method":"nope"}\r
 {"jsonrpc":"1.0","id":3,"method":"initialize"}
 BIG:9000000
@@ -255,14 +263,15 @@ BIG:9000000
 {"jsonrpc":"2.0","id":11,"method":"initialize","params":"x"}
 {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}
 {"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}
+{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":1}}
 EOF
-	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 12
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 13
 	assert_status 0
 	upd '.answers[0] == {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: unexpected character"}}'
 	upd '.answers[1].id == null and .answers[1].error.code == -32600'
 	upd '.answers[2].id == "a" and .answers[2].error.code == -32600'
 	upd '.answers[3].id == 0 and .answers[3].result.protocolVersion == 1'
-	upd '.answers[4].id == 7 and .answers[4].error == {"code":-32601,"message":"method not supported: session/set_mode"}'
+	upd '.answers[4].id == 7 and .answers[4].error == {"code":-32601,"message":"method not supported: session/fork"}'
 	upd '.answers[5].id == "0" and .answers[5].error.code == -32601'
 	upd '.answers[6].id == 3 and .answers[6].error.code == -32600'
 	upd '.answers[7].id == null and .answers[7].error.code == -32600 and (.answers[7].error.message | test("longer than 8388608 bytes"))'
@@ -271,6 +280,8 @@ EOF
 	upd '[.answers[] | select(.id != 9)] | .[8].id == 10 and .[8].error.code == -32602'
 	upd '[.answers[] | select(.id != 9)] | .[9].id == 11 and .[9].error.code == -32600'
 	upd '[.answers[] | select(.id != 9)] | .[10].id == null and .[10].error.code == -32600'
+	# a request with "id": null is answered, with a null id
+	upd '[.answers[] | select(.id != 9)] | .[11] == {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id must be a string or an integer, not null"}}'
 }
 
 @test "a session/load id cannot leave the state directory" {
@@ -396,7 +407,7 @@ PY
 	wait "$dpid"
 	output=$(cat "$BATS_TEST_TMPDIR/drive.out")
 	upd '.stops == ["end_turn"]'
-	upd '.updates[2].status == "completed" and (.updates[2].content[0].content.text | test("drained"))'
+	upd '.updates[3].status == "completed" and (.updates[3].content[0].content.text | test("drained"))'
 	[ "$ACP_STATUS" -eq 0 ]
 	grep -q "deleted sandbox" "$ACP_LOG"
 	run sbx-list
@@ -462,7 +473,7 @@ PY
 	drive turn
 	assert_status 0
 	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to create sandbox: "))'
-	upd '[.updates[] | [.sessionUpdate, .status]] == [["tool_call","pending"],["tool_call_update","failed"]]'
+	upd '[.updates[] | [.sessionUpdate, .status]] == [["session_info_update",null],["tool_call","pending"],["tool_call_update","failed"]]'
 }
 
 @test "stdio: standard output carries only ACP messages; end of input exits 0" {
@@ -563,8 +574,8 @@ PY
 	start_server
 	drive takeover --prompt "run: sleep 317"
 	assert_status 0
-	upd '.loaded == {} and .aStop == "cancelled"'
-	upd '.replay == ["user_message_chunk","agent_message_chunk","user_message_chunk"]'
+	upd '.loaded.modes.currentModeId == "ask" and .aStop == "cancelled"'
+	upd '.replay == ["user_message_chunk","agent_message_chunk","user_message_chunk","tool_call"]'
 	upd '.told == [{"sessionId":.sid}]'
 	upd '.aAfter.code == -32002 and (.aAfter.message | test("not open on this connection"))'
 	upd '.bStop == "end_turn" and .bText == "What do you think it means when you say '"'now mine'"'?"'
@@ -584,7 +595,7 @@ PY
 	grep -q 'imported session default for principal operator' "$ACP_LOG"
 	drive load --session default
 	assert_status 0
-	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hello\n"}}'
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hello"}}'
 	# imported for someone else: still not ours
 	stop_server
 	printf 'alice tok-alice-0123456789\n' >"$BATS_TEST_TMPDIR/t"

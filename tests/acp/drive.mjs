@@ -136,7 +136,7 @@ async function turnScenario() {
         stops.push({ code: e.code, message: e.message });
       }
     }
-    return { init, sessionId: s.sessionId, stops };
+    return { init, newResult: s, sessionId: s.sessionId, stops };
   });
   transport.close();
   finish(v, { ...out, updates: state.updates, permissions: state.permissions, log: v.log });
