@@ -888,11 +888,12 @@ void m_session_set_mode(const struct req *r)
 	if ((why = set_option(c->srv, s, "mode", mode, &changed, &e)) != NULL) {
 		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "%s: %s", mode, why);
 	} else {
-		acp_reply(c->p, r->id, json_object_new_object());
+		/* The updates first: a client sees the change before the answer. */
 		if (changed) {
 			send_mode(s, c);
 			send_options(c->srv, s, c);
 		}
+		acp_reply(c->p, r->id, json_object_new_object());
 	}
 	session_put(c->srv, s);
 }
@@ -918,11 +919,11 @@ void m_session_set_config_option(const struct req *r)
 	if ((why = set_option(c->srv, s, config, value, &changed, &e)) != NULL) {
 		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "%s %s: %s", config, value, why);
 	} else {
+		if (changed)
+			send_mode(s, c);
 		res = json_object_new_object();
 		json_object_object_add(res, "configOptions", config_options(c->srv, s));
 		acp_reply(c->p, r->id, res);
-		if (changed)
-			send_mode(s, c);
 	}
 	session_put(c->srv, s);
 }

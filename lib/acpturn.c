@@ -126,7 +126,7 @@ static void resource_text(struct buf *b, const char *uri, const char *name, cons
 	buf_append(b, text, cut);
 	if (cut < n)
 		buf_printf(b, "\n[… %zu more bytes not shown]", n - cut);
-	buf_puts(b, "\n</resource>");
+	buf_puts(b, cut == n && n > 0 && text[n - 1] == '\n' ? "</resource>" : "\n</resource>");
 }
 
 /* A resource_link: read through the client when it is a file it serves, else a reference. */

@@ -167,3 +167,39 @@ The user denied permission to run tool "run_command".'
 	run acp-client -addr "127.0.0.1:$port" -setup-timeout 2s -prompt hi
 	assert_status 111
 }
+
+@test "renders what the agent sends: thoughts, plans, diffs, collapsed tool output, usage, modes, titles; fs/read_text_file honours line and limit" {
+	mkdir -p "$BATS_TEST_TMPDIR/w"
+	printf 'one\ntwo\nthree\nfour\n' >"$BATS_TEST_TMPDIR/w/notes.txt"
+	run acp-client -cwd "$BATS_TEST_TMPDIR/w" -cmd "python3 $SBX_TOP/tests/acp/fake-agent.py" <<'EOF'
+/mode never-ask
+show me
+EOF
+	assert_status 0
+	assert_contains "Mode: ask (available: ask, never-ask; /mode ID switches)"
+	assert_contains "[mode: never-ask]"
+	assert_contains "[thinking] Planning the edit."
+	assert_contains "[plan]
+  [x] read notes
+  [~] edit notes
+  [ ] run tests"
+	assert_contains "[tool: edit] Edit notes.txt (completed)
+    diff $BATS_TEST_TMPDIR/w/notes.txt
+    - old line
+    + new line
+    + second
+    │ edited"
+	assert_contains "[tool] Run \`seq 10\` → completed
+    │ 1
+    │ 2
+    │ 3
+    │ 4
+    │ 5
+    │ 6
+    … 4 more lines"
+	assert_contains "[usage: 1234 of 128000 tokens, 0.0123 USD]"
+	assert_contains "[title: Editing notes]"
+	# line 2, two lines
+	assert_contains "lines: 'two\\nthree\\n'"
+	assert_contains "[turn ended: end_turn]"
+}

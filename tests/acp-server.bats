@@ -629,3 +629,151 @@ PY
 	grep -q 'blocking 127.0.0.1 for 10s after 5 failed authentications' "$ACP_LOG"
 	grep -q 'refusing connections from 127.0.0.1 for [0-9]*s: too many failed authentications' "$ACP_LOG"
 }
+
+# ---- what an editor gets (issue 18) ----
+
+@test "tool calls: agent-made unique ids, titles, kinds, client-path locations, diffs, failed on a non-zero exit; auto-read asks only for changes; the replay is the same" {
+	{
+		stub_call call_1 ls '{"path":"."}'
+		stub_call call_1 write '{"path":"notes.txt","content":"a\nb\n"}'
+		stub_call call_1 run_command '{"command":"pwd; cat notes.txt; exit 3"}'
+		stub_text "done"
+		stub_call call_1 read '{"path":"notes.txt"}'
+		stub_text "read it"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"new":{"cwd":"/work/proj"}},{"mode":"auto-read"},{"prompt":"go"},{"prompt":"again"},
+		{"connect":{}},{"load":{"cwd":"/work/proj"}}]' --
+	assert_status 0
+	calls='[.steps[2].updates[] | select(.sessionUpdate == "tool_call")]'
+	upd "$calls"' | map(.toolCallId) == ["call_2_0","call_4_0","call_6_0"]'
+	upd "$calls"' | map(.title) == ["List .","Write notes.txt","Run `pwd; cat notes.txt; exit 3`"]'
+	upd "$calls"' | map(.kind) == ["search","edit","execute"]'
+	upd "$calls"' | map(.locations) == [[{"path":"/work/proj"}],[{"path":"/work/proj/notes.txt"}],null]'
+	# auto-read: the listing ran without asking, the write and the command were asked
+	upd '[.steps[2].permissions[].toolCallId] == ["call_4_0","call_6_0"]'
+	upd '.steps[1].updates == [{"sessionUpdate":"current_mode_update","currentModeId":"auto-read"},{"sessionUpdate":"config_option_update","configOptions":.steps[1].updates[1].configOptions}]'
+	final='[.steps[2].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | map(.status) == ["completed","completed","failed"]'
+	upd "$final"' | .[1].content[0] == {"type":"diff","path":"/work/proj/notes.txt","newText":"a\nb\n"}'
+	# the tools ran in the sandbox directory the cwd maps to, made for them
+	upd "$final"' | .[2].rawOutput == {"stdout":"/home/clawtainer/proj\na\nb\n","stderr":"","exit_code":3}'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "tool_call")] | map([.toolCallId, .title, .locations[0].path]) == [["call_10_0","Read notes.txt","/work/proj/notes.txt"]]'
+	# session/load: every call again, whole, with its final status and content, in order
+	upd '[.steps[5].updates[] | select(.sessionUpdate == "tool_call") | [.toolCallId, .title, .status]] == [["call_2_0","List .","completed"],["call_4_0","Write notes.txt","completed"],["call_6_0","Run `pwd; cat notes.txt; exit 3`","failed"],["call_10_0","Read notes.txt","completed"]]'
+	upd '[.steps[5].updates[] | select(.toolCallId == "call_4_0")][0].content[0].type == "diff"'
+	upd '[.steps[5].updates[].sessionUpdate] | map(select(. != "tool_call")) == ["user_message_chunk","agent_message_chunk","user_message_chunk","agent_message_chunk"]'
+	upd '.steps[5].result.modes.currentModeId == "auto-read"'
+}
+
+@test "the model's reasoning as thought chunks, usage_update, and length / content_filter as max_tokens / refusal" {
+	{
+		echo '{"sse":[{"id":"s","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me"}}]},{"id":"s","choices":[{"index":0,"delta":{"reasoning_content":" think."}}]},{"id":"s","choices":[{"index":0,"delta":{"content":"Answer."},"finish_reason":"stop"}]},{"id":"s","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}},"data: [DONE]\n\n"]}'
+		stub_finish "cut off" length
+		stub_finish "" content_filter
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"new":{}},{"prompt":"think"},{"prompt":"go on"},{"prompt":"bad"},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '[.steps[1].updates[] | [.sessionUpdate, (.content.text // .used)]] == [["session_info_update",null],["agent_thought_chunk","Let me"],["agent_thought_chunk"," think."],["agent_message_chunk","Answer."],["usage_update",15]]'
+	upd '[.steps[1].updates[] | select(.sessionUpdate == "usage_update")][0] == {"sessionUpdate":"usage_update","used":15,"size":128000}'
+	upd '[.steps[1,2,3].result.stopReason] == ["end_turn","max_tokens","refusal"]'
+	upd '[.steps[5].updates[] | [.sessionUpdate, .content.text]] | .[0:3] == [["user_message_chunk","think"],["agent_thought_chunk","Let me think."],["agent_message_chunk","Answer."]]'
+	# usage is asked for; the reasoning is kept for the replay but never sent back
+	jq -s -e '.[0].body.stream_options == {"include_usage":true}' "$STUB_DIR/requests.jsonl"
+	jq -s -e '.[1].body.messages | map(select(.role == "assistant")) | length == 1 and (.[0] | has("reasoning_content") | not)' "$STUB_DIR/requests.jsonl"
+	sid=$(printf '%s' "$output" | jq -r .sid)
+	grep -q '"reasoning_content":"Let me think."' "$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl"
+}
+
+@test "prompt blocks: text as paragraphs, resource links read through fs/read_text_file or named, embedded resources; images and audio refused for a model without them" {
+	{ stub_text one; stub_text two; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"connect":{"fs":{"readTextFile":true}}},{"files":{"/work/proj/a.txt":"file A\n"}},{"new":{"cwd":"/work/proj"}},
+		{"prompt":[{"type":"text","text":"alpha"},{"type":"text","text":"beta"},
+			{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"},
+			{"type":"resource_link","uri":"file:///work/proj/gone%20.txt","name":"gone .txt"},
+			{"type":"resource_link","uri":"https://example.com/spec","name":"spec","description":"the spec"},
+			{"type":"resource","resource":{"uri":"mem://x","text":"embedded","mimeType":"text/plain"}}]},
+		{"prompt":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]},
+		{"prompt":[{"type":"audio","data":"AAAA","mimeType":"audio/wav"}]},
+		{"connect":{}},{"load":{"cwd":"/work/proj"}},{"prompt":[{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"}]}]'
+	assert_status 0
+	upd '.reads == [{"sessionId":.sid,"path":"/work/proj/a.txt"},{"sessionId":.sid,"path":"/work/proj/gone .txt"}]'
+	upd '.steps[0].result.agentCapabilities.promptCapabilities == {"image":false,"audio":false,"embeddedContext":true}'
+	upd '.steps[4].error.code == -32602 and (.steps[4].error.message | test("does not take images"))'
+	upd '.steps[5].error.code == -32602 and .steps[5].error.message == "audio prompts are not accepted"'
+	run jq -s -r '.[0].body.messages[-1].content' "$STUB_DIR/requests.jsonl"
+	[ "$output" = 'alpha
+
+beta
+
+<resource uri="file:///work/proj/a.txt" name="a.txt">
+file A
+</resource>
+
+[Resource: gone .txt <file:///work/proj/gone%20.txt> (could not be read: Resource not found: /work/proj/gone .txt)]
+
+[Resource: spec <https://example.com/spec>: the spec]
+
+<resource uri="mem://x">
+embedded
+</resource>' ]
+	# a client without fs/read_text_file: the link is named, not read
+	run jq -s -r '.[1].body.messages[-1].content' "$STUB_DIR/requests.jsonl"
+	[ "$output" = '[Resource: a.txt <file:///work/proj/a.txt>]' ]
+}
+
+@test "images go to a model that takes them as image_url parts, and come back in the replay" {
+	stub_text "a picture" >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -images yes
+	steps '[{"new":{}},{"prompt":[{"type":"text","text":"look"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '.steps[2].result.agentCapabilities.promptCapabilities.image == true'
+	upd '.steps[1].result.stopReason == "end_turn"'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "user_message_chunk") | .content] == [{"type":"text","text":"look"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]'
+	jq -s -e '.[0].body.messages[-1].content == [{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]' "$STUB_DIR/requests.jsonl"
+}
+
+@test "session/list, session/close and session/resume; the mode and model options; unknown values refused" {
+	start_server -models other-model
+	steps '[{"new":{"cwd":"/a"}},{"prompt":"hello one"},{"new":{"cwd":"/b"}},{"prompt":"hello two"},
+		{"list":{}},{"list":{"cwd":"/a"}},
+		{"config":["model","nope"]},{"config":["model","other-model"]},{"config":["mode","never-ask"]},{"mode":"bogus"},
+		{"prompt":"run: echo unasked"},
+		{"close":{}},{"prompt":"after close"},
+		{"connect":{}},{"resume":{"cwd":"/b"}},{"prompt":"back"},{"close":{"sessionId":"acp0"}}]'
+	assert_status 0
+	upd '[.steps[4].result.sessions[] | [.cwd, .title]] == [["/b","hello two"],["/a","hello one"]]'
+	upd '.steps[4].result.sessions | all(.updatedAt | test("^20[0-9-]{8}T"))'
+	upd '[.steps[5].result.sessions[] | .cwd] == ["/a"] and (.steps[5].result | has("nextCursor") | not)'
+	upd '.steps[6].error.code == -32602 and (.steps[6].error.message | test("not offered"))'
+	# a real model needs a key: the offer is there, the switch refused with why
+	upd '.steps[7].error.code == -32602 and (.steps[7].error.message | test("API_KEY"))'
+	upd '[.steps[8].result.configOptions[] | [.id, .currentValue]] == [["mode","never-ask"],["model","fake-eliza"]]'
+	upd '[.steps[8].result.configOptions[1].options[].value] == ["fake-eliza","other-model"]'
+	upd '.steps[8].updates == [{"sessionUpdate":"current_mode_update","currentModeId":"never-ask"}]'
+	upd '.steps[9].error.code == -32602'
+	# never-ask: the command ran without a permission request
+	upd '(.steps[10].permissions | length) == 0 and ([.steps[10].updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["in_progress","completed"])'
+	upd '.steps[11].result == {} and .steps[12].error.code == -32002'
+	# resume: no replay, the mode it had, and it prompts again
+	upd '.steps[14].updates == [] and .steps[14].result.modes.currentModeId == "never-ask"'
+	upd '.steps[15].result.stopReason == "end_turn"'
+	# closing an unknown session is -32002, which the SDK takes as a successful close
+	upd '.steps[16].result == {}'
+}
+
+@test "-max-tool-rounds: the limit message names acp-server's flag" {
+	start_server -max-tool-rounds 1
+	steps '[{"new":{}},{"mode":"never-ask"},{"prompt":"run: echo once"}]'
+	assert_status 0
+	upd '.steps[2].result.stopReason == "max_turn_requests"'
+	upd '.steps[2].updates[-1].content.text | test("-max-tool-rounds 1")'
+	run acp-server -max-tool-rounds 0
+	assert_status 100
+}

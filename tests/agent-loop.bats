@@ -480,7 +480,8 @@ EOF
 	wait_until test -s "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
-	OPENAI_MODEL=fake-eliza acp-server -stdio <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
+	# (a session agent-loop made is acp-server's to load only once imported)
+	OPENAI_MODEL=fake-eliza acp-server -stdio -import-session acpheld <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
 	acp=$!
 	exec 6>"$BATS_TEST_TMPDIR/acpin"
 	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \
