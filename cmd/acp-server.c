@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 		{"context-window", FLAG_INT, &window, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	specflags_table(&sf, flags + 20);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)

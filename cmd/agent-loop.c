@@ -92,21 +92,23 @@ static void on_trace(void *arg, const char *label, const char *json)
 	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
 }
 
-/* One line per tool call: name, arguments (shortened), outcome. */
+/* One line per tool call: name, arguments as people read them (shortened), outcome. */
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
 {
 	int shown = (int)strcspn(content, "\n");
+	char *args = chatview_args(c->arguments);
 
 	(void)arg;
 	fflush(stdout);
 	if (failed && strstr(content, "the user cancelled the turn"))
-		cli_msg("tool %s(%.300s): cancelled", c->name, c->arguments);
+		cli_msg("tool %s(%.300s): cancelled", c->name, args);
 	else if (failed)
-		cli_msg("tool %s(%.300s): failed: %.*s", c->name, c->arguments,
+		cli_msg("tool %s(%.300s): failed: %.*s", c->name, args,
 			shown > 300 ? 300 : shown, content);
 	else
-		cli_msg("tool %s(%.300s): completed", c->name, c->arguments);
+		cli_msg("tool %s(%.300s): completed", c->name, args);
+	free(args);
 }
 
 /* The chat loop. Returns the exit status. */
@@ -193,7 +195,7 @@ int main(int argc, char **argv)
 		{"v", FLAG_BOOL, &verbose, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	specflags_table(&sf, flags + 10);
 	if (session == NULL || *session == '\0')
 		session = "default";

@@ -27,6 +27,8 @@
 #define ENTRY_PATH_MAX PATH_MAX
 /* How much of an entry name an error message shows. */
 #define QUOTE_MAX 200
+#define SBX_STR2(x) #x
+#define SBX_STR(x) SBX_STR2(x)
 
 int archive_codec_parse(const char *s, enum archive_codec *out)
 {
@@ -64,10 +66,20 @@ static const char *quote(const char *s, char *out, size_t cap)
 
 /* ---- the restore policy ---- */
 
-/* A set of normalized paths (the symlinks an archive has created so far). */
+/* What an archive has created so far: normalized path → the kind of entry (ENT_*). */
 struct strset {
 	char **slot;
+	char *kind;
 	size_t cap, n;
+};
+
+/* The kinds of entries the policy remembers, to refuse what extraction would trip over. */
+enum {
+	ENT_NONE = 0,
+	ENT_DIR = 'd',
+	ENT_FILE = 'f',		/* a regular file, or a hard link to one */
+	ENT_LINK = 'l',		/* a symlink that is created */
+	ENT_LINK_OUT = 'o',	/* a symlink (or a hard link to one) left out: it leads outside */
 };
 
 static uint64_t hash(const char *s)
@@ -79,44 +91,54 @@ static uint64_t hash(const char *s)
 	return h;
 }
 
-static bool strset_has(const struct strset *s, const char *k)
+/* The slot of k, or of the empty place where it would go. */
+static size_t strset_slot(const struct strset *s, const char *k)
+{
+	size_t i;
+
+	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
+		if (strcmp(s->slot[i], k) == 0)
+			break;
+	return i;
+}
+
+/* The kind recorded for k, ENT_NONE when the archive has not created it. */
+static int strset_kind(const struct strset *s, const char *k)
 {
 	size_t i;
 
 	if (s->cap == 0)
-		return false;
-	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1)) {
-		if (strcmp(s->slot[i], k) == 0)
-			return true;
-	}
-	return false;
+		return ENT_NONE;
+	i = strset_slot(s, k);
+	return s->slot[i] ? s->kind[i] : ENT_NONE;
 }
 
-static void strset_add(struct strset *s, const char *k)
+/* Records k (or a later entry of the same name) as kind. */
+static void strset_add(struct strset *s, const char *k, int kind)
 {
 	size_t i;
 
-	if (strset_has(s, k))
-		return;
 	if ((s->n + 1) * 2 > s->cap) {
 		struct strset g = {xcalloc(s->cap ? s->cap * 2 : 64, sizeof(char *)),
-				   s->cap ? s->cap * 2 : 64, 0};
+				   xcalloc(s->cap ? s->cap * 2 : 64, 1), s->cap ? s->cap * 2 : 64, 0};
 		for (i = 0; i < s->cap; i++) {
 			if (s->slot[i]) {
-				size_t j = hash(s->slot[i]) & (g.cap - 1);
-				while (g.slot[j])
-					j = (j + 1) & (g.cap - 1);
+				size_t j = strset_slot(&g, s->slot[i]);
 				g.slot[j] = s->slot[i];
+				g.kind[j] = s->kind[i];
 				g.n++;
 			}
 		}
 		free(s->slot);
+		free(s->kind);
 		*s = g;
 	}
-	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		;
-	s->slot[i] = xstrdup(k);
-	s->n++;
+	i = strset_slot(s, k);
+	if (s->slot[i] == NULL) {
+		s->slot[i] = xstrdup(k);
+		s->n++;
+	}
+	s->kind[i] = (char)kind;
 }
 
 static void strset_free(struct strset *s)
@@ -124,12 +146,13 @@ static void strset_free(struct strset *s)
 	for (size_t i = 0; i < s->cap; i++)
 		free(s->slot[i]);
 	free(s->slot);
+	free(s->kind);
 	memset(s, 0, sizeof *s);
 }
 
 struct policy {
 	uint64_t max_bytes, total, entries;
-	struct strset links;
+	struct strset links;		/* every entry created so far, by kind (not only links) */
 	enum archive_links outside;	/* what becomes of symlinks whose target leaves the tree */
 	struct archive_stats *st;	/* records the links left out */
 };
@@ -164,6 +187,8 @@ static int normalize(const char *in, char *out, size_t cap, const char **why)
 	while ((n = next_part(&p, &part)) > 0) {
 		if (n == 2 && part[0] == '.' && part[1] == '.')
 			return *why = "\"..\" path component", -1;
+		if (n > NAME_MAX)
+			return *why = "a name component longer than " SBX_STR(NAME_MAX) " bytes", -1;
 		if (o + n + 2 > cap)
 			return *why = "name too long", -1;
 		if (o)
@@ -175,18 +200,20 @@ static int normalize(const char *in, char *out, size_t cap, const char **why)
 	return 0;
 }
 
-/* The first proper prefix of path (or path itself when whole) that is an archived symlink. */
-static const char *through_link(const struct policy *pol, char *path, bool whole)
+/* The first proper prefix of path that the archive made a symlink (or, with files, a file):
+ * nothing may be reached through one. *kind gets what it is. */
+static const char *through(const struct policy *pol, char *path, bool files, int *kind)
 {
 	char *s;
 
 	for (s = path; (s = strchr(s, '/')) != NULL; s++) {
 		*s = '\0';
-		if (strset_has(&pol->links, path))
+		*kind = strset_kind(&pol->links, path);
+		if (*kind == ENT_LINK || *kind == ENT_LINK_OUT || (files && *kind == ENT_FILE))
 			return path;
 		*s = '/';
 	}
-	return whole && strset_has(&pol->links, path) ? path : NULL;
+	return NULL;
 }
 
 /* A symlink target that stays in the tree is relative, with only leading ".." (no more of
@@ -256,70 +283,97 @@ static int refuse(struct sbx_err *e, const char *name, const char *why)
 	return err_set(e, SBX_EPERM, "refusing entry \"%s\": %s", quote(name, q, sizeof q), why);
 }
 
+/* What a hard link to hl makes (the kind of its target: a file, or a symlink kept or left
+ * out with it), or -1 refused: extraction could not make it (a target that is not an earlier
+ * entry, a directory) or it would leave the tree. */
+static int hardlink_kind(const struct policy *pol, const char *name, const char *hl,
+			 struct sbx_err *e)
+{
+	char tnorm[ENTRY_PATH_MAX], q[QUOTE_MAX + 16], why[QUOTE_MAX + 64];
+	const char *bad;
+	int kind;
+
+	if (normalize(hl, tnorm, sizeof tnorm, &bad) < 0 || tnorm[0] == '\0' ||
+	    through(pol, tnorm, false, &kind))
+		return refuse(e, name, "hard link target is outside the home directory");
+	kind = strset_kind(&pol->links, tnorm);
+	if (kind == ENT_DIR)
+		return refuse(e, name, "hard link to a directory");
+	if (kind == ENT_NONE) {
+		snprintf(why, sizeof why, "hard link target \"./%s\" is not an earlier file of the archive",
+			 quote(tnorm, q, sizeof q));
+		return refuse(e, name, why);
+	}
+	return kind;
+}
+
+/* What an entry other than a hard link makes, or -1 refused. */
+static int entry_kind(const struct policy *pol, struct archive_entry *ent, const char *name,
+		      const char *norm, struct sbx_err *e)
+{
+	const char *why, *target = archive_entry_symlink(ent);
+	bool outside;
+	int depth = 0;
+
+	switch (archive_entry_filetype(ent)) {
+	case AE_IFREG:
+		return ENT_FILE;
+	case AE_IFDIR:
+		return ENT_DIR;
+	case AE_IFLNK:
+		for (const char *s = norm; (s = strchr(s, '/')) != NULL; s++)
+			depth++;
+		if ((why = link_target_problem(target ? target : "", depth, &outside)) == NULL)
+			return ENT_LINK;
+		if (!outside)
+			return refuse(e, name, why);
+		return pol->outside == ARCHIVE_LINKS_SKIP ? ENT_LINK_OUT : ENT_LINK;
+	case AE_IFCHR:
+	case AE_IFBLK:
+		return refuse(e, name, "device node");
+	case AE_IFIFO:
+		return refuse(e, name, "fifo");
+	case AE_IFSOCK:
+		return refuse(e, name, "socket");
+	default:
+		return refuse(e, name, "unsupported file type");
+	}
+}
+
 /* Checks one entry against the policy and records what later entries must be checked with.
- * 0: take it; 1: leave it out (a symlink out of the tree, ARCHIVE_LINKS_SKIP); -1: refused. */
+ * 0: take it; 1: leave it out (a symlink out of the tree, or a hard link to one, with
+ * ARCHIVE_LINKS_SKIP); -1: refused. Besides escaping the tree, it refuses what extraction
+ * would fail on halfway (a backup sbx cannot restore must be refused before anything is
+ * written): hard links to nothing earlier or to a directory, a non-directory over a
+ * directory, entries under a file, over-long name components. */
 static int policy_check(struct policy *pol, struct archive_entry *ent, struct sbx_err *e)
 {
-	bool outside;
-	int take = 0;
-
-	const char *name = archive_entry_pathname(ent), *why = NULL, *hl, *bad;
-	char norm[ENTRY_PATH_MAX], tnorm[ENTRY_PATH_MAX];
-	mode_t type = archive_entry_filetype(ent);
-	int depth = 0;
+	const char *name = archive_entry_pathname(ent), *why = NULL, *hl = archive_entry_hardlink(ent);
+	const char *bad;
+	char norm[ENTRY_PATH_MAX], q[QUOTE_MAX + 16], why2[QUOTE_MAX + 64];
+	int before, kind;
 
 	if (++pol->entries > ARCHIVE_MAX_ENTRIES)
 		return err_set(e, SBX_EPERM, "archive has more than %d entries", ARCHIVE_MAX_ENTRIES);
 	if (normalize(name, norm, sizeof norm, &why) < 0)
 		return refuse(e, name, why);
-	if ((bad = through_link(pol, norm, false)) != NULL) {
-		char q[QUOTE_MAX + 16], why2[QUOTE_MAX + 64];
-		snprintf(why2, sizeof why2, "it goes through the symlink \"./%s\" of the archive",
-			 quote(bad, q, sizeof q));
+	if ((bad = through(pol, norm, true, &kind)) != NULL) {
+		snprintf(why2, sizeof why2, "it goes through the %s \"./%s\" of the archive",
+			 kind == ENT_FILE ? "file" : "symlink", quote(bad, q, sizeof q));
 		return refuse(e, name, why2);
 	}
-	if (strset_has(&pol->links, norm))
+	before = strset_kind(&pol->links, norm);
+	if (before == ENT_LINK || before == ENT_LINK_OUT)
 		return refuse(e, name, "it replaces a symlink of the archive");
-	hl = archive_entry_hardlink(ent);
-	if (norm[0] == '\0' && (type != AE_IFDIR || hl))
+	if (norm[0] == '\0' && (archive_entry_filetype(ent) != AE_IFDIR || hl))
 		return refuse(e, name, "the top of the archive must be a directory");
-	if (hl) {
-		if (normalize(hl, tnorm, sizeof tnorm, &why) < 0)
-			return refuse(e, name, "hard link target is outside the home directory");
-		if (tnorm[0] == '\0' || through_link(pol, tnorm, false))
-			return refuse(e, name, "hard link target is outside the home directory");
-	} else {
-		switch (type) {
-		case AE_IFREG:
-		case AE_IFDIR:
-			break;
-		case AE_IFLNK:
-			for (const char *s = norm; (s = strchr(s, '/')) != NULL; s++)
-				depth++;
-			if ((why = link_target_problem(archive_entry_symlink(ent) ?
-						       archive_entry_symlink(ent) : "", depth, &outside))) {
-				if (!outside)
-					return refuse(e, name, why);
-				if (pol->outside == ARCHIVE_LINKS_SKIP) {
-					take = 1;
-					if (pol->st)
-						note_link_out(pol->st, name);
-				}
-			}
-			/* Nothing may be reached through a link, kept or left out. */
-			strset_add(&pol->links, norm);
-			break;
-		case AE_IFCHR:
-		case AE_IFBLK:
-			return refuse(e, name, "device node");
-		case AE_IFIFO:
-			return refuse(e, name, "fifo");
-		case AE_IFSOCK:
-			return refuse(e, name, "socket");
-		default:
-			return refuse(e, name, "unsupported file type");
-		}
-	}
+	kind = hl ? hardlink_kind(pol, name, hl, e) : entry_kind(pol, ent, name, norm, e);
+	if (kind < 0)
+		return -1;
+	if (before == ENT_DIR && kind != ENT_DIR)
+		return refuse(e, name, "it replaces a directory of the archive");
+	if (norm[0] != '\0')
+		strset_add(&pol->links, norm, kind);	/* nothing is reached through a link either way */
 	if (archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0) {
 		pol->total += (uint64_t)archive_entry_size(ent);
 		if (pol->total > pol->max_bytes)
@@ -328,7 +382,11 @@ static int policy_check(struct policy *pol, struct archive_entry *ent, struct sb
 				       "(at entry \"%s\")", (unsigned long long)pol->max_bytes,
 				       quote(name, norm, QUOTE_MAX + 16));
 	}
-	return take;
+	if (kind != ENT_LINK_OUT)
+		return 0;
+	if (pol->st)
+		note_link_out(pol->st, name);
+	return 1;
 }
 
 /* ---- reading ---- */
@@ -721,6 +779,10 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn f
 			st->skipped++;
 			continue;
 		}
+		/* A symlink's other names are stored as symlinks of their own, not hard links: a
+		 * restore leaving the link out (it leads outside) can leave each name out alike. */
+		if (archive_entry_filetype(ent) == AE_IFLNK)
+			archive_entry_set_nlink(ent, 1);
 		out_ent = ent;
 		archive_entry_linkify(lr, &out_ent, &spare);
 		if (out_ent == NULL)

@@ -52,7 +52,8 @@ int archive_codec_parse(const char *s, enum archive_codec *out);
 const char *archive_codec_ext(enum archive_codec c);
 
 /* Writes a compressed tar of dir's contents to sink: entries "./" and "./path", symlinks
- * stored as symlinks (those leading out of dir too), hard links as links, mount points not
+ * stored as symlinks (those leading out of dir too; a symlink's other names as symlinks of
+ * their own, never hard links to it), hard links as links, mount points not
  * crossed, sockets, fifos and device nodes left out. An entry restore would refuse (see
  * archive_unpack_fd) fails the whole run, naming it: every archive written here is one
  * archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
@@ -69,8 +70,12 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_lin
 
 /* Extracts the archive on fd into the existing directory dir, modes and mtimes kept
  * (set-id bits dropped). Symlinks whose target leaves dir are not created (counted and named
- * in st). Refused, naming the entry: absolute paths, ".." components, other ".." in link
- * targets, entries reached through a symlink of the archive, hard links to outside, device nodes, fifos, and a total size above max_bytes.
+ * in st), nor are hard links to them. Refused, naming the entry: absolute paths, ".."
+ * components, other ".." in link targets, entries reached through a symlink of the archive,
+ * hard links to outside, device nodes, fifos, a total size above max_bytes, and what the
+ * extraction would fail on halfway (hard links to a directory or to nothing earlier in the
+ * archive, a non-directory over a directory, an entry under a file, a name component over
+ * NAME_MAX bytes).
  * Callers check the whole archive first (archive_check_fd) so a refusal leaves dir as it was;
  * the checks here are repeated as a second line of defence. Changes the working directory
  * while it runs (not thread-safe). */

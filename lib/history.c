@@ -190,6 +190,26 @@ out:
 	return fd;
 }
 
+char *history_holder(const char *session)
+{
+	char *root = paths_session_root(NULL), *p, *who = NULL;
+	int fd;
+
+	if (root == NULL || name_check(session, NULL) < 0) {
+		free(root);
+		return NULL;
+	}
+	p = xasprintf("%s/%s/sessions/%s", root, session, HISTORY_LOCK);
+	free(root);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+			who = holder_of(fd);
+		close(fd);
+	}
+	free(p);
+	return who;
+}
+
 int history_lock(const char *session, struct sbx_err *e)
 {
 	char *dir = paths_session_dir(session, "sessions", e);

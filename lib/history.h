@@ -34,6 +34,9 @@ struct history;
  * which holds it until closed, or -1 with e (SBX_EBUSY: `session "<s>" is in use by
  * agent-loop (pid 123): …`). */
 int history_lock(const char *session, struct sbx_err *e);
+/* Who holds the session now ("agent-loop (pid 123)", newly allocated), or NULL when nobody
+ * does. Creates nothing. */
+char *history_holder(const char *session);
 /* Validates the session name (upstream's texts), takes the session's lock (SBX_EBUSY when
  * another process holds it), creates the sessions directory (0700) and loads the file
  * (missing = empty). Errors: `failed to decode message from session file: …`. */

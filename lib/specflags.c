@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netpolicy.h"
 #include "xalloc.h"
 
 struct specflag_def {
@@ -22,9 +23,26 @@ struct specflag_def {
 
 static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
-	(void)e;
-	spec->network = strcmp(text, "true") == 0;
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		spec->network = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		spec->network = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
 	return 0;
+}
+
+/* Checks and normalises the -allow-host list (lib/netpolicy.c). */
+static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct netpolicy p;
+	int rc;
+
+	if (netpolicy_parse(text, &p, e) < 0)
+		return -1;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
 }
 
 /* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
@@ -96,7 +114,8 @@ static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err 
 }
 
 static const struct specflag_def defs[SPECF_COUNT] = {
-	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
+	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
 	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
 	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
 	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},

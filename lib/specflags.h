@@ -19,6 +19,7 @@
 /* One per row of the table in specflags.c, in the order help texts list them. */
 enum specflag_id {
 	SPECF_NETWORK,
+	SPECF_ALLOW_HOSTS,
 	SPECF_MEMORY,
 	SPECF_PIDS,
 	SPECF_CPUS,
@@ -29,7 +30,11 @@ enum specflag_id {
 
 /* Help lines for the flags, in the table's order, for a program's usage constant. */
 #define SPECFLAGS_USAGE \
-	"  -network              give the sandbox network access (local backend; default: none)\n" \
+	"  -network              a network of its own with NAT to the outside; env\n" \
+	"                        SANDBOX_NETWORK=true, default: none\n" \
+	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
+	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
+	"                        env SANDBOX_ALLOW_HOSTS\n" \
 	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
 	"                        default 2G or half of the RAM if less\n" \
 	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
@@ -40,7 +45,7 @@ enum specflag_id {
 	"                        env SANDBOX_LIMITS, default on\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network] [-memory SIZE] [-pids N] [-cpus N] [-disk SIZE] " \
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] [-disk SIZE] " \
 	"[-limits on|none]"
 
 struct specflags {

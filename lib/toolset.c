@@ -9,6 +9,7 @@
 #include "capture.h"
 #include "duration.h"
 #include "gojson.h"
+#include "reslimit.h"
 #include "xalloc.h"
 
 static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
@@ -229,10 +230,26 @@ static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, si
 	return 0;
 }
 
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap)
+{
+	char size[32];
+
+	if (!r->oom_killed)
+		return buf[0] = '\0', buf;
+	snprintf(buf, cap, "The command ran out of memory: the sandbox's memory limit (%s) killed "
+		 "it (exit code 137). Use less memory, e.g. smaller inputs or fewer processes at once.",
+		 reslimit_size_text(r->memory_limit, size, sizeof size));
+	return buf;
+}
+
+/* Upstream's result text, plus the reason when the memory limit killed the command. */
 static char *report(const char *head, const struct capture *c)
 {
-	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d", head, c->out, c->err,
-			 c->res.exit_code);
+	char oom[256];
+
+	toolset_oom_text(&c->res, oom, sizeof oom);
+	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d%s%s", head, c->out, c->err,
+			 c->res.exit_code, oom[0] ? "\n" : "", oom);
 }
 
 static char *run_command(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)

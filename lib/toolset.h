@@ -70,5 +70,8 @@ const char *toolset_output_schema(const char *name);
 enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_SANDBOX_GONE = 2 };
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
 		   const char *arguments, int *failed, struct sbx_err *e);
+/* What a tool result tells the model when the sandbox's memory limit killed its command
+ * ("The command ran out of memory: …, naming the limit"), in buf; "" when it did not. */
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap);
 
 #endif

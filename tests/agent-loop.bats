@@ -89,7 +89,7 @@ EOF
 	assert_contains "Agent> The tool told me:"
 	assert_contains "exit_code: 0"
 	assert_contains "agent-loop: launching sandbox for tool execution..."
-	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox > ~/greeting.txt'\''"}): completed'
 	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
 	no_sandbox demo			# deleted on exit
 	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz
@@ -477,7 +477,7 @@ EOF
 	OPENAI_MODEL=fake-eliza agent-loop -session acpheld <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
 	exec 4>"$BATS_TEST_TMPDIR/in"
-	wait_until test -s "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
+	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
 	# (a session agent-loop made is acp-server's to load only once imported)

@@ -312,6 +312,37 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	assert_status 0
 }
 
+@test "a backup that fails to extract (disk full) falls back to the previous good one, alone; the mark goes" {
+	sbx-create rfb >/dev/null
+	sbx-exec rfb -- sh -c 'echo small >~/a' >/dev/null
+	sbx-snapshot rfb >/dev/null
+	fs=$HOME/.local/sandboxed-tools/rfb/fs
+	old=$fs/backup-20000101T000000.tar.gz	# an older name, so the next snapshot is newer
+	mv "$(backups rfb)" "$old"
+	mv "$(ls "$fs"/backup-*.sha256)" "$old.sha256"
+	sbx-exec rfb -- sh -c 'head -c 3000000 /dev/urandom >~/big; echo later >~/b' >/dev/null
+	sbx-snapshot rfb >/dev/null
+	new=$(backups rfb | tail -n 1)
+	[ "$new" != "$old" ]
+	sbx-delete rfb >/dev/null
+	# a 2 MiB state directory: the newest (3 MB) cannot be extracted, the older one can
+	run unshare -m bash -c '
+		set -e
+		mount -t tmpfs -o size=2m tmpfs "$XDG_STATE_HOME"
+		sbx-create rfb >/dev/null
+		sbx-restore rfb
+		echo "restore-status=$?"
+		sbx-exec -raw rfb -- sh -c "cd ~ && echo home: \$(ls -A) \$(cat a)"
+		sbx-delete rfb >/dev/null'
+	echo "$output"
+	assert_contains "restore-status=0"
+	assert_contains "sbx-restore: warning: skipping backup $new: cannot be extracted: "
+	assert_contains "\"restored\":\"$old\""
+	# only the older backup's files: the partial newer ones were emptied out first
+	[ "${lines[-1]}" = "home: a small" ]
+	[ ! -e "$fs/.restore-incomplete" ]
+}
+
 @test "an unfinished restore is finished first: agent-loop restores again before the next turn" {
 	agent_start part "run: echo keep > ~/a"
 	b=$(backups part)
