@@ -30,21 +30,7 @@ struct acpclient {
 	bool setup_done;
 };
 
-static void emitf(struct acpclient *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emitf(struct acpclient *c, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	if (s) {
-		c->cfg.emit(c->cfg.arg, s);
-		free(s);
-	}
-}
+#define emitf(c, ...) acpview_printf((c)->view, __VA_ARGS__)
 
 static const char *str_field(struct json_object *o, const char *key)
 {
@@ -399,7 +385,7 @@ static void show_modes(struct acpclient *c, struct json_object *res)
 		buf_puts(&b, "; /mode ID switches)");
 	}
 	buf_puts(&b, "\n");
-	c->cfg.emit(c->cfg.arg, b.data);
+	emitf(c, "%s", b.data);
 	buf_free(&b);
 }
 

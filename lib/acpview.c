@@ -29,8 +29,9 @@ static void put(struct acpview *v, const char *s)
 	v->at_bol = s[n - 1] == '\n';
 }
 
-static void putf(struct acpview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(struct acpview *v, const char *fmt, ...)
+#define putf acpview_printf
+
+void acpview_printf(struct acpview *v, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;

@@ -21,6 +21,9 @@ struct acpview;
 struct acpview *acpview_new(void (*emit)(void *arg, const char *text), void *arg);
 /* Renders one session/update's `update` object. */
 void acpview_update(struct acpview *v, struct json_object *update);
+/* Formatted text, as it is (the client's own messages go through here too, so the view
+ * knows where lines end). */
+void acpview_printf(struct acpview *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A line of its own (a notification outside session/update), after whatever streamed. */
 void acpview_line(struct acpview *v, const char *text);
 void acpview_free(struct acpview *v);
