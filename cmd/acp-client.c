@@ -23,7 +23,8 @@ static const char usage[] =
 	"                  [-agent-log FILE]\n"
 	"Talks to an ACP agent: over TCP with -addr, else by spawning -cmd (default\n"
 	"\"gemini --acp\") and speaking on its standard input/output. Reads prompts from standard\n"
-	"input, one per line, until end of input or /exit; -prompt sends one prompt and exits.\n"
+	"input, one per line, until end of input or /exit (/mode ID switches the agent's mode);\n"
+	"-prompt sends one prompt and exits.\n"
 	"\n"
 	"  -addr HOST:PORT    TCP address of the agent (e.g. localhost:8090)\n"
 	"  -cmd CMD           agent command to spawn (split at white space); it runs in its own\n"
@@ -58,17 +59,11 @@ static struct acpclient *client;
 /* The one token of a token file. */
 static char *read_token(const char *path)
 {
-	struct acp_auth a;
 	struct sbx_err e;
-	char *tok;
+	char *tok = acp_read_token(path, &e);
 
-	if (acp_auth_load(&a, path, NULL, &e) < 0)
+	if (tok == NULL)
 		cli_die_err("", &e);
-	if (a.n != 1)
-		cli_die(EXIT_USAGE, "token file %s holds %zu tokens: give acp-client a file with one",
-			path, a.n);
-	tok = xstrdup(a.v[0].token);
-	acp_auth_free(&a);
 	return tok;
 }
 
@@ -306,6 +301,12 @@ int main(int argc, char **argv)
 			if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
 				free(line);
 				break;
+			}
+			if (strncmp(line, "/mode ", 6) == 0) {
+				if (acpclient_set_mode(client, line + 6, &e) < 0)
+					cli_msg("mode not changed: %s", e.msg);
+				free(line);
+				continue;
 			}
 			if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
 				cli_msg("prompt failed: %s", e.msg);

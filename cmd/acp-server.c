@@ -23,6 +23,8 @@ static const char usage[] =
 	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
 	"                  [-max-auth-failures 10] [-import-session NAME[=PRINCIPAL],...]\n"
+	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"
+	"                  [-context-window N]\n"
 	"Serves the agent over the Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object per\n"
 	"line). Each ACP session gets a sandbox named after it; every tool call is put to the\n"
 	"client for approval.\n"
@@ -36,6 +38,11 @@ static const char usage[] =
 	"  -homedir D           home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
 	"  -toolset T           basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D      deadline per tool call (Go duration, default 2m; 0 disables)\n"
+	"  -max-tool-rounds N   model calls with tool calls in one turn before it stops (50)\n"
+	"  -models M,...        more models a client may pick (the model config option)\n"
+	"  -images auto|yes|no  take image prompts (auto: by the model's name)\n"
+	"  -context-window N    the model's context in tokens, for usage_update (default by\n"
+	"                       the model's name: gemini 1048576, else 128000)\n"
 	"  -auth-token-file F   principals, one `NAME TOKEN` (or just `TOKEN`) a line; clients\n"
 	"                       authenticate with a token as _meta.token. On TCP without this\n"
 	"                       flag a token is generated into a 0600 file named on stderr\n"
@@ -141,6 +148,8 @@ int main(int argc, char **argv)
 	const char *image = getenv("SANDBOX_IMAGE"), *homedir = getenv("SANDBOX_HOME_DIR");
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
 	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
+	const char *models = NULL, *images = "auto";
+	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
 	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
 	long long per_source = ACP_CONNS_PER_SOURCE, fails = ACP_AUTH_FAILS_PER_MIN;
 	bool stdio = false, no_auth = false, loose = false;
@@ -154,7 +163,8 @@ int main(int argc, char **argv)
 	int i, lfd = -1;
 	struct specflags sf = {0};
 	char **create_args;
-	struct flag flags[17 + SPECF_COUNT + 1] = {
+	struct strvec model_list = {0};
+	struct flag flags[21 + SPECF_COUNT + 1] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"stdio", FLAG_BOOL, &stdio, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
@@ -171,10 +181,14 @@ int main(int argc, char **argv)
 		{"import-session", FLAG_STRING, &imports, NULL},
 		{"tls-cert", FLAG_STRING, &cert, NULL},
 		{"tls-key", FLAG_STRING, &key, NULL},
+		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
+		{"models", FLAG_STRING, &models, NULL},
+		{"images", FLAG_STRING, &images, NULL},
+		{"context-window", FLAG_INT, &window, NULL},
 	};
 
 	cli_init(argc, argv);
-	specflags_table(&sf, flags + 16);
+	specflags_table(&sf, flags + 20);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -194,6 +208,18 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-no-auth and -auth-token-file exclude each other");
 	if (per_source < 0 || per_source > ACP_CONN_MAX || fails < 0 || fails > 1000000)
 		cli_usage_error(usage, "-max-conns-per-source is 0-1024, -max-auth-failures 0-1000000");
+	if (rounds < 1 || rounds > 100000)
+		cli_usage_error(usage, "-max-tool-rounds is 1-100000");
+	if (strcmp(images, "auto") != 0 && strcmp(images, "yes") != 0 && strcmp(images, "no") != 0)
+		cli_usage_error(usage, "-images is auto, yes or no");
+	if (window < 0)
+		cli_usage_error(usage, "-context-window must not be negative");
+	if (models) {
+		char *copy = xstrdup(models), *save = NULL, *w;
+		for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+			strvec_push(&model_list, w);
+		free(copy);
+	}
 	if (model == NULL || *model == '\0')
 		model = getenv("MODEL");
 	if ((model == NULL || strcmp(model, "fake-eliza") != 0) &&
@@ -239,6 +265,10 @@ int main(int argc, char **argv)
 	cfg.toolset = tsname;
 	cfg.model = model;
 	cfg.tool_timeout_ns = timeout > 0 ? timeout : 0;
+	cfg.max_tool_rounds = (int)rounds;
+	cfg.models = model_list.v;
+	cfg.images = strcmp(images, "yes") == 0 ? 1 : strcmp(images, "no") == 0 ? 0 : -1;
+	cfg.context_window = window;
 	create_args = specflags_argv(&sf);
 	cfg.create_args = create_args;
 	cfg.auth = auth.n ? &auth : NULL;
@@ -271,5 +301,6 @@ int main(int argc, char **argv)
 	free(gen_path);
 	free(dir);
 	specflags_argv_free(create_args);
+	strvec_clear(&model_list);
 	return cli_finish(i);
 }

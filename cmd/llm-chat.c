@@ -30,8 +30,9 @@ static const char usage[] =
 	"  -timeout DURATION  per attempt; -stream: the longest silence (default 1m0s)\n"
 	"  -retries N         attempts after transport errors, 408, 429, 5xx (default 4)\n"
 	"  -backoff DURATION  first wait before a retry, doubled, jittered (default 1s)\n"
-	"  -stream            print {\"delta\":...} and {\"tool_call_delta\":...} lines as\n"
-	"                     they arrive, then {\"message\":{...},\"finish_reason\":...}\n"
+	"  -stream            print {\"delta\":...}, {\"reasoning_delta\":...} and\n"
+	"                     {\"tool_call_delta\":...} lines as they arrive, then\n"
+	"                     {\"message\":{...},\"finish_reason\":...,\"usage\":{...}}\n"
 	"  -full              print the whole response instead of the message\n"
 	"  -v                 trace requests and responses on stderr (API key redacted)\n"
 	"\n"
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
 	};
 	struct llm_config cfg = {0};
 	struct llm_result res = {0};
-	struct json_object *doc, *last;
+	struct json_object *doc, *last, *v;
 	struct sbx_err e = {0};
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
@@ -156,6 +157,10 @@ int main(int argc, char **argv)
 		json_object_object_add(last, "message", json_object_get(res.message));
 		json_object_object_add(last, "finish_reason", *res.finish_reason ?
 				       json_object_new_string(res.finish_reason) : NULL);
+		/* Token counts, when the server sent them (stream_options.include_usage). */
+		if (json_object_object_get_ex(res.response, "usage", &v) &&
+		    json_object_is_type(v, json_type_object))
+			json_object_object_add(last, "usage", json_object_get(v));
 		if (full)
 			json_object_object_add(last, "response", json_object_get(res.response));
 	} else {

@@ -16,6 +16,7 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "llm.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
@@ -144,11 +145,15 @@ static void m_initialize(const struct req *r)
 		if (json_object_get_int64(v) < version && json_object_get_int64(v) >= 1)
 			version = json_object_get_int64(v);
 	}
-	if (json_object_object_get_ex(r->params, "clientCapabilities", &cc) &&
-	    json_object_object_get_ex(cc, "session", &sess) &&
-	    json_object_object_get_ex(sess, "notices", &v) && json_object_is_type(v, json_type_object)) {
+	if (json_object_object_get_ex(r->params, "clientCapabilities", &cc)) {
+		struct json_object *fs;
 		pthread_mutex_lock(&srv->mu);
-		r->c->notices = true;
+		r->c->notices = json_object_object_get_ex(cc, "session", &sess) &&
+				json_object_object_get_ex(sess, "notices", &v) &&
+				json_object_is_type(v, json_type_object);
+		r->c->fs_read = json_object_object_get_ex(cc, "fs", &fs) &&
+				json_object_object_get_ex(fs, "readTextFile", &v) &&
+				json_object_get_boolean(v);
 		pthread_mutex_unlock(&srv->mu);
 	}
 	r->c->initialized = true;
@@ -162,10 +167,21 @@ static void m_initialize(const struct req *r)
 	caps = json_object_new_object();
 	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
 	pc = json_object_new_object();
-	json_object_object_add(pc, "image", json_object_new_boolean(0));
+	/* Images only when the model takes them; resources always become context. */
+	json_object_object_add(pc, "image", json_object_new_boolean(
+		acp_model_images(srv, llm_pick_model(srv->cfg.model, NULL))));
 	json_object_object_add(pc, "audio", json_object_new_boolean(0));
-	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(1));
 	json_object_object_add(caps, "promptCapabilities", pc);
+	pc = json_object_new_object();
+	json_object_object_add(pc, "http", json_object_new_boolean(0));
+	json_object_object_add(pc, "sse", json_object_new_boolean(0));
+	json_object_object_add(caps, "mcpCapabilities", pc);
+	pc = json_object_new_object();
+	json_object_object_add(pc, "list", json_object_new_object());
+	json_object_object_add(pc, "close", json_object_new_object());
+	json_object_object_add(pc, "resume", json_object_new_object());
+	json_object_object_add(caps, "sessionCapabilities", pc);
 	json_object_object_add(res, "agentCapabilities", caps);
 	methods = json_object_new_array();
 	if (srv->cfg.auth) {
@@ -280,6 +296,11 @@ static const struct method methods[] = {
 	{"authenticate", m_authenticate, false, false, true},
 	{"session/new", m_session_new, false, false, false},
 	{"session/load", m_session_load, false, true, false},
+	{"session/resume", m_session_resume, false, true, false},
+	{"session/close", m_session_close, false, true, false},
+	{"session/list", m_session_list, false, false, false},
+	{"session/set_mode", m_session_set_mode, false, false, false},
+	{"session/set_config_option", m_session_set_config_option, false, false, false},
 	{"session/prompt", m_session_prompt, false, true, false},
 	{"session/cancel", m_session_cancel, true, false, false},
 };

@@ -57,6 +57,12 @@ struct acp_config {
 	/* Passed to every agent session (lib/agent.h). */
 	const char *backend, *namespace, *image, *homedir, *toolset, *model, *bindir;
 	int64_t tool_timeout_ns;
+	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
+	/* Models a client may pick (the "model" config option; NULL-terminated); the default
+	 * model is always among them. May be NULL. */
+	char *const *models;
+	int images;			/* image prompts: 1 yes, 0 no, -1 by the model's name */
+	long long context_window;	/* tokens, for usage_update; <= 0: by the model's name */
 	char *const *create_args;	/* extra sbx-create words (agent_config.create_args) */
 	const struct acp_auth *auth;	/* the principals; NULL: no authentication */
 	const char *anon_principal;	/* who connections are without auth (NULL: "anonymous") */

@@ -13,18 +13,43 @@
 #include "acp.h"
 #include "acpauth.h"
 #include "acpreg.h"
+#include "acptool.h"
 #include "agent.h"
 #include "name.h"
 #include "net.h"
 
 /* Tool names remembered per session for an "always" answer: a toolset has a handful. */
 #define ACP_ALWAYS_MAX 64
+/* A resource read for a prompt (resource_link via fs/read_text_file, embedded resource) is
+ * cut here: context for the model, not a way to fill its window. */
+#define ACP_RESOURCE_MAX ((size_t)1 << 20)
+/* MCP servers one session may ask for (each is a process in its sandbox). */
+#define ACP_MCP_SERVERS_MAX 16
+/* Session titles: the first line of the first prompt, cut to this many bytes. */
+#define ACP_TITLE_MAX 80
+
+/* When the agent asks before running a tool. */
+enum acp_mode {
+	ACP_MODE_ASK,		/* before every tool */
+	ACP_MODE_AUTO_READ,	/* before edits and commands; read and search tools just run */
+	ACP_MODE_NEVER_ASK,	/* never */
+	ACP_MODE_COUNT
+};
+struct acp_mode_info {
+	const char *id, *name, *description;
+};
+extern const struct acp_mode_info acp_modes[ACP_MODE_COUNT];
 
 struct acp_session {
 	struct acp_session *next;
 	char id[NAME_MAX_LEN + 1];
 	char *principal;		/* its owner */
 	struct agent_session *as;
+	char *cwd;			/* the client's working directory for it */
+	char *workdir;			/* the sandbox directory cwd maps to */
+	enum acp_mode mode;
+	char *model;
+	bool titled;			/* it has a title (session_info_update sent) */
 	/* Guarded by srv->mu: */
 	int refs;			/* threads holding it outside the lock */
 	bool closed;			/* out of the list; the last holder frees it */
@@ -41,6 +66,10 @@ struct acp_session {
 	bool streamed;			/* the current assistant message was sent as deltas */
 	char *open_call;		/* announced tool call not yet ended (calls are sequential) */
 	struct peer *out;		/* where the running turn's updates go */
+	bool thought_streamed;		/* the current message's reasoning was sent as deltas */
+	size_t cur_msg;			/* history index of the assistant message whose calls run */
+	struct json_object *cur_calls;	/* its tool_calls (borrowed from the history) */
+	char finish[32];		/* the last model call's finish_reason */
 };
 
 struct acp_conn {
@@ -55,6 +84,7 @@ struct acp_conn {
 	int64_t deadline;		/* monotonic ns: closed unless authenticated by then; 0 none */
 	bool guarded;			/* counted under source in srv->guard */
 	bool notices;			/* the client takes `notice` session updates */
+	bool fs_read;			/* the client serves fs/read_text_file */
 	char remote[NET_ADDR_MAX];	/* "host:port" or "stdio" (logs) */
 	char source[NET_ADDR_MAX];	/* what the per-source guard counts it under */
 };
@@ -120,7 +150,26 @@ void m_session_new(const struct req *r);
 void m_session_load(const struct req *r);
 void m_session_cancel(const struct req *r);
 
+/* The pieces of a session/new, load or resume answer: modes and configOptions. */
+void acp_session_setup_result(struct acp_server *srv, struct acp_session *s,
+			      struct json_object *res);
+/* Records fields (strings) of s in the issued-sessions file, updated_at added. */
+void acp_session_record(struct acp_server *srv, struct acp_session *s, struct json_object *f);
+/* The client ⇄ sandbox path mapping of s. */
+struct acp_pathmap acp_session_paths(const struct acp_session *s);
+void m_session_resume(const struct req *r);
+void m_session_close(const struct req *r);
+void m_session_list(const struct req *r);
+void m_session_set_mode(const struct req *r);
+void m_session_set_config_option(const struct req *r);
+
 /* ---- lib/acpturn.c ---- */
 void m_session_prompt(const struct req *r);
+/* Whether the model takes image parts (cfg.images, else what its name says). */
+bool acp_model_images(const struct acp_server *srv, const char *model);
+/* session/load's replay of one history message (after index i, for tool results). Returns
+ * false when the peer went away or the replay was cancelled. */
+bool acp_replay_message(struct acp_session *s, struct peer *p, struct json_object *hist,
+			size_t i);
 
 #endif

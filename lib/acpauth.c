@@ -155,6 +155,23 @@ int acp_auth_load(struct acp_auth *a, const char *path, bool *loose, struct sbx_
 	return rc;
 }
 
+char *acp_read_token(const char *path, struct sbx_err *e)
+{
+	struct acp_auth a;
+	char *tok;
+
+	if (acp_auth_load(&a, path, NULL, e) < 0)
+		return NULL;
+	if (a.n != 1) {
+		err_set(e, SBX_EINVAL, "token file %s holds %zu tokens: a client's holds one", path, a.n);
+		acp_auth_free(&a);
+		return NULL;
+	}
+	tok = xstrdup(a.v[0].token);
+	acp_auth_free(&a);
+	return tok;
+}
+
 void acp_auth_single(struct acp_auth *a, const char *name, const char *token)
 {
 	a->v = xcalloc(1, sizeof *a->v);

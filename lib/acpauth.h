@@ -41,6 +41,9 @@ struct acp_auth {
  * printable ASCII without spaces; both unique. *loose (may be NULL) is set when the file can be
  * read by other users. */
 int acp_auth_load(struct acp_auth *a, const char *path, bool *loose, struct sbx_err *e);
+/* The one token of a token file (a client's: TOKEN or NAME TOKEN; several are an error).
+ * Newly allocated. */
+char *acp_read_token(const char *path, struct sbx_err *e);
 /* One principal with this token (the generated-token case). */
 void acp_auth_single(struct acp_auth *a, const char *name, const char *token);
 void acp_auth_free(struct acp_auth *a);

@@ -222,30 +222,45 @@ out:
 	return rc;
 }
 
+struct ranked {
+	const char *updated;
+	size_t seq;			/* the record's place in the file */
+	struct json_object *rec;
+};
+
 static int by_update(const void *a, const void *b)
 {
-	struct json_object *x = *(struct json_object *const *)a, *y = *(struct json_object *const *)b;
-	struct json_object *ux = NULL, *uy = NULL;
+	const struct ranked *x = a, *y = b;
+	/* RFC 3339 UTC text sorts as time does; newest first, and within one second the one
+	 * recorded later. */
+	int c = strcmp(y->updated, x->updated);
 
-	json_object_object_get_ex(x, "updated_at", &ux);
-	json_object_object_get_ex(y, "updated_at", &uy);
-	/* RFC 3339 UTC text sorts as time does; newest first. */
-	return -strcmp(ux ? json_object_get_string(ux) : "", uy ? json_object_get_string(uy) : "");
+	return c ? c : (y->seq > x->seq) - (y->seq < x->seq);
 }
 
 struct json_object *acpreg_list(struct acpreg *r, const char *principal)
 {
-	struct json_object *arr = json_object_new_array(), *v;
+	struct json_object *arr = json_object_new_array(), *v, *u;
+	struct ranked *rk;
+	size_t n = 0, i;
 
 	pthread_mutex_lock(&r->mu);
 	refresh(r, NULL);
+	rk = xcalloc((size_t)json_object_object_length(r->recs) + 1, sizeof *rk);
 	json_object_object_foreach(r->recs, id, rec) {
 		(void)id;
 		if (json_object_object_get_ex(rec, "principal", &v) &&
-		    strcmp(json_object_get_string(v), principal) == 0)
-			json_object_array_add(arr, copy(rec));
+		    strcmp(json_object_get_string(v), principal) == 0) {
+			rk[n].updated = json_object_object_get_ex(rec, "updated_at", &u)
+					? json_object_get_string(u) : "";
+			rk[n].seq = n;
+			rk[n++].rec = rec;
+		}
 	}
+	qsort(rk, n, sizeof *rk, by_update);
+	for (i = 0; i < n; i++)
+		json_object_array_add(arr, copy(rk[i].rec));
 	pthread_mutex_unlock(&r->mu);
-	json_object_array_sort(arr, by_update);
+	free(rk);
 	return arr;
 }

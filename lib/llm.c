@@ -167,9 +167,10 @@ char *llm_request_body(struct json_object *doc, const char *model, bool stream)
 		gojson_append(&b, v);
 	}
 	json_object_object_foreach(doc, key, val) {
+		/* stream_options only means something to a streamed request. */
 		if (strcmp(key, "model") == 0 || strcmp(key, "messages") == 0 ||
 		    strcmp(key, "tools") == 0 || strcmp(key, "stream") == 0 ||
-		    strcmp(key, "stream_options") == 0)
+		    (strcmp(key, "stream_options") == 0 && !stream))
 			continue;
 		buf_puts(&b, ",");
 		gojson_append_string(&b, key, strlen(key));
@@ -490,6 +491,14 @@ static int emit_delta(const struct llm_config *c, struct assembly *as, struct js
 
 	if (json_object_object_get_ex(delta, "content", &v) && json_object_is_type(v, json_type_string) &&
 	    json_object_get_string_len(v) > 0 && emit(c, as, "delta", json_object_get(v), e) < 0)
+		return -1;
+	/* The model's reasoning, as servers that show it send it (reasoning_content; OpenRouter
+	 * and vLLM: reasoning). */
+	if (((json_object_object_get_ex(delta, "reasoning_content", &v) &&
+	      json_object_is_type(v, json_type_string)) ||
+	     (json_object_object_get_ex(delta, "reasoning", &v) &&
+	      json_object_is_type(v, json_type_string))) &&
+	    json_object_get_string_len(v) > 0 && emit(c, as, "reasoning_delta", json_object_get(v), e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(delta, "tool_calls", &v) || !json_object_is_type(v, json_type_array))
 		return 0;

@@ -480,7 +480,7 @@ EOF
 	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
-	# (imported: acp-server loads only sessions it issued, unless told otherwise)
+	# (a session agent-loop made is acp-server's to load only once imported)
 	OPENAI_MODEL=fake-eliza acp-server -stdio -import-session acpheld <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
 	acp=$!
 	exec 6>"$BATS_TEST_TMPDIR/acpin"

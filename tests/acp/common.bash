@@ -102,3 +102,21 @@ stop_stub() {
 stub_text() {
 	printf '{"json":{"id":"stub","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"stop"}]}}\n' "$1"
 }
+
+# A chat completion answer calling one tool: stub_call ID NAME ARGUMENTS-JSON.
+stub_call() {
+	jq -cn --arg id "$1" --arg n "$2" --arg a "$3" \
+		'{json:{id:"stub",choices:[{index:0,message:{role:"assistant",tool_calls:[{id:$id,type:"function",function:{name:$n,arguments:$a}}]},finish_reason:"tool_calls"}]}}'
+}
+
+# A text answer with this finish_reason: stub_finish TEXT REASON.
+stub_finish() {
+	jq -cn --arg t "$1" --arg f "$2" '{json:{id:"stub",choices:[{index:0,message:{role:"assistant",content:$t},finish_reason:$f}]}}'
+}
+
+# steps JSON...: drive's steps scenario with these steps (a JSON array).
+steps() {
+	printf '%s' "$1" >"$BATS_TEST_TMPDIR/steps.json"
+	shift
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json" "$@"
+}

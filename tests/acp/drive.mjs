@@ -136,7 +136,7 @@ async function turnScenario() {
         stops.push({ code: e.code, message: e.message });
       }
     }
-    return { init, sessionId: s.sessionId, stops };
+    return { init, newResult: s, sessionId: s.sessionId, stops };
   });
   transport.close();
   finish(v, { ...out, updates: state.updates, permissions: state.permissions, log: v.log });
@@ -416,6 +416,91 @@ async function takeoverScenario() {
   finish(v, { sid, loaded, replay, aStop, told, aAfter: masked(aAfter, sid), bStop, bText });
 }
 
+// steps: --steps FILE, a JSON array of steps run in order, each recorded with its result (or
+// error) and the session updates that came while it ran:
+//   {"connect": CAPS}   a new connection (clientCapabilities CAPS; fs.readTextFile serves
+//                       "files"), authenticated with --token-file; later steps use it
+//   {"files": {PATH: TEXT}}            what fs/read_text_file serves (others: -32002)
+//   {"answer": OPTION}                 how permission requests are answered from now on
+//   {"new": PARAMS} {"load": PARAMS} {"resume": PARAMS}   cwd/mcpServers defaulted; the
+//                       session id (of the last new/load) filled in
+//   {"prompt": BLOCKS | TEXT} {"mode": ID} {"config": [ID, VALUE]} {"list": PARAMS}
+//   {"close": {}} {"raw": [METHOD, PARAMS]}
+async function stepsScenario() {
+  const v = new Validator();
+  const steps = JSON.parse(fs.readFileSync(opt.steps, "utf8"));
+  const shared = { files: {}, answer: "allow-once", reads: [] };
+  const tok = opt.tokenFile ? fs.readFileSync(opt.tokenFile, "utf8").trim() : null;
+  let conn = null, sid = null;
+  const out = [];
+  const open = async (caps) => {
+    const state = { updates: [], permissions: [] };
+    const { stream, transport } = openStream(v);
+    const app = acp.client({ name: "sbx-tests" })
+      .onNotification("session/update", ({ params }) => state.updates.push(params.update))
+      .onRequest("session/request_permission", async ({ params }) => {
+        state.permissions.push(params.toolCall);
+        if (shared.answer === "cancelled") return { outcome: { outcome: "cancelled" } };
+        return { outcome: { outcome: "selected", optionId: shared.answer } };
+      })
+      .onRequest("fs/read_text_file", async ({ params }) => {
+        shared.reads.push(params);
+        if (!(params.path in shared.files)) throw acp.RequestError.resourceNotFound(params.path);
+        return { content: shared.files[params.path] };
+      });
+    const c = app.connect(stream);
+    const init = await c.agent.request("initialize", {
+      protocolVersion: 1, clientCapabilities: caps ?? {}, clientInfo: { name: "sbx-tests", version: "1.0" },
+    });
+    if (tok && init.authMethods?.length)
+      await c.agent.request("authenticate", { methodId: init.authMethods[0].id, _meta: { token: tok } });
+    return { agent: c.agent, state, transport, init };
+  };
+  for (const st of steps) {
+    const [kind, arg] = Object.entries(st)[0];
+    if (kind === "files" || kind === "answer") {
+      if (kind === "files") Object.assign(shared.files, arg);
+      else shared.answer = arg;
+      out.push({ step: kind });
+      continue;
+    }
+    if (kind === "connect") {
+      conn?.transport.close();
+      conn = await open(arg);
+      out.push({ step: kind, result: conn.init });
+      continue;
+    }
+    conn ??= await open({});
+    conn.state.updates.length = 0;
+    conn.state.permissions.length = 0;
+    const setup = (p) => ({ cwd: CWD, mcpServers: [], ...p, sessionId: p?.sessionId ?? sid });
+    let call;
+    switch (kind) {
+    case "new": call = conn.agent.request("session/new", { cwd: CWD, mcpServers: [], ...arg }); break;
+    case "load": call = conn.agent.request("session/load", setup(arg)); break;
+    case "resume": call = conn.agent.request("session/resume", setup(arg)); break;
+    case "prompt":
+      call = conn.agent.request("session/prompt", { sessionId: sid, prompt: typeof arg === "string" ? [{ type: "text", text: arg }] : arg });
+      break;
+    case "mode": call = conn.agent.request("session/set_mode", { sessionId: sid, modeId: arg }); break;
+    case "config": call = conn.agent.request("session/set_config_option", { sessionId: sid, configId: arg[0], value: arg[1] }); break;
+    case "list": call = conn.agent.request("session/list", arg ?? {}); break;
+    case "close": call = conn.agent.request("session/close", { sessionId: arg?.sessionId ?? sid }); break;
+    case "raw": call = conn.agent.request(arg[0], arg[1]); break;
+    default: throw new Error(`unknown step ${kind}`);
+    }
+    const rec = { step: kind };
+    try { rec.result = await call; } catch (e) { rec.error = { code: e.code, message: e.message, data: e.data }; }
+    if (kind === "new" && rec.result) sid = rec.result.sessionId;
+    if ((kind === "load" || kind === "resume") && arg?.sessionId && rec.result) sid = arg.sessionId;
+    rec.updates = [...conn.state.updates];
+    rec.permissions = [...conn.state.permissions];
+    out.push(rec);
+  }
+  conn?.transport.close();
+  finish(v, { sid, steps: out, reads: shared.reads });
+}
+
 // The validator must be able to fail: known-wrong shapes (acp.md §12) are each reported.
 async function selftestScenario() {
   const v = new Validator();
@@ -435,7 +520,7 @@ async function selftestScenario() {
 }
 
 const scenarios = {
-  selftest: selftestScenario, principals: principalsScenario, takeover: takeoverScenario,
+  selftest: selftestScenario, steps: stepsScenario, principals: principalsScenario, takeover: takeoverScenario,
   disconnect: disconnectScenario,
   parallel: parallelScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
 if (!scenarios[scenario]) fail(`unknown scenario ${scenario}`);

@@ -21,7 +21,11 @@ const def = (name) => {
   return v;
 };
 
-const requestParams = { "session/request_permission": "RequestPermissionRequest" };
+const requestParams = {
+  "session/request_permission": "RequestPermissionRequest",
+  "fs/read_text_file": "ReadTextFileRequest",
+  "fs/write_text_file": "WriteTextFileRequest",
+};
 const notificationParams = { "session/update": "SessionNotification" };
 const responseResults = {
   initialize: "InitializeResponse",
@@ -29,6 +33,11 @@ const responseResults = {
   "session/new": "NewSessionResponse",
   "session/load": "LoadSessionResponse",
   "session/prompt": "PromptResponse",
+  "session/resume": "ResumeSessionResponse",
+  "session/close": "CloseSessionResponse",
+  "session/list": "ListSessionsResponse",
+  "session/set_mode": "SetSessionModeResponse",
+  "session/set_config_option": "SetSessionConfigOptionResponse",
 };
 
 // A line splitter that validates each complete line; sent() records our own requests.
