@@ -194,10 +194,12 @@ EOF
 }
 
 @test "an LLM error ends the CLI with upstream's text; the session stays usable" {
-	start_stub '{"status": 400, "body": "{\"error\":\"bad model\"}"}' "$(answer_text 'back again')"
+	start_stub '{"status": 400, "body": "{\n  \"error\": {\n    \"message\": \"bad model\"\n  }\n}\n"}' "$(answer_text 'back again')"
 	run agent-loop -session llmerr <<<'hello'
 	assert_status 111
-	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): {"error":"bad model"}'
+	# a multi-line body: the vendor's message, on one line
+	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): bad model'
+	[[ $output != *'failed to call LLM: }'* ]]
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist llmerr)"
 	run agent-loop -session llmerr <<<'hello again'
 	assert_status 0
