@@ -12,6 +12,7 @@
 #include "../lib/acp.h"
 #include "../lib/acpclient.h"
 #include "../lib/flag.h"
+#include "../lib/net.h"
 #include "../lib/paths.h"
 #include "cli.h"
 
@@ -34,7 +35,9 @@ static const char usage[] =
 	"  -prompt TEXT       one-shot: send TEXT, print the turn, exit\n"
 	"  -yolo              approve every tool call (first option whose kind starts with allow)\n"
 	"  -auth-method ID    authentication method (default: the first one advertised)\n"
-	"  -auth-token-file F bearer token sent as _meta.token in authenticate\n"
+	"  -auth-token-file F bearer token sent as _meta.token in authenticate (a file holding\n"
+	"                     TOKEN or NAME TOKEN); with -addr on loopback and no such flag, the\n"
+	"                     token acp-server generated for that port is used if readable\n"
 	"  -tls               use TLS with -addr; -tls-ca F trusts F (PEM), -tls-insecure trusts\n"
 	"                     any certificate (tests only)\n"
 	"  -setup-timeout D   limit for initialize and session setup (default 60s)\n"
@@ -51,6 +54,45 @@ static const char usage[] =
 #define AGENT_EXIT_WAIT_MS 20000
 
 static struct acpclient *client;
+
+/* The one token of a token file. */
+static char *read_token(const char *path)
+{
+	struct acp_auth a;
+	struct sbx_err e;
+	char *tok;
+
+	if (acp_auth_load(&a, path, NULL, &e) < 0)
+		cli_die_err("", &e);
+	if (a.n != 1)
+		cli_die(EXIT_USAGE, "token file %s holds %zu tokens: give acp-client a file with one",
+			path, a.n);
+	tok = xstrdup(a.v[0].token);
+	acp_auth_free(&a);
+	return tok;
+}
+
+/* The token acp-server generated for a loopback -addr's port, when this user can read it. */
+static char *local_token(const char *addr)
+{
+	char host[NET_ADDR_MAX], *root, *path, *tok = NULL;
+	const char *port = strrchr(addr, ':');
+	struct sbx_err e;
+
+	if (port == NULL || net_split_host(addr, host, sizeof host, &e) < 0)
+		return NULL;
+	/* Never offered to another host: only to our own machine. */
+	if (strcmp(host, "localhost") != 0 && strncmp(host, "127.", 4) != 0 && strcmp(host, "::1") != 0)
+		return NULL;
+	if ((root = paths_state_root(&e)) == NULL)
+		return NULL;
+	path = xasprintf("%s/.acp-server/token-%s", root, port + 1);
+	if (access(path, R_OK) == 0)
+		tok = read_token(path);
+	free(path);
+	free(root);
+	return tok;
+}
 static pid_t agent_pid = -1;
 
 static void emit(void *arg, const char *text)
@@ -207,8 +249,10 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-tls needs -addr");
 	if (realpath(cwd_flag ? cwd_flag : ".", cwd) == NULL)
 		cli_die(EXIT_USAGE, "invalid -cwd %s: %s", cwd_flag ? cwd_flag : ".", strerror(errno));
-	if (token_file && (token = acp_read_token(token_file, &e)) == NULL)
-		cli_die_err("", &e);
+	if (token_file)
+		token = read_token(token_file);
+	else if (addr)
+		token = local_token(addr);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (agent_log && addr)

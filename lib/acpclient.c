@@ -262,6 +262,9 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 	if (m->kind == JSONRPC_NOTIFICATION) {
 		if (strcmp(m->method, "session/update") == 0)
 			on_update(c, m->params);
+		else if (strcmp(m->method, "_sbx/session_taken_over") == 0)
+			emitf(c, "\n[session %s was opened by another connection; resume it with "
+			      "-session-id to take it back]\n", str_field(m->params, "sessionId") ?: "");
 	} else if (strcmp(m->method, "session/request_permission") == 0) {
 		answer_permission(c, m);
 	} else if (strcmp(m->method, "fs/read_text_file") == 0) {
@@ -360,6 +363,9 @@ static int authenticate(struct acpclient *c, struct sbx_err *e)
 	}
 	rc = call(c, "authenticate", params, NULL, &code, e);
 	json_object_put(params);
+	if (rc < 0 && c->cfg.token == NULL)
+		return err_prefix(e, "authentication failed (no token given: use -auth-token-file; "
+				  "acp-server names its token file on standard error)");
 	return rc < 0 ? err_prefix(e, "authentication failed") : 0;
 }
 

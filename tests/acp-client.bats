@@ -89,7 +89,7 @@ The user denied permission to run tool "run_command".'
 	assert_status 0
 	sid=$(printf '%s\n' "$output" | sed -n 's/^Session: //p')
 	[ -n "$sid" ]
-	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
+	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
 	run acp-client -addr "$ACP_ADDR" -session-id "$sid" -prompt "and now"
 	assert_status 0
 	assert_contains "remember me"
@@ -97,6 +97,10 @@ The user denied permission to run tool "run_command".'
 	run acp-client -addr "$ACP_ADDR" -session-id acp0000000000000000 -prompt x
 	assert_status 111
 	assert_contains 'unknown sessionId "acp0000000000000000"'
+	# a name agent-loop made is not acp-server's to open
+	run acp-client -addr "$ACP_ADDR" -session-id default -prompt x
+	assert_status 111
+	assert_contains 'unknown sessionId "default"'
 }
 
 @test "-cmd spawns the agent and speaks over its standard input/output" {
@@ -108,6 +112,25 @@ The user denied permission to run tool "run_command".'
 	assert_contains "[turn ended: end_turn]"
 	run -127 acp-client -cmd "no-such-agent-program" -prompt x
 	assert_contains "cannot start agent no-such-agent-program"
+}
+
+@test "auth by default: the server's generated token is found for a loopback -addr, or given with -auth-token-file" {
+	start_server
+	run acp-client -addr "$ACP_ADDR" -prompt hi
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	# another user (another state directory) has no token: refused, with the way out
+	XDG_STATE_HOME="$BATS_TEST_TMPDIR/other" run acp-client -addr "$ACP_ADDR" -prompt hi
+	assert_status 111
+	assert_contains "authentication failed (no token given: use -auth-token-file; acp-server names its token file on standard error)"
+	cp "$ACP_TOKEN_FILE" "$BATS_TEST_TMPDIR/mine"
+	XDG_STATE_HOME="$BATS_TEST_TMPDIR/other" run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/mine" -prompt hi
+	assert_status 0
+	# a file naming several principals is the server's, not a client's
+	printf 'a x\nb y\n' >"$BATS_TEST_TMPDIR/two"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/two" -prompt hi
+	assert_status 100
+	assert_contains "holds 2 tokens"
 }
 
 @test "auth: the token file logs in; without it the agent refuses" {

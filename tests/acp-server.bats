@@ -2,6 +2,7 @@
 # acp-server: driven by the official ACP client library over TCP, TLS and stdio; every message
 # the server sends is validated against the ACP v1 schema (tests/acp/validate.mjs).
 
+bats_require_minimum_version 1.5.0
 load helpers
 load acp/common
 
@@ -81,9 +82,10 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	grep -q 'serving ACP address="127.0.0.1:' "$ACP_LOG"
 	drive turn
 	assert_status 0
-	upd '.init.protocolVersion == 1 and .init.agentCapabilities.loadSession == true and .init.authMethods == []'
+	upd '.init.protocolVersion == 1 and .init.agentCapabilities.loadSession == true and .init.authMethods[0].id == "bearer-token"'
 	upd '.init.agentInfo == {"name":"sandboxed-tools","version":"0.1.0"}'
-	upd '.sessionId | test("^acp[0-9a-f]{16}$")'
+	# 128 random bits in every session id
+	upd '.sessionId | test("^acp[0-9a-f]{32}$")'
 	upd '.stops == ["end_turn"]'
 	upd '[.updates[].sessionUpdate] == ["tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
 	upd '.updates[0] | .toolCallId == "eliza-run-1" and .kind == "execute" and .status == "pending" and .title == "run_command({\"command\":\"uname -a\"})" and .rawInput == {"command":"uname -a"}'
@@ -165,7 +167,7 @@ EOF
 	start_server
 	drive load --session "$sid"
 	assert_status 0
-	upd '.unknown.code == -32602 and .unknown.message == "unknown sessionId \"acpffffffffffffffff\""'
+	upd '.unknown == {"code":-32002,"message":"unknown sessionId \"acpffffffffffffffff\"","data":{"sessionId":"acpffffffffffffffff"}}'
 	upd '.invalid.code == -32602 and (.invalid.message | startswith("invalid sessionId: "))'
 	upd '.load == {}'
 	upd '.replayed == 2'
@@ -186,7 +188,7 @@ EOF
 	drive cancel --prompt "hello" --cancel-on "file:$STUB_DIR/requests.jsonl"
 	assert_status 0
 	upd '.stop == "cancelled"'
-	upd '.busy.code == -32602 and (.busy.message | test("^session \"acp[0-9a-f]{16}\" is already processing a prompt$"))'
+	upd '.busy.code == -32602 and (.busy.message | test("^session \"acp[0-9a-f]{32}\" is already processing a prompt$"))'
 	upd '.again == "end_turn"'
 	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["after cancel"]'
 }
@@ -237,7 +239,7 @@ EOF
 }
 
 @test "malformed, oversize and unknown messages get the right errors and the connection stays open" {
-	start_server
+	start_server -no-auth
 	cat >"$BATS_TEST_TMPDIR/lines" <<'EOF'
 garbage
 
@@ -265,14 +267,14 @@ EOF
 	upd '.answers[6].id == 3 and .answers[6].error.code == -32600'
 	upd '.answers[7].id == null and .answers[7].error.code == -32600 and (.answers[7].error.message | test("longer than 8388608 bytes"))'
 	# session/prompt runs on a worker thread: its answer may come anywhere after the request.
-	upd '[.answers[] | select(.id == 9)] | length == 1 and .[0].error.code == -32602'
+	upd '[.answers[] | select(.id == 9)] | length == 1 and .[0].error.code == -32002'
 	upd '[.answers[] | select(.id != 9)] | .[8].id == 10 and .[8].error.code == -32602'
 	upd '[.answers[] | select(.id != 9)] | .[9].id == 11 and .[9].error.code == -32600'
 	upd '[.answers[] | select(.id != 9)] | .[10].id == null and .[10].error.code == -32600'
 }
 
 @test "a session/load id cannot leave the state directory" {
-	start_server
+	start_server -no-auth
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
 		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"../../../etc","cwd":"/","mcpServers":[]}}' \
 		'{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"/etc/passwd","cwd":"/","mcpServers":[]}}' \
@@ -346,8 +348,9 @@ assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Deployment"], kinds
 assert all(d["metadata"]["namespace"] == "default" for d in docs)
 assert all(d["metadata"]["name"] == "sandboxed-tools-acp-server" for d in docs)
 rules = {(r["apiGroups"][0], r["resources"][0]): sorted(r["verbs"]) for r in docs[1]["rules"]}
-assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "list", "watch", "update", "delete"]),
-                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"]}, rules
+assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "watch", "update", "delete"]),
+                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"],
+                 ("networking.k8s.io", "networkpolicies"): ["create", "delete", "get"]}, rules
 spec = docs[3]["spec"]["template"]["spec"]
 assert spec["serviceAccountName"] == "sandboxed-tools-acp-server"
 c = spec["containers"][0]
@@ -367,10 +370,11 @@ PY
 	start_server
 	drive disconnect --prompt "run: sleep 313"
 	assert_status 0
+	upd '.notOpen.code == -32002 and (.notOpen.message | test("is not open on this connection"))'
 	upd '.stop == "end_turn"'
 	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["What do you think it means when you say '"'still there?'"'?"]'
 	for i in $(seq 100); do pgrep -f "^sleep 313" >/dev/null || break; sleep 0.1; done
-	! pgrep -f "^sleep 313"
+	run ! pgrep -f "^sleep 313"
 }
 
 @test "one slow turn does not hold up another session" {
@@ -384,7 +388,7 @@ PY
 
 @test "SIGTERM lets a running turn finish, then deletes its sandbox" {
 	start_server
-	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --prompt "run: sleep 2.31; echo drained" \
+	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --token-file "$ACP_TOKEN_FILE" --prompt "run: sleep 2.31; echo drained" \
 		>"$BATS_TEST_TMPDIR/drive.out" 2>&1 &
 	dpid=$!
 	for i in $(seq 200); do pgrep -f "^sleep 2.31" >/dev/null && break; sleep 0.05; done
@@ -400,18 +404,26 @@ PY
 	[ -z "$output" ]
 }
 
-@test "more sessions than a connection may hold get a clear error" {
-	start_server
+@test "more sessions than a connection may hold get a clear error; failed loads never count" {
+	start_server -no-auth
 	{
 		echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
-		for i in $(seq 65); do
+		for i in $(seq 63); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+		done
+		for i in $(seq 100 109); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/load","params":{"sessionId":"acp'"$i"'","cwd":"/tmp","mcpServers":[]}}'
+		done
+		for i in 64 65; do
 			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
 		done
 	} >"$BATS_TEST_TMPDIR/lines"
-	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 66
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 76
 	assert_status 0
 	upd '[.answers[] | select(.result.sessionId)] | length == 64'
-	upd '.answers[65] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
+	# loads run on worker threads: their answers come in any order
+	upd '[.answers[] | select(.id >= 100) | .error.code] == [range(10) | -32002]'
+	upd '[.answers[] | select(.id == 65)][0] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
 }
 
 @test "a failing model call answers the prompt with -32603 and upstream's text; the session stays usable" {
@@ -435,7 +447,7 @@ with open(sys.argv[1], "w") as f:
         role = "user" if i % 2 == 0 else "assistant"
         f.write(json.dumps({"role": role, "content": f"m{i} " + "x" * (1 << 20)}) + "\n")
 PY
-	start_server
+	start_server -no-auth -import-session "$sid=anonymous"
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
 		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"'"$sid"'","cwd":"/tmp","mcpServers":[]}}' \
 		>"$BATS_TEST_TMPDIR/lines"
@@ -462,4 +474,148 @@ PY
 	[ "${#lines[@]}" -eq 1 ]
 	assert_json '.id == 0 and .result.protocolVersion == 1'
 	grep -q 'client disconnected remote="stdio"' "$BATS_TEST_TMPDIR/err"
+}
+
+# ---- who may talk to the server (issue 16) ----
+
+@test "TCP without -auth-token-file: a generated token in a 0600 file named on stderr, never printed" {
+	start_server
+	grep -q 'auth=true' "$ACP_LOG"
+	[ -n "$ACP_TOKEN_FILE" ]
+	[ "$ACP_TOKEN_FILE" = "$XDG_STATE_HOME/sbx/.acp-server/token-${ACP_ADDR##*:}" ]
+	[ "$(stat -c %a "$ACP_TOKEN_FILE")" = 600 ]
+	[ "$(stat -c %a "$(dirname "$ACP_TOKEN_FILE")")" = 700 ]
+	tok=$(cat "$ACP_TOKEN_FILE")
+	[[ "$tok" =~ ^[0-9a-f]{64}$ ]]
+	run ! grep -qF "$tok" "$ACP_LOG"
+	# without the token: nothing but initialize and authenticate
+	ACP_TOKEN_FILE= drive auth
+	assert_status 0
+	upd '.before.code == -32000 and .auth.code == -32000 and .after.code == -32000'
+	drive auth --token "$tok"
+	upd '.auth == null and .after == null'
+	# the token dies with the server
+	stop_server
+	[ ! -e "$XDG_STATE_HOME/sbx/.acp-server/token-${ACP_ADDR##*:}" ]
+}
+
+@test "-no-auth is refused on a non-loopback address and conflicts with -auth-token-file" {
+	run acp-server -no-auth -listen 0.0.0.0:0
+	assert_status 100
+	assert_contains "-no-auth is refused on 0.0.0.0:"
+	assert_contains "not a loopback address"
+	run acp-server -no-auth -listen :0
+	assert_status 100
+	assert_contains "not a loopback address"
+	echo tok >"$BATS_TEST_TMPDIR/t"
+	run acp-server -no-auth -auth-token-file "$BATS_TEST_TMPDIR/t"
+	assert_status 100
+	assert_contains "exclude each other"
+	start_server -no-auth
+	grep -q 'auth=false' "$ACP_LOG"
+	[ -z "$ACP_TOKEN_FILE" ]
+}
+
+@test "token files: several principals, comments, clear errors for duplicates and bad lines" {
+	printf '# team\nalice tok-alice-0123456789\n\nbob\ttok-bob-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	chmod 600 "$BATS_TEST_TMPDIR/t"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	run ! grep -q warning "$ACP_LOG"
+	drive auth --token tok-bob-0123456789
+	upd '.auth == null and .after == null'
+	grep -q 'authenticated remote="127.0.0.1:[0-9]*" principal="bob"' "$ACP_LOG"
+	stop_server
+	printf 'alice a1\nalice a2\n' >"$BATS_TEST_TMPDIR/dup"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/dup"
+	assert_status 100
+	assert_contains 'line 2: principal "alice" is already defined'
+	printf 'alice same\nbob same\n' >"$BATS_TEST_TMPDIR/dup"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/dup"
+	assert_contains 'line 2: the same token as principal "alice"'
+	printf 'a b c\n' >"$BATS_TEST_TMPDIR/bad"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/bad"
+	assert_contains "line 1: want TOKEN or NAME TOKEN"
+	printf 'x tok\n' >"$BATS_TEST_TMPDIR/loose"
+	chmod 644 "$BATS_TEST_TMPDIR/loose"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/loose"
+	grep -q "warning: token file .* can be read by other users" "$ACP_LOG"
+}
+
+@test "a session is its creator's: another principal's prompt, load and cancel look like an unknown session" {
+	printf 'alice tok-alice-0123456789\nbob tok-bob-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	chmod 600 "$BATS_TEST_TMPDIR/t"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	drive principals --alice tok-alice-0123456789 --bob tok-bob-0123456789
+	assert_status 0
+	upd '.bobPrompt == .unknownPrompt and .bobPrompt.code == -32002'
+	upd '.bobLoad == .unknownLoad and .bobLoad.code == -32002'
+	upd '.alice == "end_turn" and (.aliceOutput | startswith("stdout:\nmine\n")) and .bobUpdates == 0'
+	# after a restart the record says whose it is
+	sid=$(printf '%s' "$output" | jq -r .sid)
+	grep -q "\"id\":\"$sid\",\"principal\":\"alice\"" "$XDG_STATE_HOME/sbx/.acp-server/sessions.jsonl"
+	stop_server
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	drive principals --alice tok-alice-0123456789 --bob tok-bob-0123456789 --load "$sid"
+	assert_status 0
+	upd '.bobLoad.code == -32002 and .aliceLoad == null'
+}
+
+@test "a second connection that loads a session takes it over: the first is told, its turn stops, nothing interleaves" {
+	start_server
+	drive takeover --prompt "run: sleep 317"
+	assert_status 0
+	upd '.loaded == {} and .aStop == "cancelled"'
+	upd '.replay == ["user_message_chunk","agent_message_chunk","user_message_chunk"]'
+	upd '.told == [{"sessionId":.sid}]'
+	upd '.aAfter.code == -32002 and (.aAfter.message | test("not open on this connection"))'
+	upd '.bStop == "end_turn" and .bText == "What do you think it means when you say '"'now mine'"'?"'
+	grep -q "session acp[0-9a-f]* taken over by remote=" "$ACP_LOG"
+	run ! pgrep -f "^sleep 317"
+}
+
+@test "only sessions this server issued can be loaded: agent-loop's default is not found until imported" {
+	echo hello | agent-loop -backend local >/dev/null 2>&1
+	[ -s "$HOME/.local/sandboxed-tools/default/sessions/latest.jsonl" ]
+	start_server
+	drive load --session default
+	assert_status 1
+	assert_contains 'unknown sessionId \"default\"'
+	stop_server
+	start_server -import-session default
+	grep -q 'imported session default for principal operator' "$ACP_LOG"
+	drive load --session default
+	assert_status 0
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hello\n"}}'
+	# imported for someone else: still not ours
+	stop_server
+	printf 'alice tok-alice-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/t" -import-session default=mallory
+	assert_status 100
+	assert_contains 'no principal "mallory" in the token file'
+}
+
+@test "connection hygiene: a silent connection is closed after -auth-timeout; a logged-in one stays" {
+	start_server -auth-timeout 1s
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" idle "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.closed and .after >= 0.5 and .after < 5 and .login.result == {} and .authenticated_still_served'
+	grep -q 'closing connection remote="127.0.0.1:[0-9]*": not authenticated within 1s' "$ACP_LOG"
+}
+
+@test "connection hygiene: per-source connection cap, logged" {
+	start_server -max-conns-per-source 3
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" conncap "$ACP_ADDR" 3
+	assert_status 0
+	assert_json '.extra_closed and .held_open == 3'
+	grep -q 'refusing connection remote="127.0.0.1:[0-9]*": 3 connections open from 127.0.0.1' "$ACP_LOG"
+}
+
+@test "connection hygiene: failed authentications block the source address, logged; the right token then waits too" {
+	start_server -max-auth-failures 5
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" authfail "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.failures == 5 and .refused_at_once and (.right_token_served | not)'
+	grep -q 'failed authentication remote="127.0.0.1:[0-9]*" (5 from 127.0.0.1 in the last minute): wrong token' "$ACP_LOG"
+	grep -q 'blocking 127.0.0.1 for 10s after 5 failed authentications' "$ACP_LOG"
+	grep -q 'refusing connections from 127.0.0.1 for [0-9]*s: too many failed authentications' "$ACP_LOG"
 }

@@ -171,6 +171,27 @@ start_stub() {
 	vg_clean
 }
 
+@test "sbx-cp (in, out, a stream out, a missing path) and sbx-sessions (list, delete)" {
+	sbx-create vg5 >/dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/src/d"
+	echo a >"$BATS_TEST_TMPDIR/src/d/a"
+	ln -s /etc "$BATS_TEST_TMPDIR/src/out"
+	run vg sbx-cp "$BATS_TEST_TMPDIR/src" vg5:.
+	assert_status 0
+	run vg sbx-cp vg5:src "$BATS_TEST_TMPDIR/back"
+	assert_status 0
+	[ "$(cat "$BATS_TEST_TMPDIR/back/d/a")" = a ]
+	vg sbx-cp vg5:src - >/dev/null 2>&1
+	run vg sbx-cp vg5:nothere "$BATS_TEST_TMPDIR/x"
+	assert_status 101
+	printf 'hi\n' | OPENAI_MODEL=fake-eliza agent-loop -session vgsess >/dev/null 2>&1
+	run vg sbx-sessions
+	assert_status 0
+	run vg sbx-sessions -delete vgsess
+	assert_status 0
+	vg_clean
+}
+
 @test "agent-loop: one fake-eliza run: turn, and a bad flag" {
 	printf 'run: echo vg-turn\n' >"$BATS_TEST_TMPDIR/in"
 	OPENAI_MODEL=fake-eliza run vg agent-loop -session vgs <"$BATS_TEST_TMPDIR/in"

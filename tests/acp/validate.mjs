@@ -67,6 +67,11 @@ export class Validator {
     if (m.jsonrpc !== "2.0") this.fail("jsonrpc is not 2.0", line);
     if (typeof m.method === "string") {
       const isReq = m.id !== undefined;
+      // Extension methods (ACP: names starting with "_") have no schema beyond the envelope.
+      if (m.method.startsWith("_")) {
+        if (isReq) return this.fail(`unexpected extension request ${m.method}`, line);
+        return;
+      }
       const name = isReq ? requestParams[m.method] : notificationParams[m.method];
       if (!name) return this.fail(`unexpected ${isReq ? "request" : "notification"} ${m.method}`, line);
       const v = def(name);
