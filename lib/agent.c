@@ -610,9 +610,11 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 	/* A tools-only session touches after its answer (agent_session_touch); before the call
 	 * only when less than half the lifetime is left, so a call never starts that close to
 	 * the deadline. A sandbox that vanished meanwhile is found by the call itself. */
-	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2 &&
-	    !restore_unfinished(s))
+	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2) {
+		if (restore_unfinished(s))
+			restore(s, cancel_fd);
 		return 0;
+	}
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
 		if (t == 0) {

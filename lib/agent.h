@@ -1,5 +1,6 @@
 /* agent.h — the turn machinery shared by agent-loop and acp-server (upstream
- * pkg/agent Harness.RunTurn), composed from the sbx programs by posix_spawn:
+ * pkg/agent Harness.RunTurn), and its tool-call half for sbx-mcp (agent_tool_run: the same
+ * sandbox lifecycle, no LLM), composed from the sbx programs by posix_spawn:
  *
  *   user message ─▶ llm-chat -stream ─▶ assistant message ─┬─ no tool calls: turn ends
  *                        ▲                                   └─ per call: approve, ensure sandbox

@@ -24,6 +24,8 @@
 #define SBX_NAMESPACE_MAX 64
 /* -allow-host: the normalised list (see lib/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
 #define SBX_ALLOW_HOSTS_MAX 4097
+/* A RuntimeClass name: a DNS-1123 subdomain. */
+#define SBX_RUNTIME_CLASS_MAX 254
 
 /* Resource limits (issue 14): set by sbx-create -memory -pids -cpus -disk -limits. In a spec
  * they are what is asked for; in an sbx_info what is in force. A quantity of 0 means no limit
@@ -53,6 +55,10 @@ struct sbx_spec {
 	 * for those hosts only (local: lib/localnet.c; kubernetes decides for itself). */
 	char allow_hosts[SBX_ALLOW_HOSTS_MAX];
 	struct sbx_limits limits;	/* defaults from backend_spec_init */
+	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
+	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */
+	bool run_as_root;
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
 };
 
 struct sbx_info {
@@ -67,6 +73,10 @@ struct sbx_info {
 	bool network;
 	char allow_hosts[SBX_ALLOW_HOSTS_MAX];	/* "" or the list in force */
 	struct sbx_limits limits;	/* in force */
+	/* kubernetes: the Pod Security level the pod template meets ("restricted", or "baseline"
+	 * with -run-as-root) and its RuntimeClass ("" none); empty on other backends. */
+	char pod_security[16];
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 };

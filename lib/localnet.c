@@ -83,7 +83,7 @@ static int resolver(char ns[][INET6_ADDRSTRLEN], struct buf *extra)
 	int n;
 
 	if (env && *env)
-		return read_nameservers(env, ns, extra);
+		return read_nameservers(env, ns, extra);	/* none: no DNS, never the host's */
 	n = read_nameservers("/etc/resolv.conf", ns, extra);
 	if (n == 0) {
 		buf_free(extra);
@@ -122,6 +122,13 @@ static int prepare_nat(const char *dir, const char *root, struct buf *plan, stru
 	if (helper == NULL)
 		return err_set(e, SBX_EUNAVAIL, "-network needs pasta, which is not installed: "
 			       "install the Debian package \"passt\" (or \"slirp4netns\")");
+	/* Root's helpers get a usable device of their own (cmd/sbx-init/net.c); anyone else's
+	 * need the host's. */
+	if (geteuid() != 0 && access("/dev/net/tun", R_OK | W_OK) != 0) {
+		free(helper);
+		return err_sys(e, errno, "-network needs /dev/net/tun, which this user may not open "
+			       "(Debian makes it mode 0666)");
+	}
 	buf_printf(plan, "mode %s\nhelper %s\n", args == pasta_args ? "nat" : "slirp", helper);
 	free(helper);
 	for (size_t i = 0; args[i]; i++)
@@ -169,8 +176,9 @@ static int prepare_proxy(const struct sbx_spec *spec, struct buf *plan, struct s
 		   spec->allow_hosts);
 	/* Only a resolver given on purpose is passed on; otherwise the proxy resolves as the
 	 * host does (getaddrinfo: /etc/hosts, nsswitch, the host's DNS). */
-	if (env && *env)
-		n = read_nameservers(env, ns, NULL);
+	if (env && *env && (n = read_nameservers(env, ns, NULL)) == 0)
+		return err_set(e, SBX_EINVAL, "SBX_RESOLV_CONF=%s names no usable nameserver "
+			       "(unreadable, or only loopback ones)", env);
 	if (n > 0)
 		buf_puts(plan, "arg -nameservers\narg ");
 	for (int i = 0; i < n; i++)

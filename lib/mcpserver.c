@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 
 #include "agent.h"
 #include "gojson.h"
@@ -274,7 +274,9 @@ struct mcp_session *mcp_session_open(struct mcp_server *srv, const char *name, s
 		snprintf(ss->name, sizeof ss->name, "%s", name);
 	} else {
 		unsigned char rnd[8];
-		if (RAND_bytes(rnd, sizeof rnd) != 1) {
+		/* getrandom, not OpenSSL: this runs on short-lived connection threads, where
+		 * OpenSSL would keep a random generator per thread. */
+		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
 			free(ss);
 			err_set(e, SBX_EIO, "failed to generate a session name");
 			return NULL;

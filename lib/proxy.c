@@ -240,7 +240,8 @@ static int open_upstream(struct conn *c, int *code)
 	const struct netpolicy_rule *rule;
 	struct sockaddr_storage addrs[PROXY_ADDRS_MAX];
 	const char *refused = NULL;
-	int n;
+	char refused_addr[INET6_ADDRSTRLEN] = "";
+	int n, tried = 0;
 
 	c->decision = "denied";
 	*code = 403;
@@ -255,10 +256,12 @@ static int open_upstream(struct conn *c, int *code)
 		return -1;
 	}
 	netpolicy_rule_text(rule, c->rule, sizeof c->rule);
+	/* Allowed by the list; from here on only the addresses can refuse, or the network fail. */
+	c->decision = "allowed";
+	*code = 502;
 	n = resolve(cfg, c->host, c->port, addrs, PROXY_ADDRS_MAX);
 	if (n == 0) {
 		c->reason = "the name does not resolve";
-		*code = 502;
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -268,24 +271,29 @@ static int open_upstream(struct conn *c, int *code)
 		if (cls == NULL && netpolicy_is_local_addr((struct sockaddr *)&addrs[i]) != 0)
 			cls = "one of this host's own addresses";
 		if (cls && rule->wildcard) {
-			refused = cls;
-			sa_text(&addrs[i], c->addr, sizeof c->addr);
+			if (refused == NULL) {
+				refused = cls;
+				sa_text(&addrs[i], refused_addr, sizeof refused_addr);
+			}
 			continue;
 		}
+		tried = 1;
 		sa_text(&addrs[i], c->addr, sizeof c->addr);
 		if ((c->up = connect_timed(&addrs[i])) >= 0) {
-			c->decision = "allowed";
 			c->reason = NULL;
 			return 0;
 		}
-		c->reason = "connection failed";
-		*code = 502;
 	}
-	if (refused && c->reason == NULL) {
+	if (!tried) {
 		static __thread char why[160];
 		snprintf(why, sizeof why, "resolves to %s (%s), which only an exact entry may reach",
-			 c->addr, refused);
+			 refused_addr, refused);
+		snprintf(c->addr, sizeof c->addr, "%s", refused_addr);
 		c->reason = why;
+		c->decision = "denied";
+		*code = 403;
+	} else {
+		c->reason = "connection failed";
 	}
 	return -1;
 }
@@ -300,29 +308,43 @@ struct lane {
 	long long *count;
 };
 
-/* Moves what it can without blocking; -1 when the lane failed. */
+/* Moves what it can without blocking (in and out by turns until both would wait, so one
+ * wake-up moves as much as the sockets allow); -1 when the lane failed. */
 static int lane_step(struct lane *l, short rev_from, short rev_to)
 {
+	int can_in = (rev_from & (POLLIN | POLLHUP | POLLERR)) != 0;
+	int can_out = (rev_to & (POLLOUT | POLLERR | POLLHUP)) != 0 || l->pending == 0;
 	ssize_t n;
 
-	if ((rev_from & (POLLIN | POLLHUP | POLLERR)) && !l->eof && l->pending < l->cap) {
-		n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n == 0)
-			l->eof = 1;
-		else if (n > 0)
-			l->pending += (size_t)n;
-		else if (errno != EAGAIN && errno != EINTR)
-			return -1;
-	}
-	if ((rev_to & (POLLOUT | POLLERR | POLLHUP)) && l->pending > 0) {
-		n = splice(l->pipe[0], NULL, l->to, NULL, l->pending, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			l->pending -= (size_t)n;
-			*l->count += n;
-		} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-			return -1;
+	for (int round = 0; round < 64 && (can_in || can_out); round++) {
+		int moved = 0;
+		if (can_in && !l->eof && l->pending < l->cap) {
+			n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n == 0)
+				l->eof = 1;
+			else if (n > 0)
+				l->pending += (size_t)n, moved = 1;
+			else if (errno == EAGAIN)
+				can_in = 0;
+			else if (errno != EINTR)
+				return -1;
 		}
+		if (can_out && l->pending > 0) {
+			n = splice(l->pipe[0], NULL, l->to, NULL, l->pending,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				l->pending -= (size_t)n;
+				*l->count += n;
+				moved = 1;
+			} else if (n < 0 && errno == EAGAIN) {
+				can_out = 0;
+			} else if (n < 0 && errno != EINTR) {
+				return -1;
+			}
+		}
+		if (!moved)
+			break;
 	}
 	if (l->eof && l->pending == 0 && !l->shut) {
 		/* One side is done sending: pass the half-close on, keep the other way open. */

@@ -97,6 +97,11 @@ static int hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
+static int is_host_field(const char *name, size_t len)
+{
+	return len == 4 && strncasecmp(name, "host", 4) == 0;
+}
+
 /* Parses the request line; *path is the origin-form target for plain HTTP. */
 static int parse_line(const char *l, size_t len, struct proxyreq *r, const char **path,
 		      size_t *plen, const char **ver, struct sbx_err *e)
@@ -157,7 +162,6 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 	const char *p = head, *end = head + len, *path = NULL, *ver = NULL;
 	size_t plen = 0, fields = 0;
 	struct buf up = {0};
-	int have_host = 0;
 
 	memset(r, 0, sizeof *r);
 	if (len > PROXYREQ_HEAD_MAX)
@@ -202,9 +206,9 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 			for (size_t i = nlen + 1; i < l; i++)
 				if ((unsigned char)p[i] < 0x20 && p[i] != '\t')
 					goto bad;
-			if (nlen == 4 && strncasecmp(p, "host", 4) == 0)
-				have_host = 1;
-			if (!r->connect && !hop_by_hop(p, nlen)) {
+			/* The Host the server sees is the URL's, the one the policy checked: a
+			 * client's own could name another site on the same address. */
+			if (!r->connect && !is_host_field(p, nlen) && !hop_by_hop(p, nlen)) {
 				buf_append(&up, p, l);
 				buf_puts(&up, "\r\n");
 			}
@@ -214,14 +218,11 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 	if (ver == NULL)
 		goto bad;
 	if (!r->connect) {
-		if (!have_host) {
-			int v6 = strchr(r->host, ':') != NULL;
-			buf_printf(&up, "Host: %s%s%s", v6 ? "[" : "", r->host, v6 ? "]" : "");
-			if (r->port != 80)
-				buf_printf(&up, ":%d", r->port);
-			buf_puts(&up, "\r\n");
-		}
-		buf_puts(&up, "Connection: close\r\n\r\n");
+		int v6 = strchr(r->host, ':') != NULL;
+		buf_printf(&up, "Host: %s%s%s", v6 ? "[" : "", r->host, v6 ? "]" : "");
+		if (r->port != 80)
+			buf_printf(&up, ":%d", r->port);
+		buf_puts(&up, "\r\nConnection: close\r\n\r\n");
 		r->upstream_len = up.len;
 		r->upstream = buf_steal(&up);
 	}

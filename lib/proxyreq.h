@@ -22,7 +22,8 @@ struct proxyreq {
 	int port;
 	int connect;		/* CONNECT: a tunnel; else plain HTTP forwarding */
 	/* For plain HTTP: the head to send upstream (origin-form target, hop-by-hop fields
-	 * dropped, "Connection: close"), and its length. */
+	 * dropped, Host from the URL whatever the client wrote, "Connection: close"), and its
+	 * length. */
 	char *upstream;
 	size_t upstream_len;
 };

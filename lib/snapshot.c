@@ -7,65 +7,29 @@
 #include <poll.h>
 #include <signal.h>
 #include <libgen.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "execjob.h"
 #include "fsutil.h"
 #include "xalloc.h"
 
-/* One sbx_exec run on its own thread while this one handles the stream. */
-struct job {
-	struct sbx_backend *b;
-	const char *name;
-	struct sbx_exec x;
-	struct sbx_exec_result res;
-	struct sbx_err err;
-	int rc;
-	int close_after;	/* our end of the pipe the command writes to, closed when it ends */
+/* take_by_exec's reader: the stream through the checker into the temporary. */
+struct take {
+	struct backup_tmp *t;
+	struct archive_stats *st;
 };
 
-static void *job_run(void *arg)
+static int take_check(int fd, void *arg, struct sbx_err *e)
 {
-	struct job *j = arg;
+	struct take *tk = arg;
 
-	j->rc = sbx_exec(j->b, j->name, &j->x, &j->res, &j->err);
-	if (j->close_after >= 0)
-		close(j->close_after);
-	return NULL;
-}
-
-/* The start of what tar wrote on stderr, for the error message. */
-static void stderr_text(int fd, char *out, size_t cap)
-{
-	ssize_t n = pread(fd, out, cap - 1, 0);
-	size_t len = n > 0 ? (size_t)n : 0;
-
-	while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' '))
-		len--;
-	out[len] = '\0';
-}
-
-/* The result of a tar run inside the sandbox, in upstream's words. */
-static int tar_outcome(const struct job *j, int errfd, const char *what, struct sbx_err *e)
-{
-	char text[SNAPSHOT_STDERR_MAX];
-
-	if (j->rc < 0)
-		return err_set(e, j->err.code, "failed to execute %s: %s", what, j->err.msg);
-	if (j->res.canceled)
-		return err_set(e, SBX_ECANCELED, "interrupted");
-	if (j->res.exit_code != 0) {
-		stderr_text(errfd, text, sizeof text);
-		return err_set(e, SBX_EIO, "%s failed with exit code %d: %s", what, j->res.exit_code,
-			       text);
-	}
-	return 0;
+	return archive_check_fd(fd, tk->t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
+				backup_tap, tk->t, tk->st, e);
 }
 
 /* Streams `tar -c` of home inside the sandbox through the checker into the temporary. */
@@ -73,59 +37,13 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 			enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
 			struct sbx_err *e)
 {
-	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "-cf", "-", "-C",
-			(char *)home, ".", NULL};
-	struct job j = {.b = b, .name = session, .close_after = -1};
-	int out[2] = {-1, -1}, stop[2] = {-1, -1}, errfd = -1, rc = -1;
-	pthread_t th;
-	bool started = false;
+	/* Entries owned by root, as upstream's root pods write them: a backup from a non-root
+	 * pod (uid 1000 on kubernetes) restores in upstream's pod as if upstream had made it. */
+	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "--owner=0",
+			"--group=0", "--numeric-owner", "-cf", "-", "-C", (char *)home, ".", NULL};
+	struct take tk = {t, st};
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(stop, O_CLOEXEC) < 0 ||
-	    (errfd = memfd_create("tar-stderr", MFD_CLOEXEC)) < 0) {
-		err_sys(e, errno, "cannot set up the snapshot stream");
-		goto out;
-	}
-	j.x = (struct sbx_exec){.argv = argv, .in_fd = -1, .out_fd = out[1], .err_fd = errfd,
-				.cancel_fd = stop[0]};
-	j.close_after = out[1];
-	if (pthread_create(&th, NULL, job_run, &j) != 0) {
-		err_set(e, SBX_EIO, "cannot start the snapshot thread");
-		goto out;
-	}
-	out[1] = -1;	/* the thread closes it */
-	started = true;
-	if (archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
-			    backup_tap, t, st, e) < 0) {
-		/* Stop tar: cancel the command and close our end so its writes fail. */
-		if (write(stop[1], "x", 1) < 0) {
-			/* the command is being cancelled anyway by closing the pipe */
-		}
-		close(out[0]);
-		out[0] = -1;
-		pthread_join(th, NULL);
-		started = false;
-		/* A stream cut short because the command failed: its failure is the reason. */
-		if (e->code != SBX_ECANCELED && !j.res.canceled &&
-		    (j.rc < 0 || j.res.exit_code != 0))
-			tar_outcome(&j, errfd, "snapshot", e);
-		goto out;
-	}
-	pthread_join(th, NULL);
-	started = false;
-	rc = tar_outcome(&j, errfd, "snapshot", e);
-out:
-	if (started) {
-		pthread_join(th, NULL);
-	}
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (stop[i] >= 0)
-			close(stop[i]);
-	}
-	if (errfd >= 0)
-		close(errfd);
-	return rc;
+	return execjob_read(b, session, argv, take_check, &tk, "snapshot", e);
 }
 
 /* ---- work on the host home, done by a child holding only the home owner's rights ---- */
@@ -145,23 +63,6 @@ struct host_job {
 	uint64_t max_bytes;
 	enum { HOST_PACK, HOST_UNPACK, HOST_CLEAR } op;
 };
-
-static int fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
-{
-	const char *c = p;
-	int fd = *(int *)arg;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_sys(e, errno, "cannot pass the archive on");
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
@@ -212,7 +113,7 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 		if (r.rc == 0 && hj->op == HOST_UNPACK)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
 		else if (r.rc == 0 && hj->op == HOST_PACK)
-			r.rc = archive_pack_dir(".", hj->codec, fd_sink, &fd, &r.st, &r.err);
+			r.rc = archive_pack_dir(".", hj->codec, archive_fd_sink, &fd, &r.st, &r.err);
 		else if (r.rc == 0 && fs_clear_dir(".") < 0)
 			r.rc = err_sys(&r.err, errno, "cannot empty the home");
 		if (r.rc < 0)
@@ -397,15 +298,18 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 			   int cancel_fd, const struct archive_stats *st, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
-	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
-	char *base[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home};
+	/* --no-same-owner: files belong to whoever extracts, as with the local backend (upstream's
+	 * root-owned entries become a non-root pod's own). The archive's top entry "." is left
+	 * out (--no-recursion: that entry only, not what it holds) and existing directories keep
+	 * their metadata: the home itself keeps its owner and mode, which a non-root pod may not
+	 * change on a volume it does not own (GNU tar would fail the restore trying). */
+	char *base[] = {"tar", "-z", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+			"--exclude=.", "-xf", "-", "-C", (char *)home};
 	size_t nb = sizeof base / sizeof base[0], na = nb + 1, i;
 	char **argv;
-	struct job j = {.b = b, .name = session, .close_after = -1};
-	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
+	struct execjob j;
+	int rc;
 
-	if (errfd < 0)
-		return err_sys(e, errno, "cannot set up the restore");
 	if (st->nlink_names)
 		na += 2 + st->nlink_names;
 	argv = xcalloc(na, sizeof *argv);
@@ -422,11 +326,8 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 		argv[1] = "--zstd";
 	else if (magic[0] != 0x1f || magic[1] != 0x8b)
 		argv[1] = "-p";	/* plain tar: a harmless flag in -z's place */
-	j.x = (struct sbx_exec){.argv = argv, .in_fd = fd, .out_fd = errfd, .err_fd = errfd,
-				.cancel_fd = cancel_fd};
-	job_run(&j);
-	rc = tar_outcome(&j, errfd, "restore", e);
-	close(errfd);
+	if ((rc = execjob_run(&j, b, session, argv, fd, -1, cancel_fd, e)) == 0)
+		rc = execjob_finish(&j, "restore", e);
 	for (i = sizeof base / sizeof base[0] + 2; st->nlink_names && argv[i]; i++)
 		free(argv[i]);
 	free(argv);
@@ -439,17 +340,11 @@ static int clear_by_exec(struct sbx_backend *b, const char *session, const char 
 {
 	char *argv[] = {"sh", "-c", "cd -- \"$1\" && rm -rf -- ./* ./.[!.]* ./..?*", "sh",
 			(char *)home, NULL};
-	struct job j = {.b = b, .name = session, .close_after = -1};
-	int errfd = memfd_create("rm-stderr", MFD_CLOEXEC), rc;
+	struct execjob j;
 
-	if (errfd < 0)
-		return err_sys(e, errno, "cannot set up the clean-up");
-	j.x = (struct sbx_exec){.argv = argv, .in_fd = -1, .out_fd = errfd, .err_fd = errfd,
-				.cancel_fd = cancel_fd};
-	job_run(&j);
-	rc = tar_outcome(&j, errfd, "emptying the home", e);
-	close(errfd);
-	return rc;
+	if (execjob_run(&j, b, session, argv, -1, -1, cancel_fd, e) < 0)
+		return -1;
+	return execjob_finish(&j, "emptying the home", e);
 }
 
 /* Verifies one candidate; the open, verified fd (rewound) or -1 with the reason in e. */

@@ -14,9 +14,6 @@
 #include "backend.h"
 #include "backup.h"
 
-/* What a failing tar inside the sandbox may say that we keep for the error message. */
-#define SNAPSHOT_STDERR_MAX 4096
-
 struct snapshot_opts {
 	const char *homedir;	/* NULL: the sandbox's home; else this directory, via tar inside */
 	enum archive_codec codec;

@@ -25,6 +25,8 @@ enum specflag_id {
 	SPECF_CPUS,
 	SPECF_DISK,
 	SPECF_LIMITS,
+	SPECF_RUN_AS_ROOT,
+	SPECF_RUNTIME_CLASS,
 	SPECF_COUNT
 };
 
@@ -42,11 +44,15 @@ enum specflag_id {
 	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
 	"  -disk SIZE            most the home may hold (10G); env SANDBOX_DISK, default 10G\n" \
 	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
-	"                        env SANDBOX_LIMITS, default on\n"
+	"                        env SANDBOX_LIMITS, default on\n" \
+	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
+	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	"                        (env SANDBOX_RUNTIME_CLASS)\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] [-disk SIZE] " \
-	"[-limits on|none]"
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

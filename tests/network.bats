@@ -9,7 +9,16 @@ load netns
 setup_file() { netns_up; }
 teardown_file() { netns_down; }
 setup() { setup_sbx_env; }
-teardown() { teardown_sbx_env; }
+teardown() {
+	teardown_sbx_env
+	# what a test made outside its temporary directory (for a user other than root)
+	if [ -n "${OUTSIDE_DIR:-}" ]; then
+		for n in $(XDG_STATE_HOME="$OUTSIDE_DIR/state" sbx-list 2>/dev/null | jq -r .name); do
+			XDG_STATE_HOME="$OUTSIDE_DIR/state" sbx-delete "$n" >/dev/null 2>&1 || true
+		done
+		rm -rf "$OUTSIDE_DIR"
+	fi
+}
 
 sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
 
@@ -123,13 +132,18 @@ except OSError as e:
 @test "a network helper that fails is a clear error at create, and nothing of the sandbox is left running" {
 	# the helper runs as the sandbox's host user: somewhere that user may read
 	d=$(mktemp -d /tmp/sbx-net-test.XXXXXX)
+	OUTSIDE_DIR=$d
 	chmod 755 "$d"
 	printf '#!/bin/sh\necho "cannot reach the moon" >&2\nexit 1\n' >"$d/bad-helper"
 	chmod 755 "$d/bad-helper"
 	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
-	rm -rf "$d"
 	assert_status 111
 	assert_contains "the network helper failed: cannot reach the moon"
+	chmod 700 "$d"
+	SBX_PROXY=$d/bad-helper run sbx-create -allow-host web.sbx.test doomed
+	rm -rf "$d"
+	assert_status 111
+	assert_contains "Permission denied (it runs as the sandbox's host user, who must be able to reach and execute it)"
 	[ ! -e "$(sandbox_dir doomed)" ]
 	run pgrep -f -- "--hostname doomed "
 	assert_status 1
@@ -195,6 +209,13 @@ except OSError as e:
 	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
+	# allowed by the list but not resolvable: 502, logged as allowed with the reason
+	run sbx-exec -raw wild -- curl -sS -m 20 -o /dev/null -w '%{http_code}' "http://nowhere.sbx.test:8080/"
+	[ "$output" = 502 ]
+	run jq -c 'select(.host=="nowhere.sbx.test") | [.decision, .reason]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["allowed","the name does not resolve"]' ]
+	run jq -c 'select(.host=="loop.sbx.test") | [.decision, .address]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["denied","127.0.0.1"]' ]
 	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
 	run sbx-exec -raw exact -- curl -sS -m 10 "http://loop.sbx.test:$HOST_PORT/secret.txt"
 	[ "$output" = host-only-secret ]
@@ -272,4 +293,41 @@ for s in held: s.close()'
 	[ "${lines[3]}" = "HTTP/1.1 503 Service Unavailable | sbx-proxy: too many connections at once" ]
 	# and it serves again once they are gone
 	wait_until sbx-exec -raw prox -- curl -sf -m 5 http://web.sbx.test:8080/hello.txt -o /dev/null
+}
+
+@test "-allow-host for a user who is not root: the same proxy, run as that user" {
+	d=$(mktemp -d /tmp/sbx-net-user.XXXXXX)
+	OUTSIDE_DIR=$d
+	chmod 777 "$d"
+	cp "$SBX_RESOLV_CONF" "$d/resolv.conf"	# where that user can read it
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$d" XDG_STATE_HOME="$d/state" SBX_RESOLV_CONF="${RC:-$d/resolv.conf}" "$@"; }
+	# a resolver given on purpose that cannot be used is an error, never the host's instead
+	RC=/nonexistent run as_nobody sbx-create -limits none -allow-host web.sbx.test mine
+	assert_status 100
+	assert_contains "names no usable nameserver"
+	as_nobody sbx-create -limits none -allow-host web.sbx.test:8080 mine >/dev/null
+	run as_nobody sbx-exec -raw mine -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	sup=$(cat "$d/state/sbx/default/mine/supervisor.pid")
+	[ "$(stat -c %u "/proc/$(pgrep -P "$sup" -x sbx-proxy)")" = 65534 ]
+	as_nobody sbx-delete mine >/dev/null
+	rm -rf "$d"
+	[ "$output" = "hello from web" ]
+}
+
+@test "-network with an OCI image: its resolv.conf is replaced when it has one, left alone when not" {
+	base='["hostfile","bin/busybox","/bin/busybox"],["symlink","bin/sh","busybox"],["dir","etc"],["file","etc/passwd","root:x:0:0:root:/root:/bin/sh\n"]'
+	for img in with without; do
+		extra=
+		[ "$img" = with ] && extra=',["file","etc/resolv.conf","nameserver 192.0.2.53\n"]'
+		printf '{"layers":[{"compress":"gzip","entries":[%s%s]}],"tag":"v1"}\n' "$base" "$extra" \
+			>"$BATS_TEST_TMPDIR/$img.json"
+		python3 "$SBX_TOP/tests/oci/mkimage.py" "$BATS_TEST_TMPDIR/$img.json" "$BATS_TEST_TMPDIR/$img.tar"
+		sbx-create -network -image "oci-archive:$BATS_TEST_TMPDIR/$img.tar:v1" "img$img" >/dev/null
+	done
+	run sbx-exec -raw imgwith -- busybox cat /etc/resolv.conf
+	assert_contains "nameserver $WEB"
+	run sbx-exec -raw imgwithout -- busybox ls /etc
+	[[ "$output" != *resolv.conf* ]]
+	run sbx-exec -raw imgwithout -- busybox wget -q -O - "http://$WEB:8080/hello.txt"
+	[ "$output" = "hello from web" ]
 }

@@ -117,6 +117,25 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	grep -q 'session=c1 cancelling run_command' "$BATS_TEST_TMPDIR/stderr"
 }
 
+@test "stdio: SIGTERM stops a running call, backs the home up and deletes the sandbox (exit 0)" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	sbx-mcp -session t1 <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo kept > ~/k; sleep 60"}}}' >&4
+	wait_until sbx-exec t1 -- test -f /home/clawtainer/k
+	kill -TERM "$pid"
+	st=0
+	finish "$pid" || st=$?
+	[ "$st" = 0 ]
+	exec 4>&-
+	grep -q 'session=t1 saved filesystem state to new backup' "$BATS_TEST_TMPDIR/err"
+	[ -z "$(sbx-list)" ]
+	# the cancelled call got no answer; initialize did
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/out")" = 1 ]
+}
+
 @test "stdio: progress notifications while a call runs when the client sends a progressToken" {
 	mcpc '[{"call":"run_command","args":{"command":"sleep 2.6; echo done"},"progress":true},
 	       {"call":"run_command","args":{"command":"sleep 1.5"}}]' --stdio sbx-mcp
@@ -136,6 +155,17 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	grep -q 'session=e1 Active sandbox was deleted or expired, will recreate it' "$BATS_TEST_TMPDIR/stderr"
 	grep -q 'session=e1 restoring filesystem from latest backup' "$BATS_TEST_TMPDIR/stderr"
 	[ "$(grep -c 'launching sandbox' "$BATS_TEST_TMPDIR/stderr")" = 2 ]
+}
+
+@test "stdio: sbx-create's sandbox flags and their variables reach the sandbox unchanged" {
+	SANDBOX_PIDS=300 mcpc '[{"call":"run_command","args":{"command":"true"}},
+	       {"until":"sbx-list | jq -e \"select(.name == \\\"f1\\\") | .limits.memory == 314572800 and .limits.pids == 300\""}]' \
+		--stdio sbx-mcp -session f1 -memory 300M
+	assert_status 0
+	j '.results[1].until'
+	run sbx-mcp -memory lots </dev/null
+	assert_status 100
+	assert_contains 'invalid value "lots" for flag -memory'
 }
 
 @test "stdio: the geminicli toolset: its tools, instructions and calls" {
@@ -302,6 +332,11 @@ j() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; 
 	head -c $((9 << 20)) /dev/zero >"$BATS_TEST_TMPDIR/big"
 	c "${A[@]}" --data-binary "@$BATS_TEST_TMPDIR/big" "$MCP_URL"
 	assert_contains 'HTTP/1.1 413'
+	# a client that takes event streams only gets its initialize answered as one
+	c "${T[@]}" -H 'Content-Type: application/json' -H 'Accept: text/event-stream' -d "$init" "$MCP_URL"
+	assert_contains 'Content-Type: text/event-stream'
+	assert_contains 'Mcp-Session-Id: mcp'
+	assert_contains 'data: {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"'
 	# a session: initialize (JSON answer with the id), a notification (202), a request, DELETE
 	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"
 	assert_contains 'HTTP/1.1 200'

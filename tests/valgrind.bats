@@ -128,16 +128,25 @@ start_stub() {
 	vg_clean
 }
 
-@test "llm-chat: fake-eliza, the OpenAI stub, and a server error" {
+@test "llm-chat: fake-eliza, the OpenAI stub, vendors' streams, and a server error" {
 	run vg llm-chat -model fake-eliza <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	run vg llm-chat -model fake-eliza <<<'{"messages":'
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
 	start_stub '{"sse":[{"id":"r","choices":[{"index":0,"delta":{"role":"assistant","content":"hi "}}]},{"id":"r","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}' \
+		"{\"file\":\"$SBX_TOP/tests/llm/mistral/reasoning.sse\",\"split\":3}" \
+		"{\"file\":\"$SBX_TOP/tests/llm/dashscope/tool-call.sse\",\"random\":[5,9]}" \
 		'{"status":500,"json":{"error":{"message":"boom"}}}'
 	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	assert_contains 'there'
+	# content parts, reasoning deltas, "id":"" repeats, a vendor's request policy
+	run vg llm-chat -stream -vendor mistral <<<'{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","index":0,"reasoning_content":"r"},{"role":"user","content":"q"}]}'
+	assert_status 0
+	assert_contains '"reasoning_content":"Count the files first."'
+	run vg llm-chat -stream -vendor dashscope <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	assert_status 0
+	assert_contains '"id":"call_sbxreplaydashscope0016"'
 	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
 	assert_contains 'status 500'
@@ -159,6 +168,27 @@ start_stub() {
 	assert_status 100
 	run vg sbx-snapshot nosuch
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	vg_clean
+}
+
+@test "sbx-cp (in, out, a stream out, a missing path) and sbx-sessions (list, delete)" {
+	sbx-create vg5 >/dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/src/d"
+	echo a >"$BATS_TEST_TMPDIR/src/d/a"
+	ln -s /etc "$BATS_TEST_TMPDIR/src/out"
+	run vg sbx-cp "$BATS_TEST_TMPDIR/src" vg5:.
+	assert_status 0
+	run vg sbx-cp vg5:src "$BATS_TEST_TMPDIR/back"
+	assert_status 0
+	[ "$(cat "$BATS_TEST_TMPDIR/back/d/a")" = a ]
+	vg sbx-cp vg5:src - >/dev/null 2>&1
+	run vg sbx-cp vg5:nothere "$BATS_TEST_TMPDIR/x"
+	assert_status 101
+	printf 'hi\n' | OPENAI_MODEL=fake-eliza agent-loop -session vgsess >/dev/null 2>&1
+	run vg sbx-sessions
+	assert_status 0
+	run vg sbx-sessions -delete vgsess
+	assert_status 0
 	vg_clean
 }
 

@@ -5,7 +5,8 @@
  * the fuzzer reaches past the 401; one starting with 'S' also the id of a session the harness
  * opened, so it reaches the methods behind initialize. No sbx program is on PATH: a tools/call stops at making the
  * sandbox, and every check before it (headers, sessions, versions, bodies, JSON-RPC, the MCP
- * methods) is exercised. A hang (no answer within 10 s) aborts. */
+ * methods) is exercised. A hang (no answer within 25 s, below libFuzzer's -timeout of 30 s,
+ * so a busy machine's stalls are not findings) aborts, saying so. */
 // FUZZ_SOURCES: -lmicrohttpd
 #include <poll.h>
 #include <pthread.h>
@@ -73,8 +74,10 @@ static void exchange(const char *prefix, const unsigned char *data, size_t size,
 	size_t got = 0;
 	int fd;
 
-	if ((fd = net_dial(addr, 5000, NULL)) < 0)
+	if ((fd = net_dial(addr, 5000, NULL)) < 0) {
+		fprintf(stderr, "fuzz_mcphttp: cannot connect to the server\n");
 		abort();
+	}
 	if ((prefix && send(fd, prefix, strlen(prefix), MSG_NOSIGNAL) < 0) ||
 	    (size > 0 && send(fd, data, size, MSG_NOSIGNAL) < 0))
 		goto out;
@@ -84,8 +87,10 @@ static void exchange(const char *prefix, const unsigned char *data, size_t size,
 		char buf[65536];
 		ssize_t n;
 
-		if (poll(&p, 1, 10000) != 1)
-			abort();	/* the server neither answered nor closed */
+		if (poll(&p, 1, 25000) != 1) {
+			fprintf(stderr, "fuzz_mcphttp: no answer and no close within 25 s\n");
+			abort();
+		}
 		n = recv(fd, buf, sizeof buf, 0);
 		if (n <= 0)
 			break;

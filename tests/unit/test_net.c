@@ -89,8 +89,8 @@ int main(void)
 		ok(proxyreq_parse(get, (size_t)hl, &r, &e) == 0, "GET parses");
 		is_str(r.host, "Web.Test", "host");
 		ok(r.port == 8080 && !r.connect, "port, not CONNECT");
-		is_str(r.upstream, "GET /a?b HTTP/1.1\r\nHost: web.test\r\nX-A: 1\r\nConnection: close\r\n\r\n",
-		       "origin-form, hop-by-hop fields dropped");
+		is_str(r.upstream, "GET /a?b HTTP/1.1\r\nX-A: 1\r\nHost: Web.Test:8080\r\nConnection: close\r\n\r\n",
+		       "origin-form, hop-by-hop fields dropped, Host from the URL (the client said web.test)");
 		proxyreq_free(&r);
 	}
 	{
