@@ -707,28 +707,6 @@ struct llm_read {
 	struct json_object *last;	/* the whole {"message":…,"finish_reason":…} line */
 };
 
-/* The history as the model is sent it: reasoning_content stays out (servers that produce it
- * refuse it back), everything else as stored. A new array. */
-static struct json_object *model_messages(struct json_object *hist)
-{
-	struct json_object *out = json_object_new_array();
-	size_t i, n = json_object_array_length(hist);
-
-	for (i = 0; i < n; i++) {
-		struct json_object *m = json_object_array_get_idx(hist, i), *c;
-		if (!json_object_object_get_ex(m, "reasoning_content", NULL)) {
-			json_object_array_add(out, json_object_get(m));
-			continue;
-		}
-		c = json_object_new_object();
-		json_object_object_foreach(m, k, v)
-			if (strcmp(k, "reasoning_content") != 0)
-				json_object_object_add(c, k, json_object_get(v));
-		json_object_array_add(out, c);
-	}
-	return out;
-}
-
 static int on_llm_line(void *arg, char *line, size_t len)
 {
 	struct llm_read *r = arg;
@@ -771,7 +749,10 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	char *body, *msg;
 
 	json_object_object_add(req, "model", json_object_new_string(s->model));
-	json_object_object_add(req, "messages", model_messages(history_messages(s->h)));
+	/* Every stored field goes to llm-chat, whose vendor policy (lib/vendor.c) sends each vendor
+	 * what it requires back (DeepSeek's reasoning_content in a tool-call turn) and nothing
+	 * it refuses. */
+	json_object_object_add(req, "messages", json_object_get(history_messages(s->h)));
 	if (s->extra.decls && json_object_array_length(s->extra.decls) > 0) {
 		struct json_object *all = json_object_new_array();
 		size_t i;

@@ -681,14 +681,16 @@ PY
 		stub_finish "" content_filter
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
-	start_server
+	# (a vendor that refuses reasoning_content back outside a tool-call turn: llm-chat's
+	# policy, lib/vendor.c, decides what each vendor is sent)
+	LLM_VENDOR=deepseek start_server
 	steps '[{"new":{}},{"prompt":"think"},{"prompt":"go on"},{"prompt":"bad"},{"connect":{}},{"load":{}}]'
 	assert_status 0
 	upd '[.steps[1].updates[] | [.sessionUpdate, (.content.text // .used)]] == [["session_info_update",null],["agent_thought_chunk","Let me"],["agent_thought_chunk"," think."],["agent_message_chunk","Answer."],["usage_update",15]]'
 	upd '[.steps[1].updates[] | select(.sessionUpdate == "usage_update")][0] == {"sessionUpdate":"usage_update","used":15,"size":128000}'
 	upd '[.steps[1,2,3].result.stopReason] == ["end_turn","max_tokens","refusal"]'
 	upd '[.steps[5].updates[] | [.sessionUpdate, .content.text]] | .[0:3] == [["user_message_chunk","think"],["agent_thought_chunk","Let me think."],["agent_message_chunk","Answer."]]'
-	# usage is asked for; the reasoning is kept for the replay but never sent back
+	# usage is asked for; the reasoning is kept for the replay but not sent back to this vendor
 	jq -s -e '.[0].body.stream_options == {"include_usage":true}' "$STUB_DIR/requests.jsonl"
 	jq -s -e '.[1].body.messages | map(select(.role == "assistant")) | length == 1 and (.[0] | has("reasoning_content") | not)' "$STUB_DIR/requests.jsonl"
 	sid=$(printf '%s' "$output" | jq -r .sid)
