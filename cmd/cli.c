@@ -63,14 +63,7 @@ void cli_die(int status, const char *fmt, ...)
 
 int cli_status(int code)
 {
-	switch (code) {
-	case SBX_EINVAL:
-	case SBX_EEXIST: return EXIT_USAGE;
-	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
-	case SBX_EGONE: return EXIT_GONE;
-	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
-	default: return EXIT_FAIL;
-	}
+	return exitcode_of_err(code);
 }
 
 void cli_die_err(const char *what, const struct sbx_err *e)

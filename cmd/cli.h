@@ -1,4 +1,5 @@
-/* cli.h — what every sbx main shares: the one message format, exit statuses, JSON output.
+/* cli.h — what every sbx main shares: the one message format, exit statuses (lib/exitcode.h),
+ * JSON output.
  * Messages: "prog: what failed: why" on stderr. Data: one JSON document per line on stdout. */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
@@ -6,19 +7,7 @@
 #include <json-c/json.h>
 
 #include "../lib/err.h"
-
-/* Exit statuses shared by the tools (each man page repeats the table). High numbers for the
- * tool's own failures so they do not look like a wrapped command's status. */
-enum {
-	EXIT_OK = 0,
-	EXIT_USAGE = 100,	/* bad flags, names or input documents */
-	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more): nothing was run */
-	EXIT_GONE = 102,	/* the sandbox went away while the command ran: never retry blindly */
-	EXIT_FAIL = 111,	/* the tool could not do its job (backend, I/O, …) */
-	EXIT_TIMEOUT = 124,	/* a deadline passed and the command was killed */
-	EXIT_CANNOT_EXEC = 126,
-	EXIT_CMD_NOT_FOUND = 127,
-};
+#include "../lib/exitcode.h"
 
 extern const char *cli_prog;
 

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "fsutil.h"
 #include "kubeapi.h"
 #include "kubeexec.h"
 #include "paths.h"
@@ -1459,22 +1460,16 @@ static bool proto_known_v5(const char *cache)
 	return strncmp(buf, KUBEEXEC_V5, strlen(KUBEEXEC_V5)) == 0;
 }
 
+/* Failures only lose the cache. */
 static void proto_remember(const char *cache, const char *proto)
 {
-	char *tmp;
-	FILE *f;
+	char *line;
 
 	if (cache == NULL || proto[0] == '\0' || proto_known_v5(cache) == (strcmp(proto, KUBEEXEC_V5) == 0))
 		return;
-	tmp = xasprintf("%s.%d", cache, (int)getpid());
-	if ((f = fopen(tmp, "we")) != NULL) {
-		fprintf(f, "%s\n", proto);
-		if (fclose(f) == 0)
-			rename(tmp, cache);
-		else
-			unlink(tmp);
-	}
-	free(tmp);
+	line = xasprintf("%s\n", proto);
+	fs_write_atomic(cache, line, strlen(line), 0644);
+	free(line);
 }
 
 /* Copies piped stdin into an unlinked temporary file; returns its fd (at offset 0). */

@@ -9,16 +9,17 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <yaml.h>
 
+#include "child.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "jsonfield.h"
 #include "paths.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -186,22 +187,6 @@ out:
 	return o;
 }
 
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static struct json_object *jget(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 /* Finds the named entry of a kubeconfig list ("clusters", "users", "contexts") across the
  * files in order (first wins) and returns its inner object (e.g. "cluster"). */
 static struct json_object *find_named(struct json_object **files, size_t n, const char *list,
@@ -210,15 +195,15 @@ static struct json_object *find_named(struct json_object **files, size_t n, cons
 	size_t i, j;
 
 	for (i = 0; i < n; i++) {
-		struct json_object *a = jget(files[i], list);
+		struct json_object *a = jsonfield(files[i], list);
 		if (a == NULL || !json_object_is_type(a, json_type_array))
 			continue;
 		for (j = 0; j < json_object_array_length(a); j++) {
 			struct json_object *it = json_object_array_get_idx(a, j);
-			const char *nm = jstr(it, "name");
-			if (nm && strcmp(nm, name) == 0 && jget(it, inner)) {
+			const char *nm = jsonfield_str(it, "name");
+			if (nm && strcmp(nm, name) == 0 && jsonfield(it, inner)) {
 				*which = i;
-				return jget(it, inner);
+				return jsonfield(it, inner);
 			}
 		}
 	}
@@ -245,12 +230,12 @@ static int load_blob(struct json_object *o, const char *key, const char *file,
 	const char *s;
 
 	snprintf(dkey, sizeof dkey, "%s-data", key);
-	if ((s = jstr(o, dkey)) != NULL && *s) {
+	if ((s = jsonfield_str(o, dkey)) != NULL && *s) {
 		if (kubeconfig_base64(s, out) < 0)
 			return err_set(e, SBX_EINVAL, "%s: %s is not valid base64", file, dkey);
 		return 0;
 	}
-	if ((s = jstr(o, key)) != NULL && *s) {
+	if ((s = jsonfield_str(o, key)) != NULL && *s) {
 		char *p = resolve_path(s, file);
 		int rc = read_file(p, out, e);
 		free(p);
@@ -287,8 +272,8 @@ static void free_strv(char **v)
 static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *file,
 		     struct sbx_err *e)
 {
-	const char *cmd = jstr(ex, "command"), *api = jstr(ex, "apiVersion");
-	struct json_object *env = jget(ex, "env");
+	const char *cmd = jsonfield_str(ex, "command"), *api = jsonfield_str(ex, "apiVersion");
+	struct json_object *env = jsonfield(ex, "env");
 	size_t i, n, m = 0;
 
 	if (cmd == NULL || *cmd == '\0')
@@ -301,12 +286,12 @@ static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *
 	/* A bare name is looked up on PATH; a relative path is relative to the kubeconfig. */
 	kc->exec_cmd = strchr(cmd, '/') ? resolve_path(cmd, file) : xstrdup(cmd);
 	kc->exec_api = xstrdup(api);
-	kc->exec_args = str_array(jget(ex, "args"));
+	kc->exec_args = str_array(jsonfield(ex, "args"));
 	n = env && json_object_is_type(env, json_type_array) ? json_object_array_length(env) : 0;
 	kc->exec_env = xcalloc(n + 1, sizeof *kc->exec_env);
 	for (i = 0; i < n; i++) {
 		struct json_object *it = json_object_array_get_idx(env, i);
-		const char *k = jstr(it, "name"), *v = jstr(it, "value");
+		const char *k = jsonfield_str(it, "name"), *v = jsonfield_str(it, "value");
 		if (k && *k)
 			kc->exec_env[m++] = xasprintf("%s=%s", k, v ? v : "");
 	}
@@ -356,7 +341,7 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 	}
 	kc->source = buf_steal(&src);
 	for (i = 0; i < n && ctxname == NULL; i++) {
-		s = jstr(files[i], "current-context");
+		s = jsonfield_str(files[i], "current-context");
 		if (s && *s)
 			ctxname = s;
 	}
@@ -369,16 +354,16 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 		goto out;
 	}
 	kc->context = xstrdup(ctxname);
-	if ((s = jstr(ctx, "namespace")) && *s)
+	if ((s = jsonfield_str(ctx, "namespace")) && *s)
 		kc->namespace = xstrdup(s);
-	cname = jstr(ctx, "cluster");
-	uname = jstr(ctx, "user");
+	cname = jsonfield_str(ctx, "cluster");
+	uname = jsonfield_str(ctx, "user");
 	if (cname == NULL || (cl = find_named(files, n, "clusters", "cluster", cname, &ci)) == NULL) {
 		err_set(e, SBX_EINVAL, "%s: context \"%s\" names cluster \"%s\", which is not defined",
 			kc->source, ctxname, cname ? cname : "");
 		goto out;
 	}
-	s = jstr(cl, "server");
+	s = jsonfield_str(cl, "server");
 	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)) {
 		err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source, cname);
 		goto out;
@@ -386,7 +371,7 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 	kc->server = xstrdup(s);
 	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
 		kc->server[strlen(kc->server) - 1] = '\0';
-	s = jstr(cl, "insecure-skip-tls-verify");
+	s = jsonfield_str(cl, "insecure-skip-tls-verify");
 	kc->insecure = s && strcmp(s, "true") == 0;
 	if (load_blob(cl, "certificate-authority", names[ci], &kc->ca, e) < 0)
 		goto out;
@@ -400,13 +385,13 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 				names[ui], uname);
 			goto out;
 		}
-		if ((s = jstr(user, "token")) && *s)
+		if ((s = jsonfield_str(user, "token")) && *s)
 			kc->token = xstrdup(s);
-		if ((s = jstr(user, "tokenFile")) && *s)
+		if ((s = jsonfield_str(user, "tokenFile")) && *s)
 			kc->token_file = resolve_path(s, names[ui]);
-		if (jget(user, "exec") && load_exec(kc, jget(user, "exec"), names[ui], e) < 0)
+		if (jsonfield(user, "exec") && load_exec(kc, jsonfield(user, "exec"), names[ui], e) < 0)
 			goto out;
-		if (jget(user, "auth-provider")) {
+		if (jsonfield(user, "auth-provider")) {
 			err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not supported (use an exec plugin)",
 				names[ui], uname);
 			goto out;
@@ -537,24 +522,24 @@ static int take_credential(struct kubeconfig *kc, const char *text, size_t len, 
 		err_set(e, SBX_EINVAL, "exec plugin %s printed no JSON ExecCredential", kc->exec_cmd);
 		goto out;
 	}
-	kind = jstr(o, "kind");
+	kind = jsonfield_str(o, "kind");
 	if (strict && (kind == NULL || strcmp(kind, "ExecCredential") != 0)) {
 		err_set(e, SBX_EINVAL, "exec plugin %s: output is not an ExecCredential", kc->exec_cmd);
 		goto out;
 	}
-	if (strict && (jstr(o, "apiVersion") == NULL || strcmp(jstr(o, "apiVersion"), kc->exec_api) != 0)) {
+	if (strict && (jsonfield_str(o, "apiVersion") == NULL || strcmp(jsonfield_str(o, "apiVersion"), kc->exec_api) != 0)) {
 		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential apiVersion \"%s\" does not match the requested %s",
-			kc->exec_cmd, jstr(o, "apiVersion") ? jstr(o, "apiVersion") : "", kc->exec_api);
+			kc->exec_cmd, jsonfield_str(o, "apiVersion") ? jsonfield_str(o, "apiVersion") : "", kc->exec_api);
 		goto out;
 	}
-	st = jget(o, "status");
-	tok = jstr(st, "token");
+	st = jsonfield(o, "status");
+	tok = jsonfield_str(st, "token");
 	if (tok == NULL || *tok == '\0') {
 		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential has no status.token%s", kc->exec_cmd,
-			jstr(st, "clientCertificateData") ? " (client certificates from plugins are not supported)" : "");
+			jsonfield_str(st, "clientCertificateData") ? " (client certificates from plugins are not supported)" : "");
 		goto out;
 	}
-	exp = jstr(st, "expirationTimestamp");
+	exp = jsonfield_str(st, "expirationTimestamp");
 	if (exp && *exp && time_parse_rfc3339(exp, &ns) < 0) {
 		err_set(e, SBX_EINVAL, "exec plugin %s: bad expirationTimestamp \"%s\"", kc->exec_cmd, exp);
 		goto out;
@@ -575,110 +560,51 @@ out:
 /* Runs the plugin with KUBERNETES_EXEC_INFO set; collects its stdout (and stderr for errors). */
 static int run_plugin(struct kubeconfig *kc, struct buf *out, struct sbx_err *e)
 {
-	int op[2] = {-1, -1}, ep[2] = {-1, -1}, status = 0, rc = -1;
-	struct buf err = {0};
-	size_t nenv = 0, i, j;
-	char **argv, **envp;
-	pid_t pid;
-	int64_t deadline = time_mono_ns() + (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000;
+	struct strvec argv = {0}, env = {0};
+	struct child_req r = {.path = kc->exec_cmd, .cancel_fd = -1,
+			      .timeout_ns = (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000,
+			      .grace_ns = KUBECONFIG_PLUGIN_GRACE_NS,
+			      .out_max = KUBECONFIG_PLUGIN_OUT_MAX};
+	struct child_result res;
+	size_t l;
+	int rc = -1;
 
-	for (i = 0; kc->exec_args[i]; i++)
-		;
-	argv = xcalloc(i + 2, sizeof *argv);
-	argv[0] = kc->exec_cmd;
-	for (j = 0; j < i; j++)
-		argv[j + 1] = kc->exec_args[j];
-	for (i = 0; environ[i]; i++)
-		nenv++;
-	for (i = 0; kc->exec_env[i]; i++)
-		nenv++;
-	envp = xcalloc(nenv + 2, sizeof *envp);
-	nenv = 0;
-	for (i = 0; environ[i]; i++)
+	strvec_push(&argv, kc->exec_cmd);
+	strvec_pushv(&argv, kc->exec_args);
+	for (size_t i = 0; environ[i]; i++)
 		if (strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21) != 0)
-			envp[nenv++] = environ[i];
-	for (i = 0; kc->exec_env[i]; i++)
-		envp[nenv++] = kc->exec_env[i];
-	envp[nenv++] = xasprintf("KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false}}",
-				 kc->exec_api);
-	if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		err_sys(e, errno, "exec plugin: pipe");
+			strvec_push(&env, environ[i]);
+	strvec_pushv(&env, kc->exec_env);
+	strvec_pushf(&env, "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
+		     "\"spec\":{\"interactive\":false}}", kc->exec_api);
+	r.argv = argv.v;
+	r.envp = env.v;
+	if (child_run(&r, &res, e) < 0) {
+		if (e->code == SBX_ENOTFOUND)	/* as a shell says it */
+			err_set(e, SBX_EPERM, "exec plugin %s failed (exit status 127): not found",
+				kc->exec_cmd);
+		else
+			err_prefix(e, "exec plugin");
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		err_sys(e, errno, "exec plugin: fork");
-		goto out;
-	}
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
-			dup2(nul, 0);
-		dup2(op[1], 1);
-		dup2(ep[1], 2);
-		execvpe(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(op[1]), close(ep[1]);
-	op[1] = ep[1] = -1;
-	for (;;) {
-		struct pollfd pf[2] = {{op[0], POLLIN, 0}, {ep[0], POLLIN, 0}};
-		int64_t left = (deadline - time_mono_ns()) / 1000000;
-		char chunk[4096];
-		ssize_t n;
-		int k;
-
-		if (pf[0].fd < 0 && pf[1].fd < 0)
-			break;
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			err_set(e, SBX_ETIMEDOUT, "exec plugin %s did not finish within %d s", kc->exec_cmd,
-				KUBECONFIG_PLUGIN_TIMEOUT_MS / 1000);
-			goto out;
-		}
-		if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
-			break;
-		for (k = 0; k < 2; k++) {
-			int *fd = k ? &ep[0] : &op[0];
-			struct buf *b = k ? &err : out;
-			if (*fd < 0 || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(*fd, chunk, sizeof chunk);
-			if (n <= 0) {
-				close(*fd);
-				*fd = -1;
-			} else if (b->len + (size_t)n <= KUBECONFIG_PLUGIN_OUT_MAX) {
-				buf_append(b, chunk, (size_t)n);
-			}
-		}
-	}
-	waitpid(pid, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		size_t l = err.len;
-		while (l && (err.data[l - 1] == '\n' || err.data[l - 1] == ' '))
-			l--;
+	if (res.timed_out) {
+		err_set(e, SBX_ETIMEDOUT, "exec plugin %s did not finish within %d s", kc->exec_cmd,
+			KUBECONFIG_PLUGIN_TIMEOUT_MS / 1000);
+	} else if (res.status != 0) {
+		for (l = res.err_len; l && (res.err[l - 1] == '\n' || res.err[l - 1] == ' '); l--)
+			;
 		err_set(e, SBX_EPERM, "exec plugin %s failed (%s %d)%s%.*s", kc->exec_cmd,
-			WIFEXITED(status) ? "exit status" : "signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			l ? ": " : (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? ": not found" : ""),
-			(int)(l > 500 ? 500 : l), err.data ? err.data : "");
-		goto out;
+			res.signal ? "signal" : "exit status", res.signal ? res.signal : res.status,
+			l ? ": " : (res.status == EXIT_CMD_NOT_FOUND ? ": not found" : ""),
+			(int)(l > 500 ? 500 : l), res.err);
+	} else {
+		buf_append(out, res.out, res.out_len);
+		rc = 0;
 	}
-	if (out->data == NULL)
-		buf_append(out, "", 0);
-	rc = 0;
+	child_result_free(&res);
 out:
-	for (i = 0; i < 2; i++) {
-		if (op[i] >= 0)
-			close(op[i]);
-		if (ep[i] >= 0)
-			close(ep[i]);
-	}
-	free(envp[nenv - 1]);
-	free(envp);
-	free(argv);
-	buf_free(&err);
+	strvec_clear(&argv);
+	strvec_clear(&env);
 	return rc;
 }
 
@@ -686,9 +612,8 @@ out:
 static void cache_store(const struct kubeconfig *kc)
 {
 	struct json_object *o, *st;
-	char *tmp, tbuf[TIME_BUFSZ];
+	char tbuf[TIME_BUFSZ];
 	const char *txt;
-	int fd;
 
 	if (kc->cache_path == NULL || kc->token_expiry_ns == 0)
 		return;	/* no expiry: client-go keeps it for the process only */
@@ -701,16 +626,7 @@ static void cache_store(const struct kubeconfig *kc)
 			       json_object_new_string(time_rfc3339(kc->token_expiry_ns, tbuf, sizeof tbuf)));
 	json_object_object_add(o, "status", st);
 	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	tmp = xasprintf("%s.%d.tmp", kc->cache_path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		ssize_t w = write(fd, txt, strlen(txt));
-		if (close(fd) == 0 && w == (ssize_t)strlen(txt))
-			rename(tmp, kc->cache_path);
-		else
-			unlink(tmp);
-	}
-	free(tmp);
+	fs_write_atomic(kc->cache_path, txt, strlen(txt), 0600);
 	json_object_put(o);
 }
 

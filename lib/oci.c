@@ -36,6 +36,7 @@
 
 #include "fsutil.h"
 #include "paths.h"
+#include "strset.h"
 #include "xalloc.h"
 
 /* index.json and manifests are a few KiB; these caps only stop a hostile source. */
@@ -378,69 +379,6 @@ out:
 	return rc;
 }
 
-/* ---- the set of paths a layer wrote (so an opaque marker spares them) ---- */
-
-struct pathset {
-	char **slot;
-	size_t cap, len;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
-
-static bool pathset_has(const struct pathset *ps, const char *p)
-{
-	size_t i;
-
-	if (ps->cap == 0)
-		return false;
-	for (i = hash_str(p) & (ps->cap - 1); ps->slot[i]; i = (i + 1) & (ps->cap - 1))
-		if (strcmp(ps->slot[i], p) == 0)
-			return true;
-	return false;
-}
-
-static void pathset_put(struct pathset *ps, char *owned);
-
-static void pathset_add(struct pathset *ps, const char *p)
-{
-	if (!pathset_has(ps, p))
-		pathset_put(ps, xstrdup(p));
-}
-
-static void pathset_put(struct pathset *ps, char *owned)
-{
-	size_t i;
-
-	if (2 * (ps->len + 1) > ps->cap) {
-		struct pathset bigger = {xcalloc(ps->cap ? ps->cap * 2 : 1024, sizeof(char *)),
-					 ps->cap ? ps->cap * 2 : 1024, 0};
-		for (i = 0; i < ps->cap; i++)
-			if (ps->slot[i])
-				pathset_put(&bigger, ps->slot[i]);
-		free(ps->slot);
-		*ps = bigger;
-	}
-	for (i = hash_str(owned) & (ps->cap - 1); ps->slot[i]; i = (i + 1) & (ps->cap - 1))
-		;
-	ps->slot[i] = owned;
-	ps->len++;
-}
-
-static void pathset_clear(struct pathset *ps)
-{
-	for (size_t i = 0; i < ps->cap; i++)
-		free(ps->slot[i]);
-	free(ps->slot);
-	memset(ps, 0, sizeof *ps);
-}
-
 /* ---- layer entries ---- */
 
 /* Cleans a member path into out: drops "./", "/" runs and "." components. Refuses absolute
@@ -478,7 +416,7 @@ static int clean_path(const char *in, char *out, size_t outsz)
  * rootfs) is a symbolic link or a non-directory; missing components are fine. Directories
  * found real are remembered in dirs (a layer has thousands of files in few directories),
  * which the caller empties whenever something may replace one of them. */
-static int parent_safe(struct pathset *dirs, const char *path)
+static int parent_safe(struct strset *dirs, const char *path)
 {
 	char buf[ENTRY_PATH_MAX];
 	struct stat st;
@@ -487,14 +425,14 @@ static int parent_safe(struct pathset *dirs, const char *path)
 	snprintf(buf, sizeof buf, "%s", path);
 	for (s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		if (!pathset_has(dirs, buf)) {
+		if (!strset_has(dirs, buf)) {
 			if (lstat(buf, &st) < 0) {
 				*s = '/';
 				return errno == ENOENT ? 0 : -1;
 			}
 			if (!S_ISDIR(st.st_mode))
 				return -1;
-			pathset_add(dirs, buf);
+			strset_put(dirs, buf, 1);
 		}
 		*s = '/';
 	}
@@ -502,7 +440,7 @@ static int parent_safe(struct pathset *dirs, const char *path)
 }
 
 /* Records path and its parents as written by this layer. */
-static void mark_written(struct pathset *ps, const char *path)
+static void mark_written(struct strset *ps, const char *path)
 {
 	char buf[ENTRY_PATH_MAX];
 	char *s;
@@ -510,14 +448,14 @@ static void mark_written(struct pathset *ps, const char *path)
 	snprintf(buf, sizeof buf, "%s", path);
 	for (s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		pathset_add(ps, buf);
+		strset_put(ps, buf, 1);
 		*s = '/';
 	}
-	pathset_add(ps, buf);
+	strset_put(ps, buf, 1);
 }
 
 /* Empties dir (relative, "" for the root) of everything this layer did not write. */
-static int make_opaque(const char *dir, const struct pathset *ps)
+static int make_opaque(const char *dir, const struct strset *ps)
 {
 	DIR *d = opendir(dir[0] ? dir : ".");
 	struct dirent *de;
@@ -529,8 +467,13 @@ static int make_opaque(const char *dir, const struct pathset *ps)
 		char child[ENTRY_PATH_MAX];
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		snprintf(child, sizeof child, "%s%s%s", dir, dir[0] ? "/" : "", de->d_name);
-		if (!pathset_has(ps, child) && fs_remove_tree(child) < 0)
+		if (snprintf(child, sizeof child, "%s%s%s", dir, dir[0] ? "/" : "",
+			     de->d_name) >= (int)sizeof child) {
+			errno = ENAMETOOLONG;	/* no layer could have written it: not ours to keep */
+			rc = -1;
+			continue;
+		}
+		if (!strset_has(ps, child) && fs_remove_tree(child) < 0)
 			rc = -1;
 	}
 	closedir(d);
@@ -552,8 +495,8 @@ static mode_t cache_mode(mode_t m, bool dir)
 
 struct unpack {
 	struct archive *disk;
-	struct pathset written;
-	struct pathset dirs;	/* directories known real (see parent_safe) */
+	struct strset written;
+	struct strset dirs;	/* directories known real (see parent_safe) */
 	uint64_t total;		/* file bytes unpacked so far, all layers */
 	char what[96];		/* "layer N" for messages */
 };
@@ -580,21 +523,28 @@ static int unpack_entry(struct unpack *u, struct archive *in, struct archive_ent
 			       "or a file", u->what, raw);
 	/* Anything but a directory landing on a known directory, and every whiteout, may take
 	 * a directory away: forget them all. */
-	if (type != AE_IFDIR && pathset_has(&u->dirs, path))
-		pathset_clear(&u->dirs);
+	if (type != AE_IFDIR && strset_has(&u->dirs, path))
+		strset_clear(&u->dirs);
 	base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	if (strncmp(base, ".wh.", 4) == 0) {
 		char dir[ENTRY_PATH_MAX];
-		snprintf(dir, sizeof dir, "%.*s", (int)(base - path > 0 ? base - path - 1 : 0), path);
-		pathset_clear(&u->dirs);
+		size_t dlen = base - path > 0 ? (size_t)(base - path - 1) : 0;
+		if (dlen >= sizeof dir)
+			return err_set(e, SBX_EINVAL, "%s: whiteout path \"%.200s\" too long", u->what, raw);
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+		strset_clear(&u->dirs);
 		if (strcmp(base, ".wh..wh..opq") == 0)
 			r = make_opaque(dir, &u->written);
 		else {
 			char victim[ENTRY_PATH_MAX];
 			if (base[4] == '\0')
 				return err_set(e, SBX_EINVAL, "%s: empty whiteout \"%.200s\"", u->what, raw);
-			snprintf(victim, sizeof victim, "%s%s%s", dir, dir[0] ? "/" : "", base + 4);
+			if (snprintf(victim, sizeof victim, "%s%s%s", dir, dir[0] ? "/" : "",
+				     base + 4) >= (int)sizeof victim)
+				return err_set(e, SBX_EINVAL, "%s: whiteout path \"%.200s\" too long",
+					       u->what, raw);
 			r = fs_remove_tree(victim);
 		}
 		if (r < 0)
@@ -716,8 +666,8 @@ static int unpack_layer(struct unpack *u, const struct source *s, const struct d
 				archive_error_string(in));
 		goto bad;
 	}
-	pathset_clear(&u->written);
-	pathset_clear(&u->dirs);
+	strset_clear(&u->written);
+	strset_clear(&u->dirs);
 	/* A warning (a name not convertible to the locale's charset) still gives the entry. */
 	while ((r = archive_read_next_header(in, &ent)) == ARCHIVE_OK || r == ARCHIVE_WARN)
 		if (unpack_entry(u, in, ent, e) < 0)
@@ -1043,8 +993,8 @@ out:
 		}
 		close(cwd);
 	}
-	pathset_clear(&u.written);
-	pathset_clear(&u.dirs);
+	strset_clear(&u.written);
+	strset_clear(&u.dirs);
 	free(d.media_type);
 	free(root);
 	return rc;

@@ -2,26 +2,18 @@
  * without loading libarchive or OpenSSL. It runs sbx-image and reads its one JSON line. */
 #include "oci.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "child.h"
+#include "exitcode.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "xalloc.h"
 
 /* sbx-image prints one line with the image's Env: a few KiB; 1 MiB is not ours. */
 #define HELPER_OUT_MAX (1024 * 1024)
-/* Its error message: one line. */
-#define HELPER_ERR_MAX 4096
-/* Exit statuses of sbx-image (cmd/cli.h's table). */
-#define HELPER_USAGE 100
-#define HELPER_NOTFOUND 101
 
 int oci_is_ref(const char *image)
 {
@@ -59,15 +51,6 @@ struct json_object *oci_image_json(const struct oci_image *img, const char *ref)
 	return o;
 }
 
-static const char *str_field(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
 static struct oci_image *from_json(const char *text, size_t len, struct sbx_err *e)
 {
 	struct oci_image *img = xcalloc(1, sizeof *img);
@@ -76,10 +59,10 @@ static struct oci_image *from_json(const char *text, size_t len, struct sbx_err 
 	const char *rootfs, *workdir, *user, *digest;
 	size_t i, n;
 
-	rootfs = o ? str_field(o, "rootfs") : NULL;
-	workdir = o ? str_field(o, "workdir") : NULL;
-	user = o ? str_field(o, "user") : NULL;
-	digest = o ? str_field(o, "digest") : NULL;
+	rootfs = o ? jsonfield_str(o, "rootfs") : NULL;
+	workdir = o ? jsonfield_str(o, "workdir") : NULL;
+	user = o ? jsonfield_str(o, "user") : NULL;
+	digest = o ? jsonfield_str(o, "digest") : NULL;
 	if (!rootfs || rootfs[0] != '/' || !workdir || !user || !digest ||
 	    !json_object_object_get_ex(o, "env", &env) || !json_object_is_type(env, json_type_array)) {
 		err_set(e, SBX_EIO, "sbx-image printed an unexpected document");
@@ -105,109 +88,30 @@ static struct oci_image *from_json(const char *text, size_t len, struct sbx_err 
 	return img;
 }
 
-/* Reads both pipes to EOF, each up to its cap (the rest is drained and dropped). */
-static void read_both(int fds[2], struct buf out[2], const size_t max[2])
-{
-	char chunk[8192];
-	int open_n = 2;
-
-	while (open_n > 0) {
-		struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		for (int i = 0; i < 2; i++) {
-			ssize_t r;
-			if (fds[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = read(fds[i], chunk, sizeof chunk);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				close(fds[i]);
-				fds[i] = -1;
-				p[i].fd = -1;
-				open_n--;
-				continue;
-			}
-			if (out[i].len + (size_t)r <= max[i])
-				buf_append(&out[i], chunk, (size_t)r);
-		}
-		for (int i = 0; i < 2; i++)
-			if (fds[i] < 0)
-				p[i].fd = -1;
-	}
-}
-
 struct oci_image *oci_helper_run(const char *helper, const char *ref, const char *homedir,
 				 struct sbx_err *e)
 {
 	char *const argv[] = {(char *)helper, "-homedir", (char *)homedir, "--", (char *)ref, NULL};
-	int po[2] = {-1, -1}, pe[2] = {-1, -1}, fds[2], st = 0;
-	const size_t max[2] = {HELPER_OUT_MAX, HELPER_ERR_MAX};
-	struct buf out[2] = {{0}, {0}};
+	struct child_req r = {.path = helper, .argv = argv, .cancel_fd = -1,
+			      .out_max = HELPER_OUT_MAX};
+	struct child_result res;
 	struct oci_image *img = NULL;
-	pid_t pid;
+	char *msg;
 
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-		err_sys(e, errno, "pipe");
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		err_sys(e, errno, "fork");
-		goto out;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
-			_exit(111);
-		signal(SIGPIPE, SIG_DFL);
-		execv(helper, argv);
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
-	fds[0] = po[0];
-	fds[1] = pe[0];
-	po[0] = pe[0] = -1;
-	read_both(fds, out, max);
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-		img = from_json(out[0].data ? out[0].data : "", out[0].len, e);
+	if (child_run(&r, &res, e) < 0)
+		return NULL;
+	if (res.status == 0) {
+		img = from_json(res.out, res.out_len, e);
 	} else {
-		char *msg = out[1].data ? out[1].data : NULL;
-		size_t n = out[1].len;
-		int code = !WIFEXITED(st) ? SBX_EIO
-			 : WEXITSTATUS(st) == HELPER_USAGE ? SBX_EINVAL
-			 : WEXITSTATUS(st) == HELPER_NOTFOUND ? SBX_ENOTFOUND : SBX_EIO;
-		while (msg && n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-			n--;
-		/* "sbx-image: what: why" — keep what follows the program name. */
-		if (msg && n > 11 && strncmp(msg, "sbx-image: ", 11) == 0) {
-			msg += 11;
-			n -= 11;
-		}
-		if (msg && n > 0)
-			err_set(e, code, "%.*s", (int)n, msg);
+		/* "sbx-image: what: why" — what follows the program name. */
+		int code = res.signal ? SBX_EIO : exitcode_to_err(res.status);
+		msg = child_err_message(&res, "sbx-image");
+		if (*msg)
+			err_set(e, code, "%s", msg);
 		else
-			err_set(e, code, "%s failed (status %d)", helper, st);
+			err_set(e, code, "%s failed (status %d)", helper, res.status);
+		free(msg);
 	}
-out:
-	for (int i = 0; i < 2; i++) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
-	buf_free(&out[0]);
-	buf_free(&out[1]);
+	child_result_free(&res);
 	return img;
 }

@@ -75,7 +75,8 @@ static size_t scan_procs(struct proc *ps, size_t max)
 		int fd;
 		ssize_t len;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		/* Process directories only: a pid is a few digits, so the path always fits. */
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || strlen(de->d_name) > 20)
 			continue;
 		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
