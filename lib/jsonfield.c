@@ -1,6 +1,8 @@
 /* jsonfield.c — typed look-ups in parsed JSON (lib/jsonfield.h). */
 #include "jsonfield.h"
 
+#include <stdlib.h>
+
 struct json_object *jsonfield(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -54,4 +56,21 @@ bool jsonfield_int(struct json_object *o, const char *key, int64_t *out)
 		return false;
 	*out = json_object_get_int64(v);
 	return true;
+}
+
+struct json_object *jsonfield_path(struct json_object *o, const char *const *keys)
+{
+	for (; o && *keys; keys++) {
+		if (json_object_is_type(o, json_type_array))
+			o = json_object_array_get_idx(o, (size_t)atoi(*keys));
+		else
+			o = jsonfield(o, *keys);
+	}
+	return o;
+}
+
+const char *jsonfield_path_str(struct json_object *o, const char *const *keys)
+{
+	o = jsonfield_path(o, keys);
+	return o && json_object_is_type(o, json_type_string) ? json_object_get_string(o) : NULL;
 }

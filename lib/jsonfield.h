@@ -21,4 +21,11 @@ bool jsonfield_bool(struct json_object *o, const char *key, bool dflt);
 /* Whether the member key of o is an integer; its value in *out. */
 bool jsonfield_int(struct json_object *o, const char *key, int64_t *out);
 
+/* The value at a path of member names (an array's element by its index: "0"), NULL-terminated
+ * (write it JPATH("spec", "containers", "0")), or NULL when a step is missing. */
+struct json_object *jsonfield_path(struct json_object *o, const char *const *keys);
+/* jsonfield_path if that is a string, else NULL. */
+const char *jsonfield_path_str(struct json_object *o, const char *const *keys);
+#define JPATH(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 #endif

@@ -1,6 +1,6 @@
 /* kubeconfig.c — client-go's loading rules in C: in-cluster, then merged kubeconfig files
- * (parsed with libyaml into json-c trees), then the current context's cluster and user;
- * exec credential plugins with their token cached in memory and in a 0600 file. */
+ * (parsed with libyaml into json-c trees), then the current context's cluster and user.
+ * Exec credential plugins and their token cache: kubecred.c. */
 #include "kubeconfig.h"
 
 #include <errno.h>
@@ -29,10 +29,7 @@
 /* YAML nesting deeper than this is not a kubeconfig (and would recurse without bound). */
 #define YAML_DEPTH_MAX 64
 
-extern char **environ;
-
-/* Reads a whole file (at most KUBECONFIG_FILE_MAX bytes). */
-static int read_file(const char *path, struct kube_blob *out, struct sbx_err *e)
+int kubeconfig_read_file(const char *path, struct kube_blob *out, struct sbx_err *e)
 {
 	struct buf b = {0};
 	char chunk[8192];
@@ -160,7 +157,7 @@ static struct json_object *parse_yaml(const char *path, struct sbx_err *e)
 	struct json_object *o = NULL;
 	yaml_node_t *root;
 
-	if (read_file(path, &f, e) < 0)
+	if (kubeconfig_read_file(path, &f, e) < 0)
 		return NULL;
 	if (!yaml_parser_initialize(&p)) {
 		free(f.data);
@@ -237,7 +234,7 @@ static int load_blob(struct json_object *o, const char *key, const char *file,
 	}
 	if ((s = jsonfield_str(o, key)) != NULL && *s) {
 		char *p = resolve_path(s, file);
-		int rc = read_file(p, out, e);
+		int rc = kubeconfig_read_file(p, out, e);
 		free(p);
 		if (rc < 0)
 			return err_prefix(e, "%s: %s", file, key);
@@ -298,18 +295,22 @@ static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *
 	return 0;
 }
 
-int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_err *e)
+/* The parsed kubeconfig files in order (client-go's merge: the first wins). */
+struct kfiles {
+	struct json_object *doc[KUBECONFIG_FILES_MAX];
+	char *name[KUBECONFIG_FILES_MAX];
+	size_t n;
+};
+
+/* Parses every existing file of the ':'-separated list (default ~/.kube/config) into f;
+ * kc->source gets the list of those read. */
+static int parse_files(struct kubeconfig *kc, const char *paths, struct kfiles *f,
+		       struct sbx_err *e)
 {
-	struct json_object *files[KUBECONFIG_FILES_MAX] = {0};
-	char *names[KUBECONFIG_FILES_MAX] = {0};
-	char *list = NULL, *tok, *save = NULL;
-	const char *ctxname = NULL, *cname, *uname, *s;
-	struct json_object *ctx, *cl, *user;
-	size_t n = 0, i, ci, ui, xi;
+	char *list, *tok, *save = NULL;
 	struct buf src = {0};
 	int rc = -1;
 
-	memset(kc, 0, sizeof *kc);
 	if (paths == NULL || *paths == '\0') {
 		const char *h = getenv("HOME");
 		if (h == NULL || *h == '\0')
@@ -324,24 +325,84 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 			continue;
 		if (access(tok, F_OK) < 0 && errno == ENOENT)
 			continue;	/* client-go skips missing files in the list */
-		if (n == KUBECONFIG_FILES_MAX) {
+		if (f->n == KUBECONFIG_FILES_MAX) {
 			err_set(e, SBX_EINVAL, "KUBECONFIG lists more than %d files", KUBECONFIG_FILES_MAX);
 			goto out;
 		}
-		if ((files[n] = parse_yaml(tok, e)) == NULL)
+		if ((f->doc[f->n] = parse_yaml(tok, e)) == NULL)
 			goto out;
-		names[n] = xstrdup(tok);
-		buf_printf(&src, "%s%s", n ? ":" : "", tok);
-		n++;
+		f->name[f->n] = xstrdup(tok);
+		buf_printf(&src, "%s%s", f->n ? ":" : "", tok);
+		f->n++;
 	}
-	if (n == 0) {
-		err_set(e, SBX_EUNAVAIL,
-			"no Kubernetes configuration: not in a cluster and no kubeconfig at %s", paths && *paths ? paths : list);
+	if (f->n == 0) {
+		err_set(e, SBX_EUNAVAIL, "no Kubernetes configuration: not in a cluster and no "
+			"kubeconfig at %s", paths && *paths ? paths : list);
 		goto out;
 	}
 	kc->source = buf_steal(&src);
-	for (i = 0; i < n && ctxname == NULL; i++) {
-		s = jsonfield_str(files[i], "current-context");
+	rc = 0;
+out:
+	buf_free(&src);
+	free(list);
+	return rc;
+}
+
+/* The cluster's server (https:// or http://), TLS trust and certificate authority. */
+static int take_cluster(struct kubeconfig *kc, struct json_object *cl, const char *cname,
+			const char *file, struct sbx_err *e)
+{
+	const char *s = jsonfield_str(cl, "server");
+
+	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0))
+		return err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source,
+			       cname);
+	kc->server = xstrdup(s);
+	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
+		kc->server[strlen(kc->server) - 1] = '\0';
+	s = jsonfield_str(cl, "insecure-skip-tls-verify");
+	kc->insecure = s && strcmp(s, "true") == 0;
+	return load_blob(cl, "certificate-authority", file, &kc->ca, e);
+}
+
+/* The user's credentials: a client certificate and key, a token or token file, an exec
+ * plugin (an auth-provider is refused). */
+static int take_user(struct kubeconfig *kc, struct json_object *user, const char *uname,
+		     const char *file, struct sbx_err *e)
+{
+	const char *s;
+
+	if (load_blob(user, "client-certificate", file, &kc->cert, e) < 0 ||
+	    load_blob(user, "client-key", file, &kc->key, e) < 0)
+		return -1;
+	if ((kc->cert.data == NULL) != (kc->key.data == NULL))
+		return err_set(e, SBX_EINVAL, "%s: user \"%s\" has a client certificate without a key "
+			       "(or a key without a certificate)", file, uname);
+	if ((s = jsonfield_str(user, "token")) && *s)
+		kc->token = xstrdup(s);
+	if ((s = jsonfield_str(user, "tokenFile")) && *s)
+		kc->token_file = resolve_path(s, file);
+	if (jsonfield(user, "exec") && load_exec(kc, jsonfield(user, "exec"), file, e) < 0)
+		return -1;
+	if (jsonfield(user, "auth-provider"))
+		return err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not "
+			       "supported (use an exec plugin)", file, uname);
+	return 0;
+}
+
+int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_err *e)
+{
+	struct kfiles f = {0};
+	const char *ctxname = NULL, *cname, *uname, *s;
+	struct json_object *ctx, *cl, *user;
+	size_t i, ci, ui, xi;
+	int rc = -1;
+
+	memset(kc, 0, sizeof *kc);
+	if (parse_files(kc, paths, &f, e) < 0)
+		goto out;
+	for (i = 0; i < f.n && ctxname == NULL; i++) {
+		s = jsonfield_str(f.doc[i], "current-context");
 		if (s && *s)
 			ctxname = s;
 	}
@@ -349,7 +410,7 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 		err_set(e, SBX_EINVAL, "%s: no current-context is set", kc->source);
 		goto out;
 	}
-	if ((ctx = find_named(files, n, "contexts", "context", ctxname, &xi)) == NULL) {
+	if ((ctx = find_named(f.doc, f.n, "contexts", "context", ctxname, &xi)) == NULL) {
 		err_set(e, SBX_EINVAL, "%s: context \"%s\" is not defined", kc->source, ctxname);
 		goto out;
 	}
@@ -358,53 +419,22 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 		kc->namespace = xstrdup(s);
 	cname = jsonfield_str(ctx, "cluster");
 	uname = jsonfield_str(ctx, "user");
-	if (cname == NULL || (cl = find_named(files, n, "clusters", "cluster", cname, &ci)) == NULL) {
+	if (cname == NULL || (cl = find_named(f.doc, f.n, "clusters", "cluster", cname, &ci)) == NULL) {
 		err_set(e, SBX_EINVAL, "%s: context \"%s\" names cluster \"%s\", which is not defined",
 			kc->source, ctxname, cname ? cname : "");
 		goto out;
 	}
-	s = jsonfield_str(cl, "server");
-	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)) {
-		err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source, cname);
+	if (take_cluster(kc, cl, cname, f.name[ci], e) < 0)
 		goto out;
-	}
-	kc->server = xstrdup(s);
-	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
-		kc->server[strlen(kc->server) - 1] = '\0';
-	s = jsonfield_str(cl, "insecure-skip-tls-verify");
-	kc->insecure = s && strcmp(s, "true") == 0;
-	if (load_blob(cl, "certificate-authority", names[ci], &kc->ca, e) < 0)
+	user = uname ? find_named(f.doc, f.n, "users", "user", uname, &ui) : NULL;
+	if (user != NULL && take_user(kc, user, uname, f.name[ui], e) < 0)
 		goto out;
-	user = uname ? find_named(files, n, "users", "user", uname, &ui) : NULL;
-	if (user != NULL) {
-		if (load_blob(user, "client-certificate", names[ui], &kc->cert, e) < 0 ||
-		    load_blob(user, "client-key", names[ui], &kc->key, e) < 0)
-			goto out;
-		if ((kc->cert.data == NULL) != (kc->key.data == NULL)) {
-			err_set(e, SBX_EINVAL, "%s: user \"%s\" has a client certificate without a key (or a key without a certificate)",
-				names[ui], uname);
-			goto out;
-		}
-		if ((s = jsonfield_str(user, "token")) && *s)
-			kc->token = xstrdup(s);
-		if ((s = jsonfield_str(user, "tokenFile")) && *s)
-			kc->token_file = resolve_path(s, names[ui]);
-		if (jsonfield(user, "exec") && load_exec(kc, jsonfield(user, "exec"), names[ui], e) < 0)
-			goto out;
-		if (jsonfield(user, "auth-provider")) {
-			err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not supported (use an exec plugin)",
-				names[ui], uname);
-			goto out;
-		}
-	}
 	rc = 0;
 out:
-	for (i = 0; i < n; i++) {
-		json_object_put(files[i]);
-		free(names[i]);
+	for (i = 0; i < f.n; i++) {
+		json_object_put(f.doc[i]);
+		free(f.name[i]);
 	}
-	buf_free(&src);
-	free(list);
 	if (rc < 0)
 		kubeconfig_free(kc);
 	return rc;
@@ -440,7 +470,7 @@ int kubeconfig_load_incluster(struct kubeconfig *kc, struct sbx_err *e)
 	kc->server = strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port)
 				       : xasprintf("https://%s:%s", host, port);
 	p = xasprintf("%s/ca.crt", sa_dir());
-	rc = read_file(p, &kc->ca, e);
+	rc = kubeconfig_read_file(p, &kc->ca, e);
 	free(p);
 	if (rc < 0) {
 		err_prefix(e, "in-cluster configuration");
@@ -448,7 +478,7 @@ int kubeconfig_load_incluster(struct kubeconfig *kc, struct sbx_err *e)
 		return -1;
 	}
 	p = xasprintf("%s/namespace", sa_dir());
-	if (read_file(p, &ns, NULL) == 0) {
+	if (kubeconfig_read_file(p, &ns, NULL) == 0) {
 		ns.data[strcspn(ns.data, "\r\n")] = '\0';
 		if (*ns.data)
 			kc->namespace = xstrdup(ns.data);
@@ -465,235 +495,6 @@ int kubeconfig_load(struct kubeconfig *kc, struct sbx_err *e)
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	return kubeconfig_load_files(kc, getenv("KUBECONFIG"), e);
-}
-
-/* --- exec credential plugins --- */
-
-/* The cache file for this plugin invocation: a hash of everything that defines it. */
-static char *cache_path(const struct kubeconfig *kc)
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	char hex[2 * 16 + 1];
-	const char *x = getenv("XDG_CACHE_HOME");
-	struct buf k = {0};
-	char *root;
-	size_t i;
-
-	buf_printf(&k, "%s\n%s\n%s\n", kc->server, kc->exec_api, kc->exec_cmd);
-	for (i = 0; kc->exec_args[i]; i++)
-		buf_printf(&k, "a:%s\n", kc->exec_args[i]);
-	for (i = 0; kc->exec_env[i]; i++)
-		buf_printf(&k, "e:%s\n", kc->exec_env[i]);
-	SHA256((const unsigned char *)k.data, k.len, md);
-	buf_free(&k);
-	for (i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (x && x[0] == '/') {
-		root = xasprintf("%s/sbx/kube-exec", x);
-	} else {
-		char *st = paths_state_root(NULL);
-		if (st == NULL)
-			return NULL;
-		root = xasprintf("%s/.kube-exec", st);	/* never a namespace name */
-		free(st);
-	}
-	if (paths_mkdirs(root, 0700, NULL) < 0) {
-		free(root);
-		return NULL;
-	}
-	{
-		char *p = xasprintf("%s/%s.json", root, hex);
-		free(root);
-		return p;
-	}
-}
-
-/* Takes token and expiry from an ExecCredential (or our cache file, same shape). */
-static int take_credential(struct kubeconfig *kc, const char *text, size_t len, bool strict,
-			   struct sbx_err *e)
-{
-	struct json_object *o = json_tokener_parse(text), *st;
-	const char *tok, *exp, *kind;
-	int64_t ns = 0;
-	int rc = -1;
-
-	(void)len;
-	if (o == NULL || !json_object_is_type(o, json_type_object)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s printed no JSON ExecCredential", kc->exec_cmd);
-		goto out;
-	}
-	kind = jsonfield_str(o, "kind");
-	if (strict && (kind == NULL || strcmp(kind, "ExecCredential") != 0)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: output is not an ExecCredential", kc->exec_cmd);
-		goto out;
-	}
-	if (strict && (jsonfield_str(o, "apiVersion") == NULL || strcmp(jsonfield_str(o, "apiVersion"), kc->exec_api) != 0)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential apiVersion \"%s\" does not match the requested %s",
-			kc->exec_cmd, jsonfield_str(o, "apiVersion") ? jsonfield_str(o, "apiVersion") : "", kc->exec_api);
-		goto out;
-	}
-	st = jsonfield(o, "status");
-	tok = jsonfield_str(st, "token");
-	if (tok == NULL || *tok == '\0') {
-		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential has no status.token%s", kc->exec_cmd,
-			jsonfield_str(st, "clientCertificateData") ? " (client certificates from plugins are not supported)" : "");
-		goto out;
-	}
-	exp = jsonfield_str(st, "expirationTimestamp");
-	if (exp && *exp && time_parse_rfc3339(exp, &ns) < 0) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: bad expirationTimestamp \"%s\"", kc->exec_cmd, exp);
-		goto out;
-	}
-	if (ns && ns - KUBECONFIG_EXPIRY_SLACK_NS <= time_now_ns()) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: the credential has already expired (%s)", kc->exec_cmd, exp);
-		goto out;
-	}
-	free(kc->token);
-	kc->token = xstrdup(tok);
-	kc->token_expiry_ns = ns;
-	rc = 0;
-out:
-	json_object_put(o);
-	return rc;
-}
-
-/* Runs the plugin with KUBERNETES_EXEC_INFO set; collects its stdout (and stderr for errors). */
-static int run_plugin(struct kubeconfig *kc, struct buf *out, struct sbx_err *e)
-{
-	struct strvec argv = {0}, env = {0};
-	struct child_req r = {.path = kc->exec_cmd, .cancel_fd = -1,
-			      .timeout_ns = (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000,
-			      .grace_ns = KUBECONFIG_PLUGIN_GRACE_NS,
-			      .out_max = KUBECONFIG_PLUGIN_OUT_MAX};
-	struct child_result res;
-	size_t l;
-	int rc = -1;
-
-	strvec_push(&argv, kc->exec_cmd);
-	strvec_pushv(&argv, kc->exec_args);
-	for (size_t i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21) != 0)
-			strvec_push(&env, environ[i]);
-	strvec_pushv(&env, kc->exec_env);
-	strvec_pushf(&env, "KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\","
-		     "\"spec\":{\"interactive\":false}}", kc->exec_api);
-	r.argv = argv.v;
-	r.envp = env.v;
-	if (child_run(&r, &res, e) < 0) {
-		if (e->code == SBX_ENOTFOUND)	/* as a shell says it */
-			err_set(e, SBX_EPERM, "exec plugin %s failed (exit status 127): not found",
-				kc->exec_cmd);
-		else
-			err_prefix(e, "exec plugin");
-		goto out;
-	}
-	if (res.timed_out) {
-		err_set(e, SBX_ETIMEDOUT, "exec plugin %s did not finish within %d s", kc->exec_cmd,
-			KUBECONFIG_PLUGIN_TIMEOUT_MS / 1000);
-	} else if (res.status != 0) {
-		for (l = res.err_len; l && (res.err[l - 1] == '\n' || res.err[l - 1] == ' '); l--)
-			;
-		err_set(e, SBX_EPERM, "exec plugin %s failed (%s %d)%s%.*s", kc->exec_cmd,
-			res.signal ? "signal" : "exit status", res.signal ? res.signal : res.status,
-			l ? ": " : (res.status == EXIT_CMD_NOT_FOUND ? ": not found" : ""),
-			(int)(l > 500 ? 500 : l), res.err);
-	} else {
-		buf_append(out, res.out, res.out_len);
-		rc = 0;
-	}
-	child_result_free(&res);
-out:
-	strvec_clear(&argv);
-	strvec_clear(&env);
-	return rc;
-}
-
-/* Writes the token to the cache file (0600, atomically). Failures only lose the cache. */
-static void cache_store(const struct kubeconfig *kc)
-{
-	struct json_object *o, *st;
-	char tbuf[TIME_BUFSZ];
-	const char *txt;
-
-	if (kc->cache_path == NULL || kc->token_expiry_ns == 0)
-		return;	/* no expiry: client-go keeps it for the process only */
-	o = json_object_new_object();
-	st = json_object_new_object();
-	json_object_object_add(o, "kind", json_object_new_string("ExecCredential"));
-	json_object_object_add(o, "apiVersion", json_object_new_string(kc->exec_api));
-	json_object_object_add(st, "token", json_object_new_string(kc->token));
-	json_object_object_add(st, "expirationTimestamp",
-			       json_object_new_string(time_rfc3339(kc->token_expiry_ns, tbuf, sizeof tbuf)));
-	json_object_object_add(o, "status", st);
-	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	fs_write_atomic(kc->cache_path, txt, strlen(txt), 0600);
-	json_object_put(o);
-}
-
-static int cache_load(struct kubeconfig *kc)
-{
-	struct kube_blob f = {0};
-	struct stat st;
-	int rc;
-
-	if (kc->cache_path == NULL || stat(kc->cache_path, &st) < 0)
-		return -1;
-	/* Only trust a private file of ours: anyone else could plant a token. */
-	if (st.st_uid != getuid() || (st.st_mode & 077) != 0)
-		return -1;
-	if (read_file(kc->cache_path, &f, NULL) < 0)
-		return -1;
-	rc = take_credential(kc, f.data, f.len, false, NULL);
-	free(f.data);
-	return rc;
-}
-
-int kubeconfig_token(struct kubeconfig *kc, char **token, struct sbx_err *e)
-{
-	struct buf out = {0};
-	int rc;
-
-	*token = NULL;
-	if (kc->exec_cmd != NULL) {
-		if (kc->token && (kc->token_expiry_ns == 0 ||
-				  kc->token_expiry_ns - KUBECONFIG_EXPIRY_SLACK_NS > time_now_ns()))
-			goto have;
-		if (kc->cache_path == NULL)
-			kc->cache_path = cache_path(kc);
-		if (kc->token == NULL && cache_load(kc) == 0)
-			goto have;
-		rc = run_plugin(kc, &out, e);
-		if (rc == 0)
-			rc = take_credential(kc, out.data, out.len, true, e);
-		buf_free(&out);
-		if (rc < 0)
-			return -1;
-		cache_store(kc);
-		goto have;
-	}
-	if (kc->token_file != NULL) {
-		struct kube_blob f = {0};
-		if (read_file(kc->token_file, &f, e) < 0)
-			return err_prefix(e, "token file");
-		f.data[strcspn(f.data, "\r\n")] = '\0';
-		*token = f.data;
-		return 0;
-	}
-have:
-	if (kc->token)
-		*token = xstrdup(kc->token);
-	return 0;
-}
-
-void kubeconfig_forget_token(struct kubeconfig *kc)
-{
-	if (kc->exec_cmd == NULL)
-		return;
-	free(kc->token);
-	kc->token = NULL;
-	kc->token_expiry_ns = 0;
-	if (kc->cache_path)
-		unlink(kc->cache_path);
 }
 
 void kubeconfig_free(struct kubeconfig *kc)

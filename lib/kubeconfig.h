@@ -65,5 +65,7 @@ void kubeconfig_free(struct kubeconfig *kc);
 
 /* Decodes standard base64 (white space ignored). Returns 0 or -1 on bad input. */
 int kubeconfig_base64(const char *in, struct kube_blob *out);
+/* Reads a whole file (at most KUBECONFIG_FILE_MAX bytes) into out. */
+int kubeconfig_read_file(const char *path, struct kube_blob *out, struct sbx_err *e);
 
 #endif

@@ -1,5 +1,6 @@
-/* oci_helper.c — the light half of lib/oci: what the local backend links to run OCI images
- * without loading libarchive or OpenSSL. It runs sbx-image and reads its one JSON line. */
+/* oci_image.c — an OCI image as the local backend holds it: the handle sbx-image prints (its
+ * rootfs, Env, WorkingDir, User), read back by running sbx-image, so the commands that only
+ * run images never load libarchive or OpenSSL. */
 #include "oci.h"
 
 #include <stdio.h>
