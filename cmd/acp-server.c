@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 	if (cert && (tls = net_tls_server(cert, key, &e)) == NULL)
 		cli_die_err("", &e);
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
+		backend = backend_default(&why);
 
 	dir = state_dir();
 	if (stdio) {

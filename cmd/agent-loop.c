@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	if (image == NULL || *image == '\0')
 		image = getenv("SANDBOX_IMAGE");
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
+		backend = backend_default(&why);
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));

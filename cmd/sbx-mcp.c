@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (cfg.tool_timeout_ns < 0)
 		cfg.tool_timeout_ns = 0;
-	cfg.backend = backend && *backend ? backend : agent_default_backend(&why);
+	cfg.backend = backend && *backend ? backend : backend_default(&why);
 	cfg.snapshot_delay_ns = snap;
 	cfg.trace = verbose ? on_trace : NULL;
 	cfg.create_args = specflags_argv(&sf);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../../lib/agent.h"
+#include "../../lib/backend.h"
 #include "../../lib/chatview.h"
 #include "../../lib/child.h"
 #include "../../lib/gojson.h"
@@ -317,17 +318,17 @@ static void backends(const char *home)
 	unsetenv("KUBECONFIG");
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("SANDBOX_BACKEND");
-	is_str(agent_default_backend(&why), "local", "no configuration: local");
+	is_str(backend_default(&why), "local", "no configuration: local");
 	setenv("KUBECONFIG", kc, 1);
-	is_str(agent_default_backend(&why), "local", "KUBECONFIG naming no file: local");
+	is_str(backend_default(&why), "local", "KUBECONFIG naming no file: local");
 	put(kc, "apiVersion: v1\n", "w");
-	is_str(agent_default_backend(&why), "kubernetes", "KUBECONFIG naming a file: kubernetes");
+	is_str(backend_default(&why), "kubernetes", "KUBECONFIG naming a file: kubernetes");
 	setenv("SANDBOX_BACKEND", "local", 1);
-	is_str(agent_default_backend(&why), "local", "SANDBOX_BACKEND wins");
+	is_str(backend_default(&why), "local", "SANDBOX_BACKEND wins");
 	unsetenv("SANDBOX_BACKEND");
 	unsetenv("KUBECONFIG");
 	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
-	is_str(agent_default_backend(&why), "kubernetes", "in a pod: kubernetes");
+	is_str(backend_default(&why), "kubernetes", "in a pod: kubernetes");
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	free(kc);
 }
