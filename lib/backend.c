@@ -116,6 +116,14 @@ int64_t backend_default_memory(void)
 	return half < SBX_DEFAULT_MEMORY ? half : SBX_DEFAULT_MEMORY;
 }
 
+int64_t backend_default_memory_of(const struct sbx_backend *b)
+{
+	/* A pod runs on a node, not on the machine that asks for it: this machine's RAM says
+	 * nothing there, and a default that followed it would make the same Sandbox look
+	 * different (so not reusable) from two machines. */
+	return b->ops == &local_backend_ops ? backend_default_memory() : SBX_DEFAULT_MEMORY;
+}
+
 static int check_homedir(const char *h, struct sbx_err *e)
 {
 	if (h[0] != '/')

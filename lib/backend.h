@@ -145,6 +145,9 @@ void backend_close(struct sbx_backend *b);
 void backend_spec_init(struct sbx_spec *spec);
 /* SBX_DEFAULT_MEMORY, or half of this machine's RAM when that is less. */
 int64_t backend_default_memory(void);
+/* The default memory limit of a sandbox on b: backend_default_memory() on the local backend;
+ * SBX_DEFAULT_MEMORY on kubernetes, whose pods run on nodes this machine knows nothing of. */
+int64_t backend_default_memory_of(const struct sbx_backend *b);
 
 /* Convenience wrappers that validate the name first. */
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
