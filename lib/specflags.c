@@ -215,10 +215,17 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 
 int specflags_check(const struct specflags *sf, struct sbx_err *e)
 {
+	return specflags_check_backend(sf, NULL, e);
+}
+
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e)
+{
 	struct sbx_spec scratch;
 
 	backend_spec_init(&scratch);
-	return specflags_apply(sf, &scratch, e);
+	if (specflags_apply(sf, &scratch, e) < 0)
+		return -1;
+	return backend ? backend_spec_check(backend, &scratch, e) : 0;
 }
 
 bool specflags_given(const struct specflags *sf, enum specflag_id id)

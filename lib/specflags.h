@@ -70,6 +70,9 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 /* Checks the flags given (and their variables) as sbx-create would, so a program that hands
  * them on can refuse a bad value at start rather than at its first sandbox. */
 int specflags_check(const struct specflags *sf, struct sbx_err *e);
+/* The same, and what the backend named ("local", "kubernetes"; NULL: either) would refuse
+ * at create (backend_spec_check): -allow-host on kubernetes, -runtime-class on local. */
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e);
 /* Whether flag id was given, on the command line or through its environment variable. */
 bool specflags_given(const struct specflags *sf, enum specflag_id id);
 /* Bounds of the limit flags, so a typo cannot make a sandbox that cannot start its own init
