@@ -339,7 +339,8 @@ while True:
 	if [ "$(id -u)" = 0 ]; then
 		disk=$(printf '%s\n' "$output" | sed -n 's/.*"disk":\([0-9]*\).*/\1/p')
 		# 7/8 of what is free, in whole MiB: at most 56M of the 64M
-		[ "$disk" -le $((56 << 20)) ] && [ "$disk" -ge $((32 << 20)) ]
+		[ "$disk" -le $((56 << 20)) ]
+		[ "$disk" -ge $((32 << 20)) ]
 		assert_contains "No space left on device"
 	fi
 	assert_contains '"enforced":true'
