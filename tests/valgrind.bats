@@ -77,9 +77,13 @@ start_stub() {
 	run vg sbx-create vg1
 	assert_status 0
 	assert_json '.name == "vg1"'
+	# the same spec is reused (its shutdown time moved); another one is refused
 	run vg sbx-create vg1
-	[ "$status" -ne 0 ]
-	[ "$status" -ne 99 ]
+	assert_status 0
+	assert_json '.reused == true'
+	run vg sbx-create -pids 100 vg1
+	assert_status 100
+	assert_contains "exists with pids 1024"
 	run vg sbx-create 'Bad Name'
 	assert_status 100
 	run vg sbx-list
