@@ -45,6 +45,14 @@ stream() {
 		return 1
 	fi
 	EVENTS=("${lines[@]}")
+	# Each piece of reasoning is streamed once: the events add up to the message's reasoning.
+	local streamed final
+	streamed=$(printf '%s\n' "${lines[@]:0:${#lines[@]}-1}" | jq -rj 'select(.reasoning_delta) | .reasoning_delta')
+	final=$(jq -rj '.message.reasoning_content // .message.reasoning // ""' <<<"$whole")
+	if [ "$streamed" != "$final" ]; then
+		printf 'reasoning streamed: %s\nin the message: %s\n' "$streamed" "$final" >&2
+		return 1
+	fi
 	output=$whole
 }
 
