@@ -42,6 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 sbx-init_STATIC_LIBS :=
 sbx-init_LIBSRC := lib/fsutil.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+geminicli-toolbox_LIBSRC := lib/utf8.c lib/gcpath.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)
@@ -66,7 +67,7 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 		$(B)/libsbx.a -Wl,--exclude-libs,libsbx.a -o $@ $(LDLIBS_ALL)
 
 # Objects for static programs are built without sanitizers (they cannot link them statically).
-$(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+$(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h cmd/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 

@@ -1,7 +1,7 @@
 /* geminicli-toolbox — the in-sandbox helper behind `-toolset geminicli`: runs one gemini-cli
  * file tool with its JSON parameters on stdin and prints the model-visible result. Statically
  * linked and self-contained so it works in any image. Contract (upstream cmd/geminicli-toolbox):
- * success → result on stdout (newline added if missing), exit 0; failure → the message on
+ * success → the result on stdout exactly as gemini-cli gives it to the model, exit 0; failure → the message on
  * stderr, nothing on stdout, exit 1. */
 #include <errno.h>
 #include <stdio.h>
@@ -140,8 +140,6 @@ int main(int argc, char **argv)
 	}
 	if (!c.out.data)
 		tb_put(&c.out, "", 0);
-	if (c.out.len == 0 || c.out.data[c.out.len - 1] != '\n')
-		tb_puts(&c.out, "\n");
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
 		rc = fail("failed to write the result");
 		goto out;

@@ -666,12 +666,13 @@ static void call_of(struct json_object *raw, struct agent_tool_call *c)
 	c->raw = raw;
 }
 
-static struct json_object *tool_message(const char *id, const char *content)
+/* content[0..len) may hold NUL bytes (a tool's binary output): kept, as \u0000. */
+static struct json_object *tool_message(const char *id, const char *content, size_t len)
 {
 	struct json_object *m = json_object_new_object();
 
 	json_object_object_add(m, "role", json_object_new_string("tool"));
-	json_object_object_add(m, "content", json_object_new_string(content));
+	json_object_object_add(m, "content", json_object_new_string_len(content, (int)len));
 	json_object_object_add(m, "tool_call_id", json_object_new_string(id));
 	return m;
 }
@@ -679,13 +680,14 @@ static struct json_object *tool_message(const char *id, const char *content)
 /* Runs one approved call through sbx-tool. Returns the tool message's content (newly
  * allocated) with *failed, or NULL with e (cancelled, or the sandbox vanished: SBX_ENOTFOUND). */
 static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
-		      bool *failed, struct sbx_err *e)
+		      size_t *len, bool *failed, struct sbx_err *e)
 {
 	struct child_result res;
 	struct json_object *doc = NULL;
 	struct strvec a;
 	const char *why;
 	char *in = gojson_encode(c->raw), *out = NULL, *msg;
+	bool sized = false;
 
 	trace(s, "sbx-tool <", in);
 	argv_sbx(s, &a, "sbx-tool");
@@ -710,7 +712,15 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
-		out = xstrdup(str_field(doc, "content"));
+		struct json_object *v = NULL;
+		size_t n = 0;
+		if (json_object_object_get_ex(doc, "content", &v) && json_object_is_type(v, json_type_string))
+			n = (size_t)json_object_get_string_len(v);
+		out = xmalloc(n + 1);
+		memcpy(out, n ? json_object_get_string(v) : "", n);
+		out[n] = '\0';
+		*len = n;
+		sized = true;
 		*failed = res.status != 0;
 	} else {
 		msg = failure(&res, "sbx-tool");
@@ -719,6 +729,8 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	}
 	child_result_free(&res);
 done:
+	if (out && !sized)
+		*len = strlen(out);
 	json_object_put(doc);
 	argv_free(&a);
 	free(in);
@@ -743,7 +755,7 @@ static void close_calls(struct agent_session *s, struct json_object *calls, size
 			       : xasprintf(AGENT_CANCELLED_FMT, c.name);
 		if (i == from && started && cb && cb->on_tool_end)
 			cb->on_tool_end(cb->arg, &c, true, content);
-		msgs[k++] = tool_message(c.id, content);
+		msgs[k++] = tool_message(c.id, content, strlen(content));
 		free(content);
 	}
 	if (k > 0 && history_append(s->h, msgs, k, &e) < 0)
@@ -770,6 +782,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		struct json_object *m;
 		bool failed = true, started = false;
 		char *content = NULL;
+		size_t content_len = 0;	/* of a run tool's content, which may hold NUL bytes */
 		int ok = 1, tries;
 
 		call_of(json_object_array_get_idx(calls, i), &c);
@@ -787,6 +800,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		}
 		if (ok == 0) {
 			content = xasprintf(AGENT_DENIED_FMT, c.name);
+			content_len = strlen(content);
 		} else {
 			for (tries = 0; tries < 2 && content == NULL; tries++) {
 				if (ensure_sandbox(s, cancel_fd, e) < 0) {
@@ -799,7 +813,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 					cb->on_tool_start(cb->arg, &c);
 				started = true;
 				*executed = true;
-				content = run_tool(s, &c, cancel_fd, &failed, e);
+				content = run_tool(s, &c, cancel_fd, &content_len, &failed, e);
 				if (content == NULL && e->code == SBX_ECANCELED)
 					goto cancelled;
 				if (content == NULL) {	/* vanished between touch and exec */
@@ -808,13 +822,15 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 					s->active = false;
 				}
 			}
-			if (content == NULL)
+			if (content == NULL) {
 				content = xasprintf("Error calling tool \"%s\": failed to run tool: %s",
 						    c.name, e->msg);
+				content_len = strlen(content);
+			}
 			if (cb && cb->on_tool_end)
 				cb->on_tool_end(cb->arg, &c, failed, content);
 		}
-		m = tool_message(c.id, content);
+		m = tool_message(c.id, content, content_len);
 		free(content);
 		if (append1(s, m, e) < 0) {
 			json_object_put(m);

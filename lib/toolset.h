@@ -9,6 +9,8 @@
 #define SBX_TOOLSET_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -20,16 +22,20 @@ struct tool_ctx {
 	const char *homedir;		/* home directory inside the sandbox */
 	int64_t timeout_ns;		/* per call; 0: none */
 	int cancel_fd;			/* -1 or readable to stop */
+	const char *call_id;		/* the model's id for the call, NULL or "": none (names
+					 * the file a cut output is kept in) */
 };
 
 struct tool {
 	const char *name;
 	const char *description;
 	const char *parameters;		/* JSON Schema text of the arguments object */
-	/* Runs the call with decoded arguments. Returns the model-visible content, or NULL with e
-	 * set (a harness error: the caller turns it into `Error calling tool "<name>": <why>`).
-	 * On a deadline, e->code is SBX_ETIMEDOUT. */
-	char *(*run)(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e);
+	/* Runs the call with decoded arguments. Returns the model-visible content, *len bytes of
+	 * valid UTF-8 that may hold NUL bytes, or NULL with e set (a harness error: the caller
+	 * turns it into `Error calling tool "<name>": <why>`). On a deadline, e->code is
+	 * SBX_ETIMEDOUT. */
+	char *(*run)(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+		     struct sbx_err *e);
 };
 
 struct toolset {
@@ -39,6 +45,9 @@ struct toolset {
 	size_t ntools;
 	/* The system prompt for a new session; newly allocated. */
 	char *(*system_prompt)(struct sbx_err *e);
+	/* The tools check their arguments themselves, with gemini-cli's schema messages; the
+	 * registry does not decode them Go-style first. */
+	bool own_validation;
 };
 
 extern const struct toolset toolset_basic;
@@ -49,10 +58,10 @@ const struct toolset *toolset_find(const char *name, struct sbx_err *e);
 /* The `tools` array of a chat request: [{"type":"function","function":{name,description,parameters}}]. */
 struct json_object *toolset_declarations(const struct toolset *ts);
 /* Runs one tool call through the registry rules. Returns the content of the tool message
- * (either the tool's result or the `Error calling tool …` text); NULL only for failures that
- * must abort the turn (cancellation), with e set. *failed is set when the registry
- * reported an error (ACP's "failed" status). */
+ * (either the tool's result or the `Error calling tool …` text), *len bytes of valid UTF-8
+ * that may hold NUL bytes; NULL only for failures that must abort the turn (cancellation),
+ * with e set. *failed is set when the registry reported an error (ACP's "failed" status). */
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
-		   const char *arguments, int *failed, struct sbx_err *e);
+		   const char *arguments, size_t *len, int *failed, struct sbx_err *e);
 
 #endif

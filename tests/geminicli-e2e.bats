@@ -42,13 +42,13 @@ CALLS=(
 # the process group id).
 WANT=(
 	'<untrusted_context>\nOutput: made\nProcess Group PGID: N\n</untrusted_context>'
-	"Directory listing for $H/src:\na.txt (11 bytes)\n"
+	"Directory listing for $H/src:\na.txt (11 bytes)"
 	'alpha\nbeta\n'
 	"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
 	"Successfully modified file: $H/src/a.txt (1 replacements). Here is the updated code:\nalpha\nBETA\n"
-	"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s\n"
-	'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---\n'
-	"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---\n"
+	"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s"
+	'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---'
+	"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---"
 )
 
 # The stub's script: the eight tool calls (ids gc-1 … gc-8), then a closing text.

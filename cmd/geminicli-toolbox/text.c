@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tb.h"
+#include "../../lib/utf8.h"
 
 /* isbinaryfile looks at the first 512 bytes (plus 3 so a UTF-8 sequence is not cut). */
 #define SNIFF_BYTES 512
@@ -233,17 +234,32 @@ char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
 	else if (len >= 4 && p[0] == 0 && p[1] == 0 && p[2] == 0xfe && p[3] == 0xff)
 		decode32(&b, p + 4, len - 4, false);
 	else if (len >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
-		tb_put(&b, buf + 3, len - 3);
+		return tb_utf8_text(buf + 3, len - 3, outlen);
 	else if (len >= 2 && p[0] == 0xff && p[1] == 0xfe)
 		decode16(&b, p + 2, len - 2, true);
 	else if (len >= 2 && p[0] == 0xfe && p[1] == 0xff)
 		decode16(&b, p + 2, len - 2, false);
 	else
-		tb_put(&b, buf, len);
+		return tb_utf8_text(buf, len, outlen);
 	if (!b.data)
 		tb_put(&b, "", 0);
 	*outlen = b.len;
 	return b.data;
+}
+
+char *tb_utf8_text(const char *buf, size_t len, size_t *outlen)
+{
+	char *out;
+	if (utf8_valid(buf, len)) {
+		out = tb_xmalloc(len + 1);
+		memcpy(out, buf, len);
+		*outlen = len;
+	} else {
+		out = tb_xmalloc(UTF8_REPAIR_MAX(len) + 1);
+		*outlen = utf8_repair(buf, len, out);
+	}
+	out[*outlen] = '\0';
+	return out;
 }
 
 size_t tb_utf8_len(const char *s, size_t n)
@@ -363,11 +379,17 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	{
 		struct tbuf body = {0};
 		for (size_t i = lo; i < hi; i++) {
-			size_t cut = tb_utf8_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS);
+			bool split;
+			/* String#length and #substring count UTF-16 units; a cut inside a pair leaves
+			 * half of it, which JSON can only carry as U+FFFD */
+			size_t cut = utf8_utf16_len(lines[i], lens[i]) > TB_MAX_LINE_CHARS
+				     ? utf8_utf16_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS, &split) : lens[i];
 			if (i > lo)
 				tb_puts(&body, "\n");
 			tb_put(&body, lines[i], cut);
 			if (cut < lens[i]) {
+				if (split)
+					tb_puts(&body, "\xef\xbf\xbd");
 				tb_puts(&body, "... [truncated]");
 				r->truncated = true;
 			}
