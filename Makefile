@@ -10,13 +10,13 @@ DESTDIR ?=
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8
+PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
-LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl $(LDLIBS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl -lresolv $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
 
 # Output tree; `make asan` uses another so the two builds never mix.
@@ -40,16 +40,20 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS :=
-sbx-init_LIBSRC := lib/fsutil.c
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 geminicli-toolbox_LIBSRC := lib/utf8.c lib/gcpath.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)
 
-$(B)/%.o: %.c $(wildcard lib/*.h cmd/*.h)
+# Header dependencies are computed by the compiler (-MMD -MP): an edit rebuilds exactly the
+# objects that include what changed, headers under cmd/*/ included.
+DEPFLAGS = -MMD -MP
+
+$(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) -c -o $@ $<
 
 $(B)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
@@ -67,9 +71,9 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 		$(B)/libsbx.a -Wl,--exclude-libs,libsbx.a -o $@ $(LDLIBS_ALL)
 
 # Objects for static programs are built without sanitizers (they cannot link them statically).
-$(B)/static/%.o: %.c $(wildcard lib/*.h cmd/*.h cmd/*/*.h)
+$(B)/static/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 
 define dyn_prog
 $(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a
@@ -87,14 +91,17 @@ $(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
+
+# Only the compiler's files: build/images holds unpacked root filesystems (etc/rc2.d, …).
+-include $(shell find $(B) -path $(B)/images -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 deps:
 	@scripts/install-deps
 
-# The README's two commands.
+# The README's two commands. ARGS go to agent-loop: make run ARGS='-session x -ttl 10s'.
 run: deps all
-	@scripts/run-agent
+	@scripts/run-agent $(ARGS)
 
 check: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_UNIT=$(CURDIR)/$(B)/tests tests/run
@@ -122,12 +129,12 @@ images:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
-	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
-	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(filter-out $(BIN)/sbx-init $(BIN)/sbx-proxy,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-proxy $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 $(wildcard man/man1/*.1) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-proxy $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
 	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
 
 clean:

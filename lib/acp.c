@@ -21,6 +21,7 @@
 #include "gojson.h"
 #include "name.h"
 #include "net.h"
+#include "toolset.h"
 #include "xalloc.h"
 
 /* Tool names remembered per session for an "always" answer: a toolset has a handful. */
@@ -85,21 +86,7 @@ static void srv_log(struct acp_server *srv, const char *fmt, ...)
 
 const char *acp_tool_kind(const char *name)
 {
-	static const struct {
-		const char *name, *kind;
-	} kinds[] = {
-		{"run_command", "execute"}, {"run_shell_command", "execute"},
-		{"ls", "search"}, {"list_directory", "search"}, {"glob", "search"},
-		{"grep_search", "search"},
-		{"read", "read"}, {"read_file", "read"}, {"read_many_files", "read"},
-		{"write", "edit"}, {"write_file", "edit"}, {"replace", "edit"},
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strcmp(kinds[i].name, name) == 0)
-			return kinds[i].kind;
-	return "other";
+	return toolset_tool_kind(name);
 }
 
 int acp_new_session_id(char out[20], struct sbx_err *e)

@@ -22,13 +22,43 @@
 #define SBX_IMAGE_MAX 1024
 #define SBX_PATH_MAX 1024
 #define SBX_NAMESPACE_MAX 64
+/* -allow-host: the normalised list (see lib/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
+#define SBX_ALLOW_HOSTS_MAX 4097
+/* A RuntimeClass name: a DNS-1123 subdomain. */
+#define SBX_RUNTIME_CLASS_MAX 254
+
+/* Resource limits (issue 14): set by sbx-create -memory -pids -cpus -disk -limits. In a spec
+ * they are what is asked for; in an sbx_info what is in force. A quantity of 0 means no limit
+ * of that kind; enforced false (-limits none, or nothing in force) means none at all. */
+struct sbx_limits {
+	bool enforced;
+	int64_t memory;			/* bytes of memory + swap */
+	int64_t pids;			/* processes and threads */
+	int64_t cpus_milli;		/* thousandths of a CPU; 0: unlimited (the default) */
+	int64_t disk;			/* bytes the home may hold */
+	char cgroup[8];			/* info only: "v1" or "v2" (local backend), else "" */
+};
+
+/* The documented defaults: a laptop survives a runaway command in a sandbox made with them.
+ * Memory is this or half of the machine's RAM, whichever is less. */
+#define SBX_DEFAULT_MEMORY (INT64_C(2) << 30)
+#define SBX_DEFAULT_PIDS 1024
+#define SBX_DEFAULT_DISK (INT64_C(10) << 30)
 
 struct sbx_spec {
 	char name[NAME_MAX_LEN + 1];
 	char image[SBX_IMAGE_MAX];	/* "" = the backend's default */
 	char homedir[SBX_PATH_MAX];	/* absolute path inside the sandbox */
 	int64_t ttl_ns;			/* shutdown_time = now + ttl */
-	bool network;			/* local: share the host network (default: none) */
+	bool network;			/* a network of its own with NAT to the outside */
+	/* -allow-host: "" or the normalised list; when set the only way out is the egress proxy,
+	 * for those hosts only (local: lib/localnet.c; kubernetes decides for itself). */
+	char allow_hosts[SBX_ALLOW_HOSTS_MAX];
+	struct sbx_limits limits;	/* defaults from backend_spec_init */
+	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
+	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */
+	bool run_as_root;
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
 };
 
 struct sbx_info {
@@ -41,6 +71,12 @@ struct sbx_info {
 	int64_t shutdown_ns;		/* wall clock, ns since the epoch; 0 if unset */
 	int64_t created_ns;
 	bool network;
+	char allow_hosts[SBX_ALLOW_HOSTS_MAX];	/* "" or the list in force */
+	struct sbx_limits limits;	/* in force */
+	/* kubernetes: the Pod Security level the pod template meets ("restricted", or "baseline"
+	 * with -run-as-root) and its RuntimeClass ("" none); empty on other backends. */
+	char pod_security[16];
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 };
@@ -61,6 +97,8 @@ struct sbx_exec_result {
 	int signal;			/* the signal that ended it, or 0 */
 	bool timed_out;			/* deadline hit; every process it started was killed */
 	bool canceled;			/* cancel_fd fired; every process it started was killed */
+	bool oom_killed;		/* the memory limit killed it (exit_code 137) */
+	int64_t memory_limit;		/* with oom_killed: the limit in bytes, else 0 */
 };
 
 struct sbx_backend;
@@ -102,8 +140,11 @@ extern const char *const backend_names[];
  * "local". NULL namespace means $SANDBOX_NAMESPACE, else "default". */
 struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e);
 void backend_close(struct sbx_backend *b);
-/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min. */
+/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min, the
+ * default limits (backend_default_memory, SBX_DEFAULT_PIDS, SBX_DEFAULT_DISK). */
 void backend_spec_init(struct sbx_spec *spec);
+/* SBX_DEFAULT_MEMORY, or half of this machine's RAM when that is less. */
+int64_t backend_default_memory(void);
 
 /* Convenience wrappers that validate the name first. */
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
@@ -116,8 +157,16 @@ int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
 int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e);
 
 /* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
- * reused (new reference). */
+ * limits, reused (new reference). */
 struct json_object *sbx_info_json(const struct sbx_info *in);
+/* The handle's "network" object: mode "none", "nat" or "proxy", and allow_hosts when set
+ * (new reference). */
+struct json_object *sbx_network_json(const struct sbx_info *in);
+/* The "limits" object of a handle: {"enforced":false}, or enforced with memory, pids, cpus,
+ * disk (0: none of that kind) and the cgroup version when known (new reference). */
+struct json_object *sbx_limits_json(const struct sbx_limits *l);
+/* Reads what sbx_limits_json wrote (missing keys stay 0); -1 if o is not such an object. */
+int sbx_limits_from_json(struct json_object *o, struct sbx_limits *l);
 
 /* The ops tables, defined by each backend's module. */
 extern const struct backend_ops local_backend_ops;

@@ -1,6 +1,7 @@
 /* fsutil.c — remove trees, write files atomically, read small files. libc only. */
 #include "fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -47,6 +48,31 @@ int fs_remove_tree(const char *path)
 	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
 		return 0;
 	return lstat(path, &st) < 0 && errno == ENOENT ? 0 : -1;
+}
+
+int fs_clear_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char p[4096];
+	int rc = 0, saved = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", path, de->d_name) >= (int)sizeof p) {
+			rc = -1, saved = ENAMETOOLONG;
+			continue;
+		}
+		if (fs_remove_tree(p) < 0)
+			rc = -1, saved = errno;
+	}
+	closedir(d);
+	if (rc < 0)
+		errno = saved;
+	return rc;
 }
 
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode)

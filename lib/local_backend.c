@@ -1,4 +1,5 @@
-/* local_backend.c — sandboxes as Linux namespaces made with bubblewrap on this host.
+/* local_backend.c — sandboxes as Linux namespaces made with bubblewrap on this host: their
+ * state on the host and the backend operations (lib/local.h names the other two parts).
  *
  * State: $XDG_STATE_HOME/sbx/<namespace>/<name>/ holds spec.json (the handle, shaped like the
  * Kubernetes resource), deadline (shutdown time, ns), lock (flocked by the supervisor while
@@ -12,27 +13,22 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
-#include "backend.h"
 #include "fsutil.h"
 #include "gojson.h"
-#include "localproto.h"
-#include "oci.h"
+#include "local.h"
+#include "localnet.h"
 #include "paths.h"
+#include "reslimit.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -43,14 +39,9 @@
 #define DELETE_TIMEOUT_MS 10000
 /* spec.json is ours and small; anything bigger is not ours. */
 #define SPEC_MAX 65536
-/* Host uid/gid that root's sandboxes run as (root inside, nobody outside). */
-#define DEFAULT_SANDBOX_ID 65534
-/* How long exec waits for the service's answer after asking it to kill the command. */
-#define KILL_REPLY_TIMEOUT_MS 10000
-
-struct sbx_paths {
-	char *nsdir, *dir, *nslock;
-};
+/* After the exec service hangs up, how long a dying sandbox may take to be renamed away by its
+ * supervisor (a kill and a rename: well under this). */
+#define GONE_SETTLE_MS 500
 
 static int paths_for(struct sbx_backend *b, const char *name, struct sbx_paths *p,
 		     struct sbx_err *e)
@@ -146,6 +137,10 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		time_parse_rfc3339(json_object_get_string(v), &out->created_ns);
 	if (json_object_object_get_ex(o, "network", &v))
 		out->network = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "allow_hosts", &v))
+		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
+	if (json_object_object_get_ex(o, "limits", &v))
+		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
 	json_object_put(o);
 	return 0;
@@ -164,6 +159,8 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "image", json_object_new_string(in->image));
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
+	json_object_object_add(o, "allow_hosts", json_object_new_string(in->allow_hosts));
+	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
 	json_object_object_add(o, "shutdown_time",
@@ -183,416 +180,14 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	return rc;
 }
 
-/* Connects to dir/sock. The path may exceed sun_path, so go through an O_PATH fd. */
-static int connect_sock(const char *dir, struct sbx_err *e)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int dfd, s;
-
-	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return err_sys(e, errno, "cannot open %s", dir);
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/sock", dfd);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		err_sys(e, errno, "cannot reach the sandbox's exec service");
-		if (s >= 0)
-			close(s);
-		s = -1;
-	}
-	close(dfd);
-	return s;
-}
-
-static int send_req(int s, uint32_t type, const void *payload, uint32_t len, const int *fds,
-		    int nfds)
-{
-	struct lp_hdr h = {LP_MAGIC, type, len, (uint32_t)nfds};
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
-	struct iovec iov[2] = {{&h, sizeof h}, {(void *)payload, len}};
-	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
-	size_t total = sizeof h + len, sent = 0;
-	ssize_t n;
-
-	if (nfds > 0) {
-		struct cmsghdr *c;
-		memset(cbuf, 0, sizeof cbuf);
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	n = sendmsg(s, &mh, MSG_NOSIGNAL);
-	if (n < 0)
-		return -1;
-	sent = (size_t)n;
-	/* The rest of a large payload goes as plain stream data. */
-	while (sent < total) {
-		const char *p = sent < sizeof h ? (const char *)&h + sent
-						 : (const char *)payload + (sent - sizeof h);
-		size_t chunk = sent < sizeof h ? sizeof h - sent : total - sent;
-		n = send(s, p, chunk, MSG_NOSIGNAL);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		sent += (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads the lp_result, waiting at most timeout_ms (-1: forever). */
-static int read_result(int s, struct lp_result *r, int timeout_ms)
-{
-	size_t got = 0;
-
-	while (got < sizeof *r) {
-		struct pollfd p = {.fd = s, .events = POLLIN};
-		ssize_t n;
-		int pr = poll(&p, 1, timeout_ms);
-
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr <= 0)
-			return -1;
-		n = read(s, (char *)r + got, sizeof *r - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		got += (size_t)n;
-	}
-	return r->magic == LP_MAGIC ? 0 : -1;
-}
-
-static int ping(const char *dir, int timeout_ms)
-{
-	struct lp_result r;
-	struct sbx_err e;
-	int s = connect_sock(dir, &e), rc;
-
-	if (s < 0)
-		return -1;
-	rc = send_req(s, LP_PING, NULL, 0, NULL, 0) < 0 ? -1 : read_result(s, &r, timeout_ms);
-	close(s);
-	return rc;
-}
-
-/* Finds a helper program next to this executable, or in ../libexec/sbx. */
-static char *find_helper(const char *env, const char *name)
-{
-	char exe[PATH_MAX], *slash, *p;
-	const char *v = getenv(env);
-	ssize_t n;
-
-	if (v && *v)
-		return access(v, X_OK) == 0 ? xstrdup(v) : NULL;
-	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash == NULL)
-		return NULL;
-	*slash = '\0';
-	p = xasprintf("%s/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	p = xasprintf("%s/../libexec/sbx/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	return NULL;
-}
-
-static char *find_in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) == 0 ? xstrdup(prog) : NULL;
-	copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		char *p = xasprintf("%s/%s", dir, prog);
-		if (access(p, X_OK) == 0) {
-			found = p;
-			break;
-		}
-		free(p);
-	}
-	free(copy);
-	return found;
-}
-
-struct argv_b {
-	char **v;
-	size_t n, cap;
-};
-
-static void av_add(struct argv_b *a, const char *s)
-{
-	if (a->n + 2 > a->cap) {
-		a->cap = a->cap ? a->cap * 2 : 64;
-		a->v = xrealloc(a->v, a->cap * sizeof *a->v);
-	}
-	a->v[a->n++] = xstrdup(s);
-	a->v[a->n] = NULL;
-}
-
-static void av_free(struct argv_b *a)
-{
-	size_t i;
-
-	for (i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-}
-
-/* Host files that must not be readable inside even by a root-mapped sandbox. */
-static const char *const masked_files[] = {
-	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers",
-	"/etc/security/opasswd",
-};
-static const char *const masked_dirs[] = {
-	"/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d", "/etc/kubernetes", "/etc/rancher",
-};
-/* Top-level host directories bound read-only (or recreated as the host's symlinks). */
-static const char *const host_dirs[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
-
-#define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/sbx/bin"
-
-/* What an OCI image adds after the defaults: its Env (the sandbox keeps its own HOME and
- * HOSTNAME; /run/sbx/bin stays on PATH). A later --setenv overrides an earlier one. */
-static void image_env(struct argv_b *a, const struct oci_image *img)
-{
-	size_t i;
-
-	for (i = 0; img->env[i]; i++) {
-		const char *eq = strchr(img->env[i], '=');
-		char *name = xstrndup(img->env[i], (size_t)(eq - img->env[i]));
-		if (strcmp(name, "HOME") != 0 && strcmp(name, "HOSTNAME") != 0) {
-			char *val = strcmp(name, "PATH") == 0 ? xasprintf("%s:/run/sbx/bin", eq + 1)
-							      : xstrdup(eq + 1);
-			av_add(a, "--setenv");
-			av_add(a, name);
-			av_add(a, val);
-			free(val);
-		}
-		free(name);
-	}
-}
-
-/* img (NULL: none) is an OCI image whose rootfs is bound from rootfs_src; its User becomes
- * the sandbox's ids and its WorkingDir the service's (so commands' default) directory. */
-static int build_bwrap_argv(struct argv_b *a, const char *bwrap, const struct sbx_spec *spec,
-			    const char *home_src, const char *init_src, const char *tool_src,
-			    const struct oci_image *img, const char *rootfs_src, struct sbx_err *e)
-{
-	char link[PATH_MAX], uid[32], gid[32];
-	struct stat st;
-	size_t i;
-
-	snprintf(uid, sizeof uid, "%lu", img ? (unsigned long)img->uid : 0UL);
-	snprintf(gid, sizeof gid, "%lu", img ? (unsigned long)img->gid : 0UL);
-	av_add(a, bwrap);
-	av_add(a, "--die-with-parent");
-	av_add(a, "--new-session");
-	av_add(a, "--unshare-user");
-	av_add(a, "--uid");
-	av_add(a, uid);
-	av_add(a, "--gid");
-	av_add(a, gid);
-	av_add(a, "--unshare-pid");
-	av_add(a, "--unshare-ipc");
-	av_add(a, "--unshare-uts");
-	av_add(a, "--unshare-cgroup-try");
-	if (!spec->network)
-		av_add(a, "--unshare-net");
-	av_add(a, "--hostname");
-	av_add(a, spec->name);
-	if (img) {
-		av_add(a, "--ro-bind");
-		av_add(a, rootfs_src);
-		av_add(a, "/");
-	} else if (spec->image[0] == '/') {
-		if (stat(spec->image, &st) < 0 || !S_ISDIR(st.st_mode))
-			return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
-		av_add(a, "--ro-bind");
-		av_add(a, spec->image);
-		av_add(a, "/");
-	} else {
-		av_add(a, "--ro-bind");
-		av_add(a, "/usr");
-		av_add(a, "/usr");
-		for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
-			char src[64];
-			ssize_t n;
-			snprintf(src, sizeof src, "/%s", host_dirs[i]);
-			if (lstat(src, &st) < 0)
-				continue;
-			if (S_ISLNK(st.st_mode) && (n = readlink(src, link, sizeof link - 1)) > 0) {
-				link[n] = '\0';
-				av_add(a, "--symlink");
-				av_add(a, link);
-				av_add(a, src);
-			} else if (S_ISDIR(st.st_mode)) {
-				av_add(a, "--ro-bind");
-				av_add(a, src);
-				av_add(a, src);
-			}
-		}
-		av_add(a, "--ro-bind");
-		av_add(a, "/etc");
-		av_add(a, "/etc");
-		for (i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++) {
-			if (lstat(masked_files[i], &st) == 0 && S_ISREG(st.st_mode)) {
-				av_add(a, "--ro-bind");
-				av_add(a, "/dev/null");
-				av_add(a, masked_files[i]);
-			}
-		}
-		for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++) {
-			if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-				av_add(a, "--tmpfs");
-				av_add(a, masked_dirs[i]);
-			}
-		}
-	}
-	av_add(a, "--proc");
-	av_add(a, "/proc");
-	av_add(a, "--dev");
-	av_add(a, "/dev");
-	av_add(a, "--tmpfs");
-	av_add(a, "/tmp");
-	av_add(a, "--tmpfs");
-	av_add(a, "/run");
-	av_add(a, "--tmpfs");
-	av_add(a, "/var");
-	av_add(a, "--dir");
-	av_add(a, "/var/tmp");
-	av_add(a, "--bind");
-	av_add(a, home_src);
-	av_add(a, spec->homedir);
-	av_add(a, "--ro-bind");
-	av_add(a, init_src);
-	av_add(a, "/run/sbx/sbx-init");
-	if (tool_src) {
-		av_add(a, "--ro-bind");
-		av_add(a, tool_src);
-		av_add(a, "/run/sbx/bin/geminicli-toolbox");
-	}
-	av_add(a, "--chdir");
-	av_add(a, img && img->workdir[0] ? img->workdir : "/");
-	/* A scrubbed environment: nothing of the caller's (API keys above all) gets in. */
-	av_add(a, "--clearenv");
-	av_add(a, "--setenv");
-	av_add(a, "HOME");
-	av_add(a, spec->homedir);
-	av_add(a, "--setenv");
-	av_add(a, "PATH");
-	av_add(a, SANDBOX_PATH);
-	av_add(a, "--setenv");
-	av_add(a, "LANG");
-	av_add(a, "C.UTF-8");
-	av_add(a, "--setenv");
-	av_add(a, "TERM");
-	av_add(a, "dumb");
-	av_add(a, "--setenv");
-	av_add(a, "HOSTNAME");
-	av_add(a, spec->name);
-	if (img)
-		image_env(a, img);
-	av_add(a, "/run/sbx/sbx-init");
-	av_add(a, "serve");
-	return 0;
-}
-
-static int image_check(const char *image, struct sbx_err *e)
-{
-	if (image[0] == '\0' || strcmp(image, "host") == 0 || image[0] == '/' || oci_is_ref(image))
-		return 0;
-	return err_set(e, SBX_EINVAL,
-		       "the local backend cannot pull image \"%s\": use \"host\" (the default), "
-		       "the absolute path of a root filesystem directory, oci-archive:PATH[:TAG] or "
-		       "oci:DIR[:TAG]", image);
-}
-
-/* Makes a listening socket at dir/sock. */
-static int listen_sock(const char *dir, struct sbx_err *e)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC), s;
-
-	if (dfd < 0)
-		return err_sys(e, errno, "cannot open %s", dir);
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/sock", dfd);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 128) < 0) {
-		err_sys(e, errno, "cannot create the exec socket in %s", dir);
-		if (s >= 0)
-			close(s);
-		s = -1;
-	}
-	close(dfd);
-	return s;
-}
-
-/* Starts "sbx-init supervise …" detached (double fork, new session) with the listening
- * socket as fd 3. Returns 0 once the intermediate child is reaped. */
-static int spawn_supervisor(char **argv, int lsock, struct sbx_err *e)
-{
-	pid_t p = fork(), q;
-	int st;
-
-	if (p < 0)
-		return err_sys(e, errno, "fork");
-	if (p == 0) {
-		int fd;
-		setsid();
-		q = fork();
-		if (q != 0)
-			_exit(q < 0 ? 1 : 0);
-		if (dup2(lsock, 3) < 0)
-			_exit(111);
-		fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		for (fd = 4; fd < 1024; fd++)
-			close(fd);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return err_set(e, SBX_EIO, "cannot start the sandbox supervisor");
-	return 0;
-}
-
-static void sandbox_ids(uid_t *uid, gid_t *gid, int *drop)
-{
-	const char *u = getenv("SBX_SANDBOX_UID"), *g = getenv("SBX_SANDBOX_GID");
-
-	*drop = geteuid() == 0;
-	*uid = u && *u ? (uid_t)strtoul(u, NULL, 10) : DEFAULT_SANDBOX_ID;
-	*gid = g && *g ? (gid_t)strtoul(g, NULL, 10) : DEFAULT_SANDBOX_ID;
-}
-
 /* Reads what bubblewrap said when a sandbox failed to start. */
 static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 {
 	char path[PATH_MAX], *log;
 	size_t len;
 
+	if (localnet_failure(p->dir, e))
+		return;
 	snprintf(path, sizeof path, "%s/bwrap.log", p->dir);
 	log = fs_read_small(path, 4096, &len);
 	while (log && len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' '))
@@ -605,68 +200,9 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	free(log);
 }
 
-/* Has sbx-image unpack (or find in its cache) the OCI image the spec names, with the home's
- * mount point made in it. NULL on failure. */
-static struct oci_image *open_image(const struct sbx_spec *spec, struct sbx_err *e)
+/* The handle of a sandbox about to be made. */
+static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out)
 {
-	char *helper = find_helper("SBX_IMAGE_HELPER", "sbx-image");
-	struct oci_image *img;
-
-	if (helper == NULL) {
-		err_set(e, SBX_EUNAVAIL, "cannot find sbx-image next to this program (set "
-			"SBX_IMAGE_HELPER)");
-		return NULL;
-	}
-	img = oci_helper_run(helper, spec->image, spec->homedir, e);
-	free(helper);
-	return img;
-}
-
-static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
-		      struct sbx_info *out, struct sbx_err *e)
-{
-	char *bwrap = NULL, *init = NULL, *tool = NULL, *home = NULL, *lockp = NULL;
-	struct argv_b sv = {0};
-	struct oci_image *img = NULL;
-	int lsock = -1, rc = -1, drop, fd;
-	uid_t uid;
-	gid_t gid;
-	char us[32], gs[32];
-	int64_t deadline;
-
-	bwrap = find_in_path(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
-	if (bwrap == NULL) {
-		err_set(e, SBX_EUNAVAIL,
-			"bubblewrap is not installed: install the Debian package \"bubblewrap\"");
-		goto out;
-	}
-	init = find_helper("SBX_INIT", "sbx-init");
-	if (init == NULL) {
-		err_set(e, SBX_EUNAVAIL, "cannot find sbx-init next to this program or in "
-			"../libexec/sbx (set SBX_INIT)");
-		goto out;
-	}
-	tool = find_helper("SBX_TOOLBOX", "geminicli-toolbox");
-	sandbox_ids(&uid, &gid, &drop);
-	if (oci_is_ref(spec->image) && (img = open_image(spec, e)) == NULL)
-		goto out;
-
-	if (mkdir(p->dir, 0700) < 0) {
-		err_sys(e, errno, "cannot create %s", p->dir);
-		goto out;
-	}
-	home = xasprintf("%s/home", p->dir);
-	if (mkdir(home, 0755) < 0 || (drop && chown(home, uid, gid) < 0)) {
-		err_sys(e, errno, "cannot create %s", home);
-		goto out;
-	}
-	lockp = xasprintf("%s/lock", p->dir);
-	fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err_sys(e, errno, "cannot create %s", lockp);
-		goto out;
-	}
-	close(fd);
 	memset(out, 0, sizeof *out);
 	snprintf(out->name, sizeof out->name, "%s", spec->name);
 	snprintf(out->namespace, sizeof out->namespace, "%s", b->namespace);
@@ -674,39 +210,112 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	snprintf(out->homedir, sizeof out->homedir, "%s", spec->homedir);
 	snprintf(out->shutdown_policy, sizeof out->shutdown_policy, "Delete");
 	out->network = spec->network;
+	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
 	out->created_ns = time_now_ns();
-	deadline = out->created_ns + spec->ttl_ns;
-	out->shutdown_ns = deadline;
+	out->shutdown_ns = out->created_ns + spec->ttl_ns;
 	out->backend = "local";
+}
+
+/* Makes dir, dir/home (owned by the sandbox's host identity) and dir/lock. */
+static int make_dirs(const struct sbx_paths *p, const char *home, struct sbx_err *e)
+{
+	char *lockp = xasprintf("%s/lock", p->dir);
+	uid_t uid;
+	gid_t gid;
+	int drop, fd, rc = -1;
+
+	local_bwrap_ids(&uid, &gid, &drop);
+	if (mkdir(p->dir, 0700) < 0) {
+		err_sys(e, errno, "cannot create %s", p->dir);
+		goto out;
+	}
+	if (mkdir(home, 0755) < 0 || (drop && chown(home, uid, gid) < 0)) {
+		err_sys(e, errno, "cannot create %s", home);
+		goto out;
+	}
+	fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err_sys(e, errno, "cannot create %s", lockp);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	free(lockp);
+	return rc;
+}
+
+/* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
+static int remove_dead(const char *dir)
+{
+	reslimit_release(dir);
+	return fs_remove_tree(dir);
+}
+
+/* Puts the spec's limits in force (lib/reslimit) for the sandbox being made in p->dir. */
+static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
+			   const struct sbx_paths *p, struct sbx_limits *in_force, struct sbx_err *e)
+{
+	unsigned char rnd[4];
+	char leaf[128], *root, *cache;
+	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf};
+	int drop, rc;
+
+	if (!spec->limits.enforced)
+		return 0;
+	local_bwrap_ids(&c.uid, &c.gid, &drop);
+	c.can_mount = drop;
+	if (!drop) {
+		c.uid = geteuid();
+		c.gid = getegid();
+	}
+	/* A random part: two state directories (two users, two test runs) may hold sandboxes
+	 * of the same namespace and name under one parent cgroup. */
+	if (getentropy(rnd, sizeof rnd) < 0)
+		return err_sys(e, errno, "getentropy");
+	snprintf(leaf, sizeof leaf, "sbx-%s-%s-%02x%02x%02x%02x", b->namespace, spec->name, rnd[0],
+		 rnd[1], rnd[2], rnd[3]);
+	if ((root = paths_state_root(e)) == NULL)
+		return -1;
+	cache = xasprintf("%s/.homedisk", root);
+	c.cache_dir = cache;
+	rc = reslimit_setup(&c, &spec->limits, in_force, e);
+	free(cache);
+	free(root);
+	return rc;
+}
+
+static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
+		      struct sbx_info *out, struct sbx_err *e)
+{
+	char *home = xasprintf("%s/home", p->dir);
+	struct oci_image *img = NULL;
+	struct local_start st = {spec, p, home, NULL, -1};
+	int lsock = -1, rc = -1;
+
+	if (oci_is_ref(spec->image) && (img = local_bwrap_open_image(spec, e)) == NULL)
+		goto out;
+	if (make_dirs(p, home, e) < 0)
+		goto out;
+	new_info(b, spec, out);
+	if (limits_in_force(b, spec, p, &out->limits, e) < 0)
+		goto out;
 	if (write_spec(p->dir, out, e) < 0)
 		goto out;
-	if ((lsock = listen_sock(p->dir, e)) < 0)
+	if ((lsock = local_exec_listen(p->dir, e)) < 0)
 		goto out;
-
-	snprintf(us, sizeof us, "%lu", (unsigned long)uid);
-	snprintf(gs, sizeof gs, "%lu", (unsigned long)gid);
-	av_add(&sv, init);
-	av_add(&sv, "supervise");
-	av_add(&sv, p->dir);
-	av_add(&sv, p->nslock);
-	av_add(&sv, drop ? us : "-");
-	av_add(&sv, drop ? gs : "-");
-	av_add(&sv, drop ? home : "-");
-	av_add(&sv, drop ? init : "-");
-	av_add(&sv, drop && tool ? tool : "-");
-	av_add(&sv, drop && img ? img->rootfs : "-");
-	av_add(&sv, "--");
-	if (build_bwrap_argv(&sv, bwrap, spec, drop ? "/run/sbx-stage/home" : home,
-			     drop ? "/run/sbx-stage/sbx-init" : init,
-			     tool ? (drop ? "/run/sbx-stage/geminicli-toolbox" : tool) : NULL, img,
-			     img && drop ? "/run/sbx-stage/rootfs" : img ? img->rootfs : NULL, e) < 0)
-		goto out;
-	if (spawn_supervisor(sv.v, lsock, e) < 0)
+	st.img = img;
+	st.lsock = lsock;
+	if (local_bwrap_start(&st, e) < 0)
 		goto out;
 	close(lsock);
 	lsock = -1;
-	if (ping(p->dir, READY_TIMEOUT_MS) < 0) {
+	if (local_exec_ping(p->dir, READY_TIMEOUT_MS) < 0) {
 		startup_failure(p, e);
+		/* A supervisor that gave up (its network helper failed) exits at once: let it,
+		 * so that its directory goes below too. */
+		for (int i = 0; i < 200 && is_alive(p->dir); i++)
+			usleep(10000);
 		goto out;
 	}
 	out->ready = true;
@@ -716,13 +325,8 @@ out:
 		close(lsock);
 	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
-		fs_remove_tree(p->dir);
-	av_free(&sv);
-	free(bwrap);
-	free(init);
-	free(tool);
+		remove_dead(p->dir);
 	free(home);
-	free(lockp);
 	return rc;
 }
 
@@ -747,7 +351,35 @@ static int check_live(struct sbx_paths *p)
 		return 0;
 	if (is_alive(p->dir))
 		return 1;
-	fs_remove_tree(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	remove_dead(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	return 0;
+}
+
+/* A sandbox is reused only under the limits asked for (a disk cap no larger). */
+static int limits_match(const struct sbx_info *have, const struct sbx_spec *want,
+			struct sbx_err *e)
+{
+	const struct sbx_limits *h = &have->limits, *w = &want->limits;
+	char a[32], b[32];
+
+	if (h->enforced != w->enforced)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists %s limits", have->name,
+			       h->enforced ? "with" : "without");
+	if (!h->enforced)
+		return 0;
+	if (h->memory != w->memory)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with memory limit %s, not %s",
+			       have->name, reslimit_size_text(h->memory, a, sizeof a),
+			       reslimit_size_text(w->memory, b, sizeof b));
+	if (h->pids != w->pids || h->cpus_milli != w->cpus_milli)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with pids %" PRId64 " and cpus %g, "
+			       "not %" PRId64 " and %g", have->name, h->pids,
+			       (double)h->cpus_milli / 1000, w->pids, (double)w->cpus_milli / 1000);
+	/* The cap in force may be below the one asked (the host disk had less free): fine. */
+	if (h->disk > w->disk)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with disk %s, not %s", have->name,
+			       reslimit_size_text(h->disk, a, sizeof a),
+			       reslimit_size_text(w->disk, b, sizeof b));
 	return 0;
 }
 
@@ -765,7 +397,10 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
-	return 0;
+	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
+			       have->name, have->allow_hosts, want->allow_hosts);
+	return limits_match(have, want, e);
 }
 
 static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *out,
@@ -790,7 +425,7 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 	struct sbx_paths p;
 	int lk, rc = -1;
 
-	if (image_check(spec->image, e) < 0)
+	if (local_bwrap_check_image(spec->image, e) < 0)
 		return -1;
 	if (paths_for(b, spec->name, &p, e) < 0)
 		return -1;
@@ -799,7 +434,7 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 	if (check_live(&p)) {
 		if (read_spec(p.dir, out, e) < 0 || spec_matches(out, spec, e) < 0)
 			goto out;
-		if (ping(p.dir, READY_TIMEOUT_MS) < 0) {
+		if (local_exec_ping(p.dir, READY_TIMEOUT_MS) < 0) {
 			err_set(e, SBX_EIO, "sandbox %s exists but does not answer", spec->name);
 			goto out;
 		}
@@ -860,7 +495,7 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 				usleep(5000);
 		}
 	}
-	if (fs_remove_tree(p.dir) < 0)
+	if (remove_dead(p.dir) < 0)
 		err_sys(e, errno, "cannot remove %s", p.dir);
 	else
 		rc = 0;
@@ -950,43 +585,43 @@ static char *l_home_path(struct sbx_backend *b, const char *name, struct sbx_err
 	return home;
 }
 
-/* Encodes workdir, argv and env as the LP_EXEC payload. */
-static char *exec_payload(const struct sbx_exec *x, uint32_t *len, struct sbx_err *e)
+/* The exec service hung up before the result: the command may have run, in part, so this is
+ * SBX_EGONE, never SBX_ENOTFOUND (which promises nothing ran and invites a retry). The
+ * supervisor renames a dying sandbox away right after killing it: a moment's wait names the
+ * cause right. */
+static int lost_connection(const char *dir, const char *name, struct sbx_err *e)
 {
-	struct buf b = {0};
-	uint32_t argc = 0, envc = 0;
-	const char *wd = x->workdir ? x->workdir : "";
+	for (int waited = 0; waited < GONE_SETTLE_MS && is_alive(dir); waited += 5)
+		usleep(5000);
+	if (is_alive(dir))
+		return err_set(e, SBX_EGONE, "lost the connection to sandbox %s during the command", name);
+	return err_set(e, SBX_EGONE, "sandbox %s went away during the command", name);
+}
 
-	while (x->argv[argc])
-		argc++;
-	while (x->env && x->env[envc])
-		envc++;
-	buf_append(&b, &argc, 4);
-	buf_append(&b, &envc, 4);
-	buf_append(&b, wd, strlen(wd) + 1);
-	for (uint32_t i = 0; i < argc; i++)
-		buf_append(&b, x->argv[i], strlen(x->argv[i]) + 1);
-	for (uint32_t i = 0; i < envc; i++)
-		buf_append(&b, x->env[i], strlen(x->env[i]) + 1);
-	if (b.len > LP_MAX_PAYLOAD || argc > LP_MAX_ARGS || envc > LP_MAX_ARGS) {
-		buf_free(&b);
-		err_set(e, SBX_EINVAL, "command line too long (%zu bytes, at most %u)", b.len,
-			LP_MAX_PAYLOAD);
-		return NULL;
-	}
-	*len = (uint32_t)b.len;
-	return buf_steal(&b);
+/* A command that ended by SIGKILL (or with 137, its shell's word for it) while the memory
+ * limit killed a process in the sandbox was killed by the limit. Another command running at
+ * the same moment and killed by someone else would be blamed too: rare, and said in README. */
+static void oom_check(const struct sbx_paths *p, long long before, struct sbx_exec_result *r)
+{
+	struct sbx_info info;
+	struct sbx_err ign;
+
+	if (before < 0 || r->exit_code != 128 + SIGKILL || r->timed_out || r->canceled ||
+	    reslimit_oom_kills(p->dir) <= before)
+		return;
+	r->oom_killed = true;
+	memset(&info, 0, sizeof info);
+	if (read_spec(p->dir, &info, &ign) == 0)
+		r->memory_limit = info.limits.memory;
 }
 
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
 	struct sbx_paths p;
-	struct lp_result res;
-	char *payload = NULL;
-	uint32_t len;
-	int s = -1, null = -1, rc = -1, fds[3], kill_sent = 0;
-	int64_t deadline = x->timeout_ns > 0 ? time_mono_ns() + x->timeout_ns : 0;
+	enum local_exec_fail why;
+	int rc = -1;
+	long long oom_before;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return -1;
@@ -994,93 +629,16 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		not_found(name, e);
 		goto out;
 	}
-	if ((payload = exec_payload(x, &len, e)) == NULL)
-		goto out;
-	if ((s = connect_sock(p.dir, e)) < 0) {
-		if (!is_alive(p.dir))
-			not_found(name, e);
-		goto out;
-	}
-	if (x->in_fd < 0 && (null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		err_sys(e, errno, "/dev/null");
-		goto out;
-	}
-	fds[0] = x->in_fd >= 0 ? x->in_fd : null;
-	fds[1] = x->out_fd;
-	fds[2] = x->err_fd;
-	if (send_req(s, LP_EXEC, payload, len, fds, 3) < 0) {
-		err_sys(e, errno, "cannot send the command to sandbox %s", name);
-		goto out;
-	}
-	if (null >= 0) {
-		close(null);
-		null = -1;
-	}
-	for (;;) {
-		struct pollfd pf[2] = {{.fd = s, .events = POLLIN}, {.fd = x->cancel_fd, .events = POLLIN}};
-		int timeout = -1, n;
-
-		if (deadline && !kill_sent) {
-			int64_t left = deadline - time_mono_ns();
-			timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
-		}
-		if (kill_sent)
-			timeout = KILL_REPLY_TIMEOUT_MS;
-		n = poll(pf, x->cancel_fd >= 0 && !kill_sent ? 2 : 1, timeout);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n > 0 && pf[0].revents) {
-			if (read_result(s, &res, KILL_REPLY_TIMEOUT_MS) < 0) {
-				if (!is_alive(p.dir))
-					err_set(e, SBX_ENOTFOUND, "sandbox %s went away during the command", name);
-				else
-					err_set(e, SBX_EIO, "lost the connection to sandbox %s", name);
-				goto out;
-			}
-			break;
-		}
-		if (kill_sent) {
-			err_set(e, SBX_EIO, "sandbox %s did not confirm the command was killed", name);
-			goto out;
-		}
-		if (n == 0 || (n > 0 && pf[1].revents)) {
-			char k = LP_KILL;
-			if (n == 0)
-				r->timed_out = true;
-			else
-				r->canceled = true;
-			if (send(s, &k, 1, MSG_NOSIGNAL) < 0) {
-				err_sys(e, errno, "cannot stop the command in sandbox %s", name);
-				goto out;
-			}
-			kill_sent = 1;
-		}
-	}
-	if (res.exec_errno) {
-		r->exit_code = res.exec_errno == ENOENT ? 127 : 126;
-		if (!res.killed) {
-			char msg[512];
-			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s\n", x->argv[0],
-					 strerror(res.exec_errno));
-			if (write(x->err_fd, msg, (size_t)m) < 0) {
-				/* the caller's stderr is gone; the status still says it */
-			}
-		}
-	} else if (WIFSIGNALED(res.wstatus)) {
-		r->signal = WTERMSIG(res.wstatus);
-		r->exit_code = 128 + r->signal;
-	} else {
-		r->exit_code = WEXITSTATUS(res.wstatus);
-	}
-	if (r->timed_out)
-		r->exit_code = 124;
-	rc = 0;
+	oom_before = reslimit_oom_kills(p.dir);
+	rc = local_exec_run(p.dir, name, x, r, &why, e);
+	if (rc == 0)
+		oom_check(&p, oom_before, r);
+	/* Whether the sandbox is still there tells a failure's cause. */
+	if (rc < 0 && why == LOCAL_EXEC_NOCONN && !is_alive(p.dir))
+		not_found(name, e);
+	else if (rc < 0 && why == LOCAL_EXEC_LOST)
+		lost_connection(p.dir, name, e);
 out:
-	if (s >= 0)
-		close(s);
-	if (null >= 0)
-		close(null);
-	free(payload);
 	paths_free(&p);
 	return rc;
 }

@@ -3,9 +3,14 @@
  * function that checks the text and sets the spec field. */
 #include "specflags.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "netpolicy.h"
 #include "xalloc.h"
 
 struct specflag_def {
@@ -18,14 +23,150 @@ struct specflag_def {
 
 static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
-	(void)e;
-	spec->network = strcmp(text, "true") == 0;
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		spec->network = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		spec->network = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
+	return 0;
+}
+
+/* Checks and normalises the -allow-host list (lib/netpolicy.c). */
+static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct netpolicy p;
+	int rc;
+
+	if (netpolicy_parse(text, &p, e) < 0)
+		return -1;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
+}
+
+/* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
+static int parse_size(const char *text, int64_t min, int64_t *out, struct sbx_err *e)
+{
+	long long v;
+
+	if (flag_parse_size(text, &v) < 0 || strlen(text) > 20)
+		return err_set(e, SBX_EINVAL, "not a size such as 512M or 2G");
+	if (v < min || v > SPECF_SIZE_MAX)
+		return err_set(e, SBX_EINVAL, "must be between %" PRId64 "M and %" PRId64 "T",
+			       min >> 20, SPECF_SIZE_MAX >> 40);
+	*out = v;
+	return 0;
+}
+
+static int apply_memory(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_size(text, SPECF_MEMORY_MIN, &spec->limits.memory, e);
+}
+
+static int apply_disk(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_size(text, SPECF_DISK_MIN, &spec->limits.disk, e);
+}
+
+static int apply_pids(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno || end == text || *end || *text < '0' || *text > '9')
+		return err_set(e, SBX_EINVAL, "not a whole number");
+	if (v < SPECF_PIDS_MIN || v > SPECF_PIDS_MAX)
+		return err_set(e, SBX_EINVAL, "must be between %d and %d", SPECF_PIDS_MIN,
+			       SPECF_PIDS_MAX);
+	spec->limits.pids = v;
+	return 0;
+}
+
+/* CPUs as a decimal ("0.5", "2"); 0 is unlimited, the default. */
+static int apply_cpus(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(text, &end);
+	if (errno || end == text || *end || !isfinite(v) || (*text != '.' && (*text < '0' || *text > '9')))
+		return err_set(e, SBX_EINVAL, "not a number of CPUs such as 0.5 or 2");
+	if (v != 0 && (v < 0.01 || v * 1000 > SPECF_CPUS_MAX_MILLI))
+		return err_set(e, SBX_EINVAL, "must be 0 (unlimited) or between 0.01 and %d",
+			       SPECF_CPUS_MAX_MILLI / 1000);
+	spec->limits.cpus_milli = (int64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	if (strcmp(text, "on") == 0)
+		spec->limits.enforced = true;
+	else if (strcmp(text, "none") == 0)
+		spec->limits.enforced = false;
+	else
+		return err_set(e, SBX_EINVAL, "must be on or none");
+	return 0;
+}
+
+/* A boolean from a flag ("true"/"false") or its environment variable (also 1/0). */
+static int parse_bool(const char *text, bool *out, struct sbx_err *e)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		*out = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		*out = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
+	return 0;
+}
+
+static int apply_run_as_root(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_bool(text, &spec->run_as_root, e);
+}
+
+/* A RuntimeClass name is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', each
+ * dot-separated label starting and ending with an alphanumeric. */
+static int apply_runtime_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	size_t n = strlen(text);
+	bool edge = true;	/* at the start of a label */
+
+	if (n == 0 || n >= sizeof spec->runtime_class)
+		return err_set(e, SBX_EINVAL, "a RuntimeClass name has 1 to %zu characters",
+			       sizeof spec->runtime_class - 1);
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		bool last = i + 1 == n || text[i + 1] == '.';
+		if (!alnum && !(c == '-' && !edge && !last) && !(c == '.' && !edge && i + 1 < n))
+			return err_set(e, SBX_EINVAL, "a RuntimeClass name is a DNS-1123 subdomain "
+				       "(lower-case letters, digits, '-' and '.', e.g. gvisor)");
+		edge = c == '.';
+	}
+	memcpy(spec->runtime_class, text, n + 1);
 	return 0;
 }
 
 static const struct specflag_def defs[SPECF_COUNT] = {
-	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
+	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
+	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
+	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
+	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},
+	[SPECF_DISK] = {"disk", false, "SANDBOX_DISK", apply_disk},
+	[SPECF_LIMITS] = {"limits", false, "SANDBOX_LIMITS", apply_limits},
+	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
+	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
 };
+
+/* The flags that set one limit: meaningless, so refused, beside -limits none. */
+static const enum specflag_id limit_ids[] = {SPECF_MEMORY, SPECF_PIDS, SPECF_CPUS, SPECF_DISK};
 
 size_t specflags_table(struct specflags *sf, struct flag *tbl)
 {
@@ -61,6 +202,10 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 			return -1;
 		}
 	}
+	for (size_t i = 0; i < sizeof limit_ids / sizeof limit_ids[0]; i++)
+		if (!spec->limits.enforced && sf->seen[limit_ids[i]])
+			return err_set(e, SBX_EINVAL, "-%s cannot be used with -limits none",
+				       defs[limit_ids[i]].name);
 	return 0;
 }
 

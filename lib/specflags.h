@@ -19,15 +19,40 @@
 /* One per row of the table in specflags.c, in the order help texts list them. */
 enum specflag_id {
 	SPECF_NETWORK,
+	SPECF_ALLOW_HOSTS,
+	SPECF_MEMORY,
+	SPECF_PIDS,
+	SPECF_CPUS,
+	SPECF_DISK,
+	SPECF_LIMITS,
+	SPECF_RUN_AS_ROOT,
+	SPECF_RUNTIME_CLASS,
 	SPECF_COUNT
 };
 
 /* Help lines for the flags, in the table's order, for a program's usage constant. */
 #define SPECFLAGS_USAGE \
-	"  -network              give the sandbox network access (local backend; default: none)\n"
+	"  -network              a network of its own with NAT to the outside; env\n" \
+	"                        SANDBOX_NETWORK=true, default: none\n" \
+	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
+	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
+	"                        env SANDBOX_ALLOW_HOSTS\n" \
+	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
+	"                        default 2G or half of the RAM if less\n" \
+	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
+	"                        default 1024\n" \
+	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
+	"  -disk SIZE            most the home may hold (10G); env SANDBOX_DISK, default 10G\n" \
+	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
+	"                        env SANDBOX_LIMITS, default on\n" \
+	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
+	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	"                        (env SANDBOX_RUNTIME_CLASS)\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network]"
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */
@@ -39,11 +64,21 @@ struct specflags {
  * returns the number written. sf must outlive the parse. */
 size_t specflags_table(struct specflags *sf, struct flag *tbl);
 /* Fills spec's fields from the flags given, else their environment variables, else the
- * defaults; a bad value is SBX_EINVAL naming the flag (or variable). */
+ * defaults; a bad value is SBX_EINVAL naming the flag (or variable), and so is a limit flag
+ * given with -limits none. */
 int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sbx_err *e);
 /* Checks the flags given (and their variables) as sbx-create would, so a program that hands
  * them on can refuse a bad value at start rather than at its first sandbox. */
 int specflags_check(const struct specflags *sf, struct sbx_err *e);
+/* Bounds of the limit flags, so a typo cannot make a sandbox that cannot start its own init
+ * (below the minimums) or a quantity that overflows a kernel interface (above the maximums). */
+#define SPECF_MEMORY_MIN (INT64_C(32) << 20)
+#define SPECF_DISK_MIN (INT64_C(16) << 20)
+#define SPECF_SIZE_MAX (INT64_C(1) << 50)
+#define SPECF_PIDS_MIN 16
+#define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
+#define SPECF_CPUS_MAX_MILLI 4096000	/* 4096 CPUs */
+
 /* The flags given, as "-name=value" words for sbx-create (NULL-terminated; never NULL). */
 char **specflags_argv(const struct specflags *sf);
 void specflags_argv_free(char **v);

@@ -106,27 +106,22 @@ static char *save(const struct tool_ctx *ctx, const char *tool, const char *text
 	return file;
 }
 
-char *toolcap_apply(const struct tool_ctx *ctx, const char *tool, char *text, size_t *len)
+char *toolcap_cut(char *text, size_t *len, const char *where)
 {
 	size_t units = utf8_utf16_len(text, *len), h, t;
-	char a[32], b[32], omitted[32], *file, *why = NULL;
+	char a[32], b[32], omitted[32];
 	bool hsplit, tsplit;
 	struct buf out = {0};
 
 	if (units <= TOOLCAP_MAX)
 		return text;
-	file = save(ctx, tool, text, *len, &why);
 	h = utf8_utf16_prefix(text, *len, TOOLCAP_HEAD, &hsplit);
 	t = utf8_utf16_suffix(text, *len, TOOLCAP_TAIL, &tsplit);
 	toolcap_thousands(TOOLCAP_HEAD, a, sizeof a);
 	toolcap_thousands(TOOLCAP_TAIL, b, sizeof b);
 	toolcap_thousands(units - TOOLCAP_MAX, omitted, sizeof omitted);
-	buf_printf(&out, "Output too large. Showing first %s and last %s characters. For full output see: ", a, b);
-	if (file)
-		buf_puts(&out, file);
-	else
-		buf_printf(&out, "(not saved: %s)", why);
-	buf_puts(&out, "\n");
+	buf_printf(&out, "Output too large. Showing first %s and last %s characters. For full output "
+		   "see: %s\n", a, b, where);
 	buf_append(&out, text, h);
 	/* half of a surrogate pair is all JavaScript keeps there; JSON carries it as U+FFFD */
 	if (hsplit)
@@ -136,8 +131,21 @@ char *toolcap_apply(const struct tool_ctx *ctx, const char *tool, char *text, si
 		buf_puts(&out, "\xef\xbf\xbd");
 	buf_append(&out, text + t, *len - t);
 	free(text);
-	free(file);
-	free(why);
 	*len = out.len;
 	return buf_steal(&out);
+}
+
+char *toolcap_apply(const struct tool_ctx *ctx, const char *tool, char *text, size_t *len)
+{
+	char *file, *why = NULL, *where, *out;
+
+	if (utf8_utf16_len(text, *len) <= TOOLCAP_MAX)
+		return text;
+	file = save(ctx, tool, text, *len, &why);
+	where = file ? xstrdup(file) : xasprintf("(not saved: %s)", why);
+	out = toolcap_cut(text, len, where);
+	free(where);
+	free(file);
+	free(why);
+	return out;
 }

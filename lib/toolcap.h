@@ -23,6 +23,9 @@ char *toolcap_utf8(const char *raw, size_t n, size_t *len);
  * TOOLCAP_MAX, the whole text goes to TOOLCAP_DIR/session-<sandbox>/<tool>_<call id>.txt in
  * the sandbox first (a note replaces the file's name when it cannot be written). */
 char *toolcap_apply(const struct tool_ctx *ctx, const char *tool, char *text, size_t *len);
+/* The cut alone: text[0..*len) (owned: consumed) over TOOLCAP_MAX becomes the notice naming
+ * `where`, the head and the tail; *len updated. */
+char *toolcap_cut(char *text, size_t *len, const char *where);
 /* n with thousands separators, as JavaScript's toLocaleString gives it ("40,000"). */
 void toolcap_thousands(unsigned long long n, char *out, size_t size);
 

@@ -9,6 +9,7 @@
 #include "capture.h"
 #include "duration.h"
 #include "gojson.h"
+#include "reslimit.h"
 #include "toolcap.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -26,6 +27,32 @@ const struct toolset *toolset_find(const char *name, struct sbx_err *e)
 			return toolsets[i];
 	err_set(e, SBX_EINVAL, "unknown toolset \"%s\" (available: basic, geminicli)", name);
 	return NULL;
+}
+
+const struct tool *toolset_tool(const struct toolset *ts, const char *name)
+{
+	for (size_t i = 0; i < ts->ntools; i++)
+		if (strcmp(ts->tools[i].name, name) == 0)
+			return &ts->tools[i];
+	return NULL;
+}
+
+const char *toolset_tool_kind(const char *name)
+{
+	static const struct {
+		const char *name, *kind;
+	} kinds[] = {
+		{"run_command", "execute"}, {"run_shell_command", "execute"},
+		{"ls", "search"}, {"list_directory", "search"}, {"glob", "search"},
+		{"grep_search", "search"},
+		{"read", "read"}, {"read_file", "read"}, {"read_many_files", "read"},
+		{"write", "edit"}, {"write_file", "edit"}, {"replace", "edit"},
+	};
+
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return kinds[i].kind;
+	return "other";
 }
 
 struct json_object *toolset_declarations(const struct toolset *ts)
@@ -104,19 +131,16 @@ static int check_types(const struct tool *t, struct json_object *args, struct sb
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
 		   const char *arguments, size_t *len, int *failed, struct sbx_err *e)
 {
-	const struct tool *t = NULL;
+	const struct tool *t = toolset_tool(ts, name);
 	struct json_object *args = NULL;
 	struct sbx_err te;
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
-	size_t i, n = 0;
+	size_t n = 0;
 	bool sized = false;
 
-	*failed = 1;
+	*failed = TOOL_FAILED;
 	*len = 0;
-	for (i = 0; i < ts->ntools; i++)
-		if (strcmp(ts->tools[i].name, name) == 0)
-			t = &ts->tools[i];
 	if (t == NULL) {
 		out = xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
 		*len = strlen(out);
@@ -136,7 +160,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	err_clear(&te);
 	out = t->run(ctx, args, &n, &te);
 	if (out != NULL) {
-		*failed = 0;
+		*failed = TOOL_OK;
 		sized = true;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
@@ -144,9 +168,13 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
 				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
 	} else if (te.code == SBX_ENOTFOUND) {
-		/* The sandbox vanished: the caller recreates it and calls again. */
+		/* The sandbox was not there, nothing ran: the caller recreates it and calls again. */
 		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
 	} else {
+		/* Gone while the tool ran (SBX_EGONE) is an answer like any failure, never a retry:
+		 * the command may have done part of its work. */
+		if (te.code == SBX_EGONE)
+			*failed = TOOL_SANDBOX_GONE;
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
 	}
 done:
@@ -226,6 +254,18 @@ static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, si
 	return 0;
 }
 
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap)
+{
+	char size[32];
+
+	if (!r->oom_killed)
+		return buf[0] = '\0', buf;
+	snprintf(buf, cap, "The command ran out of memory: the sandbox's memory limit (%s) killed "
+		 "it (exit code 137). Use less memory, e.g. smaller inputs or fewer processes at once.",
+		 reslimit_size_text(r->memory_limit, size, sizeof size));
+	return buf;
+}
+
 /* One stream as the model gets it: valid UTF-8, a note where the middle was not kept. */
 static void put_stream(struct buf *b, const char *p, size_t n, size_t dropped)
 {
@@ -247,20 +287,40 @@ static void put_stream(struct buf *b, const char *p, size_t n, size_t dropped)
 	}
 }
 
-/* Upstream's report, with each stream put_stream'd, then capped for the model. */
+/* Upstream's report, with each stream put_stream'd, plus the reason when the memory limit
+ * killed the command, then capped for the model. */
 static char *report(const struct tool_ctx *ctx, const char *tool, const char *head,
 		    const struct capture *c, size_t *len)
 {
 	struct buf b = {0};
+	char oom[256];
 
+	toolset_oom_text(&c->res, oom, sizeof oom);
 	buf_puts(&b, head);
 	buf_puts(&b, "stdout:\n");
 	put_stream(&b, c->out, c->out_len, c->out_dropped);
 	buf_puts(&b, "\nstderr:\n");
 	put_stream(&b, c->err, c->err_len, c->err_dropped);
-	buf_printf(&b, "\nexit_code: %d", c->res.exit_code);
+	buf_printf(&b, "\nexit_code: %d%s%s", c->res.exit_code, oom[0] ? "\n" : "", oom);
 	*len = b.len;
 	return toolcap_apply(ctx, tool, buf_steal(&b), len);
+}
+
+/* One stream of run_command's structured result: the model-facing text of that stream alone
+ * (valid UTF-8, cut as the text result is; the whole of it is in the text result's file). */
+static struct json_object *structured_stream(const char *p, size_t n, size_t dropped)
+{
+	struct buf b = {0};
+	struct json_object *s;
+	size_t len;
+	char *t;
+
+	put_stream(&b, p, n, dropped);
+	len = b.len;
+	t = toolcap_cut(buf_steal(&b), &len, "the text result's file");
+	s = json_object_new_string_len(t, (int)len);
+	free(t);
+	return s;
 }
 
 static char *run_command(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
@@ -277,9 +337,23 @@ static char *run_command(const struct tool_ctx *ctx, struct json_object *args, s
 	if (run(ctx, argv, NULL, 0, &c, e) < 0)
 		return NULL;
 	out = report(ctx, "run_command", "", &c, len);
+	if (ctx->structured) {
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "stdout", structured_stream(c.out, c.out_len, c.out_dropped));
+		json_object_object_add(o, "stderr", structured_stream(c.err, c.err_len, c.err_dropped));
+		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
+		*ctx->structured = o;
+	}
 	capture_free(&c);
 	return out;
 }
+
+/* run_command's structured result (MCP structuredContent). */
+static const char run_command_output[] =
+	"{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},"
+	"\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\","
+	"\"description\":\"0-255; 128+n when killed by signal n; 124 on timeout\"}},"
+	"\"required\":[\"stdout\",\"stderr\",\"exit_code\"]}";
 
 static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, int is_read,
 			size_t *len, struct sbx_err *e)
@@ -386,6 +460,11 @@ static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, si
 	free(q);
 	capture_free(&c);
 	return out;
+}
+
+const char *toolset_output_schema(const char *name)
+{
+	return strcmp(name, "run_command") == 0 ? run_command_output : NULL;
 }
 
 static const struct tool basic_tools[] = {

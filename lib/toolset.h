@@ -22,6 +22,9 @@ struct tool_ctx {
 	const char *homedir;		/* home directory inside the sandbox */
 	int64_t timeout_ns;		/* per call; 0: none */
 	int cancel_fd;			/* -1 or readable to stop */
+	/* NULL, or where a tool with an output schema (toolset_output_schema) puts its result as a new JSON object
+	 * (MCP's structuredContent) besides the text it returns. */
+	struct json_object **structured;
 	const char *call_id;		/* the model's id for the call, NULL or "": none (names
 					 * the file a cut output is kept in) */
 };
@@ -57,11 +60,26 @@ extern const struct toolset toolset_geminicli;
 const struct toolset *toolset_find(const char *name, struct sbx_err *e);
 /* The `tools` array of a chat request: [{"type":"function","function":{name,description,parameters}}]. */
 struct json_object *toolset_declarations(const struct toolset *ts);
+/* The tool of that name, or NULL. */
+const struct tool *toolset_tool(const struct toolset *ts, const char *name);
+/* What a tool does, as ACP's ToolKind names it: "read", "search", "edit", "execute", or
+ * "other" for names no toolset has. read and search never change the sandbox's files. */
+const char *toolset_tool_kind(const char *name);
+/* The JSON Schema text of what the tool of that name puts in tool_ctx.structured, or NULL
+ * when it puts nothing there. */
+const char *toolset_output_schema(const char *name);
 /* Runs one tool call through the registry rules. Returns the content of the tool message
  * (either the tool's result or the `Error calling tool …` text), *len bytes of valid UTF-8
- * that may hold NUL bytes; NULL only for failures that must abort the turn (cancellation),
- * with e set. *failed is set when the registry reported an error (ACP's "failed" status). */
+ * that may hold NUL bytes; NULL only for failures that must abort the turn (cancellation,
+ * or a sandbox that was not there: SBX_ENOTFOUND, nothing ran, safe to recreate it and call
+ * again), with e set. *failed is TOOL_FAILED when the registry reported an error (ACP's
+ * "failed" status), TOOL_SANDBOX_GONE when the sandbox went away while the tool ran (the
+ * content says so; the call may have run in part, so it must not be repeated). */
+enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_SANDBOX_GONE = 2 };
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
 		   const char *arguments, size_t *len, int *failed, struct sbx_err *e);
+/* What a tool result tells the model when the sandbox's memory limit killed its command
+ * ("The command ran out of memory: …, naming the limit"), in buf; "" when it did not. */
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap);
 
 #endif

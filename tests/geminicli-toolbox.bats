@@ -68,10 +68,10 @@ run_cases() {
 
 @test "usage, help, unknown tool, invalid JSON" {
 	run geminicli-toolbox
-	assert_status 1
+	assert_status 100
 	[ "$output" = "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)" ]
 	run geminicli-toolbox a b
-	assert_status 1
+	assert_status 100
 	run geminicli-toolbox -h
 	assert_status 0
 	assert_contains "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME"

@@ -281,8 +281,10 @@ static int shepherd(int conn)
 	if (sfd < 0 || pipe2(errp, O_CLOEXEC) < 0)
 		return 1;
 	child = fork();
-	if (child < 0)
+	if (child < 0) {
+		send_result(conn, 0, errno, 0);	/* EAGAIN: at the sandbox's process limit */
 		return 1;
+	}
 	if (child == 0) {
 		close(conn);
 		close(errp[0]);
@@ -348,6 +350,8 @@ int init_serve(int listen_fd)
 			close(listen_fd);
 			_exit(shepherd(conn));
 		}
+		if (p < 0)	/* EAGAIN: the sandbox's process limit is reached; say so */
+			send_result(conn, 0, errno, 0);
 		close(conn);
 	}
 }

@@ -2,7 +2,8 @@
 # shellcheck shell=bash
 # kts_start [OPTIONS...]: starts the server (local-backend pods when $SBX_BIN/sbx-exec exists,
 # else plain subprocesses), waits for its kubeconfig, exports KUBECONFIG, KTS_URL, KTS_CA,
-# KTS_TOKEN, KTS_PID. kts_stop: SIGTERM and wait (bounded).
+# KTS_TOKEN, KTS_PID, KTS_STATE (the XDG_STATE_HOME of the local sandboxes backing its pods).
+# kts_stop: SIGTERM and wait (bounded).
 
 # Startup takes well under a second; this is the bound, in tenths of seconds.
 KTS_START_TENTHS=150
@@ -27,11 +28,17 @@ kts_start() {
 	[ -s "$kc" ] || { echo "kube-test-server did not start" >&2; return 1; }
 	export KUBECONFIG=$kc KTS_PID
 	KTS_URL=$(jq -r .server "$BATS_TEST_TMPDIR/kts.out")
+	KTS_STATE=$(jq -r .state_home "$BATS_TEST_TMPDIR/kts.out")
 	KTS_CA="$BATS_TEST_TMPDIR/kts-ca.crt"
 	/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["clusters"][0]["cluster"]["certificate-authority-data"])' "$kc" |
 		base64 -d >"$KTS_CA"
 	KTS_TOKEN=$(/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"].get("token", ""))' "$kc")
-	export KTS_URL KTS_CA KTS_TOKEN
+	export KTS_URL KTS_CA KTS_TOKEN KTS_STATE
+}
+
+# kts_local ARGS...: an sbx tool on the local sandboxes that back the server's pods.
+kts_local() {
+	XDG_STATE_HOME=$KTS_STATE SANDBOX_BACKEND=local "$@"
 }
 
 kts_stop() {
@@ -58,3 +65,11 @@ kts_curl() {
 	curl -sS --max-time 30 --cacert "$KTS_CA" -H "Authorization: Bearer $KTS_TOKEN" \
 		-w '\n%{http_code}\n' "$@"
 }
+
+# kts_kubectl: KUBECTL = kubectl v1.35 (fetched once, see get-kubectl). k ARGS: that kubectl,
+# each request bounded.
+kts_kubectl() {
+	KUBECTL=$("$SBX_TOP/tests/kube/get-kubectl")
+}
+
+k() { "$KUBECTL" --request-timeout=30s "$@"; }

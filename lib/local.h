@@ -1,0 +1,60 @@
+/* local.h — the local backend's three parts, private to them (nothing outside lib/local_*.c
+ * includes this):
+ *   local_backend.c  the state of each sandbox on the host (its directory, locks, spec.json)
+ *                    and the backend_ops built on it;
+ *   local_bwrap.c    the privileged door: what a sandbox is made of (namespaces, mounts, the
+ *                    environment, identities) and how it is started — the one file a security
+ *                    reviewer reads end to end;
+ *   local_exec.c     the client of a sandbox's exec service, the mirror of cmd/sbx-init/serve.c.
+ * Ownership: strings and images returned are the caller's (free, oci_image_free). */
+#ifndef SBX_LOCAL_H
+#define SBX_LOCAL_H
+
+#include "backend.h"
+#include "oci.h"
+
+/* Host paths of one sandbox: the namespace directory, the sandbox's directory and the per-name
+ * lock that serializes operations on that name. */
+struct sbx_paths {
+	char *nsdir, *dir, *nslock;
+};
+
+/* ---- local_bwrap.c: the privileged door ---- */
+
+/* What the door needs to start one sandbox. */
+struct local_start {
+	const struct sbx_spec *spec;
+	const struct sbx_paths *paths;
+	const char *home;		/* host directory bound as the sandbox's home */
+	const struct oci_image *img;	/* NULL: no OCI image */
+	int lsock;			/* the exec service's listening socket (stays the caller's) */
+};
+
+/* 0 when the local backend can run image ("host", a root filesystem directory, an OCI ref). */
+int local_bwrap_check_image(const char *image, struct sbx_err *e);
+/* Has sbx-image unpack (or find in its cache) the OCI image the spec names. NULL on failure. */
+struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx_err *e);
+/* The host uid and gid the sandbox's files belong to; *drop is 1 when this process is root
+ * and the sandbox must run as that other identity. */
+void local_bwrap_ids(uid_t *uid, gid_t *gid, int *drop);
+/* Starts the supervisor (and through it bubblewrap) detached; returns once it runs. */
+int local_bwrap_start(const struct local_start *st, struct sbx_err *e);
+
+/* ---- local_exec.c: the exec service client ---- */
+
+/* Makes the service's listening socket at dir/sock; returns it, or -1. */
+int local_exec_listen(const char *dir, struct sbx_err *e);
+/* 0 when the service in dir answers within timeout_ms. */
+int local_exec_ping(const char *dir, int timeout_ms);
+
+/* How a run ended when it did not produce a result. */
+enum local_exec_fail {
+	LOCAL_EXEC_NOCONN = 1,	/* could not reach the service: nothing ran */
+	LOCAL_EXEC_LOST,	/* the service hung up mid-command: it may have run in part */
+	LOCAL_EXEC_OTHER,	/* anything else; e says what */
+};
+/* Runs one command through the service in dir; fills r. Returns 0, or -1 with *why and e. */
+int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
+		   struct sbx_exec_result *r, enum local_exec_fail *why, struct sbx_err *e);
+
+#endif
