@@ -1,43 +1,69 @@
 """The cases of the differential test (parity.py): tool calls on generated workspaces.
 
-cases() returns a list of {id, tool, params, setup}: setup is a bash script run in the empty
-workspace directory (the same text on the host and in the sandbox), params the call's
-arguments. Hand-written cases cover each behaviour of each tool (the root causes of issue 17
+cases() returns a list of {id, tool, params, setup}: setup is the workspace as a list of
+operations (see build()), params the call's arguments. Hand-written cases cover each behaviour of each tool (the root causes of issue 17
 among them); seeded random ones add breadth. Deterministic for a given day: modification
 times are relative to now, so gemini-cli's "last 24 hours first" rule sees the same ages.
 """
 import json
+import os
 import random
-import shlex
 import time
 
 NOW = int(time.time())
 DAY = 86400
 
 
-def q(s):
-    return shlex.quote(s)
-
-
 def put(path, data, age=None):
-    """A shell line writing bytes (or text, UTF-8) to path, parents made, mtime = now - age."""
-    if isinstance(data, str):
-        data = data.encode()
-    fmt = "".join(chr(b) if 32 <= b < 127 and chr(b) not in "\\'%" else "\\x%02x" % b for b in data)
-    line = ""
-    if "/" in path:
-        line += "mkdir -p %s && " % q(path.rsplit("/", 1)[0])
-    line += "printf '%s' > %s" % (fmt, q(path))
-    if age is not None:
-        line += " && touch -h -d @%d %s" % (NOW - age, q(path))
-    return line + "\n"
+    """A file (bytes, or text as UTF-8), parents made, mtime = now - age (seconds)."""
+    return [("file", path, data.encode() if isinstance(data, str) else data, age)]
 
 
-def sh(*lines):
-    return "".join(l if l.endswith("\n") else l + "\n" for l in lines)
+def link(target, path, age=None):
+    return [("link", path, target, age)]
 
 
-GIT = "git init -q . && "
+def mkdir(*paths):
+    return [("dir", p) for p in paths]
+
+
+def fifo(path):
+    return [("fifo", path)]
+
+
+def sparse(path, size):
+    return [("sparse", path, size)]
+
+
+def sh(*parts):
+    """The operations of several parts, in order."""
+    return [op for part in parts for op in part]
+
+
+def build(root, ops):
+    """Makes the workspace ops describe below root (which is made)."""
+    os.makedirs(root, exist_ok=True)
+    for op in ops:
+        path = os.path.join(root, op[1])
+        if op[0] != "dir":
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        if op[0] == "file":
+            with open(path, "wb") as f:
+                f.write(op[2])
+        elif op[0] == "link":
+            os.symlink(op[2], path)
+        elif op[0] == "dir":
+            os.makedirs(path, exist_ok=True)
+        elif op[0] == "fifo":
+            os.mkfifo(path)
+        elif op[0] == "sparse":
+            with open(path, "wb") as f:
+                f.truncate(op[2])
+        if op[0] in ("file", "link") and op[3] is not None:
+            os.utime(path, (NOW - op[3], NOW - op[3]), follow_symlinks=False)
+
+
+GIT = mkdir(".git")  # a repository as gemini-cli and rg detect one (git itself is not needed)
 
 
 class Cases:
@@ -49,7 +75,7 @@ class Cases:
         k = self.n.get(tool, 0) + 1
         self.n[tool] = k
         cid = "%s-%03d%s" % (tool, k, "-" + name if name else "")
-        self.list.append({"id": cid, "tool": tool, "params": params, "setup": setup or "true\n"})
+        self.list.append({"id": cid, "tool": tool, "params": params, "setup": setup or []})
 
 
 # A small project used by several tools.
@@ -66,7 +92,7 @@ PROJECT = sh(
 )
 
 IGNORES = sh(
-    GIT + "true",
+    GIT,
     put(".gitignore", "*.log\nbuild/\n/out.txt\n!keep.log\n", 9 * DAY),
     put(".geminiignore", "secret*\n", 9 * DAY),
     put("a.txt", "alpha x\n", 8 * DAY),
@@ -82,11 +108,10 @@ IGNORES = sh(
 LINKS = sh(
     put("real/a.txt", "target a\n", 8 * DAY),
     put("real/b.md", "target b\n", 8 * DAY),
-    "ln -s real/a.txt link-a.txt",
-    "ln -s real linkdir",
-    "ln -s nowhere dangling.txt",
-    "ln -s ../outside-nothing up.txt",
-    "touch -h -d @%d link-a.txt linkdir dangling.txt up.txt" % (NOW - 8 * DAY),
+    link("real/a.txt", "link-a.txt", 8 * DAY),
+    link("real", "linkdir", 8 * DAY),
+    link("nowhere", "dangling.txt", 8 * DAY),
+    link("../outside-nothing", "up.txt", 8 * DAY),
 )
 
 
@@ -128,14 +153,14 @@ def read_file(c):
     c.add(t, {"file_path": "./sub/../sub/f.txt"}, put("sub/f.txt", "dots\n"), "dot-segments")
     c.add(t, {"file_path": "@a.txt"}, put("a.txt", "at\n"), "at-prefix")
     c.add(t, {"file_path": "@a.txt"}, put("a.txt", "plain\n") + put("@a.txt", "literal at\n"), "at-literal")
-    c.add(t, {"file_path": "nope.txt"}, "", "missing")
-    c.add(t, {"file_path": "sub/nope.txt"}, "mkdir sub", "missing-in-dir")
-    c.add(t, {"file_path": "sub"}, "mkdir sub", "directory")
-    c.add(t, {"file_path": ""}, "", "empty-path")
-    c.add(t, {"file_path": "   "}, "", "blank-path")
-    c.add(t, {}, "", "no-path")
-    c.add(t, {"file_path": 7}, "", "path-number")
-    c.add(t, {"file_path": "a\nb"}, "", "newline-in-path")
+    c.add(t, {"file_path": "nope.txt"}, [], "missing")
+    c.add(t, {"file_path": "sub/nope.txt"}, mkdir("sub"), "missing-in-dir")
+    c.add(t, {"file_path": "sub"}, mkdir("sub"), "directory")
+    c.add(t, {"file_path": ""}, [], "empty-path")
+    c.add(t, {"file_path": "   "}, [], "blank-path")
+    c.add(t, {}, [], "no-path")
+    c.add(t, {"file_path": 7}, [], "path-number")
+    c.add(t, {"file_path": "a\nb"}, [], "newline-in-path")
     c.add(t, {"file_path": "link-a.txt"}, LINKS, "symlink")
     c.add(t, {"file_path": "dangling.txt"}, LINKS, "dangling-symlink")
     c.add(t, {"file_path": "linkdir/b.md"}, LINKS, "through-dir-symlink")
@@ -144,17 +169,17 @@ def read_file(c):
     c.add(t, {"file_path": "secret.txt"}, IGNORES, "geminiignored")
     c.add(t, {"file_path": "build/o.txt"}, IGNORES, "ignored-dir")
     c.add(t, {"file_path": "sub/out.txt"}, IGNORES, "anchored-rule-elsewhere")
-    c.add(t, {"file_path": "debug.log"}, IGNORES.replace(GIT, ""), "gitignore-without-repo")
-    c.add(t, {"file_path": "huge.bin.txt"}, "truncate -s 21M huge.bin.txt", "over-20mb")
+    c.add(t, {"file_path": "debug.log"}, IGNORES[1:], "gitignore-without-repo")
+    c.add(t, {"file_path": "huge.bin.txt"}, sparse("huge.bin.txt", 21 << 20), "over-20mb")
     c.add(t, {"file_path": "src/util.c", "start_line": 5}, PROJECT, "project-window")
     c.add(t, {"file_path": "a.txt", "start_line": 2, "end_line": 2}, put("a.txt", "x\r\ny\r\n"), "crlf-window")
     c.add(t, {"file_path": "a.txt", "start_line": None}, put("a.txt", "x\n"), "null-param")
     c.add(t, {"file_path": "a%20b.txt"}, put("a b.txt", "decoded\n") + put("a%20b.txt", "literal\n"), "percent-escape")
-    c.add(t, {"file_path": "loop"}, "ln -s loop loop", "symlink-loop")
+    c.add(t, {"file_path": "loop"}, link("loop", "loop"), "symlink-loop")
     # deliberate differences (README): media inline, no workspace confinement, UTF-16 halves
     c.add(t, {"file_path": "p.png"}, put("p.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), "image")
     c.add(t, {"file_path": "d.pdf"}, put("d.pdf", "%PDF-1.4\n%\xe2\xe3\n1 0 obj\n"), "pdf")
-    c.add(t, {"file_path": "/etc/os-release"}, "", "outside-workspace")
+    c.add(t, {"file_path": "/etc/os-release"}, [], "outside-workspace")
     c.add(t, {"file_path": "half.txt"}, put("half.txt", "x" + "😀" * 1000 + "\n"), "cut-in-a-pair")
 
 
@@ -163,8 +188,8 @@ def list_directory(c):
     c.add(t, {"dir_path": "."}, PROJECT, "project")
     c.add(t, {"dir_path": "src"}, PROJECT, "subdir")
     names = ["_x.txt", ".hidden", "10.txt", "9.txt", "a.txt", "B.txt", "é.txt", "Z.txt", "ab", "aB", "Ab", "a-b", "a_b"]
-    c.add(t, {"dir_path": "."}, sh(*[put(n, n) for n in names], "mkdir adir Dir2"), "icu-order")
-    c.add(t, {"dir_path": "e"}, "mkdir e", "empty")
+    c.add(t, {"dir_path": "."}, sh(*[put(n, n) for n in names], mkdir("adir", "Dir2")), "icu-order")
+    c.add(t, {"dir_path": "e"}, mkdir("e"), "empty")
     c.add(t, {"dir_path": "."}, sh(put("a.txt", "a"), put("b.md", "bb"), put("c.txt", "ccc")), "sizes")
     c.add(t, {"dir_path": ".", "ignore": ["*.txt"]}, sh(put("a.txt", "a"), put("b.md", "bb"), put("c.txt", "ccc")), "ignore-star")
     c.add(t, {"dir_path": ".", "ignore": ["?.md"]}, sh(put("a.md", "a"), put("bb.md", "bb"), put("é.md", "c")), "ignore-question")
@@ -177,13 +202,13 @@ def list_directory(c):
     c.add(t, {"dir_path": "build"}, IGNORES, "ignored-dir-listed")
     c.add(t, {"dir_path": "."}, LINKS, "symlinks")
     c.add(t, {"dir_path": "linkdir"}, LINKS, "through-symlink")
-    c.add(t, {"dir_path": "."}, sh("mkdir -p .git node_modules/x", put(".env", "K=V"), put("a.txt", "a")), "blocked-segments")
-    c.add(t, {"dir_path": "nope"}, "", "missing")
+    c.add(t, {"dir_path": "."}, sh(mkdir(".git", "node_modules/x"), put(".env", "K=V"), put("a.txt", "a")), "blocked-segments")
+    c.add(t, {"dir_path": "nope"}, [], "missing")
     c.add(t, {"dir_path": "f.txt"}, put("f.txt", "x"), "file")
     c.add(t, {"dir_path": ""}, put("f.txt", "x"), "empty-path")
-    c.add(t, {}, "", "no-path")
-    c.add(t, {"dir_path": ".", "ignore": "x"}, "", "ignore-not-array")
-    c.add(t, {"dir_path": ".", "ignore": [3]}, "", "ignore-item-number")
+    c.add(t, {}, [], "no-path")
+    c.add(t, {"dir_path": ".", "ignore": "x"}, [], "ignore-not-array")
+    c.add(t, {"dir_path": ".", "ignore": [3]}, [], "ignore-item-number")
 
 
 def glob(c):
@@ -241,7 +266,7 @@ def grep_search(c):
     c.add(t, {"pattern": "int", "max_matches_per_file": 2}, PROJECT, "per-file")
     c.add(t, {"pattern": "a", "total_max_matches": 3, "dir_path": "src/util.c"}, PROJECT, "total-limit")
     c.add(t, {"pattern": "a", "total_max_matches": 3, "names_only": True, "dir_path": "docs"}, PROJECT, "total-limit-names")
-    c.add(t, {"pattern": "x", "dir_path": "p"}, "mkfifo p", "fifo-dir-path")
+    c.add(t, {"pattern": "x", "dir_path": "p"}, fifo("p"), "fifo-dir-path")
     c.add(t, {"pattern": "int", "total_max_matches": 0}, PROJECT, "total-zero")
     c.add(t, {"pattern": "int", "max_matches_per_file": 0}, PROJECT, "per-file-zero")
     c.add(t, {"pattern": "zzzz"}, PROJECT, "no-match")
@@ -273,26 +298,26 @@ def grep_search(c):
 
 def write_file(c):
     t = "write_file"
-    c.add(t, {"file_path": "new.txt", "content": "hello\nworld\n"}, "", "create")
-    c.add(t, {"file_path": "new.txt", "content": "no newline"}, "", "create-no-newline")
-    c.add(t, {"file_path": "a/b/c.txt", "content": "deep\n"}, "", "create-parents")
-    c.add(t, {"file_path": "e.txt", "content": ""}, "", "create-empty")
+    c.add(t, {"file_path": "new.txt", "content": "hello\nworld\n"}, [], "create")
+    c.add(t, {"file_path": "new.txt", "content": "no newline"}, [], "create-no-newline")
+    c.add(t, {"file_path": "a/b/c.txt", "content": "deep\n"}, [], "create-parents")
+    c.add(t, {"file_path": "e.txt", "content": ""}, [], "create-empty")
     c.add(t, {"file_path": "f.txt", "content": "one\nTWO\nthree\n"}, put("f.txt", "one\ntwo\nthree\n"), "overwrite")
     c.add(t, {"file_path": "f.txt", "content": "".join("l%d\n" % i for i in range(30)).replace("l15", "CHANGED")}, put("f.txt", "".join("l%d\n" % i for i in range(30))), "overwrite-snippet")
     c.add(t, {"file_path": "f.txt", "content": "a\nb\n"}, put("f.txt", "x\r\ny\r\n"), "crlf-existing")
-    c.add(t, {"file_path": "f.txt", "content": "a\r\nb\n"}, "", "crlf-new")
+    c.add(t, {"file_path": "f.txt", "content": "a\r\nb\n"}, [], "crlf-new")
     c.add(t, {"file_path": "bom.txt", "content": "new text\n"}, put("bom.txt", b"\xef\xbb\xbfold text\n"), "bom-existing")
     c.add(t, {"file_path": "u16.txt", "content": "new\n"}, put("u16.txt", b"\xff\xfe" + "old\n".encode("utf-16-le")), "utf16-existing")
-    c.add(t, {"file_path": "d", "content": "x"}, "mkdir d", "directory")
-    c.add(t, {"file_path": "", "content": "x"}, "", "empty-path")
-    c.add(t, {"file_path": "x.txt"}, "", "no-content")
-    c.add(t, {"content": "x"}, "", "no-path")
-    c.add(t, {"file_path": "x.txt", "content": 5}, "", "content-number")
-    c.add(t, {"file_path": "p.py", "content": "def f():\n    # rest of code ...\n"}, "", "placeholder")
+    c.add(t, {"file_path": "d", "content": "x"}, mkdir("d"), "directory")
+    c.add(t, {"file_path": "", "content": "x"}, [], "empty-path")
+    c.add(t, {"file_path": "x.txt"}, [], "no-content")
+    c.add(t, {"content": "x"}, [], "no-path")
+    c.add(t, {"file_path": "x.txt", "content": 5}, [], "content-number")
+    c.add(t, {"file_path": "p.py", "content": "def f():\n    # rest of code ...\n"}, [], "placeholder")
     c.add(t, {"file_path": "same.txt", "content": "same\n"}, put("same.txt", "same\n"), "unchanged")
     c.add(t, {"file_path": "link-a.txt", "content": "via link\n"}, LINKS, "through-symlink")
-    c.add(t, {"file_path": "u.txt", "content": "é😀\n"}, "", "unicode")
-    c.add(t, {"file_path": "@at.txt", "content": "at\n"}, "", "at-prefix")
+    c.add(t, {"file_path": "u.txt", "content": "é😀\n"}, [], "unicode")
+    c.add(t, {"file_path": "@at.txt", "content": "at\n"}, [], "at-prefix")
 
 
 def replace(c):
@@ -304,10 +329,10 @@ def replace(c):
     c.add(t, r("f.txt", "beta", "BETA", allow_multiple=True), base, "allow-multiple")
     c.add(t, r("f.txt", "delta", "x"), base, "no-match")
     c.add(t, r("f.txt", "alpha", "alpha"), base, "identical")
-    c.add(t, r("new.txt", "", "created\n"), "", "create")
-    c.add(t, r("d/e/new.txt", "", "created\n"), "", "create-parents")
+    c.add(t, r("new.txt", "", "created\n"), [], "create")
+    c.add(t, r("d/e/new.txt", "", "created\n"), [], "create-parents")
     c.add(t, r("f.txt", "", "x"), base, "create-existing")
-    c.add(t, r("nope.txt", "a", "b"), "", "missing")
+    c.add(t, r("nope.txt", "a", "b"), [], "missing")
     c.add(t, r("util.c", "a + b", "b + a"), PROJECT, "path-correction")
     c.add(t, r("util.c", "zzz", "b"), PROJECT, "path-correction-no-match")
     c.add(t, r("x.c", "int", "long"), sh(put("a/x.c", "int a;\n"), put("b/x.c", "int b;\n")), "path-ambiguous")
@@ -326,7 +351,7 @@ def replace(c):
     c.add(t, r("p.py", "    x = cal(a, b)\n    return x", "    return 0"), src, "fuzzy")
     c.add(t, r("p.py", "return x", "# rest of code ...\nreturn x"), src, "placeholder")
     c.add(t, r("p.py", "    return x", "    return x  # unchanged code ..."), src, "placeholder-inline")
-    c.add(t, r("", "a", "b"), "", "empty-path")
+    c.add(t, r("", "a", "b"), [], "empty-path")
     c.add(t, {"file_path": "f.txt", "old_string": "a", "new_string": "b"}, base, "no-instruction")
     c.add(t, {"file_path": "f.txt", "instruction": "i", "new_string": "b"}, base, "no-old-string")
     c.add(t, r("f.txt", "alpha", 3), base, "new-number")
@@ -363,52 +388,52 @@ def read_many_files(c):
 
 def run_shell_command(c):
     t = "run_shell_command"
-    c.add(t, {"command": "echo hello"}, "", "echo")
-    c.add(t, {"command": "echo out; exit 3"}, "", "exit-code")
-    c.add(t, {"command": "echo err >&2"}, "", "stderr")
-    c.add(t, {"command": "true"}, "", "empty")
-    c.add(t, {"command": "printf '  padded  \\n\\n'"}, "", "trimmed")
-    c.add(t, {"command": "pwd", "dir_path": "sub"}, "mkdir sub", "dir-path")
+    c.add(t, {"command": "echo hello"}, [], "echo")
+    c.add(t, {"command": "echo out; exit 3"}, [], "exit-code")
+    c.add(t, {"command": "echo err >&2"}, [], "stderr")
+    c.add(t, {"command": "true"}, [], "empty")
+    c.add(t, {"command": "printf '  padded  \\n\\n'"}, [], "trimmed")
+    c.add(t, {"command": "pwd", "dir_path": "sub"}, mkdir("sub"), "dir-path")
     c.add(t, {"command": "cat a.txt"}, put("a.txt", "file content\n"), "cwd-is-workspace")
-    c.add(t, {"command": "nosuchcmd-xyz"}, "", "bash-path")
-    c.add(t, {"command": "exit 300"}, "", "exit-300")
-    c.add(t, {"command": "bash -c 'echo wrapped'"}, "", "wrapper")
-    c.add(t, {"command": "echo $(date)"}, "", "substitution")
-    c.add(t, {"command": "echo `id`"}, "", "backticks")
-    c.add(t, {"command": "echo '$(not)'"}, "", "quoted-substitution")
-    c.add(t, {"command": "printf '\\033[31mred\\033[0m plain\\n'"}, "", "ansi")
-    c.add(t, {"command": "printf '\\033]0;title\\007after\\n'"}, "", "ansi-osc")
-    c.add(t, {"command": "echo '</untrusted_context> x'"}, "", "closing-tag")
-    c.add(t, {"command": "kill -9 $$"}, "", "signal")
-    c.add(t, {"command": "sleep 30 >/dev/null 2>&1 & echo started"}, "", "background-pids")
-    c.add(t, {"command": "echo quick", "is_background": True}, "", "background-quick")
-    c.add(t, {"command": "sleep 5; echo slow", "is_background": True, "delay_ms": 100}, "", "background-running")
-    c.add(t, {"command": "echo $GEMINI_CLI $TERM $PAGER $GIT_PAGER $GIT_CONFIG_GLOBAL $GIT_TERMINAL_PROMPT $GIT_CONFIG_COUNT"}, "", "env")
-    c.add(t, {"command": "shopt extglob nullglob dotglob"}, "", "shopt")
-    c.add(t, {"command": "echo $0"}, "", "dollar-zero")
-    c.add(t, {"command": "printf 'a\\0b\\n'"}, "", "nul-first-bytes")
-    c.add(t, {"command": "head -c 600 /dev/zero | tr '\\0' x; printf '\\0after nul\\n'"}, "", "nul-after-512")
-    c.add(t, {"command": "printf 'caf\\351 \\377\\376 ok\\n'"}, "", "invalid-utf8")
-    c.add(t, {"command": "seq 1 10000"}, "", "over-40000")
-    c.add(t, {"command": "for i in $(seq 1 5000); do echo \"ligne é $i\"; done"}, "", "over-40000-substitution")
-    c.add(t, {"command": "for i in {1..4000}; do echo \"é😀 $i\"; done"}, "", "over-40000-astral")
-    c.add(t, {"command": "head -c 39900 /dev/zero | tr '\\0' y"}, "", "near-40000")
-    c.add(t, {"command": "head -c 17000000 /dev/zero | tr '\\0' a; echo; echo END"}, "", "over-16mib")
-    c.add(t, {"command": ""}, "", "empty-command")
-    c.add(t, {"command": "   "}, "", "blank-command")
-    c.add(t, {}, "", "no-command")
-    c.add(t, {"command": "echo x", "dir_path": "nope"}, "", "missing-dir")
-    c.add(t, {"command": "echo a; echo b 1>&2; sleep 0.2; echo c"}, "", "interleaved")
-    c.add(t, {"command": "echo 'line\\'"}, "", "trailing-backslash")
-    c.add(t, {"command": "cat <<EOF\nheredoc\nEOF"}, "", "heredoc")
-    c.add(t, {"command": "echo 1 # comment"}, "", "comment")
+    c.add(t, {"command": "nosuchcmd-xyz"}, [], "bash-path")
+    c.add(t, {"command": "exit 300"}, [], "exit-300")
+    c.add(t, {"command": "bash -c 'echo wrapped'"}, [], "wrapper")
+    c.add(t, {"command": "echo $(date)"}, [], "substitution")
+    c.add(t, {"command": "echo `id`"}, [], "backticks")
+    c.add(t, {"command": "echo '$(not)'"}, [], "quoted-substitution")
+    c.add(t, {"command": "printf '\\033[31mred\\033[0m plain\\n'"}, [], "ansi")
+    c.add(t, {"command": "printf '\\033]0;title\\007after\\n'"}, [], "ansi-osc")
+    c.add(t, {"command": "echo '</untrusted_context> x'"}, [], "closing-tag")
+    c.add(t, {"command": "kill -9 $$"}, [], "signal")
+    c.add(t, {"command": "sleep 30 >/dev/null 2>&1 & echo started"}, [], "background-pids")
+    c.add(t, {"command": "echo quick", "is_background": True}, [], "background-quick")
+    c.add(t, {"command": "sleep 5; echo slow", "is_background": True, "delay_ms": 100}, [], "background-running")
+    c.add(t, {"command": "echo $GEMINI_CLI $TERM $PAGER $GIT_PAGER $GIT_CONFIG_GLOBAL $GIT_TERMINAL_PROMPT $GIT_CONFIG_COUNT"}, [], "env")
+    c.add(t, {"command": "shopt extglob nullglob dotglob"}, [], "shopt")
+    c.add(t, {"command": "echo $0"}, [], "dollar-zero")
+    c.add(t, {"command": "printf 'a\\0b\\n'"}, [], "nul-first-bytes")
+    c.add(t, {"command": "head -c 600 /dev/zero | tr '\\0' x; printf '\\0after nul\\n'"}, [], "nul-after-512")
+    c.add(t, {"command": "printf 'caf\\351 \\377\\376 ok\\n'"}, [], "invalid-utf8")
+    c.add(t, {"command": "seq 1 10000"}, [], "over-40000")
+    c.add(t, {"command": "for i in $(seq 1 5000); do echo \"ligne é $i\"; done"}, [], "over-40000-substitution")
+    c.add(t, {"command": "for i in {1..4000}; do echo \"é😀 $i\"; done"}, [], "over-40000-astral")
+    c.add(t, {"command": "head -c 39900 /dev/zero | tr '\\0' y"}, [], "near-40000")
+    c.add(t, {"command": "head -c 17000000 /dev/zero | tr '\\0' a; echo; echo END"}, [], "over-16mib")
+    c.add(t, {"command": ""}, [], "empty-command")
+    c.add(t, {"command": "   "}, [], "blank-command")
+    c.add(t, {}, [], "no-command")
+    c.add(t, {"command": "echo x", "dir_path": "nope"}, [], "missing-dir")
+    c.add(t, {"command": "echo a; echo b 1>&2; sleep 0.2; echo c"}, [], "interleaved")
+    c.add(t, {"command": "echo 'line\\'"}, [], "trailing-backslash")
+    c.add(t, {"command": "cat <<EOF\nheredoc\nEOF"}, [], "heredoc")
+    c.add(t, {"command": "echo 1 # comment"}, [], "comment")
     c.add(t, {"command": "pwd", "dir_path": "f"}, put("f", "x"), "dir-path-file")
-    c.add(t, {"command": "echo x", "dir_path": "nope", "is_background": True}, "", "background-missing-dir")
-    c.add(t, {"command": "echo x", "is_background": None}, "", "null-flag")
-    c.add(t, {"command": "echo x", "dir_path": "a\nb"}, "", "dir-path-newline")
-    c.add(t, {"command": "printf 'x%.0s' {1..39990}; printf '\\360\\237\\230\\200\\360\\237\\230\\200'"}, "", "at-40000")
-    c.add(t, {"command": "printf '\\033P1;2qpayload\\033\\\\ \\302\\233""31m\\302\\235osc\\007 \\033]Rtail\\033(0ok\\n'"}, "", "ansi-more")
-    c.add(t, {"command": "printf '\\342\\200\\202 spaced \\302\\240\\n\\t'"}, "", "unicode-trim")
+    c.add(t, {"command": "echo x", "dir_path": "nope", "is_background": True}, [], "background-missing-dir")
+    c.add(t, {"command": "echo x", "is_background": None}, [], "null-flag")
+    c.add(t, {"command": "echo x", "dir_path": "a\nb"}, [], "dir-path-newline")
+    c.add(t, {"command": "printf 'x%.0s' {1..39990}; printf '\\360\\237\\230\\200\\360\\237\\230\\200'"}, [], "at-40000")
+    c.add(t, {"command": "printf '\\033P1;2qpayload\\033\\\\ \\302\\233""31m\\302\\235osc\\007 \\033]Rtail\\033(0ok\\n'"}, [], "ansi-more")
+    c.add(t, {"command": "printf '\\342\\200\\202 spaced \\302\\240\\n\\t'"}, [], "unicode-trim")
 
 
 def randoms(c):
@@ -455,7 +480,7 @@ def randoms(c):
     for i in range(15):
         cmd = r.choice(["echo %s", "printf '%%s\\n' %s >&2", "echo %s; exit 7", "for i in 1 2 3; do echo %s$i; done",
                         "echo %s | tr a-z A-Z", "printf '%s'"]) % r.choice(["alpha", "b c", "'q u'", "x"])
-        c.add("run_shell_command", {"command": cmd}, "", "random-%d" % i)
+        c.add("run_shell_command", {"command": cmd}, [], "random-%d" % i)
 
 
 def cases():

@@ -37,7 +37,9 @@ for (const line of fs.readFileSync(casesFile, 'utf8').split('\n').filter(Boolean
 		model: 'gemini-2.5-pro' });
 	// write_file hands the (unused: LLM correction is off) client to its content check
 	config.getBaseLlmClient = () => ({});
-	await config.storage.initialize();
+	// the project's temp dir (shell output files, edit checkpoints) under its own name: the
+	// project registry gemini-cli would consult scans every project registered before
+	config.storage.projectIdentifier = c.id;
 	const Tool = classes[c.tool];
 	const tool = c.tool === 'run_shell_command' ? new Tool({ config }, undefined) : new Tool(config, undefined);
 	let r;

@@ -56,7 +56,7 @@ KNOWN = {
 TREE = ("find . -mindepth 1 \\( -type f -o -type l \\) -not -path './.git/*' -print0 | sort -z | "
         "while IFS= read -r -d '' f; do if [ -L \"$f\" ]; then echo \"$f -> $(readlink \"$f\")\"; "
         "else echo \"$f $(sha256sum <\"$f\" | cut -c1-16)\"; fi; done")
-RESET = "cd && find . -mindepth 1 -delete && "
+RESET = "cd && find . -mindepth 1 -delete && "  # the sandbox home, emptied
 
 
 def sort_grep_files(text):
@@ -111,13 +111,6 @@ def run(argv, **kw):
     return subprocess.run(argv, capture_output=True, timeout=kw.pop("timeout", 120), **kw)
 
 
-def setup_host(d, script):
-    os.makedirs(d, exist_ok=True)
-    r = run(["bash", "-euc", script], cwd=d)
-    if r.returncode != 0:
-        sys.exit(f"setup failed in {d}: {r.stderr.decode(errors='replace')}")
-
-
 def host_file(path):
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return f.read()
@@ -141,7 +134,7 @@ def tree(d, tool):
 def gemini_side(core, work, todo):
     root = os.path.join(work, "g")
     for c in todo:
-        setup_host(os.path.join(root, c["id"]), c["setup"])
+        casegen.build(os.path.join(root, c["id"]), c["setup"])
     with open(os.path.join(work, "cases.jsonl"), "w") as f:
         for c in todo:
             f.write(json.dumps({"id": c["id"], "tool": c["tool"], "params": c["params"]}) + "\n")
@@ -167,7 +160,7 @@ def toolbox_side(work, todo):
         if c["tool"] == "run_shell_command":
             continue
         d = os.path.join(root, c["id"])
-        setup_host(d, c["setup"])
+        casegen.build(d, c["setup"])
         r = run(["geminicli-toolbox", "--workdir=" + d, c["tool"]], input=json.dumps(c["params"]).encode())
         if r.returncode == 0:
             text = r.stdout.decode(errors="replace")
@@ -177,10 +170,15 @@ def toolbox_side(work, todo):
     return res
 
 
-def sandbox_side(sandbox, todo):
+def sandbox_side(sandbox, work, todo):
     res = {}
     for c in todo:
-        r = run(["sbx-exec", "-raw", sandbox, "--", "bash", "-euc", RESET + c["setup"]])
+        # the workspace built on the host, carried into the emptied home as a tar stream
+        d = os.path.join(work, "s", c["id"])
+        casegen.build(d, c["setup"])
+        tar = run(["tar", "-C", d, "-cf", "-", "."]).stdout
+        r = run(["sbx-exec", "-raw", sandbox, "--", "sh", "-c", RESET + "tar -xpf - --no-same-owner"],
+                input=tar)
         if r.returncode != 0:
             sys.exit(f"sandbox setup of {c['id']} failed: {r.stderr.decode(errors='replace')}")
         call = {"id": c["id"], "type": "function",
@@ -235,7 +233,7 @@ def main():
     ways = {"toolbox": toolbox_side(work, todo)}
     t2 = time.time()
     if sandbox != "-":
-        ways["sbx-tool"] = sandbox_side(sandbox, todo)
+        ways["sbx-tool"] = sandbox_side(sandbox, work, todo)
     print("time: gemini-cli %.1fs, toolbox %.1fs, sbx-tool %.1fs" % (t1 - t0, t2 - t1, time.time() - t2),
           file=sys.stderr)
     summary, ok = {"cases": len(todo), "tools": sorted({c["tool"] for c in todo})}, True
