@@ -149,13 +149,34 @@ run_cases() {
 }
 
 @test "ICU ordering matches Node's localeCompare" {
-	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü')
-	local d="$BATS_TEST_TMPDIR/order" n want got
+	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü'
+		ß ss Ss æ ae af ð d þ z th Ω ω Σ σ ς α β á à â ǎ ł l ļ ŀ ø o õ ő ǫ œ oe ĳ ij я Я ё е ſ ş ı İ ī ŋ ĸ q đ ď … — « © € 😀 🎉 中)
+	local d="$BATS_TEST_TMPDIR/order" n want got seed
 	mkdir -p "$d"
 	for n in "${names[@]}"; do : >"$d/$n"; done
 	want=$(node -e 'console.log(process.argv.slice(1).sort((a,b)=>a.localeCompare(b)).join("\n"))' "${names[@]}")
 	got=$(geminicli-toolbox --workdir="$d" list_directory <<<'{"dir_path":"."}' | tail -n +2 | sed 's/ ([0-9]* bytes)$//')
 	diff <(echo "$want") <(echo "$got")
+	# and names made of those characters at random
+	for seed in 1 2 3; do
+		rm -rf "$d" && mkdir -p "$d"
+		python3 - "$d" "$seed" <<'PY'
+import os, random, sys
+r = random.Random(int(sys.argv[2]))
+alpha = list("aAbBeEiIoOsSzZ09_-.~ $#!'(") + list("éÉèàÀäÄöÖüÜßæÆøØåÅçÇñÑłŁđĐþıœŒĳſǎǖ") + \
+    list("αΑσΣςωΩбБёЁяЯ") + ["😀", "🎉", "中", "→", "—", "«", "©", "€", "…", "¿"]
+names = set()
+while len(names) < 300:
+    n = "".join(r.choice(alpha) for _ in range(r.randint(1, 6))).strip()
+    if n and n not in (".", ".."):
+        names.add(n)
+for n in names:
+    open(os.path.join(sys.argv[1], n), "w").close()
+PY
+		want=$(cd "$d" && node -e 'console.log(require("fs").readdirSync(".").sort((a,b)=>a.localeCompare(b)).join("\n"))')
+		got=$(geminicli-toolbox --workdir="$d" list_directory <<<'{"dir_path":"."}' | tail -n +2 | sed 's/ ([0-9]* bytes)$//')
+		diff <(echo "$want") <(echo "$got") || { echo "seed $seed"; return 1; }
+	done
 }
 
 # One sandbox per test; every case of the tool runs through sbx-tool in it.

@@ -53,6 +53,8 @@ struct search {
 	pcre2_match_data *md;
 	struct tb_glob *include;
 	bool include_path;	/* the include glob has a `/`: match the relative path */
+	bool include_negated;	/* `!glob`: everything but what it matches */
+	const char *cwd;	/* rg's globs are relative to its working directory */
 	bool no_ignore;
 	int64_t before, after, per_file, total;
 	int64_t found;		/* matches so far (context lines not counted) */
@@ -373,8 +375,15 @@ static int search_file(struct search *s, const char *abs)
 static int walk_fn(const char *abs, const char *rel, void *arg)
 {
 	struct search *s = arg;
-	if (s->include && !tb_glob_match(s->include, s->include_path ? rel : tb_basename(rel)))
-		return 0;
+	if (s->include) {
+		/* rg --glob: a glob with a slash is matched against the path from rg's working
+		 * directory (gemini-cli's), not from the searched directory; `!` excludes */
+		char *from_cwd = tb_relative(s->cwd, abs);
+		bool hit = tb_glob_match(s->include, s->include_path ? from_cwd : tb_basename(rel));
+		free(from_cwd);
+		if (hit == s->include_negated)
+			return 0;
+	}
 	if (ignored_abs(s, abs, false))
 		return 0;
 	if (past_deadline(s))
@@ -570,8 +579,12 @@ static int run(struct tb_call *c)
 	}
 	if (include) {
 		char *w2 = NULL;
-		s.include_path = strchr(include, '/') != NULL;
-		s.include = tb_glob_compile(include[0] == '/' ? include + 1 : include, false, &w2);
+		const char *g = include;
+		if ((s.include_negated = g[0] == '!'))
+			g++;
+		s.include_path = strchr(g, '/') != NULL;
+		s.include = tb_glob_compile(g[0] == '/' ? g + 1 : g, false, &w2);
+		s.cwd = c->workdir;
 		free(w2);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);

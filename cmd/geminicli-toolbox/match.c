@@ -20,6 +20,8 @@
 #define MATCH_MAX_STEPS 100000
 
 enum tok_type { T_LIT, T_ANY, T_STAR, T_CLASS, T_EXT };
+/* minimatch writes [[:alpha:]], [[:upper:]], [[:lower:]], [[:alnum:]] as \p{…} classes. */
+enum { P_LETTER = 1, P_UPPER = 2, P_LOWER = 4 };
 
 struct range {
 	uint16_t lo, hi;
@@ -32,6 +34,7 @@ struct tok {
 	uint16_t unit;			/* T_LIT */
 	struct range *ranges;		/* T_CLASS */
 	size_t nranges;
+	uint8_t props;			/* T_CLASS: Unicode properties (P_*) it holds too */
 	bool negated;			/* T_CLASS */
 	char ext;			/* T_EXT: one of @ ? * + ! */
 	struct seq *alts;		/* T_EXT */
@@ -72,6 +75,8 @@ static uint16_t fold(uint16_t u)
 		return (uint16_t)(u + 0x50);
 	if (u == 0x178)
 		return 0xff;
+	if (u == 0x1e9e)
+		return 0xdf;	/* ẞ */
 	/* Latin Extended-A pairs: upper case even below U+0138 and from U+014A, odd between */
 	if (((u >= 0x100 && u <= 0x137) || (u >= 0x14a && u <= 0x177)) && !(u & 1))
 		return (uint16_t)(u + 1);
@@ -89,6 +94,8 @@ static uint16_t unfold(uint16_t u)
 		return (uint16_t)(u - 0x50);
 	if (u == 0xff)
 		return 0x178;
+	if (u == 0xdf)
+		return 0x1e9e;
 	if (((u >= 0x101 && u <= 0x137) || (u >= 0x14b && u <= 0x177)) && (u & 1))
 		return (uint16_t)(u - 1);
 	if (((u >= 0x13a && u <= 0x148) || (u >= 0x17a && u <= 0x17e)) && !(u & 1))
@@ -103,6 +110,12 @@ long tb_utf16(const char *s, size_t n, uint16_t *out, size_t max)
 	size_t i = 0, o = 0;
 	while (i < n) {
 		uint32_t cp;
+		if (p[i] < 0x80) {	/* the common case, without the decoder */
+			if (o + 1 > max)
+				return -1;
+			out[o++] = p[i++];
+			continue;
+		}
 		i += utf8_decode(p + i, n - i, &cp);
 		if (o + 2 > max)
 			return -1;
@@ -151,11 +164,12 @@ static void push_literal(struct seq *q, uint32_t cp)
  * not closed (then `[` is a literal, as in minimatch). */
 static size_t parse_class(const char *p, struct tok *t)
 {
-	static const struct { const char *name; const char *ranges; } posix[] = {
-		{"alnum", "09AZaz"}, {"alpha", "AZaz"}, {"ascii", "\x01\x7f"}, {"blank", "\t\t  "},
-		{"cntrl", "\x01\x1f\x7f\x7f"}, {"digit", "09"}, {"graph", "!~"}, {"lower", "az"},
-		{"print", " ~"}, {"punct", "!/:@[`{~"}, {"space", "\t\r  "}, {"upper", "AZ"},
-		{"word", "09AZ__az"}, {"xdigit", "09AFaf"},
+	static const struct { const char *name; const char *ranges; uint8_t props; } posix[] = {
+		{"alnum", "09", P_LETTER}, {"alpha", "", P_LETTER}, {"ascii", "\x01\x7f", 0},
+		{"blank", "\t\t  ", 0}, {"cntrl", "\x01\x1f\x7f\x7f", 0}, {"digit", "09", 0},
+		{"graph", "!~", 0}, {"lower", "", P_LOWER}, {"print", " ~", 0},
+		{"punct", "!/:@[`{~", 0}, {"space", "\t\r  ", 0}, {"upper", "", P_UPPER},
+		{"word", "09AZ__az", 0}, {"xdigit", "09AFaf", 0},
 	};
 	size_t i = 0;
 	bool first = true;
@@ -176,6 +190,7 @@ static size_t parse_class(const char *p, struct tok *t)
 				if (!strncmp(p + i + 2, posix[k].name, len) && !strncmp(p + i + 2 + len, ":]", 2)) {
 					for (const char *r = posix[k].ranges; *r; r += 2)
 						add_range(t, (unsigned char)r[0], (unsigned char)r[1]);
+					t->props |= posix[k].props;
 					i += len + 4;
 					break;
 				}
@@ -324,10 +339,32 @@ static bool m_cont(struct mctx *m, const struct cont *k, size_t pos)
 	return m_seq(m, k->q, k->i, pos, k->next);
 }
 
+/* A letter, near enough for file names: ASCII letters and whatever lies above Latin-1's
+ * symbols outside the punctuation, symbol and surrogate blocks. */
+static bool letter(uint16_t u)
+{
+	if (u < 0x80)
+		return ((u | 0x20) >= 'a' && (u | 0x20) <= 'z');
+	return u >= 0xc0 && u != 0xd7 && u != 0xf7 && !(u >= 0x2000 && u <= 0x2bff) &&
+	       !(u >= 0x3000 && u <= 0x303f) && !(u >= 0xd800 && u <= 0xdfff) &&
+	       !(u >= 0xff00 && u <= 0xff20);
+}
+
+static bool has_props(uint8_t props, uint16_t u, bool nocase)
+{
+	bool cased = fold(u) != u || unfold(u) != u;
+	if ((props & P_LETTER) && letter(u))
+		return true;
+	/* under the i flag \p{Lu} and \p{Ll} take every letter with a case */
+	if ((props & (P_UPPER | P_LOWER)) && nocase && cased)
+		return true;
+	return ((props & P_UPPER) && fold(u) != u) || ((props & P_LOWER) && unfold(u) != u);
+}
+
 static bool class_has(const struct tok *t, uint16_t u, bool nocase)
 {
 	uint16_t alt[3] = {u, fold(u), unfold(u)};
-	bool in = false;
+	bool in = t->props && has_props(t->props, u, nocase);
 	for (size_t r = 0; r < t->nranges && !in; r++)
 		for (size_t k = 0; k < (nocase ? 3u : 1u) && !in; k++)
 			in = alt[k] >= t->ranges[r].lo && alt[k] <= t->ranges[r].hi;

@@ -174,6 +174,8 @@ def read_file(c):
     c.add(t, {"file_path": "src/util.c", "start_line": 5}, PROJECT, "project-window")
     c.add(t, {"file_path": "a.txt", "start_line": 2, "end_line": 2}, put("a.txt", "x\r\ny\r\n"), "crlf-window")
     c.add(t, {"file_path": "a.txt", "start_line": None}, put("a.txt", "x\n"), "null-param")
+    c.add(t, {"file_path": "<WS>/src/util.c", "start_line": 2, "end_line": 4}, PROJECT, "absolute")
+    c.add(t, {"file_path": "<WS>/src/../README.md"}, PROJECT, "absolute-dots")
     c.add(t, {"file_path": "a%20b.txt"}, put("a b.txt", "decoded\n") + put("a%20b.txt", "literal\n"), "percent-escape")
     c.add(t, {"file_path": "loop"}, link("loop", "loop"), "symlink-loop")
     # deliberate differences (README): media inline, no workspace confinement, UTF-16 halves
@@ -187,9 +189,14 @@ def list_directory(c):
     t = "list_directory"
     c.add(t, {"dir_path": "."}, PROJECT, "project")
     c.add(t, {"dir_path": "src"}, PROJECT, "subdir")
+    c.add(t, {"dir_path": "<WS>/src"}, PROJECT, "absolute")
+    c.add(t, {"dir_path": "<WS>"}, IGNORES, "absolute-root")
     names = ["_x.txt", ".hidden", "10.txt", "9.txt", "a.txt", "B.txt", "é.txt", "Z.txt", "ab", "aB", "Ab", "a-b", "a_b"]
     c.add(t, {"dir_path": "."}, sh(*[put(n, n) for n in names], mkdir("adir", "Dir2")), "icu-order")
     c.add(t, {"dir_path": "e"}, mkdir("e"), "empty")
+    exotic = ["ß", "ss", "Ss", "æ", "ae", "ð", "þ", "z", "Ω", "ω", "ς", "σ", "ł", "ø", "œ", "ĳ", "я", "ё",
+              "ſ", "ı", "İ", "…", "—x", "«q»", "©", "€1", "😀", "🎉", "中", "ǎ", "a b", "a.b", "a!b"]
+    c.add(t, {"dir_path": "."}, sh(*[put(n, n) for n in exotic], mkdir("Ω-dir", "ä-dir")), "icu-exotic")
     c.add(t, {"dir_path": "."}, sh(put("a.txt", "a"), put("b.md", "bb"), put("c.txt", "ccc")), "sizes")
     c.add(t, {"dir_path": ".", "ignore": ["*.txt"]}, sh(put("a.txt", "a"), put("b.md", "bb"), put("c.txt", "ccc")), "ignore-star")
     c.add(t, {"dir_path": ".", "ignore": ["?.md"]}, sh(put("a.md", "a"), put("bb.md", "bb"), put("é.md", "c")), "ignore-question")
@@ -221,6 +228,8 @@ def glob(c):
     c.add(t, {"pattern": "**/*.C", "case_sensitive": True}, PROJECT, "case-sensitive")
     c.add(t, {"pattern": "**/*.c", "case_sensitive": False}, PROJECT, "case-false")
     c.add(t, {"pattern": "*.c", "dir_path": "src"}, PROJECT, "dir-path")
+    c.add(t, {"pattern": "**/*.h", "dir_path": "<WS>"}, PROJECT, "dir-path-absolute")
+    c.add(t, {"pattern": "<WS>/src/*.c"}, PROJECT, "absolute-pattern")
     c.add(t, {"pattern": "**/*.nothing"}, PROJECT, "none")
     c.add(t, {"pattern": "**/*.c", "dir_path": "nope"}, PROJECT, "missing-dir")
     c.add(t, {"pattern": "*", "dir_path": "README.md"}, PROJECT, "dir-is-file")
@@ -272,6 +281,8 @@ def grep_search(c):
     c.add(t, {"pattern": "zzzz"}, PROJECT, "no-match")
     c.add(t, {"pattern": "zzzz", "include_pattern": "*.c"}, PROJECT, "no-match-filter")
     c.add(t, {"pattern": "return", "dir_path": "src"}, PROJECT, "dir-path")
+    c.add(t, {"pattern": "return", "dir_path": "<WS>/src"}, PROJECT, "dir-path-absolute")
+    c.add(t, {"pattern": "x", "dir_path": "<WS>"}, IGNORES, "dir-path-root")
     c.add(t, {"pattern": "return", "dir_path": "src/util.c"}, PROJECT, "file-path")
     c.add(t, {"pattern": "x", "dir_path": "nope"}, PROJECT, "missing-path")
     c.add(t, {"pattern": ""}, PROJECT, "empty-pattern")
@@ -294,11 +305,18 @@ def grep_search(c):
     c.add(t, {"pattern": "search_file", "include_pattern": "src/**"}, sh(put("src/a/x.py", "search_file\n"), put("other/y.py", "search_file\n")), "include-dir")
     c.add(t, {"pattern": "a", "context": "2"}, PROJECT, "context-string")
     c.add(t, {"pattern": "(a)\\1"}, put("a.txt", "aa\n"), "pcre2-backreference")
+    c.add(t, {"pattern": "search_file", "dir_path": "src", "include_pattern": "src/**"}, sh(put("src/a/x.py", "search_file\n"), put("src/y.py", "search_file\n")), "include-dir-below")
+    c.add(t, {"pattern": "search_file", "dir_path": "src", "include_pattern": "a/*.py"}, sh(put("src/a/x.py", "search_file\n"), put("src/y.py", "search_file\n")), "include-relative-to-dir")
+    c.add(t, {"pattern": "x", "include_pattern": "**/*.{c,h}"}, sh(put("a.c", "x\n"), put("b.h", "x\n"), put("c.txt", "x\n")), "include-braces")
+    c.add(t, {"pattern": "x", "include_pattern": "!*.c"}, sh(put("a.c", "x\n"), put("b.h", "x\n")), "include-negated")
+    c.add(t, {"pattern": "x", "dir_path": "a.c", "include_pattern": "*.h"}, sh(put("a.c", "x\n"), put("b.h", "x\n")), "include-vs-file-path")
+    c.add(t, {"pattern": "x", "include_pattern": "sub/"}, sh(put("sub/a.c", "x\n"), put("b.h", "x\n")), "include-trailing-slash")
 
 
 def write_file(c):
     t = "write_file"
     c.add(t, {"file_path": "new.txt", "content": "hello\nworld\n"}, [], "create")
+    c.add(t, {"file_path": "<WS>/abs/new.txt", "content": "absolute\n"}, [], "absolute")
     c.add(t, {"file_path": "new.txt", "content": "no newline"}, [], "create-no-newline")
     c.add(t, {"file_path": "a/b/c.txt", "content": "deep\n"}, [], "create-parents")
     c.add(t, {"file_path": "e.txt", "content": ""}, [], "create-empty")
@@ -325,6 +343,8 @@ def replace(c):
     r = lambda p, o, n, **kw: dict({"file_path": p, "instruction": "change it", "old_string": o, "new_string": n}, **kw)
     base = put("f.txt", "alpha\nbeta\ngamma\nbeta\n")
     c.add(t, r("f.txt", "alpha", "ALPHA"), base, "exact")
+    c.add(t, r("<WS>/f.txt", "gamma", "GAMMA"), base, "absolute")
+    c.add(t, r("<WS>/util.c", "a + b", "b + a"), PROJECT, "absolute-no-correction")
     c.add(t, r("f.txt", "beta", "BETA"), base, "ambiguous")
     c.add(t, r("f.txt", "beta", "BETA", allow_multiple=True), base, "allow-multiple")
     c.add(t, r("f.txt", "delta", "x"), base, "no-match")
@@ -364,6 +384,7 @@ def replace(c):
 def read_many_files(c):
     t = "read_many_files"
     c.add(t, {"include": ["src/*.c"]}, PROJECT, "glob")
+    c.add(t, {"include": ["<WS>/src/util.c", "<WS>/docs/*.md"]}, PROJECT, "absolute")
     c.add(t, {"include": ["**/*.md", "Makefile"]}, PROJECT, "several")
     c.add(t, {"include": ["**/*"], "exclude": ["**/*.c", "docs/**"]}, PROJECT, "exclude")
     c.add(t, {"include": ["**/*.nothing"]}, PROJECT, "none")
@@ -394,6 +415,7 @@ def run_shell_command(c):
     c.add(t, {"command": "true"}, [], "empty")
     c.add(t, {"command": "printf '  padded  \\n\\n'"}, [], "trimmed")
     c.add(t, {"command": "pwd", "dir_path": "sub"}, mkdir("sub"), "dir-path")
+    c.add(t, {"command": "ls", "dir_path": "<WS>/sub"}, sh(mkdir("sub"), put("sub/f", "")), "dir-path-absolute")
     c.add(t, {"command": "cat a.txt"}, put("a.txt", "file content\n"), "cwd-is-workspace")
     c.add(t, {"command": "nosuchcmd-xyz"}, [], "bash-path")
     c.add(t, {"command": "exit 300"}, [], "exit-300")
@@ -477,6 +499,33 @@ def randoms(c):
         old = "\n".join("l%d" % r.randint(0, 9) for _ in range(n)) + "\n"
         new = "\n".join("l%d" % r.randint(0, 9) for _ in range(r.randint(1, 40))) + r.choice(["\n", ""])
         c.add("write_file", {"file_path": "w.txt", "content": new}, put("w.txt", old) if r.random() < 0.8 else "", "random-%d" % i)
+    rules = ["*.log", "build/", "/top.txt", "!keep.log", "a/**/b.txt", "**/tmp", "*.c", "sub/*.txt",
+             "#comment", "\\#hash.txt", "docs", "!docs/keep.md", "/a/", "x?.txt", "[ab].md", "*.md",
+             "sub/", "!sub/a.txt", "deep/**", "*"]
+    names = ["top.txt", "keep.log", "x.log", "a/b.txt", "a/c/b.txt", "a/x1.txt", "build/o.c", "sub/a.txt",
+             "sub/b.md", "docs/d.md", "docs/keep.md", "tmp/t.txt", "z/tmp/u.txt", "#hash.txt", "a.md",
+             "deep/e/f.c", "src/m.c", "src/sub/n.txt"]
+    for i in range(20):
+        files = r.sample(names, r.randint(6, len(names)))
+        setup = sh(GIT if r.random() < 0.7 else [],
+                   put(".gitignore", "\n".join(r.sample(rules, r.randint(1, 5))) + "\n", DAY * 5),
+                   put(".geminiignore", "\n".join(r.sample(rules, r.randint(0, 2))) + "\n", DAY * 5)
+                   if r.random() < 0.5 else [],
+                   put("sub/.gitignore", "\n".join(r.sample(rules, r.randint(1, 3))) + "\n", DAY * 5)
+                   if r.random() < 0.4 else [],
+                   *[put(f, "x %s\n" % f, DAY * 3 + k) for k, f in enumerate(files)])
+        tool = r.choice(["glob", "list_directory", "grep_search", "read_many_files", "read_file"])
+        p = {"glob": {"pattern": "**/*"}, "list_directory": {"dir_path": r.choice([".", "sub", "a"])},
+             "grep_search": {"pattern": "x", "names_only": True},
+             "read_many_files": {"include": ["**/*"]}, "read_file": {"file_path": r.choice(files)}}[tool]
+        c.add(tool, p, setup, "random-ignore-%d" % i)
+    gtree = sh(*[put(n, "g\n", DAY * 2 + k) for k, n in enumerate(
+        ["a.c", "B.C", "ab.h", "abc.txt", "é.txt", "Ω.md", "ß.py", "x-y.c", "x_y.c", "[x].c", "a b.txt",
+         ".dot", "d/a.c", "d/e/f.c", "d/E/g.C", "Σ/σ.txt", "1.txt", "10.txt", "a.tar.gz"])])
+    for i, pat in enumerate(["*.{c,h}", "**/*.[ch]", "[!a]*", "[^a]*", "?.*", "??.*", "*.@(c|h)", "!(*.c)",
+                             "+(a|b).*", "*([a-c]).txt", "d/**/*.c", "**/[[:upper:]]*", "**/[a-z].c",
+                             "{a,b,d}/**", "*.tar.*", "Σ/*", "**/σ.TXT", "[Σσ]/*", "*\\[x\\]*", "a\\ b.txt"]):
+        c.add("glob", {"pattern": pat}, gtree, "random-pattern-%d" % i)
     for i in range(15):
         cmd = r.choice(["echo %s", "printf '%%s\\n' %s >&2", "echo %s; exit 7", "for i in 1 2 3; do echo %s$i; done",
                         "echo %s | tr a-z A-Z", "printf '%s'"]) % r.choice(["alpha", "b c", "'q u'", "x"])
@@ -493,4 +542,4 @@ def cases():
 
 if __name__ == "__main__":
     for x in cases():
-        print(json.dumps(x))
+        print(json.dumps({"id": x["id"], "tool": x["tool"], "params": x["params"]}))

@@ -12,6 +12,9 @@ are compared too. Prints each difference, then one line per way with the exact c
 writes the figures to WORK/summary.json. Exit 0 when every case matches or is listed in
 KNOWN with its reason, and both ways reach 98 %.
 
+A case's parameters may name the workspace as <WS> (absolute paths, as models mostly send
+them); each way fills in its own.
+
 Normalisations (nothing else is touched):
   * the workspace's path becomes <WS> (gemini-cli and the toolbox run in WORK/<way>/<id>,
     sbx-tool in the sandbox home);
@@ -111,6 +114,11 @@ def run(argv, **kw):
     return subprocess.run(argv, capture_output=True, timeout=kw.pop("timeout", 120), **kw)
 
 
+def params_in(c, ws):
+    """The case's parameters with <WS> (an absolute path into the workspace) filled in."""
+    return json.loads(json.dumps(c["params"]).replace("<WS>", ws))
+
+
 def host_file(path):
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         return f.read()
@@ -137,7 +145,8 @@ def gemini_side(core, work, todo):
         casegen.build(os.path.join(root, c["id"]), c["setup"])
     with open(os.path.join(work, "cases.jsonl"), "w") as f:
         for c in todo:
-            f.write(json.dumps({"id": c["id"], "tool": c["tool"], "params": c["params"]}) + "\n")
+            f.write(json.dumps({"id": c["id"], "tool": c["tool"],
+                                "params": params_in(c, os.path.join(root, c["id"]))}) + "\n")
     out = os.path.join(work, "gemini.jsonl")
     r = run(["node", os.path.join(HERE, "gemini-run.mjs"), core, os.path.join(work, "cases.jsonl"),
              root, out], timeout=600)
@@ -161,7 +170,7 @@ def toolbox_side(work, todo):
             continue
         d = os.path.join(root, c["id"])
         casegen.build(d, c["setup"])
-        r = run(["geminicli-toolbox", "--workdir=" + d, c["tool"]], input=json.dumps(c["params"]).encode())
+        r = run(["geminicli-toolbox", "--workdir=" + d, c["tool"]], input=json.dumps(params_in(c, d)).encode())
         if r.returncode == 0:
             text = r.stdout.decode(errors="replace")
         else:
@@ -182,7 +191,7 @@ def sandbox_side(sandbox, work, todo):
         if r.returncode != 0:
             sys.exit(f"sandbox setup of {c['id']} failed: {r.stderr.decode(errors='replace')}")
         call = {"id": c["id"], "type": "function",
-                "function": {"name": c["tool"], "arguments": json.dumps(c["params"])}}
+                "function": {"name": c["tool"], "arguments": json.dumps(params_in(c, SANDBOX_HOME))}}
         r = run(["sbx-tool", "-toolset", "geminicli", sandbox], input=json.dumps(call).encode())
         try:
             content = json.loads(r.stdout)["content"]
