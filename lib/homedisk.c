@@ -17,8 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Tries at a free loop device: another process may take the one the kernel offered first. */
-#define LOOP_TRIES 16
+/* Tries at a free loop device: other creates at the same moment are offered the same one by
+ * LOOP_CTL_GET_FREE, and all but one get EBUSY (50 concurrent ACP sessions ran out of 16). */
+#define LOOP_TRIES 200
 /* What mke2fs says on failure, kept for the message. */
 #define MKFS_ERR_MAX 512
 
@@ -217,6 +218,12 @@ static int loop_attach(const char *image, char *dev, size_t cap, struct sbx_err 
 				err_sys(e, err, "cannot set up %s", dev);
 				break;
 			}
+			/* Another create took the same free device first: let the crowd pass. */
+			if (i + 1 == LOOP_TRIES)
+				err_set(e, SBX_EIO, "every free loop device was taken by another sandbox "
+					"%d times in a row", LOOP_TRIES);
+			else
+				usleep(1000 + (useconds_t)(getpid() % 8) * 1000);
 		}
 	}
 	close(img);

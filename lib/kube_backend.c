@@ -1,6 +1,9 @@
-/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made exactly as upstream
- * makes them (plus a managed-by label), waited for with a watch (polling as fallback),
- * kept alive by GET+PUT, and entered over WebSocket exec (lib/kubeexec.c).
+/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made as upstream makes
+ * them plus sbx's labels and confinement (a pod template meeting Pod Security "restricted",
+ * the RuntimeClass, the limit flags as resources, the home as working directory) and a
+ * NetworkPolicy of their own; waited for with a watch (polling as fallback) that gives up at
+ * once on a pod that cannot start; kept alive by GET+PUT, and entered over WebSocket exec
+ * (lib/kubeexec.c).
  *
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
  * for long command lines, and Kubernetes neither stops a process when its exec stream closes
@@ -1174,14 +1177,21 @@ static int wait_gone(struct sbx_backend *b, const char *path, struct sbx_err *e)
 static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_info *info,
 		    struct sbx_err *e)
 {
-	const char *ver = kb_version(b, e);
+	const char *ver;
 	struct json_object *o = NULL, *obj = NULL, *ready = NULL;
 	struct kubeapi *api;
 	char *path = NULL, *coll = NULL, *why = NULL, full[64];
 	bool created = false;
 	int attempt, rc = -1;
 
-	if (ver == NULL)
+	if (s->allow_hosts[0])
+		return err_set(e, SBX_EINVAL, "-allow-host is not available on the kubernetes backend: "
+			       "its proxy runs on the sandbox's host, which a pod does not share; use "
+			       "-network (public addresses only, through the Sandbox's NetworkPolicy) "
+			       "and, for a list of hosts, the cluster's own egress control (an "
+			       "FQDN-aware network policy such as Cilium's or Calico's, or an egress "
+			       "gateway)");
+	if ((ver = kb_version(b, e)) == NULL)
 		return err_prefix(e, "failed to create Sandbox");
 	api = ((struct kstate *)b->priv)->api;
 	path = kb_path(b, ver, s->name);

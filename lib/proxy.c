@@ -240,7 +240,8 @@ static int open_upstream(struct conn *c, int *code)
 	const struct netpolicy_rule *rule;
 	struct sockaddr_storage addrs[PROXY_ADDRS_MAX];
 	const char *refused = NULL;
-	int n;
+	char refused_addr[INET6_ADDRSTRLEN] = "";
+	int n, tried = 0;
 
 	c->decision = "denied";
 	*code = 403;
@@ -255,10 +256,12 @@ static int open_upstream(struct conn *c, int *code)
 		return -1;
 	}
 	netpolicy_rule_text(rule, c->rule, sizeof c->rule);
+	/* Allowed by the list; from here on only the addresses can refuse, or the network fail. */
+	c->decision = "allowed";
+	*code = 502;
 	n = resolve(cfg, c->host, c->port, addrs, PROXY_ADDRS_MAX);
 	if (n == 0) {
 		c->reason = "the name does not resolve";
-		*code = 502;
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
@@ -268,24 +271,29 @@ static int open_upstream(struct conn *c, int *code)
 		if (cls == NULL && netpolicy_is_local_addr((struct sockaddr *)&addrs[i]) != 0)
 			cls = "one of this host's own addresses";
 		if (cls && rule->wildcard) {
-			refused = cls;
-			sa_text(&addrs[i], c->addr, sizeof c->addr);
+			if (refused == NULL) {
+				refused = cls;
+				sa_text(&addrs[i], refused_addr, sizeof refused_addr);
+			}
 			continue;
 		}
+		tried = 1;
 		sa_text(&addrs[i], c->addr, sizeof c->addr);
 		if ((c->up = connect_timed(&addrs[i])) >= 0) {
-			c->decision = "allowed";
 			c->reason = NULL;
 			return 0;
 		}
-		c->reason = "connection failed";
-		*code = 502;
 	}
-	if (refused && c->reason == NULL) {
+	if (!tried) {
 		static __thread char why[160];
 		snprintf(why, sizeof why, "resolves to %s (%s), which only an exact entry may reach",
-			 c->addr, refused);
+			 refused_addr, refused);
+		snprintf(c->addr, sizeof c->addr, "%s", refused_addr);
 		c->reason = why;
+		c->decision = "denied";
+		*code = 403;
+	} else {
+		c->reason = "connection failed";
 	}
 	return -1;
 }

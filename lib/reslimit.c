@@ -162,7 +162,7 @@ int64_t reslimit_tmpfs_size(int64_t memory, enum reslimit_tmpfs which)
 	case RESLIMIT_MASK:
 		break;
 	}
-	return MIB;
+	return 64 << 10;
 }
 
 const char *reslimit_size_text(int64_t bytes, char *buf, size_t cap)

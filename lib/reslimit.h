@@ -20,14 +20,14 @@
 #define RESLIMIT_RELEASE_WAIT_MS 2000
 
 /* The tmpfs mounts of a sandbox. Each has a size below the memory limit, and their pages are
- * charged to the sandbox's cgroup; their caps add up to 7/8 of it, so a sandbox whose every
- * tmpfs is full still has memory to run the command that cleans up. */
+ * charged to the sandbox's cgroup; the caps of the four that hold data add up to 7/8 of it,
+ * so a sandbox whose every tmpfs is full still has memory to run the command that cleans up. */
 enum reslimit_tmpfs {
 	RESLIMIT_TMP,		/* /tmp: 1/4 of the memory limit */
 	RESLIMIT_VAR,		/* /var (and /var/tmp): 1/4 */
 	RESLIMIT_RUN,		/* /run: 1/8, at most 64M */
 	RESLIMIT_SHM,		/* /dev/shm: 64M, at most 1/4 */
-	RESLIMIT_MASK,		/* the empty tmpfs masking /etc/ssh and the like: 1M */
+	RESLIMIT_MASK,		/* the empty tmpfs masking /etc/ssh and the like: 64K */
 };
 
 struct reslimit_ctx {

@@ -170,6 +170,7 @@ static int run_capture(const struct tool_ctx *ctx, struct capture_req *rq, struc
 		       struct sbx_err *e)
 {
 	rq->in_fd = -1;
+	rq->workdir = ctx->workdir;
 	rq->timeout_ns = ctx->timeout_ns;
 	rq->cancel_fd = ctx->cancel_fd;
 	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
@@ -293,13 +294,25 @@ static bool spawn_failed(const char *out, size_t len, const char *marker, struct
 #define SHELL_BG_DELAY_MS 200
 #define SHELL_BG_DELAY_MAX_MS 60000
 
+/* The shell's directory: dir_path, relative to the tools' working directory when one is set
+ * (gemini-cli resolves it against its target directory); "" = the script's default. */
+static char *shell_dir(const struct tool_ctx *ctx, struct json_object *args)
+{
+	const char *d = arg_str(args, "dir_path");
+
+	if (ctx->workdir == NULL || d[0] == '/')
+		return xstrdup(d);
+	return d[0] ? xasprintf("%s/%s", ctx->workdir, d) : xstrdup(ctx->workdir);
+}
+
 static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, char *script,
 			  const char *marker, size_t *len, struct sbx_err *e)
 {
 	struct json_object *v;
 	int64_t delay = SHELL_BG_DELAY_MS;
+	char *dir = shell_dir(ctx, args);
 	char secs[32], *argv[] = {"bash", "-c", (char *)shell_bg_script, "run_shell_command",
-				  (char *)arg_str(args, "dir_path"), script, (char *)marker, secs, NULL};
+				  dir, script, (char *)marker, secs, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env, .merge = true};
 	struct capture c;
 	struct buf b = {0}, t = {0};
@@ -313,8 +326,11 @@ static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, 
 	if (delay > SHELL_BG_DELAY_MAX_MS)
 		delay = SHELL_BG_DELAY_MAX_MS;
 	snprintf(secs, sizeof secs, "%lld.%03lld", (long long)(delay / 1000), (long long)(delay % 1000));
-	if (run_capture(ctx, &rq, &c, e) < 0)
+	if (run_capture(ctx, &rq, &c, e) < 0) {
+		free(dir);
 		return NULL;
+	}
+	free(dir);
 	if (spawn_failed(c.out, c.out_len, marker, e)) {
 		capture_free(&c);
 		return NULL;
@@ -385,7 +401,8 @@ static int shell_check(const struct tool_ctx *ctx, struct json_object *args, str
 	if (gcshell_trim(cmd, strlen(cmd), &st) == st)
 		return err_set(e, SBX_EINVAL, "Command cannot be empty.");
 	if (*(dp = arg_str(args, "dir_path"))) {
-		char *abs = dp[0] == '/' ? xstrdup(dp) : xasprintf("%s/%s", ctx->homedir, dp);
+		char *abs = dp[0] == '/' ? xstrdup(dp)
+			    : xasprintf("%s/%s", ctx->workdir ? ctx->workdir : ctx->homedir, dp);
 		const char *bad = gcpath_invalid(abs, pathbuf, sizeof pathbuf);
 		free(abs);
 		if (bad)
@@ -398,8 +415,9 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 			       size_t *outlen, struct sbx_err *e)
 {
 	char *command = NULL, *script = NULL, *bg = NULL;
+	char *dir = shell_dir(ctx, args);
 	char marker[40], *argv[] = {"bash", "-c", (char *)shell_script, "run_shell_command",
-				    (char *)arg_str(args, "dir_path"), NULL, marker, NULL};
+				    dir, NULL, marker, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env,
 				 .max = SHELL_OUTPUT_MAX + SHELL_TRAILER_MAX, .merge = true,
 				 .keep_tail = true, .head = SHELL_SNIFF_BYTES};
@@ -482,6 +500,7 @@ out:
 	free(command);
 	free(script);
 	free(bg);
+	free(dir);
 	return res;
 }
 
@@ -512,7 +531,8 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 			 size_t *len, struct sbx_err *e)
 {
 	const struct tool *t = find_tool(name);
-	char *argv[] = {"geminicli-toolbox", (char *)name, NULL};
+	char *wd = ctx->workdir ? xasprintf("--workdir=%s", ctx->workdir) : NULL;
+	char *argv[] = {"geminicli-toolbox", wd ? wd : (char *)name, wd ? (char *)name : NULL, NULL};
 	char *in = toolbox_input(t, args), *out;
 	struct capture_req rq = {.argv = argv, .in = in, .in_len = strlen(in)};
 	struct capture c;
@@ -522,9 +542,11 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 
 	if (run_capture(ctx, &rq, &c, e) < 0) {
 		free(in);
+		free(wd);
 		return NULL;
 	}
 	free(in);
+	free(wd);
 	if (c.res.exit_code == 0) {
 		/* the toolbox writes valid UTF-8; a foreign helper on PATH might not */
 		out = toolcap_utf8(c.out, c.out_len, len);

@@ -194,10 +194,12 @@ EOF
 }
 
 @test "an LLM error ends the CLI with upstream's text; the session stays usable" {
-	start_stub '{"status": 400, "body": "{\"error\":\"bad model\"}"}' "$(answer_text 'back again')"
+	start_stub '{"status": 400, "body": "{\n  \"error\": {\n    \"message\": \"bad model\"\n  }\n}\n"}' "$(answer_text 'back again')"
 	run agent-loop -session llmerr <<<'hello'
 	assert_status 111
-	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): {"error":"bad model"}'
+	# a multi-line body: the vendor's message, on one line
+	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): bad model'
+	[[ $output != *'failed to call LLM: }'* ]]
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist llmerr)"
 	run agent-loop -session llmerr <<<'hello again'
 	assert_status 0
@@ -471,7 +473,7 @@ EOF
 	assert_contains "first"
 }
 
-@test "one process per session: acp-server cannot load a session agent-loop holds" {
+@test "one process per session: acp-server cannot load, sbx-mcp cannot serve a session agent-loop holds" {
 	mkfifo "$BATS_TEST_TMPDIR/in"
 	printf 'hello\n' | eliza -session acpheld >/dev/null 2>&1
 	OPENAI_MODEL=fake-eliza agent-loop -session acpheld <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
@@ -480,7 +482,8 @@ EOF
 	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
-	OPENAI_MODEL=fake-eliza acp-server -stdio <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
+	# (a session agent-loop made is acp-server's to load only once imported)
+	OPENAI_MODEL=fake-eliza acp-server -stdio -import-session acpheld <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
 	acp=$!
 	exec 6>"$BATS_TEST_TMPDIR/acpin"
 	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \
@@ -490,6 +493,9 @@ EOF
 	finish "$acp"
 	jq -e --arg want "session \"acpheld\" is in use by agent-loop (pid $pid): a session is used by one process at a time" \
 		'select(.id == 2) | .error.message == $want' "$BATS_TEST_TMPDIR/acpout"
+	run --separate-stderr env OPENAI_MODEL=fake-eliza sbx-mcp -session acpheld </dev/null
+	assert_status 111
+	[ "$stderr" = "sbx-mcp: session \"acpheld\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
 	echo /exit >&4
 	exec 4>&-
 	finish "$pid"

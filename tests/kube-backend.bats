@@ -7,6 +7,7 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load kube/server
 
 ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
 ctl() { ks -kubeconfig "$KS/kc" -ctl "$@" >/dev/null; }
@@ -15,8 +16,8 @@ start_server() {	# $1 = directory; extra args follow
 	local d=$1 i
 	shift
 	mkdir -p "$d/home" "$d/state"
-	HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
-		"$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@" >"$d/log" 2>&1 3>&- &
+	(HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
+		kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@") >"$d/log" 2>&1 3>&- &
 	echo $! >"$d/pid"
 	for i in $(seq 1 300); do
 		[ -s "$d/kc" ] && return 0
@@ -151,6 +152,20 @@ remote_gone() {
 	assert_contains "runAsUser"
 	# and the test server, which validates each against the CRD's schema, created them (201)
 	jq -s -e '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))] | all(.status == 201)' "$BATS_TEST_TMPDIR/req"
+	# with nothing pruned: no field the CRD does not declare (a server would drop it silently)
+	run /usr/bin/python3 - "$SBX_TOP" "$BATS_TEST_TMPDIR/posts" <<-'EOF'
+	import json, sys
+	sys.path.insert(0, sys.argv[1] + "/tests/kube")
+	from kts.schema import CRD, crd_path
+	crd = CRD(crd_path(sys.argv[1]))
+	for line in open(sys.argv[2]):
+	    obj = json.loads(line)
+	    errors, unknown = crd.validate(obj, obj["apiVersion"].split("/")[1])
+	    print(obj["metadata"]["name"], [e.text() for e in errors], unknown)
+	    assert not errors and not unknown
+	EOF
+	assert_status 0
+	assert_contains "k25 [] []"
 }
 
 @test "create reuses a Sandbox with the same spec and refuses one that differs" {

@@ -34,6 +34,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 @test "a Sandbox gets a NetworkPolicy: no ingress, egress to DNS only; labelled, owned, deleted with it" {
 	run sbx-create n1
 	assert_status 0
+	assert_json '.network == {"mode": "none"}'
 	run netpol n1
 	assert_status 0
 	uid=$(k get sandbox n1 -o jsonpath='{.metadata.uid}')
@@ -60,6 +61,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 @test "-network: egress to public addresses, private and link-local ranges excepted; reuse keeps the network" {
 	run sbx-create -network n3
 	assert_status 0
+	assert_json '.network == {"mode": "nat"}'
 	run netpol n3
 	assert_json ".spec.egress[0] == $DNS_RULE"
 	assert_json '.spec.egress[1].to == [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8"]}}, {"ipBlock": {"cidr": "::/0", "except": ["fc00::/7", "fe80::/10", "::1/128"]}}]'
@@ -73,6 +75,7 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	k patch networkpolicy sbx-n3 --type merge -p '{"spec": {"ingress": [{}]}}' >/dev/null
 	run sbx-create -network n3
 	assert_status 0
+	assert_json '.network == {"mode": "nat"}'
 	run netpol n3
 	assert_json '.spec.ingress == []'
 }
@@ -124,5 +127,19 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	assert_status 111
 	assert_contains "cannot set up the NetworkPolicy sbx-n7 that confines it: forbidden (403): the credentials may not create networkpolicies.networking.k8s.io in namespace default"
 	run k get sandbox n7
+	assert_contains "NotFound"
+}
+
+@test "-allow-host is refused on this backend, saying what to use instead; nothing is made" {
+	run sbx-create -allow-host pypi.org,files.pythonhosted.org n8
+	assert_status 100
+	assert_contains "-allow-host is not available on the kubernetes backend: its proxy runs on the sandbox's host, which a pod does not share; use -network"
+	assert_contains "FQDN-aware network policy"
+	SANDBOX_ALLOW_HOSTS=pypi.org run sbx-create n8
+	assert_status 100
+	assert_contains "-allow-host is not available on the kubernetes backend"
+	run kts_ctl requests
+	[ -z "$(printf '%s' "$output" | jq -c 'select(.method == "POST")')" ]
+	run k get sandbox n8
 	assert_contains "NotFound"
 }

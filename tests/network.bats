@@ -9,7 +9,16 @@ load netns
 setup_file() { netns_up; }
 teardown_file() { netns_down; }
 setup() { setup_sbx_env; }
-teardown() { teardown_sbx_env; }
+teardown() {
+	teardown_sbx_env
+	# what a test made outside its temporary directory (for a user other than root)
+	if [ -n "${OUTSIDE_DIR:-}" ]; then
+		for n in $(XDG_STATE_HOME="$OUTSIDE_DIR/state" sbx-list 2>/dev/null | jq -r .name); do
+			XDG_STATE_HOME="$OUTSIDE_DIR/state" sbx-delete "$n" >/dev/null 2>&1 || true
+		done
+		rm -rf "$OUTSIDE_DIR"
+	fi
+}
 
 sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
 
@@ -123,6 +132,7 @@ except OSError as e:
 @test "a network helper that fails is a clear error at create, and nothing of the sandbox is left running" {
 	# the helper runs as the sandbox's host user: somewhere that user may read
 	d=$(mktemp -d /tmp/sbx-net-test.XXXXXX)
+	OUTSIDE_DIR=$d
 	chmod 755 "$d"
 	printf '#!/bin/sh\necho "cannot reach the moon" >&2\nexit 1\n' >"$d/bad-helper"
 	chmod 755 "$d/bad-helper"
@@ -199,6 +209,13 @@ except OSError as e:
 	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
+	# allowed by the list but not resolvable: 502, logged as allowed with the reason
+	run sbx-exec -raw wild -- curl -sS -m 20 -o /dev/null -w '%{http_code}' "http://nowhere.sbx.test:8080/"
+	[ "$output" = 502 ]
+	run jq -c 'select(.host=="nowhere.sbx.test") | [.decision, .reason]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["allowed","the name does not resolve"]' ]
+	run jq -c 'select(.host=="loop.sbx.test") | [.decision, .address]' "$(sandbox_dir wild)/net.log"
+	[ "$output" = '["denied","127.0.0.1"]' ]
 	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
 	run sbx-exec -raw exact -- curl -sS -m 10 "http://loop.sbx.test:$HOST_PORT/secret.txt"
 	[ "$output" = host-only-secret ]
@@ -280,6 +297,7 @@ for s in held: s.close()'
 
 @test "-allow-host for a user who is not root: the same proxy, run as that user" {
 	d=$(mktemp -d /tmp/sbx-net-user.XXXXXX)
+	OUTSIDE_DIR=$d
 	chmod 777 "$d"
 	cp "$SBX_RESOLV_CONF" "$d/resolv.conf"	# where that user can read it
 	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$d" XDG_STATE_HOME="$d/state" SBX_RESOLV_CONF="${RC:-$d/resolv.conf}" "$@"; }

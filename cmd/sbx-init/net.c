@@ -348,7 +348,7 @@ static int sandbox_listener(int ufd, int nfd)
 int net_start(const char *dir, const char *uid, const char *gid)
 {
 	int nfd = -1, ufd = -1, rd[2] = {-1, -1}, rc = -1;
-	char fdarg[3][32];
+	char nspath[64];
 	pid_t child = -1;
 
 	if (!np.active)
@@ -358,8 +358,8 @@ int net_start(const char *dir, const char *uid, const char *gid)
 	np.info[1] = np.block[0] = -1;
 	if ((child = read_child_pid(np.info[0])) <= 1)
 		goto out;
-	snprintf(fdarg[0], sizeof fdarg[0], "/proc/%ld/ns/net", (long)child);
-	if ((nfd = open(fdarg[0], O_RDONLY | O_CLOEXEC)) < 0 ||
+	snprintf(nspath, sizeof nspath, "/proc/%ld/ns/net", (long)child);
+	if ((nfd = open(nspath, O_RDONLY | O_CLOEXEC)) < 0 ||
 	    (ufd = ioctl(nfd, NS_GET_USERNS)) < 0 || wait_loopback(ufd, nfd) < 0 ||
 	    pipe2(rd, O_CLOEXEC) < 0)
 		goto out;
@@ -411,7 +411,8 @@ int net_start(const char *dir, const char *uid, const char *gid)
 		goto out;
 	rc = 0;
 out:
-	if (rc < 0 && np.pid <= 0) {
+	/* Without the sandbox's pid bubblewrap itself failed, and its log says why. */
+	if (rc < 0 && np.pid <= 0 && child > 1) {
 		char path[4096], msg[] = "cannot connect the sandbox's network namespace\n";
 		snprintf(path, sizeof path, "%s/%s", dir, LOCALNET_HELPER_LOG);
 		fs_write_atomic(path, msg, strlen(msg), 0600);

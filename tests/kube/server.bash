@@ -12,10 +12,25 @@ kts_exec_mode() {
 	if [ -x "$SBX_BIN/sbx-exec" ]; then echo sbx; else echo subprocess; fi
 }
 
+# kts_hide_shared CMD...: execs CMD (same pid) with a directory named shared beside the
+# checkout (the team's reference files, which nothing in the repository may read) hidden
+# under an empty tmpfs in a mount namespace of its own, so every kube test proves the server
+# needs nothing there. Where there is no such directory (a clone elsewhere) or no root to
+# make the mount, CMD runs as it is.
+kts_hide_shared() {
+	local shared
+	shared=$(cd "$SBX_TOP/.." && pwd -P)/shared
+	if [ -d "$shared" ] && [ "$(id -u)" = 0 ]; then
+		exec unshare --mount --propagation private -- \
+			sh -c 'mount -t tmpfs -o ro,mode=0 kts-hidden "$0" && exec "$@"' "$shared" "$@"
+	fi
+	exec "$@"
+}
+
 kts_start() {
 	local kc="$BATS_TEST_TMPDIR/kubeconfig" i
 	rm -f "$kc"
-	"$SBX_TOP/scripts/kube-test-server" -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" "$@" \
+	(kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" "$@") \
 		>"$BATS_TEST_TMPDIR/kts.out" 2>"$BATS_TEST_TMPDIR/kts.err" 3>&- &
 	KTS_PID=$!
 	for ((i = 0; i < KTS_START_TENTHS; i++)); do
