@@ -19,16 +19,9 @@
 
 char *toolcap_utf8(const char *raw, size_t n, size_t *len)
 {
-	char *out;
+	char *out = xmalloc(utf8_repair_room(raw, n) + 1);
 
-	if (utf8_valid(raw, n)) {
-		out = xmalloc(n + 1);
-		memcpy(out, raw, n);
-		*len = n;
-	} else {
-		out = xmalloc(UTF8_REPAIR_MAX(n) + 1);
-		*len = utf8_repair(raw, n, out);
-	}
+	*len = utf8_repair(raw, n, out);
 	out[*len] = '\0';
 	return out;
 }

@@ -116,6 +116,11 @@ bool utf8_valid(const char *s, size_t n)
 	return true;
 }
 
+size_t utf8_repair_room(const char *s, size_t n)
+{
+	return utf8_valid(s, n) ? n : UTF8_REPAIR_MAX(n);
+}
+
 size_t utf8_utf16_len(const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;

@@ -24,6 +24,8 @@ size_t utf8_encode(uint32_t cp, char *out);
 size_t utf8_repair(const char *s, size_t n, char *out);
 /* Whether s[0..n) is valid UTF-8 (utf8_repair would copy it unchanged). */
 bool utf8_valid(const char *s, size_t n);
+/* The room utf8_repair needs for s[0..n): n when it is valid, else UTF8_REPAIR_MAX(n). */
+size_t utf8_repair_room(const char *s, size_t n);
 /* UTF-16 code units of valid UTF-8 s[0..n) (characters above U+FFFF count two). */
 size_t utf8_utf16_len(const char *s, size_t n);
 /* Byte length of the first `units` UTF-16 code units of valid UTF-8 s[0..n). When the cut

@@ -249,15 +249,9 @@ char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
 
 char *tb_utf8_text(const char *buf, size_t len, size_t *outlen)
 {
-	char *out;
-	if (utf8_valid(buf, len)) {
-		out = tb_xmalloc(len + 1);
-		memcpy(out, buf, len);
-		*outlen = len;
-	} else {
-		out = tb_xmalloc(UTF8_REPAIR_MAX(len) + 1);
-		*outlen = utf8_repair(buf, len, out);
-	}
+	char *out = tb_xmalloc(utf8_repair_room(buf, len) + 1);
+
+	*outlen = utf8_repair(buf, len, out);
 	out[*outlen] = '\0';
 	return out;
 }
