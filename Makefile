@@ -42,6 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 sbx-init_STATIC_LIBS :=
 sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+geminicli-toolbox_LIBSRC := lib/utf8.c lib/gcpath.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)

@@ -19,10 +19,12 @@
 
 struct sink {
 	int fd;
-	struct buf *b;
+	struct buf *b;		/* everything kept, or the head when head is set */
+	struct buf tail;	/* with head: what follows it */
 	bool *truncated;
-	size_t max;
+	size_t max, head;
 	bool keep_tail;
+	size_t total;		/* bytes read */
 };
 
 struct reader {
@@ -46,6 +48,26 @@ static void take(struct sink *k, const char *p, size_t n)
 {
 	size_t room = k->b->len < k->max ? k->max - k->b->len : 0;
 
+	k->total += n;
+	if (k->head) {
+		/* the first head bytes whole, then the last max bytes in tail */
+		size_t h = k->b->len < k->head ? k->head - k->b->len : 0;
+		if (h > n)
+			h = n;
+		if (h)
+			buf_append(k->b, p, h);
+		p += h;
+		n -= h;
+		if (n > k->max) {
+			p += n - k->max;
+			n = k->max;
+		}
+		if (n)
+			buf_append(&k->tail, p, n);
+		if (k->tail.len >= 2 * k->max)
+			cut_to_tail(&k->tail, k->max);
+		return;
+	}
 	if (k->keep_tail) {
 		/* Appended whole, cut back to the last max bytes now and then (at twice the cap,
 		 * so each byte moves at most once on average) and at the end. */
@@ -177,8 +199,10 @@ int capture_run(struct sbx_backend *b, const char *name, const struct capture_re
 	fcntl(po[0], F_SETFL, O_NONBLOCK);
 	if (pe[0] >= 0)
 		fcntl(pe[0], F_SETFL, O_NONBLOCK);
-	rd.s[0] = (struct sink){po[0], &ob, &out->out_truncated, max, req->keep_tail};
-	rd.s[1] = (struct sink){pe[0], &eb, &out->err_truncated, max, req->keep_tail};
+	rd.s[0] = (struct sink){.fd = po[0], .b = &ob, .truncated = &out->out_truncated, .max = max,
+				.head = req->keep_tail ? req->head : 0, .keep_tail = req->keep_tail};
+	rd.s[1] = (struct sink){.fd = pe[0], .b = &eb, .truncated = &out->err_truncated, .max = max,
+				.head = req->keep_tail ? req->head : 0, .keep_tail = req->keep_tail};
 	rd.nsinks = req->merge ? 1 : 2;
 	rd.stop_fd = stop;
 	if (pthread_create(&th, NULL, reader_main, &rd) != 0) {
@@ -213,9 +237,19 @@ out:
 		close(stop);
 	if (in >= 0)
 		close(in);
-	if (req->keep_tail) {
-		cut_to_tail(&ob, max);
-		cut_to_tail(&eb, max);
+	for (int i = 0; i < 2; i++) {
+		struct sink *k = &rd.s[i];
+		if (!k->b)
+			continue;
+		if (req->keep_tail) {
+			cut_to_tail(k->head ? &k->tail : k->b, max);
+			if (k->head)
+				buf_append(k->b, k->tail.data ? k->tail.data : "", k->tail.len);
+			buf_free(&k->tail);
+		}
+		*(i ? &out->err_dropped : &out->out_dropped) = k->total - k->b->len;
+		if (k->total > k->b->len)
+			*k->truncated = true;
 	}
 	out->out_len = ob.len;
 	out->err_len = eb.len;
