@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "../../lib/fsutil.h"
+#include "../../lib/local_bwrap.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
@@ -28,6 +30,8 @@
 /* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
+/* Words of the command bubblewrap runs (after its options): "sbx-init serve" and a few. */
+#define ARGV_MAX 16
 
 static int64_t now_ns(void)
 {
@@ -89,12 +93,43 @@ static int stage(const char *const src[4])
 	return 0;
 }
 
+/* Puts bubblewrap's options (argv up to "--") in a memory file for its --args: then
+ * /proc/PID/cmdline of the sandbox's first process shows no host path, whoever may read it.
+ * Returns the fd (inherited by bubblewrap, which closes it once read) or -1; *rest is the
+ * "--" and the command, which bubblewrap wants on its own command line. */
+static int args_file(char **argv, char ***rest)
+{
+	int fd = memfd_create("bwrap-args", 0), i;
+
+	if (fd < 0)
+		return -1;
+	for (i = 1; argv[i] && strcmp(argv[i], "--") != 0; i++) {
+		size_t len = strlen(argv[i]) + 1, done = 0;
+		while (done < len) {
+			ssize_t n = write(fd, argv[i] + done, len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				close(fd);
+				return -1;
+			}
+			done += (size_t)n;
+		}
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	*rest = argv + i;
+	return fd;
+}
+
 static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char **argv)
 {
 	pid_t p = fork();
-	char log[4096];
+	char log[4096], fdtext[16], sctext[16], **rest, *av[ARGV_MAX];
 	sigset_t none;
-	int fd, i;
+	int fd, i, n = 0;
 
 	if (p != 0)
 		return p;
@@ -112,15 +147,32 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 		dup2(fd, 1);
 	}
 	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
-	if (strcmp(uid, "-") != 0) {
-		uid_t u = (uid_t)strtoul(uid, NULL, 10);
-		gid_t g = (gid_t)strtoul(gid, NULL, 10);
-		if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0) {
-			fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
-			_exit(111);
-		}
+	if (strcmp(uid, "-") != 0 &&
+	    local_bwrap_become((uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)) < 0) {
+		fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
+		_exit(111);
 	}
-	execvp(argv[0], argv);
+	if ((fd = args_file(argv, &rest)) < 0) {
+		fprintf(stderr, "sbx-init: cannot pass bubblewrap its arguments: %s\n", strerror(errno));
+		_exit(111);
+	}
+	snprintf(fdtext, sizeof fdtext, "%d", fd);
+	/* The sandbox's syscall filter (lib/local_bwrap.c), under which bubblewrap starts the
+	 * service; inherited, so not close-on-exec. */
+	if ((fd = local_bwrap_filter_fd(0)) < 0 || fcntl(fd, F_SETFD, 0) < 0) {
+		fprintf(stderr, "sbx-init: cannot build the syscall filter\n");
+		_exit(111);
+	}
+	snprintf(sctext, sizeof sctext, "%d", fd);
+	av[n++] = argv[0];
+	av[n++] = "--args";
+	av[n++] = fdtext;
+	av[n++] = "--seccomp";
+	av[n++] = sctext;
+	for (i = 0; rest[i] && n < ARGV_MAX - 1; i++)
+		av[n++] = rest[i];
+	av[n] = NULL;
+	execv(argv[0], av);
 	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
@@ -145,7 +197,7 @@ static int take_nslock(const char *nslock, int sfd)
 
 static void teardown(const char *dir, pid_t bwrap)
 {
-	char trash[4096];
+	char trash[4096], home[4096 + 8];
 	const char *base = strrchr(dir, '/');
 	int st;
 
@@ -154,13 +206,17 @@ static void teardown(const char *dir, pid_t bwrap)
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}
-	/* Rename first: the sandbox disappears at once; the removal may take a while. */
+	/* Rename first: the sandbox disappears at once; the removal may take a while. The home
+	 * goes first and the lock (held until this process exits) last, so a trash directory
+	 * whose lock nobody holds is one a removal left unfinished: the next sbx-create,
+	 * sbx-list or sbx-delete in the namespace finishes it. */
 	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
 		 (long)getpid());
-	if (rename(dir, trash) == 0)
-		fs_remove_tree(trash);
-	else
-		fs_remove_tree(dir);
+	if (rename(dir, trash) < 0)
+		snprintf(trash, sizeof trash, "%s", dir);
+	snprintf(home, sizeof home, "%s/home", trash);
+	fs_remove_tree(home);
+	fs_remove_tree(trash);
 }
 
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
@@ -171,6 +227,10 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	int lock, sfd;
 	pid_t bwrap;
 
+	/* fd 4, when the sandbox has a host id of its own: that id's lock, held until this
+	 * process ends (after the home is gone), never handed to bubblewrap. */
+	if (strcmp(uid, "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
+		return 111;
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
