@@ -10,13 +10,13 @@ DESTDIR ?=
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8
+PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
-LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl $(LDLIBS)
+LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl -lresolv $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
 
 # Output tree; `make asan` uses another so the two builds never mix.
@@ -42,7 +42,7 @@ PROBE := $(B)/tests/sbx-probe
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := lib/fsutil.c lib/local_bwrap.c
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c
 # lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
 $(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
@@ -101,14 +101,15 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(DEPFLAGS) $(LDFLAGS_ALL) -o $@ $< $(B)/libsbxkube.a $(B)/libsbx.a $(LDLIBS_ALL)
 
--include $(shell find $(B) -path '$(B)/images' -prune -o -name '*.d' -type f -print 2>/dev/null)
+# Only the compiler's files: build/images holds unpacked root filesystems (etc/rc2.d, …).
+-include $(shell find $(B) -path $(B)/images -prune -o -type f -name '*.d' -print 2>/dev/null)
 
 deps:
 	@scripts/install-deps
 
-# The README's two commands.
+# The README's two commands. ARGS go to agent-loop: make run ARGS='-session x -ttl 10s'.
 run: deps all
-	@scripts/run-agent
+	@scripts/run-agent $(ARGS)
 
 check: deps all
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_UNIT=$(CURDIR)/$(B)/tests tests/run
@@ -136,12 +137,12 @@ images:
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
-	install -m 0755 $(filter-out $(BIN)/sbx-init,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
-	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(filter-out $(BIN)/sbx-init $(BIN)/sbx-proxy,$(PROGS:%=$(BIN)/%)) $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BIN)/sbx-init $(BIN)/sbx-proxy $(BIN)/sbx-kube.so $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 $(wildcard man/man1/*.1) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
+	rm -f $(PROGS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(LIBEXECDIR)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx-proxy $(DESTDIR)$(LIBEXECDIR)/sbx-kube.so
 	rm -f $(patsubst man/man1/%,$(DESTDIR)$(MANDIR)/man1/%,$(wildcard man/man1/*.1))
 
 clean:

@@ -12,18 +12,23 @@
 #include "../lib/acp.h"
 #include "../lib/acpclient.h"
 #include "../lib/flag.h"
+#include "../lib/paths.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: acp-client [-addr HOST:PORT | -cmd \"AGENT ARGS\"] [-prompt TEXT] [-session-id ID]\n"
 	"                  [-cwd DIR] [-yolo] [-auth-method ID] [-auth-token-file F]\n"
 	"                  [-tls [-tls-ca F | -tls-insecure]] [-setup-timeout 60s] [-debug]\n"
+	"                  [-agent-log FILE]\n"
 	"Talks to an ACP agent: over TCP with -addr, else by spawning -cmd (default\n"
 	"\"gemini --acp\") and speaking on its standard input/output. Reads prompts from standard\n"
 	"input, one per line, until end of input or /exit; -prompt sends one prompt and exits.\n"
 	"\n"
 	"  -addr HOST:PORT    TCP address of the agent (e.g. localhost:8090)\n"
-	"  -cmd CMD           agent command to spawn (split at white space)\n"
+	"  -cmd CMD           agent command to spawn (split at white space); it runs in its own\n"
+	"                     process group, so Ctrl-C cancels the turn without killing it\n"
+	"  -agent-log FILE    where the spawned agent's standard error goes, appended (default\n"
+	"                     ~/.local/state/sbx/acp-client/agent.log; - for this terminal)\n"
 	"  -cwd DIR           session directory (default: the current directory)\n"
 	"  -session-id ID     resume this session (session/load) instead of starting one\n"
 	"  -prompt TEXT       one-shot: send TEXT, print the turn, exit\n"
@@ -109,8 +114,36 @@ static void *canceller(void *arg)
 	return NULL;
 }
 
-/* Spawns the agent command (split at white space). */
-static struct peer *spawn_agent(const char *cmd, const char *cwd)
+/* The spawned agent's log: FILE appended (0600), its directory made; -1 for "-" (ours). */
+static int open_agent_log(const char *file, char **shown)
+{
+	struct sbx_err e;
+	char *root, *path;
+	int fd;
+
+	*shown = NULL;
+	if (file && strcmp(file, "-") == 0)
+		return -1;
+	if (file == NULL) {
+		if ((root = paths_state_root(&e)) == NULL)
+			cli_die_err("cannot place the agent's log (use -agent-log)", &e);
+		path = xasprintf("%s/acp-client", root);
+		if (paths_mkdirs(path, 0700, &e) < 0)
+			cli_die_err("", &e);
+		free(path);
+		path = xasprintf("%s/acp-client/agent.log", root);
+		free(root);
+	} else {
+		path = xstrdup(file);
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+		cli_die(EXIT_FAIL, "cannot open the agent's log %s: %s", path, strerror(errno));
+	*shown = path;
+	return fd;
+}
+
+/* Spawns the agent command (split at white space), its standard error to log_fd. */
+static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 {
 	char *words = xstrdup(cmd), *argv[CMD_ARGS_MAX + 1], *save = NULL, *w;
 	struct sbx_err e;
@@ -123,7 +156,7 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd)
 	argv[n] = NULL;
 	if (n == 0)
 		cli_usage_error(usage, "-cmd is empty");
-	if ((p = peer_spawn(argv, cwd, &agent_pid, &errnum, &e)) == NULL)
+	if ((p = peer_spawn(argv, cwd, log_fd, &agent_pid, &errnum, &e)) == NULL)
 		cli_die(errnum == ENOENT ? EXIT_CMD_NOT_FOUND : errnum ? EXIT_CANNOT_EXEC : EXIT_FAIL,
 			"%s", e.msg);
 	free(words);
@@ -134,10 +167,11 @@ int main(int argc, char **argv)
 {
 	const char *addr = NULL, *cmd = "gemini --acp", *cwd_flag = NULL, *session = NULL;
 	const char *prompt = NULL, *auth_method = NULL, *token_file = NULL, *ca = NULL;
+	const char *agent_log = NULL;
 	int64_t setup_timeout = INT64_C(60) * 1000000000;
 	bool yolo = false, use_tls = false, insecure = false, dbg = false;
 	struct acpclient_config cfg = {0};
-	char cwd[PATH_MAX], *token = NULL, *line;
+	char cwd[PATH_MAX], *token = NULL, *line, *log_path = NULL;
 	struct sbx_err e;
 	struct peer *p;
 	int i, status = EXIT_OK;
@@ -155,10 +189,11 @@ int main(int argc, char **argv)
 		{"tls-insecure", FLAG_BOOL, &insecure, NULL},
 		{"setup-timeout", FLAG_DURATION, &setup_timeout, NULL},
 		{"debug", FLAG_BOOL, &dbg, NULL},
+		{"agent-log", FLAG_STRING, &agent_log, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -176,9 +211,16 @@ int main(int argc, char **argv)
 		cli_die_err("", &e);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (addr == NULL)
-		p = spawn_agent(cmd, cwd);
-	else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
+	if (agent_log && addr)
+		cli_usage_error(usage, "-agent-log goes with -cmd");
+	if (addr == NULL) {
+		int log_fd = open_agent_log(agent_log, &log_path);
+		p = spawn_agent(cmd, cwd, log_fd);
+		if (log_fd >= 0)
+			close(log_fd);
+		if (dbg && log_path)
+			cli_msg("the agent's messages go to %s", log_path);
+	} else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
 		cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
 	cfg.cwd = cwd;
 	cfg.session_id = session;
@@ -189,9 +231,12 @@ int main(int argc, char **argv)
 	cfg.emit = emit;
 	cfg.read_line = read_line;
 	cfg.debug = dbg ? debug : NULL;
-	if ((client = acpclient_open(&cfg, p, &e)) == NULL)
+	if ((client = acpclient_open(&cfg, p, &e)) == NULL) {
+		if (log_path)
+			cli_msg("the agent's messages are in %s", log_path);
 		cli_die(cli_status(e.code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e.code), "%s",
 			e.msg);
+	}
 	printf("Session: %s\n", acpclient_session(client));
 	fflush(stdout);
 	{
@@ -231,6 +276,9 @@ int main(int argc, char **argv)
 	acpclient_close(client);
 	if (agent_pid > 0)
 		peer_reap(agent_pid, AGENT_EXIT_WAIT_MS);
+	if (status != EXIT_OK && log_path)
+		cli_msg("the agent's messages are in %s", log_path);
+	free(log_path);
 	free(token);
 	return cli_finish(status);
 }

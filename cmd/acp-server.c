@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 		{"tls-key", FLAG_STRING, &key, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	specflags_table(&sf, flags + 11);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)

@@ -60,6 +60,12 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+/* 128+n for the signal that ends the chat: SIGTERM's when one came, else SIGINT's. */
+static int signal_status(void)
+{
+	return 128 + (got_term ? got_term : SIGINT);
+}
+
 static void drain(void)
 {
 	char b[64];
@@ -86,21 +92,23 @@ static void on_trace(void *arg, const char *label, const char *json)
 	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
 }
 
-/* One line per tool call: name, arguments (shortened), outcome. */
+/* One line per tool call: name, arguments as people read them (shortened), outcome. */
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
 {
 	int shown = (int)strcspn(content, "\n");
+	char *args = chatview_args(c->arguments);
 
 	(void)arg;
 	fflush(stdout);
 	if (failed && strstr(content, "the user cancelled the turn"))
-		cli_msg("tool %s(%.300s): cancelled", c->name, c->arguments);
+		cli_msg("tool %s(%.300s): cancelled", c->name, args);
 	else if (failed)
-		cli_msg("tool %s(%.300s): failed: %.*s", c->name, c->arguments,
+		cli_msg("tool %s(%.300s): failed: %.*s", c->name, args,
 			shown > 300 ? 300 : shown, content);
 	else
-		cli_msg("tool %s(%.300s): completed", c->name, c->arguments);
+		cli_msg("tool %s(%.300s): completed", c->name, args);
+	free(args);
 }
 
 /* The chat loop. Returns the exit status. */
@@ -123,7 +131,7 @@ static int chat(struct agent_session *s)
 			fputs("\n", stderr);	/* upstream: a cancelled context prints a newline */
 			if (pr == PROMPT_ERROR)
 				cli_msg("error reading standard input: %s", strerror(errno));
-			status = 1;
+			status = pr == PROMPT_ERROR ? EXIT_FAIL : signal_status();
 			break;
 		}
 		in = chatview_trim(line);
@@ -142,7 +150,7 @@ static int chat(struct agent_session *s)
 		chatview_end_turn(&v);
 		if (st == AGENT_ERROR) {
 			cli_msg("%s", e.msg);
-			status = 1;
+			status = EXIT_FAIL;
 			break;
 		}
 		if (st == AGENT_LIMIT)
@@ -154,7 +162,7 @@ static int chat(struct agent_session *s)
 		drain();
 		if (got_term || n_int - seen > 1) {
 			fputs("\n", stderr);
-			status = 1;
+			status = signal_status();
 			break;
 		}
 	}
@@ -187,7 +195,7 @@ int main(int argc, char **argv)
 		{"v", FLAG_BOOL, &verbose, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	specflags_table(&sf, flags + 10);
 	if (session == NULL || *session == '\0')
 		session = "default";
@@ -211,7 +219,7 @@ int main(int argc, char **argv)
 		backend = agent_default_backend(&why);
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(1, "pipe: %s", strerror(errno));
+		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;	/* no SA_RESTART: blocking calls return to see it */
 	sigaction(SIGINT, &sa, NULL);
@@ -226,7 +234,7 @@ int main(int argc, char **argv)
 			.trace = verbose ? on_trace : NULL, .create_args = create_args,
 		};
 		if ((s = agent_session_open(&cfg, &e)) == NULL)
-			cli_die(1, "%s", e.msg);
+			cli_die(cli_status(e.code), "%s", e.msg);
 	}
 	prompt_init(sig_pipe[0]);
 	if (chatview_banner(stdout, s, why))

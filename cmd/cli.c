@@ -9,14 +9,19 @@
 #include <unistd.h>
 
 #include "../lib/gojson.h"
+#include "../lib/version.h"
 
 const char *cli_prog = "sbx";
 
-void cli_init(const char *argv0)
+void cli_init(int argc, char **argv)
 {
-	const char *s = argv0 ? strrchr(argv0, '/') : NULL;
+	const char *argv0 = argc > 0 ? argv[0] : NULL, *s = argv0 ? strrchr(argv0, '/') : NULL;
 
 	cli_prog = s ? s + 1 : (argv0 && *argv0 ? argv0 : "sbx");
+	if (argc > 1 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-version") == 0)) {
+		printf("%s (sbx) %s\n", cli_prog, SBX_VERSION);
+		exit(cli_finish(EXIT_OK));
+	}
 }
 
 static void vmsg(const char *pre, const char *fmt, va_list ap)
@@ -62,6 +67,7 @@ int cli_status(int code)
 	case SBX_EINVAL:
 	case SBX_EEXIST: return EXIT_USAGE;
 	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
+	case SBX_EGONE: return EXIT_GONE;
 	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
 	default: return EXIT_FAIL;
 	}
@@ -102,6 +108,18 @@ int cli_print_json(struct json_object *obj)
 	if (fwrite(b.data, 1, b.len, stdout) != b.len || fflush(stdout) != 0)
 		rc = -1;
 	buf_free(&b);
+	return rc;
+}
+
+int cli_print_deleted(const char *name)
+{
+	struct json_object *o = json_object_new_object();
+	int rc;
+
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "deleted", json_object_new_boolean(1));
+	rc = cli_print_json(o);
+	json_object_put(o);
 	return rc;
 }
 

@@ -12,7 +12,8 @@
 enum {
 	EXIT_OK = 0,
 	EXIT_USAGE = 100,	/* bad flags, names or input documents */
-	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more) */
+	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more): nothing was run */
+	EXIT_GONE = 102,	/* the sandbox went away while the command ran: never retry blindly */
 	EXIT_FAIL = 111,	/* the tool could not do its job (backend, I/O, …) */
 	EXIT_TIMEOUT = 124,	/* a deadline passed and the command was killed */
 	EXIT_CANNOT_EXEC = 126,
@@ -21,8 +22,9 @@ enum {
 
 extern const char *cli_prog;
 
-/* Records the program name from argv[0] (its basename). */
-void cli_init(const char *argv0);
+/* Records the program name from argv[0] (its basename), and answers -version / --version as
+ * the first argument: "PROG (sbx) VERSION" on stdout, exit 0. */
+void cli_init(int argc, char **argv);
 /* "prog: fmt…" on stderr. */
 void cli_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "prog: warning: fmt…" on stderr. */
@@ -39,6 +41,8 @@ _Noreturn void cli_usage_error(const char *usage, const char *why);
 _Noreturn void cli_help(const char *usage);
 /* Writes obj as one line of JSON (Go encoding) on stdout and flushes. Returns 0 or -1. */
 int cli_print_json(struct json_object *obj);
+/* Prints {"name":name,"deleted":true}, what the deleting tools print per name. 0 or -1. */
+int cli_print_deleted(const char *name);
 /* Reads all of standard input, at most max bytes, into a new NUL-terminated buffer (len in
  * *len). Too much input dies with EXIT_USAGE naming `what`; a read error with EXIT_FAIL. */
 char *cli_read_stdin(size_t max, const char *what, size_t *len);

@@ -1,8 +1,9 @@
 /* geminicli-toolbox — the in-sandbox helper behind `-toolset geminicli`: runs one gemini-cli
  * file tool with its JSON parameters on stdin and prints the model-visible result. Statically
  * linked and self-contained so it works in any image. Contract (upstream cmd/geminicli-toolbox):
- * success → result on stdout (newline added if missing), exit 0; failure → the message on
- * stderr, nothing on stdout, exit 1. */
+ * success → result on stdout (newline added if missing), exit 0; the tool's failure (the
+ * model sees "failed (exit code 1)") → the message on stderr, nothing on stdout, exit 1. The
+ * helper's own troubles use the sbx table: 100 usage, 111 its input or output failed. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,11 @@
 #include <unistd.h>
 
 #include "geminicli-toolbox/tb.h"
+#include "../lib/version.h"
+
+/* The sbx exit statuses this helper uses besides 0 and the tools' 1 (see cmd/cli.h). */
+#define TB_EXIT_USAGE 100
+#define TB_EXIT_FAIL 111
 
 static const char usage[] =
 	"usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)\n";
@@ -102,7 +108,11 @@ int main(int argc, char **argv)
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 			  !strcmp(argv[1], "-help"))) {
 		fputs(usage, stdout);
-		return fclose(stdout) == 0 ? 0 : 1;
+		return fclose(stdout) == 0 ? 0 : TB_EXIT_FAIL;
+	}
+	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-version"))) {
+		printf("geminicli-toolbox (sbx) %s\n", SBX_VERSION);
+		return fclose(stdout) == 0 ? 0 : TB_EXIT_FAIL;
 	}
 	if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
 		flag = strchr(argv[i], '=') + 1;
@@ -113,13 +123,15 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 1) {
 		fputs(usage, stderr);
-		return 1;
+		return TB_EXIT_USAGE;
 	}
 	name = argv[i];
 	workdir = workdir_of(flag);
 	if (read_input(&in) < 0) {
+		int err = errno;
 		fprintf(stderr, "failed to read tool parameters: %s\n",
-			errno == EFBIG ? "input too large" : strerror(errno));
+			err == EFBIG ? "input too large" : strerror(err));
+		rc = err == EFBIG ? 1 : TB_EXIT_FAIL;	/* too large: the model's doing */
 		goto out;
 	}
 	if (!(c.params = parse(&in, &why))) {
@@ -143,13 +155,14 @@ int main(int argc, char **argv)
 	if (c.out.len == 0 || c.out.data[c.out.len - 1] != '\n')
 		tb_puts(&c.out, "\n");
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
-		rc = fail("failed to write the result");
+		fail("failed to write the result");
+		rc = TB_EXIT_FAIL;
 		goto out;
 	}
 	rc = 0;
 out:
 	if (fclose(stdout) != 0 && rc == 0)
-		rc = 1;
+		rc = TB_EXIT_FAIL;
 	json_object_put(c.params);
 	tb_free(&c.out);
 	tb_free(&c.err);

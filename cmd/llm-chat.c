@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);

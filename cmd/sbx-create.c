@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 	struct specflags sf = {0};
 	int i, rc;
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	backend_spec_init(&spec);
 	{
 		struct flag flags[5 + SPECF_COUNT + 1] = {
@@ -55,8 +55,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, e.msg);
 	if (argc - i != 1)
 		cli_usage_error(usage, argc - i < 1 ? "missing NAME" : "too many arguments");
-	if (strlen(argv[i]) >= sizeof spec.name)
-		cli_die(EXIT_USAGE, "invalid sandbox name: session name must be no more than 40 characters long");
+	if (sandbox_name_check(argv[i], &e) < 0)	/* also what keeps it within spec.name */
+		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
 	strcpy(spec.name, argv[i]);
 	if (image == NULL)
 		image = getenv("SANDBOX_IMAGE");

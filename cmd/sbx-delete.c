@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -33,23 +33,17 @@ int main(int argc, char **argv)
 	if (argc - i < 1)
 		cli_usage_error(usage, "missing NAME");
 	for (int j = i; j < argc; j++)
-		if (name_check(argv[j], &e) < 0)
+		if (sandbox_name_check(argv[j], &e) < 0)
 			cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[j], e.msg);
 	if ((b = backend_open(backend, ns, &e)) == NULL)
 		cli_die_err("", &e);
 	for (; i < argc; i++) {
-		struct json_object *o;
 		if (sbx_remove(b, argv[i], &e) < 0) {
 			cli_msg("unable to delete sandbox %s: %s", argv[i], e.msg);
 			rc = cli_status(e.code);
-			continue;
-		}
-		o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(argv[i]));
-		json_object_object_add(o, "deleted", json_object_new_boolean(1));
-		if (cli_print_json(o) < 0)
+		} else if (cli_print_deleted(argv[i]) < 0) {
 			rc = EXIT_FAIL;
-		json_object_put(o);
+		}
 	}
 	backend_close(b);
 	return cli_finish(rc);

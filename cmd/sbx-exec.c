@@ -13,6 +13,7 @@
 #include "../lib/flag.h"
 #include "../lib/gojson.h"
 #include "../lib/relay.h"
+#include "../lib/reslimit.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -20,7 +21,8 @@ static const char usage[] =
 	"                [-raw] [-stdin] [-max-output N] NAME [--] CMD [ARG...]\n"
 	"       sbx-exec [options] NAME < request.json\n"
 	"Runs CMD in sandbox NAME and prints {\"stdout\",\"stderr\",\"exit_code\"} as one JSON line\n"
-	"(plus \"timed_out\" and \"truncated\" when they apply); exits with the command's status.\n"
+	"(plus \"timed_out\", \"oom_killed\" and \"truncated\" when they apply); exits with the\n"
+	"command's status (137 when the sandbox's memory limit killed it).\n"
 	"Without CMD, reads {\"command\":[...],\"stdin\":\"...\",\"timeout\":\"30s\",\"workdir\":\"...\",\n"
 	"\"env\":{\"K\":\"V\"}} from standard input.\n"
 	"\n"
@@ -35,6 +37,9 @@ static const char usage[] =
 
 /* A request document is read whole; its stdin field is the only big part. */
 #define REQUEST_MAX (64u << 20)
+
+/* Every field a request may have: any other is refused, never ignored. */
+static const char *const request_fields[] = {"command", "stdin", "timeout", "workdir", "env", NULL};
 
 struct request {
 	char **argv;
@@ -60,6 +65,12 @@ static void read_request(struct request *rq)
 		cli_die(EXIT_USAGE, "invalid request: not valid JSON: %s", why);
 	if (!json_object_is_type(rq->doc, json_type_object))
 		cli_die(EXIT_USAGE, "invalid request: not a JSON object");
+	if ((why = gojson_unknown_field(rq->doc, request_fields)) != NULL) {
+		struct buf q = {0};
+		gojson_append_string(&q, why, strlen(why));
+		cli_die(EXIT_USAGE, "invalid request: unknown field %s (a request has command, stdin, "
+			"timeout, workdir, env)", q.data);
+	}
 	if (!json_object_object_get_ex(rq->doc, "command", &cmd) ||
 	    !json_object_is_type(cmd, json_type_array) || json_object_array_length(cmd) == 0)
 		cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
@@ -109,6 +120,9 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 	if (r->timed_out && raw)
 		cli_msg("command in sandbox %s timed out after %s and was killed", name,
 			duration_format(timeout, d, sizeof d));
+	if (r->oom_killed && raw)
+		cli_msg("command in sandbox %s ran out of memory and was killed (memory limit %s)",
+			name, reslimit_size_text(r->memory_limit, d, sizeof d));
 	return r->exit_code;
 }
 
@@ -133,7 +147,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -146,7 +160,7 @@ int main(int argc, char **argv)
 	if (max <= 0 || max > (1LL << 32))
 		cli_usage_error(usage, "-max-output must be between 1 and 4G");
 	name = argv[i++];
-	if (name_check(name, &e) < 0)
+	if (sandbox_name_check(name, &e) < 0)
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", name, e.msg);
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
@@ -199,6 +213,8 @@ int main(int argc, char **argv)
 		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
 		if (c.res.timed_out)
 			json_object_object_add(o, "timed_out", json_object_new_boolean(1));
+		if (c.res.oom_killed)
+			json_object_object_add(o, "oom_killed", json_object_new_boolean(1));
 		if (c.out_truncated || c.err_truncated)
 			json_object_object_add(o, "truncated", json_object_new_boolean(1));
 		rc = status_of(name, &c.res, rq.timeout, 0);

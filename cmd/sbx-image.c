@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	/* Layer member names are UTF-8 (pax); libarchive converts them to the locale's charset,
 	 * so use one that holds them all, whatever the caller's environment says. */
 	setlocale(LC_CTYPE, "C.UTF-8");

@@ -8,7 +8,7 @@
 static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
-	"shutdown_time, ready.\n"
+	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
@@ -31,7 +31,9 @@ static int print_one(const struct sbx_info *in, void *arg)
 		in->created_ns ? time_rfc3339(in->created_ns, t, sizeof t) : ""));
 	json_object_object_add(o, "shutdown_time", json_object_new_string(
 		in->shutdown_ns ? time_rfc3339(in->shutdown_ns, t, sizeof t) : ""));
+	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "ready", json_object_new_boolean(in->ready));
+	json_object_object_add(o, "network", sbx_network_json(in));
 	if (cli_print_json(o) < 0)
 		*failed = 1;
 	json_object_put(o);
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);

@@ -13,19 +13,21 @@
 
 static const char usage[] =
 	"usage: sbx-restore [-backend local|kubernetes] [-namespace NS] [-from FILE] [-homedir D]\n"
-	"                   [-max-size N] SESSION\n"
+	"                   [-max-size N] [-optional] SESSION\n"
 	"Restores the newest good backup in ~/.local/sandboxed-tools/SESSION/fs (or FILE) into the\n"
 	"home of sandbox SESSION, after checking its SHA-256 and every entry; a corrupt newest\n"
-	"backup falls back to the previous one. Symlinks whose target leaves the home (a python\n"
-	"venv's bin/python) are not created: they are named in \"skipped_links\". Prints\n"
-	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}; \"restored\" is\n"
-	"null when the session has no backup.\n"
+	"backup, or one that fails to extract (the home is then emptied), falls back to the\n"
+	"previous one. Symlinks whose target leaves the home (a python venv's bin/python) are not\n"
+	"created: they are named in \"skipped_links\". Prints\n"
+	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}. A session\n"
+	"without backups is an error (exit 101), unless -optional: then \"restored\" is null.\n"
 	"\n"
 	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -from FILE      restore this backup (.tar.gz or .tar.zst) and nothing else\n"
 	"  -homedir D      restore into directory D inside the sandbox (with tar) instead of its home\n"
 	"  -max-size N     refuse archives expanding beyond N bytes (K/M/G suffixes; default 8G)\n"
+	"  -optional       no backup at all is not an error (agent-loop: a fresh start)\n"
 	"  -h              show this help\n";
 
 int main(int argc, char **argv)
@@ -44,10 +46,11 @@ int main(int argc, char **argv)
 		{"from", FLAG_STRING, &o.from, NULL},
 		{"homedir", FLAG_STRING, &o.homedir, NULL},
 		{"max-size", FLAG_SIZE, &max, NULL},
+		{"optional", FLAG_BOOL, &o.optional, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);

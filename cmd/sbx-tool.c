@@ -18,9 +18,12 @@ static const char usage[] =
 	"                [-tool-timeout 2m] [-homedir D] SANDBOX < tool-call.json\n"
 	"       sbx-tool [-toolset basic|geminicli] -list\n"
 	"Reads one tool call {\"id\",\"type\":\"function\",\"function\":{\"name\",\"arguments\"}} on\n"
-	"standard input, runs it in SANDBOX and prints the tool message\n"
+	"standard input (\"arguments\" as JSON text or an object; other fields are refused), runs\n"
+	"it in SANDBOX and prints the tool message\n"
 	"{\"role\":\"tool\",\"tool_call_id\",\"content\"}. Exits 1 when the tool reported an error\n"
-	"(the message, with upstream's error text, is still printed).\n"
+	"(the message, with upstream's error text, is still printed), 101 when the sandbox was not\n"
+	"there (nothing ran: create it and call again), 102 when it went away while the tool ran\n"
+	"(the message says so; the call may have run in part, so it is not to be repeated).\n"
 	"\n"
 	"  -toolset T       basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D  deadline per call (Go duration, default 2m; 0 disables)\n"
@@ -32,6 +35,24 @@ static const char usage[] =
 
 /* A tool call is small; its arguments carry at most a file to write. */
 #define CALL_MAX (64u << 20)
+
+/* The fields of a tool call as OpenAI-compatible APIs send it (index when streamed; Gemini's
+ * thought_signature and extra_content): any other is refused, never ignored. */
+static const char *const call_fields[] = {"id", "type", "function", "index", "thought_signature",
+					  "extra_content", NULL};
+static const char *const function_fields[] = {"name", "arguments", "thought_signature", NULL};
+
+/* Dies (usage) naming the first field of o not in known. */
+static void refuse_unknown(struct json_object *o, const char *const *known, const char *where)
+{
+	const char *bad = gojson_unknown_field(o, known);
+	struct buf q = {0};
+
+	if (bad == NULL)
+		return;
+	gojson_append_string(&q, bad, strlen(bad));
+	cli_die(EXIT_USAGE, "invalid tool call: unknown field %s%s", q.data, where);
+}
 
 static struct json_object *read_call(void)
 {
@@ -58,7 +79,7 @@ int main(int argc, char **argv)
 	struct sbx_backend *b;
 	struct sbx_err e;
 	int i, failed, rc, cancel;
-	char *content;
+	char *content, *args_text = NULL;
 	struct flag flags[] = {
 		{"backend", FLAG_STRING, &backend, NULL},
 		{"namespace", FLAG_STRING, &ns, NULL},
@@ -69,7 +90,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argv[0]);
+	cli_init(argc, argv);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -85,7 +106,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 1)
 		cli_usage_error(usage, argc - i < 1 ? "missing SANDBOX" : "too many arguments");
-	if (name_check(argv[i], &e) < 0)
+	if (sandbox_name_check(argv[i], &e) < 0)
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
 	if (homedir == NULL)
 		homedir = getenv("SANDBOX_HOME_DIR");
@@ -100,10 +121,28 @@ int main(int argc, char **argv)
 		cli_die(EXIT_USAGE, "invalid tool call: want {\"id\",\"type\":\"function\","
 			"\"function\":{\"name\",\"arguments\"}}");
 	fname = json_object_get_string(v);
-	fargs = json_object_object_get_ex(fn, "arguments", &v) && json_object_is_type(v, json_type_string)
-		? json_object_get_string(v) : "";
-	id = json_object_object_get_ex(call, "id", &v) && json_object_is_type(v, json_type_string)
-	     ? json_object_get_string(v) : "";
+	refuse_unknown(call, call_fields, "");
+	refuse_unknown(fn, function_fields, " in \"function\"");
+	/* arguments: JSON text, as the API sends it, or the object itself, as many frameworks
+	 * pass it on */
+	if (!json_object_object_get_ex(fn, "arguments", &v) || v == NULL)
+		fargs = "";
+	else if (json_object_is_type(v, json_type_string))
+		fargs = json_object_get_string(v);
+	else if (json_object_is_type(v, json_type_object))
+		fargs = args_text = gojson_encode(v);
+	else
+		cli_die(EXIT_USAGE, "invalid tool call: \"function.arguments\" must be a JSON string or "
+			"object");
+	if (json_object_object_get_ex(call, "type", &v) &&
+	    !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "function") == 0))
+		cli_die(EXIT_USAGE, "invalid tool call: \"type\" must be \"function\"");
+	id = "";
+	if (json_object_object_get_ex(call, "id", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			cli_die(EXIT_USAGE, "invalid tool call: \"id\" must be a string");
+		id = json_object_get_string(v);
+	}
 
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
@@ -126,9 +165,11 @@ int main(int argc, char **argv)
 	json_object_object_add(msg, "role", json_object_new_string("tool"));
 	json_object_object_add(msg, "content", json_object_new_string(content));
 	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
-	rc = cli_print_json(msg) < 0 ? EXIT_FAIL : (failed ? 1 : EXIT_OK);
+	rc = cli_print_json(msg) < 0 ? EXIT_FAIL
+	     : failed == TOOL_SANDBOX_GONE ? EXIT_GONE : failed ? 1 : EXIT_OK;
 	json_object_put(msg);
 	json_object_put(call);
+	free(args_text);
 	free(content);
 	backend_close(b);
 	return cli_finish(rc);

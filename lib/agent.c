@@ -2,11 +2,13 @@
 #include "agent.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "backup.h"
@@ -17,12 +19,16 @@
 #include "history.h"
 #include "llm.h"
 #include "name.h"
+#include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
 
-/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed). */
+/* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed),
+ * 101 the sandbox was not there (nothing ran: safe to recreate it and call again), 102 it went
+ * away while the tool ran (message printed; the call may have run in part, never repeated). */
 #define TOOL_FAILED_STATUS 1
 #define NOTFOUND_STATUS 101
+#define GONE_STATUS 102
 /* client-go's text when neither in-cluster nor kubeconfig configuration exists. */
 #define KUBE_NO_CONFIG "invalid configuration: no configuration has been provided, try setting " \
 	"KUBERNETES_MASTER environment variable"
@@ -38,6 +44,11 @@ struct agent_session {
 	bool is_new;
 	bool active;			/* a sandbox this session made is believed alive */
 	bool created;			/* this session made (or adopted) one: delete on close */
+	bool tools_only, in_process;
+	bool dirty;			/* a call that may have changed the home ran since a snapshot */
+	struct sbx_backend *b;		/* in_process: opened on the first call */
+	int64_t touched_ns;		/* monotonic time of the last touch or create */
+	int lock_fd;			/* tools_only: the session's lock (history_lock), or -1 */
 	void (*log)(void *, enum agent_log_level, const char *);
 	void (*trace)(void *, const char *, const char *);
 	void *log_arg;
@@ -148,13 +159,16 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 		return NULL;
 	}
 	s = xcalloc(1, sizeof *s);
+	s->lock_fd = -1;
 	s->log = cfg->log;
 	s->trace = cfg->trace;
 	s->log_arg = cfg->log_arg;
 	s->name = xstrdup(cfg->session);
 	s->homedir = xstrdup(home);
-	s->model = xstrdup(llm_pick_model(cfg->model, NULL));
-	if (strcmp(s->model, ELIZA_MODEL) != 0 && llm_env_key() == NULL) {
+	s->tools_only = cfg->tools_only;
+	s->in_process = cfg->in_process;
+	s->model = xstrdup(cfg->tools_only ? "" : llm_pick_model(cfg->model, NULL));
+	if (!s->tools_only && strcmp(s->model, ELIZA_MODEL) != 0 && llm_env_key() == NULL) {
 		err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
 		goto fail;
 	}
@@ -193,6 +207,12 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 			s->create_args[i] = xstrdup(cfg->create_args[i]);
 	}
 	s->tools = toolset_declarations(s->ts);
+	if (s->tools_only) {
+		/* No history, but the session is still one process's at a time. */
+		if ((s->lock_fd = history_lock(s->name, e)) < 0)
+			goto fail;
+		return s;
+	}
 
 	if ((s->h = history_open(s->name, e)) == NULL)
 		goto fail;
@@ -231,7 +251,7 @@ fail:
 
 struct json_object *agent_session_history(struct agent_session *s)
 {
-	return history_messages(s->h);
+	return s->h ? history_messages(s->h) : NULL;
 }
 
 bool agent_session_is_new(const struct agent_session *s)
@@ -396,6 +416,7 @@ static void restore(struct agent_session *s, int cancel_fd)
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
 	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
+	arg(&a, "-optional");		/* no backup yet: a fresh start, as upstream */
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
@@ -459,6 +480,7 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 		goto out;
 	}
 	s->active = true;
+	s->touched_ns = time_mono_ns();
 	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
 	if (reused && !restore_unfinished(s))
 		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
@@ -472,21 +494,63 @@ out:
 	return rc;
 }
 
+/* Backend plugins are loaded and initialised once per process; two sessions opening their
+ * first backend on two threads must not race there. */
+static pthread_mutex_t backend_open_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* in_process: the session's backend, opened on first use. */
+static struct sbx_backend *backend_of(struct agent_session *s, struct sbx_err *e)
+{
+	if (s->b == NULL) {
+		pthread_mutex_lock(&backend_open_mu);
+		s->b = backend_open(s->backend, s->ns, e);
+		pthread_mutex_unlock(&backend_open_mu);
+	}
+	return s->b;
+}
+
+static int64_t agent_ttl(const struct agent_session *s)
+{
+	return s->ttl_ns > 0 ? s->ttl_ns : SBX_DEFAULT_TTL_NS;
+}
+
+/* sbx-touch's work in this process; the same statuses as the program. */
+static int touch_direct(struct agent_session *s, struct sbx_err *e)
+{
+	struct sbx_backend *b = backend_of(s, e);
+	struct sbx_info info;
+
+	if (b == NULL)
+		return 111;
+	if (sbx_touch(b, s->name, agent_ttl(s), &info, e) == 0)
+		return 0;
+	return e->code == SBX_ENOTFOUND ? NOTFOUND_STATUS : 111;
+}
+
 /* Moves the shutdown time. 0 ok, 1 the sandbox is gone, -1 error (e). */
 static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
-	struct json_object *doc;
+	struct json_object *doc = NULL;
 	struct strvec a;
-	char *msg;
+	char *msg = NULL;
 	int st, rc;
 
 	argv_sbx(s, &a, "sbx-touch");
 	if (s->ttl_ns > 0)
 		arg_duration(&a, "-ttl", s->ttl_ns);
 	arg(&a, s->name);
-	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
-	if (st == 0)
+	if (s->in_process) {
+		trace_argv(s, &a);
+		st = touch_direct(s, e);
+		if (st != 0)
+			msg = xstrdup(e->msg);
+	} else {
+		st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
+	}
+	if (st == 0) {
 		rc = 0;
+		s->touched_ns = time_mono_ns();
+	}
 	else if (st == NOTFOUND_STATUS)
 		rc = 1;
 	else if (st < 0)
@@ -502,6 +566,14 @@ static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 /* Upstream's ensureSandbox: reuse (touched) or create + restore. */
 static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
+	/* A tools-only session touches after its answer (agent_session_touch); before the call
+	 * only when less than half the lifetime is left, so a call never starts that close to
+	 * the deadline. A sandbox that vanished meanwhile is found by the call itself. */
+	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2) {
+		if (restore_unfinished(s))
+			restore(s, cancel_fd);
+		return 0;
+	}
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
 		if (t == 0) {
@@ -520,7 +592,7 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 	return create(s, cancel_fd, e);
 }
 
-static void snapshot(struct agent_session *s, int cancel_fd)
+static int snapshot(struct agent_session *s, int cancel_fd)
 {
 	struct json_object *doc, *v;
 	struct strvec a;
@@ -541,10 +613,19 @@ static void snapshot(struct agent_session *s, int cancel_fd)
 		if (json_object_object_get_ex(doc, "path", &v))
 			logf_(s, AGENT_LOG_INFO, "saved filesystem state to new backup backup=\"%s\"",
 			      json_object_get_string(v));
+		s->dirty = false;
 	}
 	json_object_put(doc);
 	free(msg);
 	argv_free(&a);
+	return st == 0 ? 0 : -1;
+}
+
+int agent_session_snapshot(struct agent_session *s, int cancel_fd)
+{
+	if (!s->dirty || !s->active)
+		return 0;
+	return snapshot(s, cancel_fd);
 }
 
 int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e)
@@ -676,16 +757,76 @@ static struct json_object *tool_message(const char *id, const char *content)
 	return m;
 }
 
-/* Runs one approved call through sbx-tool. Returns the tool message's content (newly
- * allocated) with *failed, or NULL with e (cancelled, or the sandbox vanished: SBX_ENOTFOUND). */
+/* sbx-tool's input for a call: the fields it defines only (a model's vendor fields stay in the
+ * history), arguments as the model sent them (JSON text, or an object). Newly allocated. */
+static char *call_doc(const struct agent_tool_call *c)
+{
+	struct json_object *d = json_object_new_object(), *f = json_object_new_object(), *fn, *v;
+	char *text;
+
+	json_object_object_add(d, "id", json_object_new_string(c->id));
+	json_object_object_add(d, "type", json_object_new_string("function"));
+	json_object_object_add(f, "name", json_object_new_string(c->name));
+	if (json_object_object_get_ex(c->raw, "function", &fn) &&
+	    json_object_object_get_ex(fn, "arguments", &v) && v != NULL)
+		json_object_object_add(f, "arguments", json_object_get(v));
+	json_object_object_add(d, "function", f);
+	text = gojson_encode(d);
+	json_object_put(d);
+	return text;
+}
+
+/* sbx-tool's work in this process: the same content, failure flag and errors. */
+static char *run_tool_direct(struct agent_session *s, const struct agent_tool_call *c,
+			     int cancel_fd, bool *failed, struct json_object **structured,
+			     struct sbx_err *e)
+{
+	struct sbx_backend *b = backend_of(s, e);
+	struct tool_ctx ctx = {.b = b, .sandbox = s->name, .homedir = s->homedir,
+			       .timeout_ns = s->tool_timeout_ns, .cancel_fd = cancel_fd,
+			       .structured = structured};
+	char *out;
+	int f = 1;
+
+	*failed = true;
+	if (b == NULL)
+		return xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+	if ((out = toolset_call(s->ts, &ctx, c->name, c->arguments, &f, e)) == NULL) {
+		if (e->code != SBX_ECANCELED && e->code != SBX_ENOTFOUND)
+			out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name,
+					e->msg);
+		return out;
+	}
+	*failed = f != 0;
+	if (f == TOOL_SANDBOX_GONE) {
+		logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
+		      "not repeated, the next one recreates it", s->name);
+		s->active = false;
+	}
+	if (s->trace) {
+		struct json_object *m = tool_message(c->id, out);
+		char *t = gojson_encode(m);
+		trace(s, "sbx-tool >", t);
+		free(t);
+		json_object_put(m);
+	}
+	return out;
+}
+
+/* Runs one approved call through sbx-tool (or its work in this process). Returns the tool
+ * message's content (newly allocated) with *failed, or NULL with e (cancelled, or the sandbox
+ * was not there before the call started: SBX_ENOTFOUND, the one case that may be retried). A
+ * sandbox that went away while the call ran is an answer (the call may have run in part) and
+ * makes it inactive. structured: NULL, or where an in-process call puts the tool's structured
+ * result. */
 static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
-		      bool *failed, struct sbx_err *e)
+		      bool *failed, struct json_object **structured, struct sbx_err *e)
 {
 	struct child_result res;
 	struct json_object *doc = NULL;
 	struct strvec a;
 	const char *why;
-	char *in = gojson_encode(c->raw), *out = NULL, *msg;
+	char *in = call_doc(c), *out = NULL, *msg;
 
 	trace(s, "sbx-tool <", in);
 	argv_sbx(s, &a, "sbx-tool");
@@ -696,6 +837,11 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	arg(&a, s->homedir);
 	arg(&a, s->name);
 	*failed = true;
+	if (s->in_process) {
+		trace_argv(s, &a);
+		out = run_tool_direct(s, c, cancel_fd, failed, structured, e);
+		goto done;
+	}
 	if (run(s, &a, in, strlen(in), cancel_fd, NULL, NULL, &res, e) < 0) {
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
 		err_clear(e);
@@ -707,11 +853,16 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		err_set(e, SBX_ECANCELED, "context canceled");
 	} else if (res.status == NOTFOUND_STATUS) {
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", s->name);
-	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS) &&
+	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS || res.status == GONE_STATUS) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
 		out = xstrdup(str_field(doc, "content"));
 		*failed = res.status != 0;
+		if (res.status == GONE_STATUS) {
+			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
+			      "not repeated, the next one recreates it", s->name);
+			s->active = false;
+		}
 	} else {
 		msg = failure(&res, "sbx-tool");
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, msg);
@@ -758,6 +909,41 @@ static int append1(struct agent_session *s, struct json_object *m, struct sbx_er
 	return history_append(s->h, &m, 1, e);
 }
 
+/* One approved call with the sandbox lifecycle: ensure the sandbox (touch, or create +
+ * restore), run the call, once more after remaking a sandbox that vanished in between, then
+ * touch it again. *started tells whether on_tool_start was called. Returns the content (newly
+ * allocated) with *failed, or NULL with e: SBX_ECANCELED, or the sandbox could not be made. */
+static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_call *c,
+			     const struct agent_callbacks *cb, int cancel_fd, bool *started,
+			     bool *failed, struct json_object **structured, struct sbx_err *e)
+{
+	char *content = NULL;
+
+	for (int tries = 0; tries < 2 && content == NULL; tries++) {
+		if (ensure_sandbox(s, cancel_fd, e) < 0)
+			return NULL;
+		if (!*started && cb && cb->on_tool_start)
+			cb->on_tool_start(cb->arg, c);
+		*started = true;
+		content = run_tool(s, c, cancel_fd, failed, structured, e);
+		if (content == NULL && e->code == SBX_ECANCELED)
+			return NULL;
+		if (content == NULL) {	/* not there before the call started */
+			logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, will recreate it");
+			s->active = false;
+		}
+	}
+	if (content == NULL)
+		content = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+	if (cb && cb->on_tool_end)
+		cb->on_tool_end(cb->arg, c, *failed, content);
+	/* Upstream touches again after every call; a tools-only session's caller does it once
+	 * the answer is out (agent_session_touch), so the client does not wait for it. */
+	if (!s->tools_only)
+		agent_session_touch(s, cancel_fd);
+	return content;
+}
+
 /* Runs the calls of one assistant message. 0 done, or an agent_status with e. */
 static int run_calls(struct agent_session *s, struct json_object *calls,
 		     const struct agent_callbacks *cb, int cancel_fd, bool *executed,
@@ -770,7 +956,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		struct json_object *m;
 		bool failed = true, started = false;
 		char *content = NULL;
-		int ok = 1, tries;
+		int ok = 1;
 
 		call_of(json_object_array_get_idx(calls, i), &c);
 		if (fired(cancel_fd))
@@ -788,31 +974,14 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		if (ok == 0) {
 			content = xasprintf(AGENT_DENIED_FMT, c.name);
 		} else {
-			for (tries = 0; tries < 2 && content == NULL; tries++) {
-				if (ensure_sandbox(s, cancel_fd, e) < 0) {
-					if (e->code == SBX_ECANCELED)
-						goto cancelled;
-					close_calls(s, calls, i, cb, started, e->msg);
-					return AGENT_ERROR;
-				}
-				if (!started && cb && cb->on_tool_start)
-					cb->on_tool_start(cb->arg, &c);
-				started = true;
-				*executed = true;
-				content = run_tool(s, &c, cancel_fd, &failed, e);
-				if (content == NULL && e->code == SBX_ECANCELED)
-					goto cancelled;
-				if (content == NULL) {	/* vanished between touch and exec */
-					logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, "
-					      "will recreate it");
-					s->active = false;
-				}
+			content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &failed, NULL, e);
+			*executed = *executed || started;
+			if (content == NULL && e->code == SBX_ECANCELED)
+				goto cancelled;
+			if (content == NULL) {
+				close_calls(s, calls, i, cb, started, e->msg);
+				return AGENT_ERROR;
 			}
-			if (content == NULL)
-				content = xasprintf("Error calling tool \"%s\": failed to run tool: %s",
-						    c.name, e->msg);
-			if (cb && cb->on_tool_end)
-				cb->on_tool_end(cb->arg, &c, failed, content);
 		}
 		m = tool_message(c.id, content);
 		free(content);
@@ -822,11 +991,6 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 			return AGENT_ERROR;
 		}
 		json_object_put(m);
-		if (ok != 0) {
-			struct sbx_err te;
-			if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
-				logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
-		}
 		continue;
 cancelled:
 		close_calls(s, calls, i, cb, started, NULL);
@@ -834,6 +998,70 @@ cancelled:
 		return AGENT_CANCELED;
 	}
 	return 0;
+}
+
+int agent_tool_run(struct agent_session *s, const struct agent_tool_call *call,
+		   const struct agent_callbacks *cb, int cancel_fd, struct agent_tool_result *out,
+		   struct sbx_err *e)
+{
+	struct agent_tool_call c = *call;
+	struct json_object *raw = NULL, *fn;
+	const char *kind;
+	bool started = false;
+
+	memset(out, 0, sizeof *out);
+	err_clear(e);
+	if (c.raw == NULL) {	/* the tool_calls[] entry sbx-tool would read */
+		raw = json_object_new_object();
+		fn = json_object_new_object();
+		json_object_object_add(raw, "id", json_object_new_string(c.id ? c.id : ""));
+		json_object_object_add(raw, "type", json_object_new_string("function"));
+		json_object_object_add(fn, "name", json_object_new_string(c.name));
+		json_object_object_add(fn, "arguments", json_object_new_string(c.arguments ? c.arguments : ""));
+		json_object_object_add(raw, "function", fn);
+		c.raw = raw;
+	}
+	if (c.id == NULL)
+		c.id = "";
+	out->content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &out->failed,
+				       s->in_process ? &out->structured : NULL, e);
+	kind = toolset_tool_kind(c.name);
+	if (started && strcmp(kind, "read") != 0 && strcmp(kind, "search") != 0)
+		s->dirty = true;
+	json_object_put(raw);
+	if (out->content == NULL) {
+		json_object_put(out->structured);
+		out->structured = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void agent_tool_result_free(struct agent_tool_result *r)
+{
+	free(r->content);
+	json_object_put(r->structured);
+	memset(r, 0, sizeof *r);
+}
+
+void agent_session_touch(struct agent_session *s, int cancel_fd)
+{
+	/* Tools-only: a Sandbox's shutdownTime is kept to the second, so a second touch within
+	 * the same second moves nothing (a tenth of a shorter lifetime). agent-loop touches
+	 * after every call, as upstream. */
+	int64_t coalesce = agent_ttl(s) / 10 < INT64_C(1000000000) ? agent_ttl(s) / 10
+			   : INT64_C(1000000000);
+	struct sbx_err te;
+
+	if (!s->active || (s->tools_only && time_mono_ns() - s->touched_ns < coalesce))
+		return;
+	if (touch(s, cancel_fd, &te) < 0 && te.code != SBX_ECANCELED)
+		logf_(s, AGENT_LOG_WARN, "failed to extend sandbox lifetime: %s", te.msg);
+}
+
+bool agent_session_dirty(const struct agent_session *s)
+{
+	return s->dirty;
 }
 
 enum agent_status agent_turn(struct agent_session *s, const char *user_text,
@@ -846,6 +1074,8 @@ enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 
 	*reply = NULL;
 	err_clear(e);
+	if (s->tools_only)
+		return err_set(e, SBX_EINVAL, "session %s runs tool calls only (no LLM)", s->name);
 	json_object_object_add(user, "role", json_object_new_string("user"));
 	json_object_object_add(user, "content", json_object_new_string(user_text));
 	st = append1(s, user, e);
@@ -899,7 +1129,12 @@ void agent_session_free(struct agent_session *s)
 {
 	if (s == NULL)
 		return;
-	history_close(s->h);
+	if (s->h)
+		history_close(s->h);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd);
+	if (s->b)
+		backend_close(s->b);
 	json_object_put(s->tools);
 	free(s->name);
 	free(s->backend);

@@ -1,5 +1,6 @@
 /* agent.h — the turn machinery shared by agent-loop and acp-server (upstream
- * pkg/agent Harness.RunTurn), composed from the sbx programs by posix_spawn:
+ * pkg/agent Harness.RunTurn), and its tool-call half for sbx-mcp (agent_tool_run: the same
+ * sandbox lifecycle, no LLM), composed from the sbx programs by posix_spawn:
  *
  *   user message ─▶ llm-chat -stream ─▶ assistant message ─┬─ no tool calls: turn ends
  *                        ▲                                   └─ per call: approve, ensure sandbox
@@ -64,6 +65,16 @@ struct agent_config {
 	int64_t ttl_ns;			/* sandbox inactivity lifetime; 0: the tools' default (5m) */
 	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
 	bool must_exist;		/* open fails with SBX_ENOTFOUND when there is no history */
+	/* No LLM (sbx-mcp): no model or API key checked, no history kept; tool calls come
+	 * through agent_tool_run, agent_turn refuses. The caller touches the sandbox after each
+	 * answer (agent_session_touch), so the client never waits for it; agent_tool_run
+	 * touches before a call only when less than half the lifetime is left. */
+	bool tools_only;
+	/* The per-call steps (touch, the tool itself) run in this process through lib/backend
+	 * and lib/toolset instead of as sbx-touch and sbx-tool children; -v traces the same
+	 * command lines and documents. Creating, restoring, snapshotting and deleting still
+	 * run the programs. */
+	bool in_process;
 	/* Extra sbx-create words (NULL-terminated, e.g. specflags_argv's "-network=true"),
 	 * passed unchanged when the session makes its sandbox. May be NULL. */
 	char *const *create_args;
@@ -139,6 +150,34 @@ const char *agent_session_model(const struct agent_session *s);
 enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 			     const struct agent_callbacks *cb, int cancel_fd, char **reply,
 			     struct sbx_err *e);
+
+/* One tool call's outcome (agent_tool_run). */
+struct agent_tool_result {
+	char *content;			/* the tool message's text (newly allocated) */
+	bool failed;			/* the registry reported an error (ACP "failed", MCP isError) */
+	struct json_object *structured;	/* the tool's structured result, or NULL (new reference) */
+};
+
+/* Runs one tool call in the session's sandbox with the same lifecycle as a turn's calls, no
+ * LLM involved: the sandbox is touched, or made (sbx-create, then sbx-restore of the latest
+ * backup) on the first call and after it expired; the call runs (once more after remaking a
+ * sandbox that vanished meanwhile); the sandbox is touched again. cb's on_tool_start and
+ * on_tool_end are called (approve is not: the caller decided). Returns 0 with *out, or -1
+ * with e: SBX_ECANCELED when cancel_fd fired, else why the sandbox could not be made. */
+int agent_tool_run(struct agent_session *s, const struct agent_tool_call *call,
+		   const struct agent_callbacks *cb, int cancel_fd, struct agent_tool_result *out,
+		   struct sbx_err *e);
+void agent_tool_result_free(struct agent_tool_result *r);
+/* Moves the shutdown time of the session's sandbox, if it has one (failures logged); for a
+ * tools-only session not again within a second of the last move (shutdown times are kept to
+ * the second). */
+void agent_session_touch(struct agent_session *s, int cancel_fd);
+/* Whether a call that may have changed the sandbox's home (any tool but read and search
+ * ones) ran since the last snapshot. */
+bool agent_session_dirty(const struct agent_session *s);
+/* Snapshots the home (sbx-snapshot) if the session is dirty and its sandbox alive. Returns 0
+ * (done or nothing to do) or -1 when the snapshot failed (logged; the session stays dirty). */
+int agent_session_snapshot(struct agent_session *s, int cancel_fd);
 
 /* Deletes the sandbox this session created (sbx-delete; a missing one is success). */
 int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e);

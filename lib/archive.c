@@ -1,32 +1,20 @@
-/* archive.c — pack, check and extract sandbox-home tarballs with libarchive. */
+/* archive.c — check, extract and filter tar archives with libarchive, each entry passing the
+ * policy of lib/archive_policy.c; packing is lib/archive_pack.c. */
 #include "archive.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive_int.h"
 #include "xalloc.h"
-
-/* Size of one read from a file or a stream: large enough to keep syscalls rare. */
-#define IO_BUF (256 * 1024)
-/* gzip level for new backups: 6 is gzip's own default, the size upstream's backups have. */
-#define GZIP_LEVEL "6"
-/* zstd level: its fastest; still as small as gzip -6 on typical homes, at several times the
- * speed (snapshots run at every turn boundary, so speed comes first). */
-#define ZSTD_LEVEL "1"
-/* Longest entry name we accept (PATH_MAX, what the kernel accepts for a path). */
-#define ENTRY_PATH_MAX PATH_MAX
-/* How much of an entry name an error message shows. */
-#define QUOTE_MAX 200
 
 int archive_codec_parse(const char *s, enum archive_codec *out)
 {
@@ -39,296 +27,26 @@ int archive_codec_parse(const char *s, enum archive_codec *out)
 	return 0;
 }
 
-const char *archive_codec_ext(enum archive_codec c)
+int archive_fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
 {
-	return c == ARCHIVE_CODEC_ZSTD ? ".tar.zst" : ".tar.gz";
-}
+	const char *c = p;
+	int fd = *(int *)arg;
 
-/* An entry name fit for a message: control bytes as \xNN, cut at QUOTE_MAX. */
-static const char *quote(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (; s && *s && o + 8 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-			o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
-		else
-			out[o++] = (char)c;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return err_sys(e, errno, "cannot pass the archive on");
+		c += w;
+		n -= (size_t)w;
 	}
-	if (s && *s)
-		o += (size_t)snprintf(out + o, cap - o, "...");
-	out[o] = '\0';
-	return out;
-}
-
-/* ---- the restore policy ---- */
-
-/* A set of normalized paths (the symlinks an archive has created so far). */
-struct strset {
-	char **slot;
-	size_t cap, n;
-};
-
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-static bool strset_has(const struct strset *s, const char *k)
-{
-	size_t i;
-
-	if (s->cap == 0)
-		return false;
-	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1)) {
-		if (strcmp(s->slot[i], k) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void strset_add(struct strset *s, const char *k)
-{
-	size_t i;
-
-	if (strset_has(s, k))
-		return;
-	if ((s->n + 1) * 2 > s->cap) {
-		struct strset g = {xcalloc(s->cap ? s->cap * 2 : 64, sizeof(char *)),
-				   s->cap ? s->cap * 2 : 64, 0};
-		for (i = 0; i < s->cap; i++) {
-			if (s->slot[i]) {
-				size_t j = hash(s->slot[i]) & (g.cap - 1);
-				while (g.slot[j])
-					j = (j + 1) & (g.cap - 1);
-				g.slot[j] = s->slot[i];
-				g.n++;
-			}
-		}
-		free(s->slot);
-		*s = g;
-	}
-	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		;
-	s->slot[i] = xstrdup(k);
-	s->n++;
-}
-
-static void strset_free(struct strset *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->slot[i]);
-	free(s->slot);
-	memset(s, 0, sizeof *s);
-}
-
-struct policy {
-	uint64_t max_bytes, total, entries;
-	struct strset links;
-	enum archive_links outside;	/* what becomes of symlinks whose target leaves the tree */
-	struct archive_stats *st;	/* records the links left out */
-};
-
-/* Normalizes an entry path into out ("a/b", "" for the root); why says what is wrong. */
-/* The next path component of *p other than "" and "."; its length (0 at the end). */
-static size_t next_part(const char **p, const char **part)
-{
-	for (;;) {
-		const char *q = strchr(*p, '/');
-		size_t n = q ? (size_t)(q - *p) : strlen(*p);
-		*part = *p;
-		*p += n + (q != NULL);
-		if (n == 0 && q == NULL)
-			return 0;
-		if (n > 1 || (n == 1 && **part != '.'))
-			return n;
-	}
-}
-
-static int normalize(const char *in, char *out, size_t cap, const char **why)
-{
-	size_t o = 0, n;
-	const char *p = in, *part;
-
-	if (in == NULL || *in == '\0')
-		return *why = "empty name", -1;
-	if (*in == '/')
-		return *why = "absolute path", -1;
-	if (strlen(in) >= ENTRY_PATH_MAX)
-		return *why = "name too long", -1;
-	while ((n = next_part(&p, &part)) > 0) {
-		if (n == 2 && part[0] == '.' && part[1] == '.')
-			return *why = "\"..\" path component", -1;
-		if (o + n + 2 > cap)
-			return *why = "name too long", -1;
-		if (o)
-			out[o++] = '/';
-		memcpy(out + o, part, n);
-		o += n;
-	}
-	out[o] = '\0';
 	return 0;
 }
 
-/* The first proper prefix of path (or path itself when whole) that is an archived symlink. */
-static const char *through_link(const struct policy *pol, char *path, bool whole)
+const char *archive_codec_ext(enum archive_codec c)
 {
-	char *s;
-
-	for (s = path; (s = strchr(s, '/')) != NULL; s++) {
-		*s = '\0';
-		if (strset_has(&pol->links, path))
-			return path;
-		*s = '/';
-	}
-	return whole && strset_has(&pol->links, path) ? path : NULL;
-}
-
-/* A symlink target that stays in the tree is relative, with only leading ".." (no more of
- * them than the link's depth). One that leaves it (absolute, or climbing out: a python venv's
- * bin/python -> /usr/bin/python3) sets *outside. Any other ".." after a name (a name may
- * itself be a link, making "name/.." land anywhere) and an empty target are problems. */
-static const char *link_target_problem(const char *target, int parent_depth, bool *outside)
-{
-	const char *p = target, *part;
-	bool named = false;
-	size_t n;
-
-	*outside = false;
-	if (*target == '\0')
-		return "empty symlink target";
-	if (*target == '/') {
-		*outside = true;
-		return "symlink target is an absolute path outside the home directory";
-	}
-	while ((n = next_part(&p, &part)) > 0) {
-		if (n == 2 && part[0] == '.' && part[1] == '.') {
-			if (named)
-				return "symlink target has \"..\" after a name";
-			if (--parent_depth < 0) {
-				*outside = true;
-				return "symlink target climbs out of the home directory";
-			}
-		} else {
-			named = true;
-		}
-	}
-	return NULL;
-}
-
-/* Records a symlink left out under its name in the archive (see archive_stats). */
-static void note_link_out(struct archive_stats *st, const char *name)
-{
-	st->link_names = xrealloc(st->link_names, (st->nlink_names + 1) * sizeof *st->link_names);
-	st->link_names[st->nlink_names++] = xstrdup(name);
-}
-
-void archive_stats_free(struct archive_stats *st)
-{
-	for (size_t i = 0; i < st->nlink_names; i++)
-		free(st->link_names[i]);
-	free(st->link_names);
-	st->link_names = NULL;
-	st->nlink_names = 0;
-}
-
-/* Whether an entry name is the archive's top ("./", ".", "./."). */
-static bool is_root(const char *name)
-{
-	for (const char *p = name; *p; p++) {
-		if (*p == '.' && (p[1] == '/' || p[1] == '\0') && (p == name || p[-1] == '/'))
-			continue;
-		if (*p != '/')
-			return false;
-	}
-	return true;
-}
-
-static int refuse(struct sbx_err *e, const char *name, const char *why)
-{
-	char q[QUOTE_MAX + 16];
-
-	return err_set(e, SBX_EPERM, "refusing entry \"%s\": %s", quote(name, q, sizeof q), why);
-}
-
-/* Checks one entry against the policy and records what later entries must be checked with.
- * 0: take it; 1: leave it out (a symlink out of the tree, ARCHIVE_LINKS_SKIP); -1: refused. */
-static int policy_check(struct policy *pol, struct archive_entry *ent, struct sbx_err *e)
-{
-	bool outside;
-	int take = 0;
-
-	const char *name = archive_entry_pathname(ent), *why = NULL, *hl, *bad;
-	char norm[ENTRY_PATH_MAX], tnorm[ENTRY_PATH_MAX];
-	mode_t type = archive_entry_filetype(ent);
-	int depth = 0;
-
-	if (++pol->entries > ARCHIVE_MAX_ENTRIES)
-		return err_set(e, SBX_EPERM, "archive has more than %d entries", ARCHIVE_MAX_ENTRIES);
-	if (normalize(name, norm, sizeof norm, &why) < 0)
-		return refuse(e, name, why);
-	if ((bad = through_link(pol, norm, false)) != NULL) {
-		char q[QUOTE_MAX + 16], why2[QUOTE_MAX + 64];
-		snprintf(why2, sizeof why2, "it goes through the symlink \"./%s\" of the archive",
-			 quote(bad, q, sizeof q));
-		return refuse(e, name, why2);
-	}
-	if (strset_has(&pol->links, norm))
-		return refuse(e, name, "it replaces a symlink of the archive");
-	hl = archive_entry_hardlink(ent);
-	if (norm[0] == '\0' && (type != AE_IFDIR || hl))
-		return refuse(e, name, "the top of the archive must be a directory");
-	if (hl) {
-		if (normalize(hl, tnorm, sizeof tnorm, &why) < 0)
-			return refuse(e, name, "hard link target is outside the home directory");
-		if (tnorm[0] == '\0' || through_link(pol, tnorm, false))
-			return refuse(e, name, "hard link target is outside the home directory");
-	} else {
-		switch (type) {
-		case AE_IFREG:
-		case AE_IFDIR:
-			break;
-		case AE_IFLNK:
-			for (const char *s = norm; (s = strchr(s, '/')) != NULL; s++)
-				depth++;
-			if ((why = link_target_problem(archive_entry_symlink(ent) ?
-						       archive_entry_symlink(ent) : "", depth, &outside))) {
-				if (!outside)
-					return refuse(e, name, why);
-				if (pol->outside == ARCHIVE_LINKS_SKIP) {
-					take = 1;
-					if (pol->st)
-						note_link_out(pol->st, name);
-				}
-			}
-			/* Nothing may be reached through a link, kept or left out. */
-			strset_add(&pol->links, norm);
-			break;
-		case AE_IFCHR:
-		case AE_IFBLK:
-			return refuse(e, name, "device node");
-		case AE_IFIFO:
-			return refuse(e, name, "fifo");
-		case AE_IFSOCK:
-			return refuse(e, name, "socket");
-		default:
-			return refuse(e, name, "unsupported file type");
-		}
-	}
-	if (archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0) {
-		pol->total += (uint64_t)archive_entry_size(ent);
-		if (pol->total > pol->max_bytes)
-			return err_set(e, SBX_EPERM,
-				       "refusing archive: it expands beyond the limit of %llu bytes "
-				       "(at entry \"%s\")", (unsigned long long)pol->max_bytes,
-				       quote(name, norm, QUOTE_MAX + 16));
-	}
-	return take;
+	return c == ARCHIVE_CODEC_ZSTD ? ".tar.zst" : c == ARCHIVE_CODEC_NONE ? ".tar" : ".tar.gz";
 }
 
 /* ---- reading ---- */
@@ -361,7 +79,7 @@ static ssize_t src_fill(struct src *s)
 				return -1;
 			}
 		}
-		n = read(s->fd, s->buf, IO_BUF);
+		n = read(s->fd, s->buf, ARCHIVE_IO_BUF);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -412,16 +130,18 @@ static int read_error(struct archive *a, const struct src *s, struct sbx_err *e)
 		       archive_error_string(a) ? archive_error_string(a) : "unreadable");
 }
 
-int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
-		     archive_tap_fn tap, void *arg, struct archive_stats *st, struct sbx_err *e)
+int archive_check_tree(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
+		       const struct archive_tree *tree, archive_tap_fn tap, void *arg,
+		       struct archive_stats *st, struct sbx_err *e)
 {
-	struct src s = {fd, cancel_fd, tap, arg, e, false, xmalloc(IO_BUF)};
-	struct policy pol = {.max_bytes = max_bytes, .outside = links, .st = st};
+	struct src s = {fd, cancel_fd, tap, arg, e, false, xmalloc(ARCHIVE_IO_BUF)};
+	struct archive_policy pol;
 	struct archive *a = reader_new();
 	struct archive_entry *ent;
 	int r, rc = -1;
 
 	memset(st, 0, sizeof *st);
+	archive_policy_init(&pol, max_bytes, links, tree, st);
 	if (archive_read_open(a, &s, NULL, src_read, NULL) != ARCHIVE_OK) {
 		read_error(a, &s, e);
 		goto out;
@@ -432,10 +152,10 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_lin
 		la_int64_t off;
 		uint64_t got = 0;
 
-		int take = policy_check(&pol, ent, e);
+		int take = archive_policy_check(&pol, ent, e);
 		if (take < 0)
 			goto out;
-		if (take == 0 && !is_root(archive_entry_pathname(ent)))
+		if (take == 0 && !archive_policy_is_root(archive_entry_pathname(ent)))
 			st->files++;
 		/* Read every data block: this is what proves the compressed stream is intact. */
 		while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK)
@@ -458,23 +178,30 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_lin
 	rc = 0;
 out:
 	archive_read_free(a);
-	strset_free(&pol.links);
+	archive_policy_free(&pol);
 	free(s.buf);
 	return rc;
 }
 
+int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
+		     archive_tap_fn tap, void *arg, struct archive_stats *st, struct sbx_err *e)
+{
+	return archive_check_tree(fd, cancel_fd, max_bytes, links, NULL, tap, arg, st, e);
+}
+
 /* ---- extracting ---- */
 
-int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
-		      struct sbx_err *e)
+int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
+			const struct archive_tree *tree, struct archive_stats *st, struct sbx_err *e)
 {
-	struct src s = {fd, -1, NULL, NULL, e, false, xmalloc(IO_BUF)};
-	struct policy pol = {.max_bytes = max_bytes, .outside = ARCHIVE_LINKS_SKIP, .st = st};
+	struct src s = {fd, -1, NULL, NULL, e, false, xmalloc(ARCHIVE_IO_BUF)};
+	struct archive_policy pol;
 	struct archive *a = reader_new(), *w = archive_write_disk_new();
 	struct archive_entry *ent;
 	int r, rc = -1, cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	memset(st, 0, sizeof *st);
+	archive_policy_init(&pol, max_bytes, ARCHIVE_LINKS_SKIP, tree, st);
 	if (w == NULL)
 		abort();
 	/* libarchive's own guards, under ours: no "..", no absolute names, never write through
@@ -499,20 +226,21 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 		const void *blk;
 		size_t n;
 		la_int64_t off;
-		char q[QUOTE_MAX + 16];
+		char q[ARCHIVE_QUOTE_MAX + 16];
 
-		int take = policy_check(&pol, ent, e);
+		int take = archive_policy_check(&pol, ent, e);
 		if (take < 0)
 			goto back;
 		/* The top entry is the directory itself: its owner, mode and time stay as they are
 		 * (an archive must not lock the home's owner out of it). A link out is left out. */
-		if (take == 1 || is_root(archive_entry_pathname(ent)))
+		if (take == 1 || archive_policy_is_root(archive_entry_pathname(ent)))
 			continue;
 		/* Set-id bits would outlive the sandbox on the host: drop them. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 01777);
+		archive_policy_rename(&pol, ent);
 		if (archive_write_header(w, ent) < ARCHIVE_WARN) {
 			err_set(e, SBX_EIO, "cannot extract \"%s\": %s",
-				quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
+				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
 			goto back;
 		}
 		while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK) {
@@ -520,7 +248,7 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 			 * and would then extend the file with a hole: every warning here is fatal. */
 			if (archive_write_data_block(w, blk, n, off) < ARCHIVE_OK) {
 				err_set(e, SBX_EIO, "cannot write \"%s\": %s",
-					quote(archive_entry_pathname(ent), q, sizeof q),
+					archive_policy_quote(archive_entry_pathname(ent), q, sizeof q),
 					archive_error_string(w));
 				goto back;
 			}
@@ -532,10 +260,10 @@ int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archiv
 		}
 		if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
 			err_set(e, SBX_EIO, "cannot finish \"%s\": %s",
-				quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
+				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
 			goto back;
 		}
-		if (!is_root(archive_entry_pathname(ent)))
+		if (!archive_policy_is_root(archive_entry_pathname(ent)))
 			st->files++;
 	}
 	if (r != ARCHIVE_EOF) {
@@ -555,217 +283,88 @@ out:
 		close(cwd);
 	archive_write_free(w);
 	archive_read_free(a);
-	strset_free(&pol.links);
+	archive_policy_free(&pol);
 	free(s.buf);
 	return rc;
 }
 
-/* ---- packing ---- */
-
-struct sink {
-	archive_tap_fn fn;
-	void *arg;
-	struct sbx_err *e;
-	bool failed;
-};
-
-static la_ssize_t sink_write(struct archive *a, void *ctx, const void *p, size_t n)
+int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
+		      struct sbx_err *e)
 {
-	struct sink *s = ctx;
-
-	if (s->fn(p, n, s->arg, s->e) < 0) {
-		s->failed = true;
-		archive_set_error(a, EIO, "%s", s->e->msg);
-		return -1;
-	}
-	return (la_ssize_t)n;
+	return archive_unpack_tree(fd, dir, max_bytes, NULL, st, e);
 }
 
-static int write_error(struct archive *a, const struct sink *s, struct sbx_err *e)
-{
-	if (s->failed)
-		return -1;
-	return err_set(e, SBX_EIO, "cannot write the archive: %s",
-		       archive_error_string(a) ? archive_error_string(a) : "unknown error");
-}
+/* ---- filtering ---- */
 
-/* Opens the regular file an entry describes, refusing anything but that very inode. */
-static int open_listed(struct archive_entry *ent)
+/* Copies one entry, header and data, from the reader to the writer. */
+static int filter_entry(struct archive *a, struct archive *w, struct archive_entry *ent,
+			const struct src *s, const struct archive_sink *fs, struct archive_stats *st,
+			struct sbx_err *e)
 {
-	const char *src = archive_entry_sourcepath(ent);
-	struct stat sb;
-	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	const void *blk;
+	size_t n;
+	la_int64_t off;
+	int r;
 
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    sb.st_ino != (ino_t)archive_entry_ino64(ent) || sb.st_dev != archive_entry_dev(ent)) {
-		close(fd);
-		return -1;
+	if (archive_write_header(w, ent) < ARCHIVE_WARN)
+		return archive_sink_error(w, fs, e);
+	while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK) {
+		if (archive_write_data(w, blk, n) < 0)
+			return archive_sink_error(w, fs, e);
+		st->bytes += n;
 	}
-	return fd;
-}
-
-/* Copies exactly size bytes of fd into the archive, zero-padding a file that shrank. */
-static int copy_data(struct archive *a, int fd, int64_t size, char *buf, const struct sink *s,
-		     struct sbx_err *e)
-{
-	while (size > 0) {
-		size_t want = size > IO_BUF ? IO_BUF : (size_t)size;
-		ssize_t n = read(fd, buf, want);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			memset(buf, 0, want);
-			n = (ssize_t)want;
-		}
-		if (archive_write_data(a, buf, (size_t)n) < 0)
-			return write_error(a, s, e);
-		size -= n;
-	}
+	if (r != ARCHIVE_EOF)
+		return read_error(a, s, e);
 	return 0;
 }
 
-int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn fn, void *arg,
-		     struct archive_stats *st, struct sbx_err *e)
+int archive_filter_fd(int fd, int cancel_fd, uint64_t max_bytes, const struct archive_tree *tree,
+		      archive_tap_fn sink, void *arg, struct archive_stats *st, struct sbx_err *e)
 {
-	struct sink s = {fn, arg, e, false};
-	struct policy pol = {.max_bytes = ARCHIVE_MAX_EXPANDED, .outside = ARCHIVE_LINKS_KEEP};
-	struct archive *a = archive_write_new(), *disk = archive_read_disk_new();
-	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
-	struct archive_entry *ent = archive_entry_new(), *spare = NULL, *out_ent;
-	char *root = xstrdup(dir), *buf = xmalloc(IO_BUF);
-	size_t rootlen = strlen(root);
-	struct stat sb;
+	struct src s = {fd, cancel_fd, NULL, NULL, e, false, xmalloc(ARCHIVE_IO_BUF)};
+	struct archive_sink fs = {sink, arg, e, false};
+	struct archive_policy pol;
+	struct archive *a = reader_new(), *w = archive_write_new();
+	struct archive_entry *ent;
 	int r, rc = -1;
 
 	memset(st, 0, sizeof *st);
-	if (a == NULL || disk == NULL || lr == NULL || ent == NULL)
+	if (w == NULL)
 		abort();
-	while (rootlen > 1 && root[rootlen - 1] == '/')
-		root[--rootlen] = '\0';
-	if (lstat(root, &sb) < 0) {
-		err_sys(e, errno, "cannot read %s", root);
+	archive_policy_init(&pol, max_bytes, ARCHIVE_LINKS_SKIP, tree, st);
+	archive_write_set_format_gnutar(w);
+	archive_write_add_filter_none(w);
+	if (archive_sink_open(w, &fs, e) < 0)
+		goto out;
+	if (archive_read_open(a, &s, NULL, src_read, NULL) != ARCHIVE_OK) {
+		read_error(a, &s, e);
 		goto out;
 	}
-	if (!S_ISDIR(sb.st_mode)) {
-		err_set(e, SBX_EIO, "%s is not a directory", root);
-		goto out;
-	}
-	/* GNU tar's own format, what upstream's `tar -zcf` writes: names as raw bytes (no pax
-	 * hdrcharset header GNU tar would warn about), long names as ././@LongLink. */
-	archive_write_set_format_gnutar(a);
-	archive_entry_linkresolver_set_strategy(lr, archive_format(a));
-	if (codec == ARCHIVE_CODEC_ZSTD) {
-		archive_write_add_filter_zstd(a);
-		archive_write_set_filter_option(a, "zstd", "compression-level", ZSTD_LEVEL);
-	} else {
-		archive_write_add_filter_gzip(a);
-		archive_write_set_filter_option(a, "gzip", "compression-level", GZIP_LEVEL);
-	}
-	/* No padding after the compressed stream: zstd readers take trailing zeros for a frame. */
-	archive_write_set_bytes_in_last_block(a, 1);
-	if (archive_write_open(a, &s, NULL, sink_write, NULL) != ARCHIVE_OK) {
-		write_error(a, &s, e);
-		goto out;
-	}
-	/* Physical walk: symlinks are entries, never followed; other file systems not entered. */
-	archive_read_disk_set_symlink_physical(disk);
-	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS |
-				       ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
-				       ARCHIVE_READDISK_NO_FFLAGS | ARCHIVE_READDISK_NO_SPARSE);
-	archive_read_disk_set_standard_lookup(disk);
-	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
-		err_set(e, SBX_EIO, "cannot read %s: %s", root, archive_error_string(disk));
-		goto out;
-	}
-	for (;;) {
-		const char *p;
-		char *name;
-		int fd = -1;
-
-		archive_entry_clear(ent);
-		r = archive_read_next_header2(disk, ent);
-		if (r == ARCHIVE_EOF)
-			break;
-		/* A directory we may not enter is left out, like an unreadable file. */
-		if (r == ARCHIVE_FAILED) {
-			st->skipped++;
-			continue;
-		}
-		if (r < ARCHIVE_WARN) {
-			err_set(e, SBX_EIO, "cannot read %s: %s", root, archive_error_string(disk));
+	while ((r = archive_read_next_header(a, &ent)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
+		int take = archive_policy_check(&pol, ent, e);
+		if (take < 0)
 			goto out;
-		}
-		if (r == ARCHIVE_WARN && archive_entry_pathname(ent) == NULL)
-			continue;
-		archive_read_disk_descend(disk);
-		p = archive_entry_pathname(ent);
-		if (strncmp(p, root, rootlen) != 0 || (p[rootlen] != '\0' && p[rootlen] != '/'))
-			continue;
-		name = xasprintf(".%s%s", p + rootlen, p[rootlen] ? "" : "/");
-		archive_entry_copy_sourcepath(ent, p);
-		archive_entry_copy_pathname(ent, name);
-		free(name);
-		switch (archive_entry_filetype(ent)) {
-		case AE_IFREG:
-			if ((fd = open_listed(ent)) < 0) {
-				st->skipped++;
-				continue;
-			}
-			break;
-		case AE_IFDIR:
-		case AE_IFLNK:
-			break;
-		default:
-			st->skipped++;
-			continue;
-		}
-		out_ent = ent;
-		archive_entry_linkify(lr, &out_ent, &spare);
-		if (out_ent == NULL)
-			out_ent = ent;
-		/* What restore would refuse is not written: a backup sbx makes is one it restores. */
-		if (policy_check(&pol, out_ent, e) < 0) {
-			if (fd >= 0)
-				close(fd);
+		if (take == 1)
+			continue;	/* a link out: left out, named in st */
+		archive_policy_rename(&pol, ent);
+		if (filter_entry(a, w, ent, &s, &fs, st, e) < 0)
 			goto out;
-		}
-		r = archive_write_header(a, out_ent);
-		if (r < ARCHIVE_WARN) {
-			if (fd >= 0)
-				close(fd);
-			write_error(a, &s, e);
-			goto out;
-		}
-		if (fd >= 0 && archive_entry_hardlink(out_ent) == NULL &&
-		    copy_data(a, fd, archive_entry_size(out_ent), buf, &s, e) < 0) {
-			close(fd);
-			goto out;
-		}
-		if (fd >= 0)
-			close(fd);
-		if (strcmp(archive_entry_pathname(out_ent), "./") != 0)
+		if (!archive_policy_is_root(archive_entry_pathname(ent)))
 			st->files++;
-		if (archive_entry_hardlink(out_ent) == NULL)
-			st->bytes += (uint64_t)archive_entry_size(out_ent);
-		if (archive_write_finish_entry(a) < ARCHIVE_WARN) {
-			write_error(a, &s, e);
-			goto out;
-		}
 	}
-	if (archive_write_close(a) != ARCHIVE_OK) {
-		write_error(a, &s, e);
+	if (r != ARCHIVE_EOF) {
+		read_error(a, &s, e);
+		goto out;
+	}
+	if (archive_write_close(w) != ARCHIVE_OK) {
+		archive_sink_error(w, &fs, e);
 		goto out;
 	}
 	rc = 0;
 out:
-	archive_read_free(disk);
-	archive_write_free(a);
-	archive_entry_free(ent);
-	archive_entry_linkresolver_free(lr);
-	strset_free(&pol.links);
-	free(root);
-	free(buf);
+	archive_write_free(w);
+	archive_read_free(a);
+	archive_policy_free(&pol);
+	free(s.buf);
 	return rc;
 }

@@ -12,6 +12,7 @@
 enum archive_codec {
 	ARCHIVE_CODEC_GZIP,	/* .tar.gz, what upstream writes and reads */
 	ARCHIVE_CODEC_ZSTD,	/* .tar.zst, faster; sbx only */
+	ARCHIVE_CODEC_NONE,	/* plain tar: a stream to or from tar in a sandbox (sbx-cp) */
 };
 
 /* Default cap on the expanded size of an archive (sum of file sizes): far above any agent's
@@ -42,9 +43,21 @@ enum archive_links {
 
 void archive_stats_free(struct archive_stats *st);
 
+/* What a copy (sbx-cp) moves: the entry top and what is below it, created under the name as.
+ * Every other entry is refused; the top and every symlink must stay within the tree (a
+ * symlink at the top, or one leading out of it, leads outside). top "" or "." is the whole
+ * archive, the tree of a restore. */
+struct archive_tree {
+	const char *top;
+	const char *as;		/* NULL: top's own name */
+};
+
 /* Receives the archive bytes as they pass: what pack writes, what check reads. Returns 0, or
  * -1 with e set to stop the operation. */
 typedef int (*archive_tap_fn)(const void *p, size_t n, void *arg, struct sbx_err *e);
+
+/* An archive_tap_fn writing every byte to the file descriptor *(int *)arg (a pipe, a spool). */
+int archive_fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e);
 
 /* "gzip"/"zstd" → codec; returns 0 or -1. */
 int archive_codec_parse(const char *s, enum archive_codec *out);
@@ -52,13 +65,18 @@ int archive_codec_parse(const char *s, enum archive_codec *out);
 const char *archive_codec_ext(enum archive_codec c);
 
 /* Writes a compressed tar of dir's contents to sink: entries "./" and "./path", symlinks
- * stored as symlinks (those leading out of dir too), hard links as links, mount points not
+ * stored as symlinks (those leading out of dir too; a symlink's other names as symlinks of
+ * their own, never hard links to it), hard links as links, mount points not
  * crossed, sockets, fifos and device nodes left out. An entry restore would refuse (see
  * archive_unpack_fd) fails the whole run, naming it: every archive written here is one
  * archive_unpack_fd accepts. Each file is opened without following links and must still be the inode
  * that was listed (a file swapped for a link mid-run is left out, never followed). */
 int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn sink, void *arg,
 		     struct archive_stats *st, struct sbx_err *e);
+/* The same for path, a directory or not, whose entry is named top ("name", then "name/…"),
+ * or whose contents are written as "./…" when top is ".". */
+int archive_pack_tree(const char *path, const char *top, enum archive_codec codec,
+		      archive_tap_fn sink, void *arg, struct archive_stats *st, struct sbx_err *e);
 
 /* Reads an archive (gzip, zstd or plain tar) from fd to its very end, passing every byte read
  * to tap (may be NULL), and checks every entry against the restore policy (see
@@ -66,15 +84,32 @@ int archive_pack_dir(const char *dir, enum archive_codec codec, archive_tap_fn s
  * readable stops it with SBX_ECANCELED. */
 int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
 		     archive_tap_fn tap, void *arg, struct archive_stats *st, struct sbx_err *e);
+/* The same for a copy: only the tree's entries are allowed (see struct archive_tree). */
+int archive_check_tree(int fd, int cancel_fd, uint64_t max_bytes, enum archive_links links,
+		       const struct archive_tree *tree, archive_tap_fn tap, void *arg,
+		       struct archive_stats *st, struct sbx_err *e);
 
 /* Extracts the archive on fd into the existing directory dir, modes and mtimes kept
  * (set-id bits dropped). Symlinks whose target leaves dir are not created (counted and named
- * in st). Refused, naming the entry: absolute paths, ".." components, other ".." in link
- * targets, entries reached through a symlink of the archive, hard links to outside, device nodes, fifos, and a total size above max_bytes.
+ * in st), nor are hard links to them. Refused, naming the entry: absolute paths, ".."
+ * components, other ".." in link targets, entries reached through a symlink of the archive,
+ * hard links to outside, device nodes, fifos, a total size above max_bytes, and what the
+ * extraction would fail on halfway (hard links to a directory or to nothing earlier in the
+ * archive, a non-directory over a directory, an entry under a file, a name component over
+ * NAME_MAX bytes).
  * Callers check the whole archive first (archive_check_fd) so a refusal leaves dir as it was;
  * the checks here are repeated as a second line of defence. Changes the working directory
  * while it runs (not thread-safe). */
 int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
 		      struct sbx_err *e);
+/* The same for a copy: only the tree's entries, its top created under tree->as. */
+int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
+			const struct archive_tree *tree, struct archive_stats *st, struct sbx_err *e);
+/* Reads the archive on fd (any compression) and writes, as a plain GNU tar to sink, the
+ * entries of tree that pass the restore policy: a refused entry stops it with an error (what
+ * was written stays written: the caller says the stream is incomplete), links out are left
+ * out and named in st, the top is renamed to tree->as. cancel_fd as for archive_check_fd. */
+int archive_filter_fd(int fd, int cancel_fd, uint64_t max_bytes, const struct archive_tree *tree,
+		      archive_tap_fn sink, void *arg, struct archive_stats *st, struct sbx_err *e);
 
 #endif

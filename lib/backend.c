@@ -131,7 +131,7 @@ int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_in
 	       struct sbx_err *e)
 {
 	memset(out, 0, sizeof *out);
-	if (name_check(spec->name, e) < 0 || check_homedir(spec->homedir, e) < 0)
+	if (sandbox_name_check(spec->name, e) < 0 || check_homedir(spec->homedir, e) < 0)
 		return -1;
 	if (spec->ttl_ns <= 0)
 		return err_set(e, SBX_EINVAL, "ttl must be positive");
@@ -142,7 +142,7 @@ int sbx_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 	     struct sbx_exec_result *r, struct sbx_err *e)
 {
 	memset(r, 0, sizeof *r);
-	if (name_check(name, e) < 0)
+	if (sandbox_name_check(name, e) < 0)
 		return -1;
 	if (x->argv == NULL || x->argv[0] == NULL || x->argv[0][0] == '\0')
 		return err_set(e, SBX_EINVAL, "no command given");
@@ -153,7 +153,7 @@ int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sb
 	      struct sbx_err *e)
 {
 	memset(out, 0, sizeof *out);
-	if (name_check(name, e) < 0)
+	if (sandbox_name_check(name, e) < 0)
 		return -1;
 	if (ttl_ns <= 0)
 		return err_set(e, SBX_EINVAL, "ttl must be positive");
@@ -162,7 +162,7 @@ int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sb
 
 int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 {
-	if (name_check(name, e) < 0)
+	if (sandbox_name_check(name, e) < 0)
 		return -1;
 	return b->ops->remove(b, name, e);
 }
@@ -170,7 +170,7 @@ int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e)
 {
 	memset(out, 0, sizeof *out);
-	if (name_check(name, e) < 0)
+	if (sandbox_name_check(name, e) < 0)
 		return -1;
 	return b->ops->get(b, name, out, e);
 }
@@ -187,8 +187,33 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "shutdown_time",
 			       json_object_new_string(time_rfc3339(in->shutdown_ns, t, sizeof t)));
+	json_object_object_add(o, "network", sbx_network_json(in));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "reused", json_object_new_boolean(in->reused));
+	if (in->pod_security[0])
+		json_object_object_add(o, "pod_security", json_object_new_string(in->pod_security));
+	if (in->runtime_class[0])
+		json_object_object_add(o, "runtime_class", json_object_new_string(in->runtime_class));
+	return o;
+}
+
+struct json_object *sbx_network_json(const struct sbx_info *in)
+{
+	struct json_object *o = json_object_new_object(), *list;
+	const char *p = in->allow_hosts;
+
+	json_object_object_add(o, "mode", json_object_new_string(
+		p[0] ? "proxy" : in->network ? "nat" : "none"));
+	if (p[0] == '\0')
+		return o;
+	list = json_object_new_array();
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		json_object_array_add(list, json_object_new_string_len(p, (int)n));
+		p += n + (comma != NULL);
+	}
+	json_object_object_add(o, "allow_hosts", list);
 	return o;
 }
 

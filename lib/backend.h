@@ -22,6 +22,10 @@
 #define SBX_IMAGE_MAX 1024
 #define SBX_PATH_MAX 1024
 #define SBX_NAMESPACE_MAX 64
+/* -allow-host: the normalised list (see lib/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
+#define SBX_ALLOW_HOSTS_MAX 4097
+/* A RuntimeClass name: a DNS-1123 subdomain. */
+#define SBX_RUNTIME_CLASS_MAX 254
 
 /* Resource limits (issue 14): set by sbx-create -memory -pids -cpus -disk -limits. In a spec
  * they are what is asked for; in an sbx_info what is in force. A quantity of 0 means no limit
@@ -46,8 +50,15 @@ struct sbx_spec {
 	char image[SBX_IMAGE_MAX];	/* "" = the backend's default */
 	char homedir[SBX_PATH_MAX];	/* absolute path inside the sandbox */
 	int64_t ttl_ns;			/* shutdown_time = now + ttl */
-	bool network;			/* local: share the host network (default: none) */
+	bool network;			/* a network of its own with NAT to the outside */
+	/* -allow-host: "" or the normalised list; when set the only way out is the egress proxy,
+	 * for those hosts only (local: lib/localnet.c; kubernetes decides for itself). */
+	char allow_hosts[SBX_ALLOW_HOSTS_MAX];
 	struct sbx_limits limits;	/* defaults from backend_spec_init */
+	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
+	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */
+	bool run_as_root;
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
 };
 
 struct sbx_info {
@@ -60,7 +71,12 @@ struct sbx_info {
 	int64_t shutdown_ns;		/* wall clock, ns since the epoch; 0 if unset */
 	int64_t created_ns;
 	bool network;
+	char allow_hosts[SBX_ALLOW_HOSTS_MAX];	/* "" or the list in force */
 	struct sbx_limits limits;	/* in force */
+	/* kubernetes: the Pod Security level the pod template meets ("restricted", or "baseline"
+	 * with -run-as-root) and its RuntimeClass ("" none); empty on other backends. */
+	char pod_security[16];
+	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 };
@@ -146,6 +162,9 @@ int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struc
 /* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
  * limits, reused (new reference). */
 struct json_object *sbx_info_json(const struct sbx_info *in);
+/* The handle's "network" object: mode "none", "nat" or "proxy", and allow_hosts when set
+ * (new reference). */
+struct json_object *sbx_network_json(const struct sbx_info *in);
 /* The "limits" object of a handle: {"enforced":false}, or enforced with memory, pids, cpus,
  * disk (0: none of that kind) and the cgroup version when known (new reference). */
 struct json_object *sbx_limits_json(const struct sbx_limits *l);

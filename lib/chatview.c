@@ -3,6 +3,9 @@
 
 #include <string.h>
 
+#include "gojson.h"
+#include "xalloc.h"
+
 #define RULE "================================================================================\n"
 
 bool chatview_banner(FILE *out, struct agent_session *s, const char *why)
@@ -77,4 +80,18 @@ char *chatview_trim(char *s)
 	while (end > s && strchr(space, end[-1]))
 		*--end = '\0';
 	return s;
+}
+
+char *chatview_args(const char *arguments)
+{
+	const char *why;
+	struct json_object *o = gojson_parse(arguments, strlen(arguments), &why);
+	char *text;
+
+	if (o == NULL)
+		return xstrdup(arguments);
+	text = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return text;
 }

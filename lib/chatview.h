@@ -29,5 +29,9 @@ void chatview_assistant(void *view, struct json_object *msg, bool final);
 void chatview_end_turn(struct chatview *v);
 /* Trims ASCII white space at both ends, in place (Go's strings.TrimSpace for ASCII). */
 char *chatview_trim(char *s);
+/* A tool call's arguments as people read them: the JSON without Go's \u003c \u003e \u0026
+ * escapes (`echo v1 > f`, not `echo v1 \u003e f`), on one line; the text itself when it is
+ * not JSON. Newly allocated. */
+char *chatview_args(const char *arguments);
 
 #endif

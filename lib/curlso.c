@@ -2,6 +2,7 @@
 #include "curlso.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -10,8 +11,23 @@
 
 struct curlso_api curlso;
 static bool loaded;
+/* Threads of one server (sbx-mcp's sessions, each with its own backend) may make their first
+ * API request at once; curl_global_init must run once, before any other call. */
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int load(struct sbx_err *e);
 
 int curlso_load(struct sbx_err *e)
+{
+	int rc;
+
+	pthread_mutex_lock(&load_mu);
+	rc = load(e);
+	pthread_mutex_unlock(&load_mu);
+	return rc;
+}
+
+static int load(struct sbx_err *e)
 {
 	static const char *const names[] = {
 		"curl_easy_init", "curl_easy_setopt", "curl_easy_perform", "curl_easy_getinfo",

@@ -8,13 +8,15 @@
 enum sbx_errcode {
 	SBX_OK = 0,
 	SBX_EINVAL,	/* bad input: flag, name, JSON, argument */
-	SBX_ENOTFOUND,	/* the sandbox (or object) does not exist */
+	SBX_ENOTFOUND,	/* the sandbox (or object) does not exist: nothing was started */
+	SBX_EGONE,	/* the sandbox went away while a command ran: it may have run, in part */
 	SBX_EEXIST,	/* exists and does not match */
 	SBX_ECONFLICT,	/* optimistic concurrency lost (409) */
 	SBX_ETIMEDOUT,	/* a deadline passed */
 	SBX_ECANCELED,	/* a signal asked us to stop */
 	SBX_EUNAVAIL,	/* a dependency is missing (bubblewrap, API server) */
 	SBX_EPERM,	/* forbidden (401/403, permissions) */
+	SBX_EBUSY,	/* held by another process (a session in use) */
 	SBX_EIO,	/* anything else at run time */
 };
 

@@ -229,6 +229,31 @@ int fs_remove_tree(const char *path)
 	return -1;
 }
 
+int fs_clear_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	char p[4096];
+	int rc = 0, saved = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", path, de->d_name) >= (int)sizeof p) {
+			rc = -1, saved = ENAMETOOLONG;
+			continue;
+		}
+		if (fs_remove_tree(p) < 0)
+			rc = -1, saved = errno;
+	}
+	closedir(d);
+	if (rc < 0)
+		errno = saved;
+	return rc;
+}
+
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
 {
 	char tmp[4096], dir[4096];

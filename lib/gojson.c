@@ -221,3 +221,16 @@ struct json_object *gojson_parse(const char *s, size_t n, const char **why)
 	}
 	return obj;
 }
+
+const char *gojson_unknown_field(struct json_object *o, const char *const *known)
+{
+	json_object_object_foreach(o, key, val) {
+		size_t i;
+		(void)val;
+		for (i = 0; known[i] && strcmp(known[i], key) != 0; i++)
+			;
+		if (known[i] == NULL)
+			return key;
+	}
+	return NULL;
+}

@@ -19,4 +19,9 @@ char *gojson_encode(struct json_object *obj);
  * Returns a new reference, or NULL with a reason in why (static text or json-c's). */
 struct json_object *gojson_parse(const char *s, size_t n, const char **why);
 
+/* The first key of object o not in the NULL-terminated list known (borrowed), or NULL when
+ * every key is known: request documents refuse what they do not define, so a misspelt field
+ * ("timout") is an error instead of a silent default. */
+const char *gojson_unknown_field(struct json_object *o, const char *const *known);
+
 #endif

@@ -1,10 +1,14 @@
-/* history.c — the session's JSONL chat history: load (tolerating a torn last line), append. */
+/* history.c — the session's JSONL chat history: one holder at a time, load (tolerating a torn
+ * last line), append. */
 #include "history.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,8 +19,11 @@
 
 /* Shown part of a torn line in the warning: enough to recognise it. */
 #define TORN_SHOWN 60
+/* The holder's record in the lock file: "PID PROGRAM\n"; more is not read. */
+#define HOLDER_MAX 128
 
 struct history {
+	int lock_fd;			/* the session's lock, held until history_close */
 	char *path;
 	struct json_object *msgs;	/* array */
 	off_t good_len;			/* bytes up to the end of the last good line */
@@ -130,16 +137,104 @@ out:
 	return rc;
 }
 
+/* "agent-loop (pid 123)" from a lock file's record, or "another process" while the holder has
+ * not written it yet. Newly allocated. */
+static char *holder_of(int fd)
+{
+	char rec[HOLDER_MAX + 1], *prog;
+	ssize_t n = pread(fd, rec, HOLDER_MAX, 0);
+	long pid;
+
+	rec[n > 0 ? n : 0] = '\0';
+	rec[strcspn(rec, "\n")] = '\0';
+	pid = strtol(rec, &prog, 10);
+	if (pid <= 0 || *prog != ' ' || prog[1] == '\0')
+		return xstrdup("another process");
+	for (char *c = ++prog; *c; c++)
+		if (!isprint((unsigned char)*c))
+			*c = '?';	/* it ends up in a message for people */
+	return xasprintf("%s (pid %ld)", prog, pid);
+}
+
+/* Takes the lock in the session's sessions directory dir. */
+static int lock_in(const char *dir, const char *session, struct sbx_err *e)
+{
+	char *p = xasprintf("%s/%s", dir, HISTORY_LOCK), rec[HOLDER_MAX];
+	int fd, n;
+
+	/* O_CLOEXEC: the programs a holder runs must not keep the session after it dies. */
+	if ((fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+		err_sys(e, errno, "cannot open %s", p);
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK) {
+			char *who = holder_of(fd);
+			err_set(e, SBX_EBUSY, "session \"%s\" is in use by %s: a session is used by one "
+				"process at a time", session, who);
+			free(who);
+		} else {
+			err_sys(e, errno, "cannot lock %s", p);
+		}
+		close(fd);
+		fd = -1;
+		goto out;
+	}
+	/* The record is for messages only: the lock is the flock, gone with its holder. */
+	n = snprintf(rec, sizeof rec, "%ld %s\n", (long)getpid(), program_invocation_short_name);
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, rec, (size_t)n, 0) != n) {
+		/* a holder without a record is still the holder */
+	}
+out:
+	free(p);
+	return fd;
+}
+
+char *history_holder(const char *session)
+{
+	char *root = paths_session_root(NULL), *p, *who = NULL;
+	int fd;
+
+	if (root == NULL || name_check(session, NULL) < 0) {
+		free(root);
+		return NULL;
+	}
+	p = xasprintf("%s/%s/sessions/%s", root, session, HISTORY_LOCK);
+	free(root);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+			who = holder_of(fd);
+		close(fd);
+	}
+	free(p);
+	return who;
+}
+
+int history_lock(const char *session, struct sbx_err *e)
+{
+	char *dir = paths_session_dir(session, "sessions", e);
+	int fd = dir ? lock_in(dir, session, e) : -1;
+
+	free(dir);
+	return fd;
+}
+
 struct history *history_open(const char *session, struct sbx_err *e)
 {
 	struct history *h;
 	char *dir;
+	int lock;
 
 	if (name_check(session, e) < 0)
 		return NULL;
 	if ((dir = paths_session_dir(session, "sessions", e)) == NULL)
 		return NULL;
+	if ((lock = lock_in(dir, session, e)) < 0) {
+		free(dir);
+		return NULL;
+	}
 	h = xcalloc(1, sizeof *h);
+	h->lock_fd = lock;
 	h->path = xasprintf("%s/latest.jsonl", dir);
 	free(dir);
 	h->msgs = json_object_new_array();
@@ -319,6 +414,8 @@ void history_close(struct history *h)
 {
 	if (h == NULL)
 		return;
+	if (h->lock_fd >= 0)
+		close(h->lock_fd);
 	json_object_put(h->msgs);
 	free(h->path);
 	free(h->warning);

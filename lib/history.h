@@ -6,6 +6,9 @@
  * A crash in the middle of an append leaves a torn last line: loading skips it with a warning
  * (never an error) and the next append cuts it off first, so no good line is ever lost and the
  * file stays loadable. A bad line anywhere else is an error, as upstream.
+ * One process at a time holds a session: history_open takes an exclusive flock on
+ * sessions/HISTORY_LOCK (recording "PID PROGRAM" in it for the message a second one gets),
+ * released by history_close or by the holder's death.
  * Ownership: history_open's result is freed with history_close; history_messages returns a
  * borrowed array; messages passed to history_append stay the caller's (copies are stored). */
 #ifndef SBX_HISTORY_H
@@ -24,8 +27,19 @@
 
 struct history;
 
-/* Validates the session name (upstream's texts), creates the sessions directory (0700) and
- * loads the file (missing = empty). Errors: `failed to decode message from session file: …`. */
+/* The lock file beside the history (ours; upstream ignores it). */
+#define HISTORY_LOCK ".lock"
+
+/* Takes the session's lock without loading anything (name already checked): the open fd,
+ * which holds it until closed, or -1 with e (SBX_EBUSY: `session "<s>" is in use by
+ * agent-loop (pid 123): …`). */
+int history_lock(const char *session, struct sbx_err *e);
+/* Who holds the session now ("agent-loop (pid 123)", newly allocated), or NULL when nobody
+ * does. Creates nothing. */
+char *history_holder(const char *session);
+/* Validates the session name (upstream's texts), takes the session's lock (SBX_EBUSY when
+ * another process holds it), creates the sessions directory (0700) and loads the file
+ * (missing = empty). Errors: `failed to decode message from session file: …`. */
 struct history *history_open(const char *session, struct sbx_err *e);
 /* The messages loaded and appended so far (borrowed json array). */
 struct json_object *history_messages(struct history *h);

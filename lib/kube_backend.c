@@ -1,6 +1,9 @@
-/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made exactly as upstream
- * makes them (plus a managed-by label), waited for with a watch (polling as fallback),
- * kept alive by GET+PUT, and entered over WebSocket exec (lib/kubeexec.c).
+/* kube_backend.c — sandboxes as agents.x-k8s.io Sandbox resources, made as upstream makes
+ * them plus sbx's labels and confinement (a pod template meeting Pod Security "restricted",
+ * the RuntimeClass, the limit flags as resources, the home as working directory) and a
+ * NetworkPolicy of their own; waited for with a watch (polling as fallback) that gives up at
+ * once on a pod that cannot start; kept alive by GET+PUT, and entered over WebSocket exec
+ * (lib/kubeexec.c).
  *
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
  * for long command lines, and Kubernetes neither stops a process when its exec stream closes
@@ -50,6 +53,12 @@
 #define KB_CONTAINER "sandbox"
 #define KB_LABEL_KEY "app.kubernetes.io/managed-by"
 #define KB_LABEL_VALUE "sbx"
+/* On the pod: which Sandbox it belongs to (its NetworkPolicy's selector). */
+#define KB_INSTANCE_KEY "app.kubernetes.io/instance"
+/* On the Sandbox: the network it was made with ("none" or "internet"), for reuse checks. */
+#define KB_NETWORK_KEY "sbx/network"
+/* Its NetworkPolicy: this prefix and the Sandbox's name. */
+#define KB_NETPOL_PREFIX "sbx-"
 /* Upstream waits this long for Ready=True; $SBX_KUBE_READY_TIMEOUT overrides it (tests). */
 #define KB_READY_TIMEOUT_NS (INT64_C(180) * 1000000000)
 /* Upstream's poll interval, used when a watch is not possible. */
@@ -64,6 +73,10 @@
 /* The script sent ahead of stdin carries the command line and environment: bounded like a
  * kernel's argument space. */
 #define KB_SCRIPT_MAX (2 * 1024 * 1024)
+/* While a Sandbox is not ready its pod is looked at after this long, then at doubling
+ * intervals up to the maximum (a pod stuck pulling its image fails the create at once). */
+#define KB_POD_CHECK_NS (INT64_C(1000) * 1000000)
+#define KB_POD_CHECK_MAX_NS (INT64_C(8000) * 1000000)
 /* Watches that end early (server-side timeouts) are restarted at most this often. */
 #define KB_WATCH_RESTARTS 20
 
@@ -163,53 +176,286 @@ static const char *image_of(const struct sbx_spec *s)
 	return s->image[0] ? s->image : SBX_DEFAULT_IMAGE;
 }
 
-/* The Sandbox as upstream creates it (upstream-behaviour.md §3.1), plus our label. */
+/* The uid and gid the sandbox's processes run as on this backend unless -run-as-root: the
+ * first regular user of Debian-based images, so an image that made a user for itself usually
+ * made this one. The home volume belongs to this group (fsGroup) and is writable by it. */
+#define KB_SANDBOX_UID 1000
+#define KB_SANDBOX_GID 1000
+
+/* What a root pod may keep (-run-as-root): the container runtimes' default capabilities less
+ * NET_RAW, the set Pod Security "baseline" allows a container to add. */
+static const char *const root_caps[] = {
+	"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+	"NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT", NULL,
+};
+
+static struct json_object *jstrs(const char *const *v)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (; *v; v++)
+		json_object_array_add(a, json_object_new_string(*v));
+	return a;
+}
+
+static void jset(struct json_object *o, const char *k, struct json_object *v)
+{
+	json_object_object_add(o, k, v);
+}
+
+static struct json_object *jnamed(const char *name)
+{
+	struct json_object *o = json_object_new_object();
+
+	jset(o, "name", json_object_new_string(name));
+	return o;
+}
+
+static struct json_object *seccomp_default(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	jset(o, "type", json_object_new_string("RuntimeDefault"));
+	return o;
+}
+
+/* The pod's and the container's securityContext: Pod Security "restricted" (non-root uid and
+ * gid KB_SANDBOX_*, fsGroup for the home, no privilege escalation, no capabilities, the
+ * runtime's default seccomp profile, read-only root filesystem), or with run_as_root "baseline"
+ * (root, root_caps, writable root filesystem; still no escalation, still seccomp). */
+static void security_contexts(const struct sbx_spec *s, struct json_object *ps,
+			      struct json_object *c)
+{
+	struct json_object *psc = json_object_new_object(), *csc = json_object_new_object(),
+			   *caps = json_object_new_object();
+	static const char *const all[] = {"ALL", NULL};
+
+	if (s->run_as_root) {
+		jset(psc, "runAsUser", json_object_new_int(0));
+		jset(psc, "runAsGroup", json_object_new_int(0));
+	} else {
+		jset(psc, "runAsNonRoot", json_object_new_boolean(1));
+		jset(psc, "runAsUser", json_object_new_int(KB_SANDBOX_UID));
+		jset(psc, "runAsGroup", json_object_new_int(KB_SANDBOX_GID));
+		jset(psc, "fsGroup", json_object_new_int(KB_SANDBOX_GID));
+	}
+	jset(psc, "seccompProfile", seccomp_default());
+	jset(ps, "securityContext", psc);
+	jset(csc, "allowPrivilegeEscalation", json_object_new_boolean(0));
+	jset(caps, "drop", jstrs(all));
+	if (s->run_as_root)
+		jset(caps, "add", jstrs(root_caps));
+	jset(csc, "capabilities", caps);
+	jset(csc, "readOnlyRootFilesystem", json_object_new_boolean(!s->run_as_root));
+	if (!s->run_as_root)
+		jset(csc, "runAsNonRoot", json_object_new_boolean(1));
+	jset(csc, "seccompProfile", seccomp_default());
+	jset(c, "securityContext", csc);
+}
+
+static struct json_object *mount(const char *name, const char *path)
+{
+	struct json_object *m = jnamed(name);
+
+	jset(m, "mountPath", json_object_new_string(path));
+	return m;
+}
+
+/* Requests (what the scheduler reserves) stay modest so idle sandboxes pack onto nodes; the
+ * limits are what sbx-create was asked for. A request is never above its limit. */
+#define KB_REQUEST_MEMORY (INT64_C(256) << 20)
+#define KB_REQUEST_CPU_MILLI 100
+#define KB_REQUEST_DISK (INT64_C(1) << 30)
+
+/* A byte count as a Kubernetes quantity: the largest binary suffix that divides it. */
+static struct json_object *qbytes(int64_t v)
+{
+	static const char *const sfx[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
+	char buf[32];
+	int i = -1;
+
+	while (i < 4 && v != 0 && v % 1024 == 0) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, sizeof buf, "%lld%s", (long long)v, i >= 0 ? sfx[i] : "");
+	return json_object_new_string(buf);
+}
+
+/* CPU thousandths as a quantity: whole CPUs plainly, otherwise millicores. */
+static struct json_object *qcpu(int64_t milli)
+{
+	char buf[32];
+
+	if (milli % 1000 == 0)
+		snprintf(buf, sizeof buf, "%lld", (long long)(milli / 1000));
+	else
+		snprintf(buf, sizeof buf, "%lldm", (long long)milli);
+	return json_object_new_string(buf);
+}
+
+/* Parses the quantities sbx writes and the usual others ("2Gi", "512M", "500m", "1.5", "1e3"
+ * is not supported); milli: the result in thousandths. -1 when it cannot. */
+static int64_t quantity(const char *q, bool milli)
+{
+	static const struct { const char *s; int64_t mul; } sfx[] = {
+		{"Ki", INT64_C(1) << 10}, {"Mi", INT64_C(1) << 20}, {"Gi", INT64_C(1) << 30},
+		{"Ti", INT64_C(1) << 40}, {"Pi", INT64_C(1) << 50}, {"k", 1000},
+		{"M", 1000000}, {"G", INT64_C(1000000000)}, {"T", INT64_C(1000000000000)},
+	};
+	char *end;
+	double v;
+
+	if (q == NULL || *q == '\0' || !((*q >= '0' && *q <= '9') || *q == '.'))
+		return -1;
+	v = strtod(q, &end);
+	if (end == q)
+		return -1;
+	if (strcmp(end, "m") == 0)
+		return milli ? (int64_t)(v + 0.5) : (int64_t)(v / 1000);
+	for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++)
+		if (strcmp(end, sfx[i].s) == 0)
+			return (int64_t)(v * (double)sfx[i].mul * (milli ? 1000 : 1) + 0.5);
+	if (*end != '\0')
+		return -1;
+	return (int64_t)(v * (milli ? 1000 : 1) + 0.5);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The container's resources from the spec's limits (issue 14): memory, cpu (when not
+ * unlimited) and ephemeral-storage (-disk: the home and /tmp volumes and the container's
+ * own writes); none at all with -limits none. pids has no pod field: it is the kubelet's
+ * podPidsLimit, a node setting. */
+static void resources(const struct sbx_spec *s, struct json_object *c)
+{
+	const struct sbx_limits *l = &s->limits;
+	struct json_object *r, *lim, *req;
+
+	if (!l->enforced)
+		return;
+	r = json_object_new_object();
+	lim = json_object_new_object();
+	req = json_object_new_object();
+	if (l->memory > 0) {
+		jset(lim, "memory", qbytes(l->memory));
+		jset(req, "memory", qbytes(min64(l->memory, KB_REQUEST_MEMORY)));
+	}
+	if (l->cpus_milli > 0)
+		jset(lim, "cpu", qcpu(l->cpus_milli));
+	jset(req, "cpu", qcpu(l->cpus_milli > 0 ? min64(l->cpus_milli, KB_REQUEST_CPU_MILLI)
+					       : KB_REQUEST_CPU_MILLI));
+	if (l->disk > 0) {
+		jset(lim, "ephemeral-storage", qbytes(l->disk));
+		jset(req, "ephemeral-storage", qbytes(min64(l->disk, KB_REQUEST_DISK)));
+	}
+	jset(r, "limits", lim);
+	jset(r, "requests", req);
+	jset(c, "resources", r);
+}
+
+/* The limits in force as the Sandbox's pod template states them. */
+static void limits_of(struct json_object *o, struct sbx_limits *l)
+{
+	struct json_object *c = jpath(o, JP("spec", "podTemplate", "spec", "containers", "0"));
+	int64_t v;
+
+	memset(l, 0, sizeof *l);
+	if (jpath(c, JP("resources", "limits")) == NULL)
+		return;
+	l->enforced = true;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "memory")), false)) > 0)
+		l->memory = v;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "cpu")), true)) > 0)
+		l->cpus_milli = v;
+	if ((v = quantity(jpstr(c, JP("resources", "limits", "ephemeral-storage")), false)) > 0)
+		l->disk = v;
+}
+
+/* The labels of a Sandbox's pod and of its NetworkPolicy: sbx's, and which Sandbox. */
+static struct json_object *instance_labels(const char *name)
+{
+	struct json_object *l = json_object_new_object();
+
+	jset(l, KB_LABEL_KEY, json_object_new_string(KB_LABEL_VALUE));
+	jset(l, KB_INSTANCE_KEY, json_object_new_string(name));
+	return l;
+}
+
+/* An emptyDir volume, at most size bytes (0: no sizeLimit). */
+static struct json_object *empty_dir(const char *name, int64_t size)
+{
+	struct json_object *v = jnamed(name), *ed = json_object_new_object();
+
+	if (size > 0)
+		jset(ed, "sizeLimit", qbytes(size));
+	jset(v, "emptyDir", ed);
+	return v;
+}
+
+/* The Sandbox as upstream creates it (upstream-behaviour.md §3.1), plus our labels (on the
+ * Sandbox and on its pod, which its NetworkPolicy selects), the container's workingDir (the
+ * home: commands start there), the securityContexts above, the RuntimeClass, and with a
+ * read-only root filesystem an emptyDir of its own at /tmp. */
 static struct json_object *kb_object(const char *ver, const char *ns, const struct sbx_spec *s)
 {
 	struct json_object *o = json_object_new_object(), *md = json_object_new_object(),
 			   *labels = json_object_new_object(), *spec = json_object_new_object(),
-			   *pt = json_object_new_object(), *ps = json_object_new_object(),
-			   *cs = json_object_new_array(), *c = json_object_new_object(),
+			   *pt = json_object_new_object(), *pmd = json_object_new_object(),
+			   *ps = json_object_new_object(),
+			   *cs = json_object_new_array(), *c = jnamed(KB_CONTAINER),
 			   *cmd = json_object_new_array(), *env = json_object_new_array(),
-			   *ev = json_object_new_object(), *vms = json_object_new_array(),
-			   *vm = json_object_new_object(), *vols = json_object_new_array(),
-			   *vol = json_object_new_object();
+			   *ev = jnamed("HOME"), *vms = json_object_new_array(),
+			   *vols = json_object_new_array(), *annotations;
 	char t[TIME_BUFSZ];
+	int64_t disk;
 
-	json_object_object_add(o, "apiVersion", json_object_new_string(ver[0] ? ver : KB_GROUP "/v1beta1"));
-	json_object_object_add(o, "kind", json_object_new_string("Sandbox"));
-	json_object_object_add(md, "name", json_object_new_string(s->name));
-	json_object_object_add(md, "namespace", json_object_new_string(ns));
-	json_object_object_add(labels, KB_LABEL_KEY, json_object_new_string(KB_LABEL_VALUE));
-	json_object_object_add(md, "labels", labels);
-	json_object_object_add(o, "metadata", md);
-	json_object_object_add(ps, "automountServiceAccountToken", json_object_new_boolean(0));
-	json_object_object_add(ps, "restartPolicy", json_object_new_string("Never"));
-	json_object_object_add(c, "name", json_object_new_string(KB_CONTAINER));
-	json_object_object_add(c, "image", json_object_new_string(image_of(s)));
+	jset(o, "apiVersion", json_object_new_string(ver[0] ? ver : KB_GROUP "/v1beta1"));
+	jset(o, "kind", json_object_new_string("Sandbox"));
+	jset(md, "name", json_object_new_string(s->name));
+	jset(md, "namespace", json_object_new_string(ns));
+	jset(labels, KB_LABEL_KEY, json_object_new_string(KB_LABEL_VALUE));
+	jset(md, "labels", labels);
+	annotations = json_object_new_object();
+	jset(annotations, KB_NETWORK_KEY, json_object_new_string(s->network ? "internet" : "none"));
+	jset(md, "annotations", annotations);
+	jset(o, "metadata", md);
+	jset(pmd, "labels", instance_labels(s->name));
+	jset(pt, "metadata", pmd);
+	jset(ps, "automountServiceAccountToken", json_object_new_boolean(0));
+	jset(ps, "restartPolicy", json_object_new_string("Never"));
+	if (s->runtime_class[0])
+		jset(ps, "runtimeClassName", json_object_new_string(s->runtime_class));
+	jset(c, "image", json_object_new_string(image_of(s)));
 	json_object_array_add(cmd, json_object_new_string("sleep"));
 	json_object_array_add(cmd, json_object_new_string("infinity"));
-	json_object_object_add(c, "command", cmd);
-	json_object_object_add(ev, "name", json_object_new_string("HOME"));
-	json_object_object_add(ev, "value", json_object_new_string(s->homedir));
+	jset(c, "command", cmd);
+	jset(c, "workingDir", json_object_new_string(s->homedir));
+	jset(ev, "value", json_object_new_string(s->homedir));
 	json_object_array_add(env, ev);
-	json_object_object_add(c, "env", env);
-	json_object_object_add(vm, "name", json_object_new_string("home"));
-	json_object_object_add(vm, "mountPath", json_object_new_string(s->homedir));
-	json_object_array_add(vms, vm);
-	json_object_object_add(c, "volumeMounts", vms);
+	jset(c, "env", env);
+	json_object_array_add(vms, mount("home", s->homedir));
+	disk = s->limits.enforced ? s->limits.disk : 0;
+	json_object_array_add(vols, empty_dir("home", disk));
+	if (!s->run_as_root && strcmp(s->homedir, "/tmp") != 0) {
+		json_object_array_add(vms, mount("tmp", "/tmp"));
+		json_object_array_add(vols, empty_dir("tmp", disk));
+	}
+	jset(c, "volumeMounts", vms);
+	resources(s, c);
+	security_contexts(s, ps, c);
 	json_object_array_add(cs, c);
-	json_object_object_add(ps, "containers", cs);
-	json_object_object_add(vol, "name", json_object_new_string("home"));
-	json_object_object_add(vol, "emptyDir", json_object_new_object());
-	json_object_array_add(vols, vol);
-	json_object_object_add(ps, "volumes", vols);
-	json_object_object_add(pt, "spec", ps);
-	json_object_object_add(spec, "podTemplate", pt);
-	json_object_object_add(spec, "shutdownTime",
-			       json_object_new_string(time_rfc3339(time_now_ns() + s->ttl_ns, t, sizeof t)));
-	json_object_object_add(spec, "shutdownPolicy", json_object_new_string("Delete"));
-	json_object_object_add(o, "spec", spec);
+	jset(ps, "containers", cs);
+	jset(ps, "volumes", vols);
+	jset(pt, "spec", ps);
+	jset(spec, "podTemplate", pt);
+	jset(spec, "shutdownTime",
+	     json_object_new_string(time_rfc3339(time_now_ns() + s->ttl_ns, t, sizeof t)));
+	jset(spec, "shutdownPolicy", json_object_new_string("Delete"));
+	jset(o, "spec", spec);
 	return o;
 }
 
@@ -252,6 +498,38 @@ static const char *home_of(struct json_object *o)
 	return jpstr(o, JP("spec", "podTemplate", "spec", "containers", "0", "volumeMounts", "0", "mountPath"));
 }
 
+static bool jtrue(struct json_object *o, const char *const *keys)
+{
+	o = jpath(o, keys);
+	return o && json_object_is_type(o, json_type_boolean) && json_object_get_boolean(o);
+}
+
+/* The Pod Security level a Sandbox's pod template meets, as far as sbx shapes it:
+ * "restricted" when it runs as non-root, without privilege escalation, capabilities dropped
+ * and a RuntimeDefault or Localhost seccomp profile; otherwise "baseline". */
+static const char *pod_security_of(struct json_object *o)
+{
+	struct json_object *ps = jpath(o, JP("spec", "podTemplate", "spec")),
+			   *c = jpath(ps, JP("containers", "0")), *drop;
+	const char *sp = jpstr(ps, JP("securityContext", "seccompProfile", "type")),
+		   *sc = jpstr(c, JP("securityContext", "seccompProfile", "type"));
+	struct json_object *ape = jpath(c, JP("securityContext", "allowPrivilegeEscalation"));
+	bool all = false;
+
+	drop = jpath(c, JP("securityContext", "capabilities", "drop"));
+	for (size_t i = 0; drop && json_object_is_type(drop, json_type_array) &&
+			   i < json_object_array_length(drop); i++)
+		all |= strcmp(json_object_get_string(json_object_array_get_idx(drop, i)), "ALL") == 0;
+	if (!sc)
+		sc = sp;
+	if ((jtrue(ps, JP("securityContext", "runAsNonRoot")) ||
+	     jtrue(c, JP("securityContext", "runAsNonRoot"))) &&
+	    ape && json_object_is_type(ape, json_type_boolean) && !json_object_get_boolean(ape) &&
+	    all && sc && (strcmp(sc, "RuntimeDefault") == 0 || strcmp(sc, "Localhost") == 0))
+		return "restricted";
+	return "baseline";
+}
+
 static void fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_info *info)
 {
 	const char *s;
@@ -272,6 +550,12 @@ static void fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_i
 	if ((s = jpstr(o, JP("metadata", "creationTimestamp"))) && time_parse_rfc3339(s, &ns) == 0)
 		info->created_ns = ns;
 	info->ready = is_ready(o);
+	s = jpstr(o, JP("metadata", "annotations", KB_NETWORK_KEY));
+	info->network = s && strcmp(s, "internet") == 0;
+	limits_of(o, &info->limits);
+	snprintf(info->pod_security, sizeof info->pod_security, "%s", pod_security_of(o));
+	snprintf(info->runtime_class, sizeof info->runtime_class, "%s",
+		 (s = jpstr(o, JP("spec", "podTemplate", "spec", "runtimeClassName"))) ? s : "");
 }
 
 /* Why an existing Sandbox cannot be reused for spec, or NULL if it can. */
@@ -285,16 +569,149 @@ static char *mismatch(struct json_object *o, const struct sbx_spec *s)
 		return xasprintf("it has no \"%s\" container", KB_CONTAINER);
 	if (img == NULL || strcmp(img, image_of(s)) != 0)
 		return xasprintf("it runs image %s, not %s", img ? img : "(none)", image_of(s));
+	const char *want = s->run_as_root ? "baseline" : "restricted", *have = pod_security_of(o);
+	const char *rc = jpstr(o, JP("spec", "podTemplate", "spec", "runtimeClassName"));
+
 	if (home == NULL || strcmp(home, s->homedir) != 0)
 		return xasprintf("its home directory is %s, not %s", home ? home : "(none)", s->homedir);
+	if (strcmp(have, want) != 0)
+		return xasprintf("its pod meets Pod Security %s, not %s%s", have, want,
+				 s->run_as_root ? "" : " (it was made with -run-as-root, or not by this sbx)");
+	struct sbx_limits have_l, want_l = s->limits;
+	limits_of(o, &have_l);
+	if (!want_l.enforced)
+		memset(&want_l, 0, sizeof want_l);
+	want_l.pids = 0;	/* a node setting: not in the pod */
+	if (have_l.enforced != want_l.enforced || have_l.memory != want_l.memory ||
+	    have_l.cpus_milli != want_l.cpus_milli || have_l.disk != want_l.disk)
+		return xasprintf("its resource limits differ (memory %lld, cpus %.3g, disk %lld "
+				 "bytes, not memory %lld, cpus %.3g, disk %lld)",
+				 (long long)have_l.memory, (double)have_l.cpus_milli / 1000,
+				 (long long)have_l.disk, (long long)want_l.memory,
+				 (double)want_l.cpus_milli / 1000, (long long)want_l.disk);
+	const char *net = jpstr(o, JP("metadata", "annotations", KB_NETWORK_KEY));
+	if (strcmp(net ? net : "none", s->network ? "internet" : "none") != 0)
+		return xasprintf("its network is %s, not %s", net ? net : "none",
+				 s->network ? "internet (-network)" : "none");
+	if (strcmp(rc ? rc : "", s->runtime_class) != 0)
+		return xasprintf("its RuntimeClass is %s, not %s", rc ? rc : "(none)",
+				 s->runtime_class[0] ? s->runtime_class : "(none)");
 	return NULL;
 }
 
 /* --- readiness --- */
 
+/* Container states of a pod that will not start by waiting (kubelet's reasons): an image that
+ * cannot be pulled or named, a container that cannot be made or keeps crashing. */
+static const char *const stuck_waiting[] = {
+	"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+	"CrashLoopBackOff", NULL,
+};
+
+static bool in_list(const char *s, const char *const *list)
+{
+	for (; s && *list; list++)
+		if (strcmp(s, *list) == 0)
+			return true;
+	return false;
+}
+
+/* The Sandbox's Ready condition (NULL if it has none). */
+static struct json_object *ready_condition(struct json_object *o)
+{
+	struct json_object *conds = jpath(o, JP("status", "conditions"));
+
+	for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds); i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = jpstr(c, JP("type"));
+		if (t && strcmp(t, "Ready") == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Why the Sandbox will not become ready by waiting, from its Ready condition, or NULL: its
+ * pod ended (PodFailed, PodSucceeded), or the controller cannot make the pod because the API
+ * server refuses it (ReconcilerError "... is forbidden: ..." from Pod Security admission, a
+ * missing RuntimeClass or a quota; "... is invalid: ..."). New string. */
+static char *sandbox_stuck(struct json_object *o)
+{
+	struct json_object *c = ready_condition(o);
+	const char *st = jpstr(c, JP("status")), *r = jpstr(c, JP("reason")),
+		   *m = jpstr(c, JP("message"));
+
+	if (c == NULL || st == NULL || strcmp(st, "False") != 0 || r == NULL)
+		return NULL;
+	if (strcmp(r, "PodFailed") == 0 || strcmp(r, "PodSucceeded") == 0 ||
+	    (strcmp(r, "ReconcilerError") == 0 && m &&
+	     (strstr(m, " is forbidden: ") || strstr(m, " is invalid: "))))
+		return xasprintf("%s: %s", r, m && *m ? m : "(no message)");
+	return NULL;
+}
+
+/* What the Sandbox's pod shows: *fatal set when it cannot start by waiting (a terminal phase,
+ * a container stuck in one of stuck_waiting or terminated); otherwise the latest reason it is
+ * not running yet (e.g. Unschedulable), for the timeout message. NULL when nothing to say or
+ * no pod yet. New string. */
+static char *pod_state(struct kubeapi *api, const char *ns, const char *name, bool *fatal)
+{
+	char *path = xasprintf("/api/v1/namespaces/%s/pods/%s", ns, name), *why = NULL;
+	struct json_object *p = NULL, *cs, *conds;
+	struct sbx_err ignored;
+	const char *phase, *s;
+
+	*fatal = false;
+	if (kubeapi_request(api, "GET", path, NULL, &p, &ignored) < 0 || p == NULL)
+		goto out;
+	phase = jpstr(p, JP("status", "phase"));
+	if (phase && (strcmp(phase, "Failed") == 0 || strcmp(phase, "Succeeded") == 0)) {
+		*fatal = true;
+		s = jpstr(p, JP("status", "message"));
+		why = xasprintf("pod %s is %s%s%s", name, phase, s ? ": " : "", s ? s : "");
+		goto out;
+	}
+	cs = jpath(p, JP("status", "containerStatuses"));
+	for (size_t i = 0; cs && json_object_is_type(cs, json_type_array) &&
+			   i < json_object_array_length(cs); i++) {
+		struct json_object *c = json_object_array_get_idx(cs, i);
+		const char *cn = jpstr(c, JP("name")), *r = jpstr(c, JP("state", "waiting", "reason")),
+			   *m = jpstr(c, JP("state", "waiting", "message"));
+		if (jpath(c, JP("state", "terminated"))) {
+			r = jpstr(c, JP("state", "terminated", "reason"));
+			m = jpstr(c, JP("state", "terminated", "message"));
+			*fatal = true;
+		} else if (in_list(r, stuck_waiting)) {
+			*fatal = true;
+		} else {
+			continue;
+		}
+		why = xasprintf("pod %s: container %s: %s%s%s", name, cn ? cn : "?",
+				r ? r : "Terminated", m ? ": " : "", m ? m : "");
+		goto out;
+	}
+	conds = jpath(p, JP("status", "conditions"));
+	for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
+			   i < json_object_array_length(conds); i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *st = jpstr(c, JP("status")), *r = jpstr(c, JP("reason"));
+		if (st && strcmp(st, "False") == 0 && r) {
+			s = jpstr(c, JP("message"));
+			why = xasprintf("pod %s: %s%s%s", name, r, s ? ": " : "", s ? s : "");
+			break;
+		}
+	}
+out:
+	json_object_put(p);
+	free(path);
+	return why;
+}
+
 struct wait {
 	const char *name;
 	struct json_object *obj;	/* the ready object */
+	char *stuck;			/* why it cannot become ready */
 	bool deleted, error;
 	char why[256];
 };
@@ -316,9 +733,13 @@ static int on_watch(const char *type, struct json_object *obj, void *arg)
 		w->deleted = true;
 		return 1;
 	}
-	if ((strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) && is_ready(obj)) {
-		w->obj = json_object_get(obj);
-		return 1;
+	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+		if (is_ready(obj)) {
+			w->obj = json_object_get(obj);
+			return 1;
+		}
+		if ((w->stuck = sandbox_stuck(obj)) != NULL)
+			return 1;
 	}
 	return 0;
 }
@@ -341,13 +762,17 @@ static void nap(int64_t ns)
 		;
 }
 
-/* Waits for Ready=True; *out gets the ready object. Upstream's error texts. */
+/* Waits for Ready=True; *out gets the ready object. Upstream's error texts. A Sandbox that
+ * cannot become ready by waiting (sandbox_stuck, pod_state) fails at once; its pod is looked
+ * at after KB_POD_CHECK_NS, then at doubling intervals up to KB_POD_CHECK_MAX_NS. */
 static int wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 		      struct json_object **out, struct sbx_err *e)
 {
 	struct kubeapi *api = ((struct kstate *)b->priv)->api;
-	int64_t limit = ready_timeout(), deadline = time_mono_ns() + limit;
+	int64_t limit = ready_timeout(), start = time_mono_ns(), deadline = start + limit;
+	int64_t check_every = KB_POD_CHECK_NS, next_check = start + check_every;
 	char *path = kb_path(b, ver, name), *coll = kb_path(b, ver, NULL), *sel = NULL;
+	char *stuck = NULL, *pending = NULL;
 	struct json_object *o = NULL;
 	bool polling = getenv("SBX_KUBE_NO_WATCH") != NULL;
 	int restarts = 0, rc = -1;
@@ -356,7 +781,7 @@ static int wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 	sel = xasprintf("metadata.name=%s", name);
 	for (;;) {
 		struct sbx_err ge;
-		int64_t left = deadline - time_mono_ns();
+		int64_t now = time_mono_ns(), left = deadline - now, slice;
 		const char *rv;
 
 		json_object_put(o);
@@ -372,8 +797,26 @@ static int wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 			rc = 0;
 			goto out;
 		}
+		if ((stuck = sandbox_stuck(o)) != NULL)
+			break;
+		if (now >= next_check) {
+			bool fatal;
+			free(pending);
+			pending = pod_state(api, b->namespace, name, &fatal);
+			if (fatal) {
+				stuck = pending;
+				pending = NULL;
+				break;
+			}
+			check_every = check_every * 2 > KB_POD_CHECK_MAX_NS ? KB_POD_CHECK_MAX_NS
+									  : check_every * 2;
+			next_check = now + check_every;
+		}
 		if (left <= 0)
 			break;
+		slice = next_check - now < left ? next_check - now : left;
+		if (slice < 1000000)
+			slice = 1000000;
 		rv = jpstr(o, JP("metadata", "resourceVersion"));
 		if (!polling && restarts < KB_WATCH_RESTARTS) {
 			struct wait w = {.name = name};
@@ -381,14 +824,21 @@ static int wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 			char *wp = xasprintf("%s?watch=1&allowWatchBookmarks=false&fieldSelector=%s%s%s&timeoutSeconds=%lld",
 					     coll, esel, rv ? "&resourceVersion=" : "", rv ? rv : "",
 					     (long long)(left / 1000000000 + 1));
-			int r = kubeapi_watch(api, wp, left / 1000000 + 1, on_watch, &w, &ge);
+			int64_t t0 = time_mono_ns();
+			int r = kubeapi_watch(api, wp, slice / 1000000 + 1, on_watch, &w, &ge);
 			free(wp);
 			free(esel);
-			restarts++;
+			/* Only a watch the server ended early counts: ours end at each pod check. */
+			if (time_mono_ns() - t0 < slice)
+				restarts++;
 			if (w.obj) {
 				*out = w.obj;
 				rc = 0;
 				goto out;
+			}
+			if (w.stuck) {
+				stuck = w.stuck;
+				break;
 			}
 			if (w.deleted) {
 				err_set(e, SBX_ENOTFOUND, "Sandbox %s was deleted while waiting for it to become ready", name);
@@ -398,15 +848,216 @@ static int wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 				polling = true;	/* watch refused or broken: upstream's polling */
 			continue;
 		}
-		nap(left < KB_POLL_NS ? left : KB_POLL_NS);
+		nap(slice < KB_POLL_NS ? slice : KB_POLL_NS);
 	}
-	err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to become ready (%s)", name,
-		duration_format(limit, dbuf, sizeof dbuf));
+	if (stuck)
+		err_set(e, SBX_EUNAVAIL, "Sandbox %s cannot become ready: %s", name, stuck);
+	else
+		err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to become ready (%s)%s%s",
+			name, duration_format(limit, dbuf, sizeof dbuf), pending ? ": " : "",
+			pending ? pending : "");
 out:
 	json_object_put(o);
+	free(stuck);
+	free(pending);
 	free(sel);
 	free(coll);
 	free(path);
+	return rc;
+}
+
+/* --- the NetworkPolicy --- */
+
+static char *netpol_path(struct sbx_backend *b, const char *name)
+{
+	return xasprintf("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies%s%s%s",
+			 b->namespace, name ? "/" KB_NETPOL_PREFIX : "", name ? name : "",
+			 "");
+}
+
+static struct json_object *jports53(void)
+{
+	struct json_object *a = json_object_new_array();
+	static const char *const protos[] = {"UDP", "TCP", NULL};
+
+	for (const char *const *p = protos; *p; p++) {
+		struct json_object *o = json_object_new_object();
+		jset(o, "protocol", json_object_new_string(*p));
+		jset(o, "port", json_object_new_int(53));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static struct json_object *jlabels1(const char *k, const char *v)
+{
+	struct json_object *sel = json_object_new_object(), *ml = json_object_new_object();
+
+	jset(ml, k, json_object_new_string(v));
+	jset(sel, "matchLabels", ml);
+	return sel;
+}
+
+static struct json_object *ip_block(const char *cidr, const char *const *except)
+{
+	struct json_object *peer = json_object_new_object(), *blk = json_object_new_object();
+
+	jset(blk, "cidr", json_object_new_string(cidr));
+	jset(blk, "except", jstrs(except));
+	jset(peer, "ipBlock", blk);
+	return peer;
+}
+
+/* Addresses a -network Sandbox may not reach (as Agent Sandbox's own default policy for
+ * templates): private networks (the cluster's pods and services, the VPC), link-local (the
+ * cloud metadata server), CGNAT space, loopback; IPv6 unique-local and link-local. */
+static const char *const private_v4[] = {
+	"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10",
+	"127.0.0.0/8", NULL,
+};
+static const char *const private_v6[] = {"fc00::/7", "fe80::/10", "::1/128", NULL};
+
+/* The NetworkPolicy of Sandbox s (uid: its owner): no ingress at all; egress only to the
+ * cluster's DNS (kube-dns in kube-system, port 53), and with s->network also to every public
+ * address. Labelled as sbx's, owned by the Sandbox (deleted with it by the garbage collector). */
+static struct json_object *netpol_object(const char *ns, const char *sandbox_api,
+					 const struct sbx_spec *s, const char *uid)
+{
+	struct json_object *o = json_object_new_object(), *md = json_object_new_object(),
+			   *owners = json_object_new_array(),
+			   *owner = json_object_new_object(), *spec = json_object_new_object(),
+			   *sel = json_object_new_object(),
+			   *egress = json_object_new_array(), *dns = json_object_new_object(),
+			   *to = json_object_new_array(), *peer = json_object_new_object();
+	static const char *const types[] = {"Ingress", "Egress", NULL};
+	char *name = xasprintf(KB_NETPOL_PREFIX "%s", s->name);
+
+	jset(o, "apiVersion", json_object_new_string("networking.k8s.io/v1"));
+	jset(o, "kind", json_object_new_string("NetworkPolicy"));
+	jset(md, "name", json_object_new_string(name));
+	jset(md, "namespace", json_object_new_string(ns));
+	jset(md, "labels", instance_labels(s->name));
+	jset(owner, "apiVersion", json_object_new_string(sandbox_api));
+	jset(owner, "kind", json_object_new_string("Sandbox"));
+	jset(owner, "name", json_object_new_string(s->name));
+	jset(owner, "uid", json_object_new_string(uid));
+	json_object_array_add(owners, owner);
+	jset(md, "ownerReferences", owners);
+	jset(o, "metadata", md);
+	jset(sel, "matchLabels", instance_labels(s->name));
+	jset(spec, "podSelector", sel);
+	jset(spec, "policyTypes", jstrs(types));
+	jset(spec, "ingress", json_object_new_array());
+	jset(peer, "namespaceSelector", jlabels1("kubernetes.io/metadata.name", "kube-system"));
+	jset(peer, "podSelector", jlabels1("k8s-app", "kube-dns"));
+	json_object_array_add(to, peer);
+	jset(dns, "to", to);
+	jset(dns, "ports", jports53());
+	json_object_array_add(egress, dns);
+	if (s->network) {
+		struct json_object *out = json_object_new_object(), *pub = json_object_new_array();
+		json_object_array_add(pub, ip_block("0.0.0.0/0", private_v4));
+		json_object_array_add(pub, ip_block("::/0", private_v6));
+		jset(out, "to", pub);
+		json_object_array_add(egress, out);
+	}
+	jset(spec, "egress", egress);
+	jset(o, "spec", spec);
+	free(name);
+	return o;
+}
+
+/* Exported for the unit tests: the NetworkPolicy sbx posts. */
+struct json_object *kube_backend_netpol(const char *ns, const char *sandbox_api,
+					const struct sbx_spec *s, const char *uid);
+struct json_object *kube_backend_netpol(const char *ns, const char *sandbox_api,
+					const struct sbx_spec *s, const char *uid)
+{
+	return netpol_object(ns, sandbox_api, s, uid);
+}
+
+/* Deletes the NetworkPolicy of Sandbox name if it is sbx's (a policy of that name someone
+ * else made stays), with its uid as a precondition. Best effort: the policy names the Sandbox
+ * as its owner, so the garbage collector removes it anyway (also after an expiry, when
+ * nobody runs sbx-delete). */
+static void netpol_remove(struct sbx_backend *b, const char *name)
+{
+	struct kubeapi *api = ((struct kstate *)b->priv)->api;
+	char *path = netpol_path(b, name);
+	struct json_object *have = NULL, *opts, *pre;
+	struct sbx_err ignored;
+	const char *mgr, *inst, *uid;
+
+	if (kubeapi_request(api, "GET", path, NULL, &have, &ignored) == 0 &&
+	    (mgr = jpstr(have, JP("metadata", "labels", KB_LABEL_KEY))) &&
+	    strcmp(mgr, KB_LABEL_VALUE) == 0 &&
+	    (inst = jpstr(have, JP("metadata", "labels", KB_INSTANCE_KEY))) &&
+	    strcmp(inst, name) == 0 && (uid = jpstr(have, JP("metadata", "uid")))) {
+		opts = json_object_new_object();
+		pre = json_object_new_object();
+		jset(pre, "uid", json_object_new_string(uid));
+		jset(opts, "preconditions", pre);
+		jset(opts, "kind", json_object_new_string("DeleteOptions"));
+		jset(opts, "apiVersion", json_object_new_string("v1"));
+		kubeapi_request(api, "DELETE", path, opts, NULL, &ignored);
+		json_object_put(opts);
+	}
+	json_object_put(have);
+	free(path);
+}
+
+/* Makes sure Sandbox sandbox (just made or reused) has its NetworkPolicy as spec s wants it:
+ * created; one already there that is sbx's and says the same is kept, one that says
+ * otherwise is replaced (delete and create: the Role needs no update), and one that is not
+ * sbx's is an error. */
+static int netpol_ensure(struct sbx_backend *b, const char *sandbox_api, const struct sbx_spec *s,
+			 struct json_object *sandbox, struct sbx_err *e)
+{
+	struct kubeapi *api = ((struct kstate *)b->priv)->api;
+	const char *uid = jpstr(sandbox, JP("metadata", "uid"));
+	char *coll = netpol_path(b, NULL), *path = netpol_path(b, s->name);
+	struct json_object *want, *have = NULL;
+	int rc = -1;
+
+	if (uid == NULL) {
+		err_set(e, SBX_EIO, "the API server gave Sandbox %s no uid", s->name);
+		goto out;
+	}
+	want = netpol_object(b->namespace, sandbox_api, s, uid);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		const char *mgr;
+		if (kubeapi_request(api, "POST", coll, want, NULL, e) == 0) {
+			rc = 0;
+			break;
+		}
+		if (e->code != SBX_ECONFLICT || kubeapi_request(api, "GET", path, NULL, &have, e) < 0)
+			break;
+		mgr = jpstr(have, JP("metadata", "labels", KB_LABEL_KEY));
+		if (mgr == NULL || strcmp(mgr, KB_LABEL_VALUE) != 0) {
+			err_set(e, SBX_EEXIST, "a NetworkPolicy named " KB_NETPOL_PREFIX "%s exists in "
+				"namespace %s and is not sbx's (no label %s=%s)", s->name,
+				b->namespace, KB_LABEL_KEY, KB_LABEL_VALUE);
+			break;
+		}
+		if (json_object_equal(jpath(have, JP("spec")), jpath(want, JP("spec"))) &&
+		    json_object_equal(jpath(have, JP("metadata", "ownerReferences")),
+				      jpath(want, JP("metadata", "ownerReferences")))) {
+			rc = 0;
+			break;
+		}
+		json_object_put(have);
+		have = NULL;
+		if (kubeapi_request(api, "DELETE", path, NULL, NULL, e) < 0 && e->code != SBX_ENOTFOUND)
+			break;
+	}
+	json_object_put(want);
+	if (rc < 0)
+		err_prefix(e, "cannot set up the NetworkPolicy " KB_NETPOL_PREFIX "%s that confines it",
+			   s->name);
+out:
+	json_object_put(have);
+	free(path);
+	free(coll);
 	return rc;
 }
 
@@ -502,6 +1153,8 @@ static int k_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 	free(path);
 	if (rc < 0 && e->code == SBX_ENOTFOUND)
 		rc = 0;	/* already gone: deleting is idempotent */
+	if (rc == 0)
+		netpol_remove(b, name);
 	return rc;
 }
 
@@ -524,14 +1177,21 @@ static int wait_gone(struct sbx_backend *b, const char *path, struct sbx_err *e)
 static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_info *info,
 		    struct sbx_err *e)
 {
-	const char *ver = kb_version(b, e);
+	const char *ver;
 	struct json_object *o = NULL, *obj = NULL, *ready = NULL;
 	struct kubeapi *api;
 	char *path = NULL, *coll = NULL, *why = NULL, full[64];
 	bool created = false;
 	int attempt, rc = -1;
 
-	if (ver == NULL)
+	if (s->allow_hosts[0])
+		return err_set(e, SBX_EINVAL, "-allow-host is not available on the kubernetes backend: "
+			       "its proxy runs on the sandbox's host, which a pod does not share; use "
+			       "-network (public addresses only, through the Sandbox's NetworkPolicy) "
+			       "and, for a list of hosts, the cluster's own egress control (an "
+			       "FQDN-aware network policy such as Cilium's or Calico's, or an egress "
+			       "gateway)");
+	if ((ver = kb_version(b, e)) == NULL)
 		return err_prefix(e, "failed to create Sandbox");
 	api = ((struct kstate *)b->priv)->api;
 	path = kb_path(b, ver, s->name);
@@ -559,7 +1219,9 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 			goto fail;
 		obj = kb_object(full, b->namespace, s);
 		rc = -1;
-		if (kubeapi_request(api, "POST", coll, obj, NULL, e) == 0) {
+		json_object_put(o);
+		o = NULL;
+		if (kubeapi_request(api, "POST", coll, obj, &o, e) == 0) {
 			json_object_put(obj);
 			created = true;
 			break;
@@ -570,6 +1232,14 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	}
 	if (!created && !info->reused)
 		goto fail;
+	/* Its NetworkPolicy before anything runs in it (the pod only sleeps until sbx execs). */
+	if (netpol_ensure(b, full, s, o, e) < 0) {
+		if (created) {
+			struct sbx_err ignored;
+			k_remove(b, s->name, &ignored);
+		}
+		goto fail;
+	}
 	if (wait_ready(b, ver, s->name, &ready, e) < 0) {
 		if (created) {
 			struct sbx_err ignored;

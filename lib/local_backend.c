@@ -26,7 +26,9 @@
 #include "fsutil.h"
 #include "gojson.h"
 #include "local.h"
+#include "localnet.h"
 #include "paths.h"
+#include "reslimit.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -37,6 +39,9 @@
 #define DELETE_TIMEOUT_MS 10000
 /* spec.json is ours and small; anything bigger is not ours. */
 #define SPEC_MAX 65536
+/* After the exec service hangs up, how long a dying sandbox may take to be renamed away by its
+ * supervisor (a kill and a rename: well under this). */
+#define GONE_SETTLE_MS 500
 
 static int paths_for(struct sbx_backend *b, const char *name, struct sbx_paths *p,
 		     struct sbx_err *e)
@@ -132,6 +137,8 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		time_parse_rfc3339(json_object_get_string(v), &out->created_ns);
 	if (json_object_object_get_ex(o, "network", &v))
 		out->network = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "allow_hosts", &v))
+		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "limits", &v))
 		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
@@ -152,6 +159,7 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "image", json_object_new_string(in->image));
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
+	json_object_object_add(o, "allow_hosts", json_object_new_string(in->allow_hosts));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
@@ -178,6 +186,8 @@ static void startup_failure(const struct sbx_paths *p, struct sbx_err *e)
 	char path[PATH_MAX], *log;
 	size_t len;
 
+	if (localnet_failure(p->dir, e))
+		return;
 	snprintf(path, sizeof path, "%s/bwrap.log", p->dir);
 	log = fs_read_small(path, 4096, &len);
 	while (log && len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' '))
@@ -200,6 +210,7 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 	snprintf(out->homedir, sizeof out->homedir, "%s", spec->homedir);
 	snprintf(out->shutdown_policy, sizeof out->shutdown_policy, "Delete");
 	out->network = spec->network;
+	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
 	out->created_ns = time_now_ns();
 	out->shutdown_ns = out->created_ns + spec->ttl_ns;
 	out->backend = "local";
@@ -232,6 +243,44 @@ out:
 	return rc;
 }
 
+/* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
+static int remove_dead(const char *dir)
+{
+	reslimit_release(dir);
+	return fs_remove_tree(dir);
+}
+
+/* Puts the spec's limits in force (lib/reslimit) for the sandbox being made in p->dir. */
+static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
+			   const struct sbx_paths *p, const struct local_ids *ids,
+			   struct sbx_limits *in_force, struct sbx_err *e)
+{
+	unsigned char rnd[4];
+	char leaf[128], *root, *cache;
+	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf};
+	int rc;
+
+	if (!spec->limits.enforced)
+		return 0;
+	c.uid = ids->uid;
+	c.gid = ids->gid;
+	c.can_mount = ids->drop;
+	/* A random part: two state directories (two users, two test runs) may hold sandboxes
+	 * of the same namespace and name under one parent cgroup. */
+	if (getentropy(rnd, sizeof rnd) < 0)
+		return err_sys(e, errno, "getentropy");
+	snprintf(leaf, sizeof leaf, "sbx-%s-%s-%02x%02x%02x%02x", b->namespace, spec->name, rnd[0],
+		 rnd[1], rnd[2], rnd[3]);
+	if ((root = paths_state_root(e)) == NULL)
+		return -1;
+	cache = xasprintf("%s/.homedisk", root);
+	c.cache_dir = cache;
+	rc = reslimit_setup(&c, &spec->limits, in_force, e);
+	free(cache);
+	free(root);
+	return rc;
+}
+
 static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
 		      struct sbx_info *out, struct sbx_err *e)
 {
@@ -246,6 +295,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	if (local_bwrap_ids(&ids, e) < 0 || make_dirs(p, home, &ids, e) < 0)
 		goto out;
 	new_info(b, spec, out);
+	if (limits_in_force(b, spec, p, &ids, &out->limits, e) < 0)
+		goto out;
 	if (write_spec(p->dir, out, e) < 0)
 		goto out;
 	if ((lsock = local_exec_listen(p->dir, e)) < 0)
@@ -258,6 +309,10 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	lsock = -1;
 	if (local_exec_ping(p->dir, READY_TIMEOUT_MS) < 0) {
 		startup_failure(p, e);
+		/* A supervisor that gave up (its network helper failed) exits at once: let it,
+		 * so that its directory goes below too. */
+		for (int i = 0; i < 200 && is_alive(p->dir); i++)
+			usleep(10000);
 		goto out;
 	}
 	out->ready = true;
@@ -269,7 +324,7 @@ out:
 		close(ids.lock);	/* the supervisor has its own copy */
 	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
-		fs_remove_tree(p->dir);
+		remove_dead(p->dir);
 	free(home);
 	return rc;
 }
@@ -314,7 +369,7 @@ static void sweep_trash(const char *nsdir, const char *name)
 		/* No lock file: the removal took it last, so at most an empty directory is left. */
 		fd = open(lock, O_RDWR | O_CLOEXEC);
 		if (fd < 0 || flock(fd, name ? LOCK_EX : LOCK_EX | LOCK_NB) == 0)
-			fs_remove_tree(dir);
+			remove_dead(dir);	/* its limits too */
 		if (fd >= 0)
 			close(fd);
 		free(lock);
@@ -330,7 +385,35 @@ static int check_live(struct sbx_paths *p)
 		return 0;
 	if (is_alive(p->dir))
 		return 1;
-	fs_remove_tree(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	remove_dead(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	return 0;
+}
+
+/* A sandbox is reused only under the limits asked for (a disk cap no larger). */
+static int limits_match(const struct sbx_info *have, const struct sbx_spec *want,
+			struct sbx_err *e)
+{
+	const struct sbx_limits *h = &have->limits, *w = &want->limits;
+	char a[32], b[32];
+
+	if (h->enforced != w->enforced)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists %s limits", have->name,
+			       h->enforced ? "with" : "without");
+	if (!h->enforced)
+		return 0;
+	if (h->memory != w->memory)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with memory limit %s, not %s",
+			       have->name, reslimit_size_text(h->memory, a, sizeof a),
+			       reslimit_size_text(w->memory, b, sizeof b));
+	if (h->pids != w->pids || h->cpus_milli != w->cpus_milli)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with pids %" PRId64 " and cpus %g, "
+			       "not %" PRId64 " and %g", have->name, h->pids,
+			       (double)h->cpus_milli / 1000, w->pids, (double)w->cpus_milli / 1000);
+	/* The cap in force may be below the one asked (the host disk had less free): fine. */
+	if (h->disk > w->disk)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with disk %s, not %s", have->name,
+			       reslimit_size_text(h->disk, a, sizeof a),
+			       reslimit_size_text(w->disk, b, sizeof b));
 	return 0;
 }
 
@@ -348,7 +431,10 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	if (have->network != want->network)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists %s network access", have->name,
 			       have->network ? "with" : "without");
-	return 0;
+	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
+			       have->name, have->allow_hosts, want->allow_hosts);
+	return limits_match(have, want, e);
 }
 
 static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *out,
@@ -446,7 +532,7 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 	}
 	/* Gone from the namespace at once; done when its home is gone too. */
 	sweep_trash(p.nsdir, name);
-	if (fs_remove_tree(p.dir) < 0)
+	if (remove_dead(p.dir) < 0)
 		err_sys(e, errno, "cannot remove %s", p.dir);
 	else
 		rc = 0;
@@ -537,12 +623,43 @@ static char *l_home_path(struct sbx_backend *b, const char *name, struct sbx_err
 	return home;
 }
 
+/* The exec service hung up before the result: the command may have run, in part, so this is
+ * SBX_EGONE, never SBX_ENOTFOUND (which promises nothing ran and invites a retry). The
+ * supervisor renames a dying sandbox away right after killing it: a moment's wait names the
+ * cause right. */
+static int lost_connection(const char *dir, const char *name, struct sbx_err *e)
+{
+	for (int waited = 0; waited < GONE_SETTLE_MS && is_alive(dir); waited += 5)
+		usleep(5000);
+	if (is_alive(dir))
+		return err_set(e, SBX_EGONE, "lost the connection to sandbox %s during the command", name);
+	return err_set(e, SBX_EGONE, "sandbox %s went away during the command", name);
+}
+
+/* A command that ended by SIGKILL (or with 137, its shell's word for it) while the memory
+ * limit killed a process in the sandbox was killed by the limit. Another command running at
+ * the same moment and killed by someone else would be blamed too: rare, and said in README. */
+static void oom_check(const struct sbx_paths *p, long long before, struct sbx_exec_result *r)
+{
+	struct sbx_info info;
+	struct sbx_err ign;
+
+	if (before < 0 || r->exit_code != 128 + SIGKILL || r->timed_out || r->canceled ||
+	    reslimit_oom_kills(p->dir) <= before)
+		return;
+	r->oom_killed = true;
+	memset(&info, 0, sizeof info);
+	if (read_spec(p->dir, &info, &ign) == 0)
+		r->memory_limit = info.limits.memory;
+}
+
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
 	struct sbx_paths p;
 	enum local_exec_fail why;
 	int rc = -1;
+	long long oom_before;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return -1;
@@ -550,12 +667,15 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		not_found(name, e);
 		goto out;
 	}
+	oom_before = reslimit_oom_kills(p.dir);
 	rc = local_exec_run(p.dir, name, x, r, &why, e);
+	if (rc == 0)
+		oom_check(&p, oom_before, r);
 	/* Whether the sandbox is still there tells a failure's cause. */
 	if (rc < 0 && why == LOCAL_EXEC_NOCONN && !is_alive(p.dir))
 		not_found(name, e);
-	else if (rc < 0 && why == LOCAL_EXEC_LOST && !is_alive(p.dir))
-		err_set(e, SBX_ENOTFOUND, "sandbox %s went away during the command", name);
+	else if (rc < 0 && why == LOCAL_EXEC_LOST)
+		lost_connection(p.dir, name, e);
 out:
 	paths_free(&p);
 	return rc;

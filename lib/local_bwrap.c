@@ -41,6 +41,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,9 @@
 #include <unistd.h>
 
 #include "local.h"
+#include "localnet.h"
+#include "paths.h"
+#include "reslimit.h"
 #include "xalloc.h"
 
 /* Where bubblewrap finds what the supervisor staged for a sandbox run as another uid (see
@@ -71,54 +75,6 @@ static const char *const host_dirs[] = {"bin", "sbin", "lib", "lib32", "lib64", 
 
 #define SANDBOX_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/run/sbx/bin"
 
-/* Finds a helper program next to this executable, or in ../libexec/sbx. */
-static char *find_helper(const char *env, const char *name)
-{
-	char exe[PATH_MAX], *slash, *p;
-	const char *v = getenv(env);
-	ssize_t n;
-
-	if (v && *v)
-		return access(v, X_OK) == 0 ? xstrdup(v) : NULL;
-	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (slash == NULL)
-		return NULL;
-	*slash = '\0';
-	p = xasprintf("%s/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	p = xasprintf("%s/../libexec/sbx/%s", exe, name);
-	if (access(p, X_OK) == 0)
-		return p;
-	free(p);
-	return NULL;
-}
-
-static char *find_in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL, *found = NULL;
-
-	if (strchr(prog, '/'))
-		return access(prog, X_OK) == 0 ? xstrdup(prog) : NULL;
-	copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		char *p = xasprintf("%s/%s", dir, prog);
-		if (access(p, X_OK) == 0) {
-			found = p;
-			break;
-		}
-		free(p);
-	}
-	free(copy);
-	return found;
-}
-
 int local_bwrap_check_image(const char *image, struct sbx_err *e)
 {
 	if (image[0] == '\0' || strcmp(image, "host") == 0 || image[0] == '/' || oci_is_ref(image))
@@ -131,7 +87,7 @@ int local_bwrap_check_image(const char *image, struct sbx_err *e)
 
 struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx_err *e)
 {
-	char *helper = find_helper("SBX_IMAGE_HELPER", "sbx-image");
+	char *helper = paths_helper("SBX_IMAGE_HELPER", "sbx-image");
 	struct oci_image *img;
 
 	if (helper == NULL) {
@@ -201,7 +157,7 @@ int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e)
 	const char *u = getenv("SBX_SANDBOX_UID"), *g = getenv("SBX_SANDBOX_GID");
 	unsigned long us = SBX_ID_BASE, uc = SBX_ID_COUNT, gs = SBX_ID_BASE, gc = SBX_ID_COUNT, i = 0;
 
-	*ids = (struct local_ids){getuid(), getgid(), geteuid() == 0, -1};
+	*ids = (struct local_ids){geteuid(), getegid(), geteuid() == 0, -1};
 	if (!ids->drop)
 		return 0;
 	if (u && *u) {
@@ -240,8 +196,8 @@ static const char *const service_caps[] = {
 	"CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP", "CAP_SYS_PTRACE",
 };
 
-/* The namespaces: all of them new; the network only without -network; no more user
- * namespaces inside. */
+/* The namespaces: all of them new (lib/localnet.c connects the network one, or not); no
+ * more user namespaces inside. */
 static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
 			    const struct oci_image *img)
 {
@@ -259,10 +215,22 @@ static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
 	strvec_push(a, "--unshare-ipc");
 	strvec_push(a, "--unshare-uts");
 	strvec_push(a, "--unshare-cgroup-try");
-	if (!spec->network)
-		strvec_push(a, "--unshare-net");
+	strvec_push(a, "--unshare-net");
 	strvec_push(a, "--hostname");
 	strvec_push(a, spec->name);
+}
+
+/* "--size N --tmpfs PATH": every tmpfs sized from the memory limit (see reslimit.h), the
+ * default one under -limits none, so none defaults to half of the host's RAM. */
+static void push_tmpfs(struct strvec *a, const struct sbx_spec *spec, enum reslimit_tmpfs which,
+		       const char *path)
+{
+	char n[32];
+	int64_t mem = spec && spec->limits.enforced ? spec->limits.memory : backend_default_memory();
+
+	snprintf(n, sizeof n, "%" PRId64, reslimit_tmpfs_size(mem, which));
+	push3(a, "--size", n, NULL);
+	push3(a, "--tmpfs", path, NULL);
 }
 
 /* The host's own root, read-only, with its secrets masked. */
@@ -291,7 +259,7 @@ static void plan_host_root(struct strvec *a)
 			push3(a, "--ro-bind", "/dev/null", masked_files[i]);
 	for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
 		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
-			push3(a, "--tmpfs", masked_dirs[i], NULL);
+			push_tmpfs(a, NULL, RESLIMIT_MASK, masked_dirs[i]);
 }
 
 /* Private /proc, /dev, /tmp, /run, /var; the home; sbx-init and the toolbox read-only. */
@@ -300,9 +268,11 @@ static void plan_mounts(struct strvec *a, const struct sbx_spec *spec,
 {
 	push3(a, "--proc", "/proc", NULL);
 	push3(a, "--dev", "/dev", NULL);
-	push3(a, "--tmpfs", "/tmp", NULL);
-	push3(a, "--tmpfs", "/run", NULL);
-	push3(a, "--tmpfs", "/var", NULL);
+	push_tmpfs(a, spec, RESLIMIT_SHM, "/dev/shm");
+	push3(a, "--remount-ro", "/dev", NULL);	/* bwrap's own /dev tmpfs has no size */
+	push_tmpfs(a, spec, RESLIMIT_TMP, "/tmp");
+	push_tmpfs(a, spec, RESLIMIT_RUN, "/run");
+	push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
 	push3(a, "--dir", "/var/tmp", NULL);
 	push3(a, "--bind", src->home, spec->homedir);
 	push3(a, "--ro-bind", src->init, "/run/sbx/sbx-init");
@@ -346,7 +316,7 @@ static void plan_env(struct strvec *a, const struct sbx_spec *spec, const struct
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
-		const struct oci_image *img, struct sbx_err *e)
+		const struct oci_image *img, const char *dir, struct sbx_err *e)
 {
 	struct stat st;
 
@@ -365,6 +335,10 @@ static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan
 	 * unless an image names its own WorkingDir. */
 	push3(a, "--chdir", img && img->workdir[0] ? img->workdir : spec->homedir, NULL);
 	plan_env(a, spec, img);
+	/* The network's helper and what it needs inside (lib/localnet.c). */
+	if (localnet_prepare(spec, dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image : "/",
+			     a, e) < 0)
+		return -1;
 	strvec_push(a, "--");
 	strvec_push(a, "/run/sbx/sbx-init");
 	strvec_push(a, "serve");
@@ -439,7 +413,7 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 	}
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
-	return plan(sv, st->spec, &src, st->img, e);
+	return plan(sv, st->spec, &src, st->img, st->paths->dir, e);
 }
 
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
@@ -448,19 +422,19 @@ int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
 	struct strvec sv = {0};
 	int rc = -1;
 
-	bwrap = find_in_path(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
+	bwrap = paths_which(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
 	if (bwrap == NULL) {
 		err_set(e, SBX_EUNAVAIL,
 			"bubblewrap is not installed: install the Debian package \"bubblewrap\"");
 		goto out;
 	}
-	init = find_helper("SBX_INIT", "sbx-init");
+	init = paths_helper("SBX_INIT", "sbx-init");
 	if (init == NULL) {
 		err_set(e, SBX_EUNAVAIL, "cannot find sbx-init next to this program or in "
 			"../libexec/sbx (set SBX_INIT)");
 		goto out;
 	}
-	tool = find_helper("SBX_TOOLBOX", "geminicli-toolbox");
+	tool = paths_helper("SBX_TOOLBOX", "geminicli-toolbox");
 	if (supervisor_argv(&sv, st, init, tool, bwrap, e) < 0)
 		goto out;
 	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, e);

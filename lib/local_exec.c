@@ -236,8 +236,9 @@ static void decode_result(const struct lp_result *res, const struct sbx_exec *x,
 				? snprintf(msg, sizeof msg, "sbx-exec: cannot enter working directory "
 					   "%s: %s\n", x->workdir ? x->workdir : "(the default)",
 					   strerror(-res->exec_errno))
-				: snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s\n", x->argv[0],
-					   strerror(res->exec_errno));
+				: snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s%s\n", x->argv[0],
+					   strerror(res->exec_errno), res->exec_errno == EAGAIN
+					   ? " (the sandbox has as many processes as its -pids limit)" : "");
 			if (m > (int)sizeof msg - 1)
 				m = (int)sizeof msg - 1;
 			if (write(x->err_fd, msg, (size_t)m) < 0) {
@@ -277,7 +278,15 @@ int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
 	fds[1] = x->out_fd;
 	fds[2] = x->err_fd;
 	if (send_req(s, LP_EXEC, payload, len, fds, 3) < 0) {
-		err_sys(e, errno, "cannot send the command to sandbox %s", name);
+		int err = errno;
+		/* The service may have refused at once (no process slot left under -pids) and hung
+		 * up before reading: its answer is waiting. */
+		if ((err == EPIPE || err == ECONNRESET) && read_result(s, &res, 0) == 0) {
+			decode_result(&res, x, r);
+			rc = 0;
+			goto out;
+		}
+		err_sys(e, err, "cannot send the command to sandbox %s", name);
 		goto out;
 	}
 	if (null >= 0) {

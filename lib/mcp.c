@@ -10,6 +10,7 @@
 static const struct mcp_version versions[] = {
 	{MCP_VERSION_LATEST, true, true},
 	{MCP_VERSION_PREVIOUS, true, true},
+	{MCP_VERSION_OLDEST, false, false},
 };
 
 const struct mcp_version *mcp_version_find(const char *name)
@@ -31,7 +32,7 @@ const struct mcp_version *mcp_negotiate(const char *requested)
 
 const char *mcp_versions_text(void)
 {
-	return MCP_VERSION_LATEST ", " MCP_VERSION_PREVIOUS;
+	return MCP_VERSION_LATEST ", " MCP_VERSION_PREVIOUS ", " MCP_VERSION_OLDEST;
 }
 
 static struct json_object *impl_json(const struct mcp_impl *im, bool titles)

@@ -17,9 +17,12 @@
 #include "toolset.h"
 
 /* The current revision and the previous one; a client asking for another gets the current
- * one (the specification's rule) and decides whether it can go on. */
+ * one (the specification's rule) and decides whether it can go on. 2025-03-26 too, for the
+ * clients that still ask for it (Zed): tools without outputSchema, results without
+ * structuredContent (JSON-RPC batches, which it allowed, stay refused). */
 #define MCP_VERSION_LATEST "2025-11-25"
 #define MCP_VERSION_PREVIOUS "2025-06-18"
+#define MCP_VERSION_OLDEST "2025-03-26"
 
 /* Methods and notifications used. */
 #define MCP_INITIALIZE "initialize"

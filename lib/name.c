@@ -4,21 +4,32 @@
 
 #include <string.h>
 
-int name_check(const char *name, struct sbx_err *e)
+/* The rule, with the reason worded for what the name names ("session", "sandbox"). */
+static int check(const char *name, const char *what, struct sbx_err *e)
 {
 	size_t i, n = name ? strlen(name) : 0;
 
-	if (n == 0)
-		return err_set(e, SBX_EINVAL, "session name must be lowercase alphanumeric");
 	for (i = 0; i < n; i++) {
 		char c = name[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
-			return err_set(e, SBX_EINVAL, "session name must be lowercase alphanumeric");
+			break;
 	}
+	if (n == 0 || i < n)
+		return err_set(e, SBX_EINVAL, "%s name must be lowercase alphanumeric", what);
 	if (n > NAME_MAX_LEN)
-		return err_set(e, SBX_EINVAL, "session name must be no more than %d characters long",
-			       NAME_MAX_LEN);
+		return err_set(e, SBX_EINVAL, "%s name must be no more than %d characters long",
+			       what, NAME_MAX_LEN);
 	return 0;
+}
+
+int name_check(const char *name, struct sbx_err *e)
+{
+	return check(name, "session", e);
+}
+
+int sandbox_name_check(const char *name, struct sbx_err *e)
+{
+	return check(name, "sandbox", e);
 }
 
 int namespace_check(const char *ns, struct sbx_err *e)

@@ -6,8 +6,11 @@
 
 #define NAME_MAX_LEN 40
 
-/* Returns 0 if name is valid, else -1 with upstream's reason in e (code SBX_EINVAL). */
+/* Returns 0 if name is valid, else -1 with upstream's reason in e (code SBX_EINVAL):
+ * "session name must be lowercase alphanumeric", "... no more than 40 characters long". */
 int name_check(const char *name, struct sbx_err *e);
+/* The same rule for a sandbox name, the reason saying "sandbox name". */
+int sandbox_name_check(const char *name, struct sbx_err *e);
 /* Kubernetes namespace rule (RFC 1123 label, at most 63 bytes). */
 int namespace_check(const char *ns, struct sbx_err *e);
 

@@ -2,9 +2,11 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "name.h"
 #include "xalloc.h"
@@ -75,4 +77,52 @@ char *paths_session_dir(const char *session, const char *leaf, struct sbx_err *e
 		return NULL;
 	}
 	return dir;
+}
+
+/* Finds a helper program next to this executable, or in ../libexec/sbx. */
+char *paths_helper(const char *env, const char *name)
+{
+	char exe[PATH_MAX], *slash, *p;
+	const char *v = getenv(env);
+	ssize_t n;
+
+	if (v && *v)
+		return access(v, X_OK) == 0 ? xstrdup(v) : NULL;
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	p = xasprintf("%s/%s", exe, name);
+	if (access(p, X_OK) == 0)
+		return p;
+	free(p);
+	p = xasprintf("%s/../libexec/sbx/%s", exe, name);
+	if (access(p, X_OK) == 0)
+		return p;
+	free(p);
+	return NULL;
+}
+
+char *paths_which(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL, *found = NULL;
+
+	if (strchr(prog, '/'))
+		return access(prog, X_OK) == 0 ? xstrdup(prog) : NULL;
+	copy = xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char *p = xasprintf("%s/%s", dir, prog);
+		if (access(p, X_OK) == 0) {
+			found = p;
+			break;
+		}
+		free(p);
+	}
+	free(copy);
+	return found;
 }

@@ -14,5 +14,10 @@ char *paths_session_root(struct sbx_err *e);
 char *paths_session_dir(const char *session, const char *leaf, struct sbx_err *e);
 /* mkdir -p with the given mode for each created component. */
 int paths_mkdirs(const char *path, unsigned mode, struct sbx_err *e);
+/* A helper program: $env if set (NULL unless executable), else NAME next to this executable,
+ * else ../libexec/sbx/NAME from it; NULL when none is found. */
+char *paths_helper(const char *env, const char *name);
+/* prog looked up on $PATH (or taken as is when it holds a slash); NULL when not executable. */
+char *paths_which(const char *prog);
 
 #endif

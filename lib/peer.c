@@ -34,6 +34,7 @@ struct peer {
 	struct outline *head, *tail;
 	size_t queued;
 	bool closing, gone, eof;
+	int holds;			/* answers still to come after end of input */
 	struct jsonrpc_pending pending;
 	struct jsonrpc_reader reader;
 	peer_handler fn;
@@ -137,6 +138,14 @@ out:
 	pthread_mutex_unlock(&p->mu);
 	free(line);
 	return ok;
+}
+
+void peer_hold(struct peer *p, int delta)
+{
+	pthread_mutex_lock(&p->mu);
+	p->holds += delta;
+	wake(p);
+	pthread_mutex_unlock(&p->mu);
 }
 
 void peer_close(struct peer *p)
@@ -324,6 +333,7 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 {
 	int rc = 0, w = 0;
 	bool closing = false;
+	int holds = 0;
 
 	p->fn = fn;
 	p->arg = arg;
@@ -337,12 +347,13 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 
 		pthread_mutex_lock(&p->mu);
 		closing = p->closing;
+		holds = p->holds;
 		pthread_mutex_unlock(&p->mu);
 		if ((w = do_write(p, e)) < 0) {
 			rc = -1;
 			break;
 		}
-		if (closing || (p->eof && w == 0))
+		if (closing || (p->eof && w == 0 && holds <= 0))
 			break;
 		fds[nf++] = (struct pollfd){.fd = p->wakefd, .events = POLLIN};
 		if (p->rfd == p->wfd) {
@@ -415,10 +426,11 @@ struct peer *peer_dial(const char *addr, int timeout_ms, bool tls, const char *c
 	return peer_new(fd, fd, ssl);
 }
 
-struct peer *peer_spawn(char *const argv[], const char *cwd, pid_t *pid, int *errnum,
-			struct sbx_err *e)
+struct peer *peer_spawn(char *const argv[], const char *cwd, int err_fd, pid_t *pid,
+			int *errnum, struct sbx_err *e)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	int in[2] = {-1, -1}, out[2] = {-1, -1};
 
 	*errnum = 0;
@@ -430,8 +442,15 @@ struct peer *peer_spawn(char *const argv[], const char *cwd, pid_t *pid, int *er
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
 	posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	*errnum = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+	/* Its own process group: a terminal's Ctrl-C is for us, not for the agent we talk to. */
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	*errnum = posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	if (*errnum != 0) {
 		err_sys(e, *errnum, "cannot start agent %s", argv[0]);

@@ -35,10 +35,12 @@ struct peer *peer_new(int rfd, int wfd, SSL *ssl);
  * file; NULL: the system store) unless insecure. */
 struct peer *peer_dial(const char *addr, int timeout_ms, bool tls, const char *ca,
 		       bool insecure, struct sbx_err *e);
-/* Spawns argv (looked up on PATH) in directory cwd, talking over its standard input and
- * output; *pid gets its process id. On failure *errnum is posix_spawn's error. */
-struct peer *peer_spawn(char *const argv[], const char *cwd, pid_t *pid, int *errnum,
-			struct sbx_err *e);
+/* Spawns argv (looked up on PATH) in directory cwd, in a process group of its own (a
+ * terminal's Ctrl-C reaches the caller only), talking over its standard input and output; its
+ * standard error goes to err_fd (-1: ours). *pid gets its process id. On failure *errnum is
+ * posix_spawn's error. */
+struct peer *peer_spawn(char *const argv[], const char *cwd, int err_fd, pid_t *pid,
+			int *errnum, struct sbx_err *e);
 void peer_free(struct peer *p);
 /* Runs the I/O loop until the peer closes, an I/O error, or peer_close. Returns 0 on a clean
  * end of input, -1 with the cause in e otherwise. Pending waits fail afterwards. */
@@ -61,6 +63,11 @@ void peer_set_trace(struct peer *p, void (*fn)(void *arg, const char *dir, const
 /* Waits up to wait_ms for a spawned agent to exit (its input closed), then sends SIGTERM and
  * waits for it. */
 void peer_reap(pid_t pid, int wait_ms);
+/* Counts answers still to come (delta +1 when a request is taken on, -1 when its answer is
+ * queued): at end of input the loop goes on until the count is back to 0 and every queued
+ * line is written, so a client that closes its input after its last request still gets the
+ * answers (stdio MCP clients pipe requests this way). */
+void peer_hold(struct peer *p, int delta);
 /* Asks the I/O loop to end (any thread). */
 void peer_close(struct peer *p);
 bool peer_closed(struct peer *p);

@@ -45,6 +45,13 @@ static int is_null(int fd)
 	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
 }
 
+static int background_tty(int fd)
+{
+	pid_t fg = isatty(fd) ? tcgetpgrp(fd) : 0;
+
+	return fg > 0 && fg != getpgrp();
+}
+
 static int same_file(int a, int b)
 {
 	struct stat sa, sb;
@@ -207,10 +214,13 @@ static int make_pipe(struct plumbing *pl, int side, int *theirs, struct sbx_err 
 static int plumb(const struct sbx_exec *x, const struct relay_opts *o, struct plumbing *pl,
 		 struct pump *p, struct sbx_err *e)
 {
-	int merge = o->merge || (!o->take && !is_null(x->out_fd) && same_file(x->out_fd, x->err_fd));
+	int merge = o->merge || (!o->take && !o->out_own && !is_null(x->out_fd) &&
+				 same_file(x->out_fd, x->err_fd));
 	int pipes = 0, s;
 
-	if (x->in_fd < 0 || o->in_own || is_null(x->in_fd)) {
+	/* A terminal this process is not in the foreground of (started with &) is not read: the
+	 * read would stop it (SIGTTIN) whether or not the command wants input. */
+	if (x->in_fd < 0 || o->in_own || is_null(x->in_fd) || background_tty(x->in_fd)) {
 		pl->pass[0] = x->in_fd >= 0 && !o->in_own ? open_null(pl, e) : x->in_fd;
 	} else {
 		if ((p->in_dst = make_pipe(pl, 0, &pl->pass[0], e)) < 0)
@@ -220,6 +230,10 @@ static int plumb(const struct sbx_exec *x, const struct relay_opts *o, struct pl
 	}
 	for (s = 1; s <= 2; s++) {
 		int to = s == 1 ? x->out_fd : x->err_fd;
+		if (o->out_own && !o->take) {
+			pl->pass[s] = to;
+			continue;
+		}
 		if (s == 2 && merge) {
 			pl->pass[2] = pl->pass[1];
 			continue;

@@ -21,6 +21,7 @@ typedef void (*relay_take_fn)(void *arg, int stream, const char *p, size_t n);
 
 struct relay_opts {
 	bool in_own;		/* x->in_fd is sbx's own (a memfd of the request's stdin): pass it */
+	bool out_own;		/* x->out_fd and x->err_fd are sbx's own (pipes, memfds): pass them */
 	bool merge;		/* stderr goes into stdout's stream (one pipe, order kept) */
 	relay_take_fn take;	/* non-NULL: output goes here (stream 1 or 2), not to x's fds */
 	void *arg;

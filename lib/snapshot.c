@@ -7,64 +7,29 @@
 #include <poll.h>
 #include <signal.h>
 #include <libgen.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "execjob.h"
+#include "fsutil.h"
 #include "xalloc.h"
 
-/* One sbx_exec run on its own thread while this one handles the stream. */
-struct job {
-	struct sbx_backend *b;
-	const char *name;
-	struct sbx_exec x;
-	struct sbx_exec_result res;
-	struct sbx_err err;
-	int rc;
-	int close_after;	/* our end of the pipe the command writes to, closed when it ends */
+/* take_by_exec's reader: the stream through the checker into the temporary. */
+struct take {
+	struct backup_tmp *t;
+	struct archive_stats *st;
 };
 
-static void *job_run(void *arg)
+static int take_check(int fd, void *arg, struct sbx_err *e)
 {
-	struct job *j = arg;
+	struct take *tk = arg;
 
-	j->rc = sbx_exec(j->b, j->name, &j->x, &j->res, &j->err);
-	if (j->close_after >= 0)
-		close(j->close_after);
-	return NULL;
-}
-
-/* The start of what tar wrote on stderr, for the error message. */
-static void stderr_text(int fd, char *out, size_t cap)
-{
-	ssize_t n = pread(fd, out, cap - 1, 0);
-	size_t len = n > 0 ? (size_t)n : 0;
-
-	while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' '))
-		len--;
-	out[len] = '\0';
-}
-
-/* The result of a tar run inside the sandbox, in upstream's words. */
-static int tar_outcome(const struct job *j, int errfd, const char *what, struct sbx_err *e)
-{
-	char text[SNAPSHOT_STDERR_MAX];
-
-	if (j->rc < 0)
-		return err_set(e, j->err.code, "failed to execute %s: %s", what, j->err.msg);
-	if (j->res.canceled)
-		return err_set(e, SBX_ECANCELED, "interrupted");
-	if (j->res.exit_code != 0) {
-		stderr_text(errfd, text, sizeof text);
-		return err_set(e, SBX_EIO, "%s failed with exit code %d: %s", what, j->res.exit_code,
-			       text);
-	}
-	return 0;
+	return archive_check_fd(fd, tk->t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
+				backup_tap, tk->t, tk->st, e);
 }
 
 /* Streams `tar -c` of home inside the sandbox through the checker into the temporary. */
@@ -72,59 +37,13 @@ static int take_by_exec(struct sbx_backend *b, const char *session, const char *
 			enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
 			struct sbx_err *e)
 {
-	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "-cf", "-", "-C",
-			(char *)home, ".", NULL};
-	struct job j = {.b = b, .name = session, .close_after = -1};
-	int out[2] = {-1, -1}, stop[2] = {-1, -1}, errfd = -1, rc = -1;
-	pthread_t th;
-	bool started = false;
+	/* Entries owned by root, as upstream's root pods write them: a backup from a non-root
+	 * pod (uid 1000 on kubernetes) restores in upstream's pod as if upstream had made it. */
+	char *argv[] = {"tar", codec == ARCHIVE_CODEC_ZSTD ? "--zstd" : "-z", "--owner=0",
+			"--group=0", "--numeric-owner", "-cf", "-", "-C", (char *)home, ".", NULL};
+	struct take tk = {t, st};
 
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(stop, O_CLOEXEC) < 0 ||
-	    (errfd = memfd_create("tar-stderr", MFD_CLOEXEC)) < 0) {
-		err_sys(e, errno, "cannot set up the snapshot stream");
-		goto out;
-	}
-	j.x = (struct sbx_exec){.argv = argv, .in_fd = -1, .out_fd = out[1], .err_fd = errfd,
-				.cancel_fd = stop[0]};
-	j.close_after = out[1];
-	if (pthread_create(&th, NULL, job_run, &j) != 0) {
-		err_set(e, SBX_EIO, "cannot start the snapshot thread");
-		goto out;
-	}
-	out[1] = -1;	/* the thread closes it */
-	started = true;
-	if (archive_check_fd(out[0], t->cancel_fd, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP,
-			    backup_tap, t, st, e) < 0) {
-		/* Stop tar: cancel the command and close our end so its writes fail. */
-		if (write(stop[1], "x", 1) < 0) {
-			/* the command is being cancelled anyway by closing the pipe */
-		}
-		close(out[0]);
-		out[0] = -1;
-		pthread_join(th, NULL);
-		started = false;
-		/* A stream cut short because the command failed: its failure is the reason. */
-		if (e->code != SBX_ECANCELED && !j.res.canceled &&
-		    (j.rc < 0 || j.res.exit_code != 0))
-			tar_outcome(&j, errfd, "snapshot", e);
-		goto out;
-	}
-	pthread_join(th, NULL);
-	started = false;
-	rc = tar_outcome(&j, errfd, "snapshot", e);
-out:
-	if (started) {
-		pthread_join(th, NULL);
-	}
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (stop[i] >= 0)
-			close(stop[i]);
-	}
-	if (errfd >= 0)
-		close(errfd);
-	return rc;
+	return execjob_read(b, session, argv, take_check, &tk, "snapshot", e);
 }
 
 /* ---- work on the host home, done by a child holding only the home owner's rights ---- */
@@ -142,25 +61,8 @@ struct host_job {
 	enum archive_codec codec;
 	int fd;			/* pack: where the archive goes; unpack: the archive */
 	uint64_t max_bytes;
-	bool unpack;
+	enum { HOST_PACK, HOST_UNPACK, HOST_CLEAR } op;
 };
-
-static int fd_sink(const void *p, size_t n, void *arg, struct sbx_err *e)
-{
-	const char *c = p;
-	int fd = *(int *)arg;
-
-	while (n > 0) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return err_sys(e, errno, "cannot pass the archive on");
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
@@ -198,7 +100,8 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 	}
 	if (pid == 0) {
 		struct report r = {0};
-		int fd = hj->fd, lo = fd < rp[1] ? fd : rp[1], hi = fd < rp[1] ? rp[1] : fd;
+		int fd = hj->fd >= 0 ? hj->fd : rp[1];	/* clearing needs no archive */
+		int lo = fd < rp[1] ? fd : rp[1], hi = fd < rp[1] ? rp[1] : fd;
 		/* Keep only the archive and the report: this child works for the sandbox's owner
 		 * and must hold nothing else of ours (the backup file, sockets, locks). */
 		if (lo > 3)
@@ -207,10 +110,12 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
 		close_range((unsigned)hi + 1, ~0U, 0);
 		r.rc = enter_as_owner(hj->dir, &r.err);
-		if (r.rc == 0 && hj->unpack)
+		if (r.rc == 0 && hj->op == HOST_UNPACK)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
-		else if (r.rc == 0)
-			r.rc = archive_pack_dir(".", hj->codec, fd_sink, &fd, &r.st, &r.err);
+		else if (r.rc == 0 && hj->op == HOST_PACK)
+			r.rc = archive_pack_dir(".", hj->codec, archive_fd_sink, &fd, &r.st, &r.err);
+		else if (r.rc == 0 && fs_clear_dir(".") < 0)
+			r.rc = err_sys(&r.err, errno, "cannot empty the home");
 		if (r.rc < 0)
 			err_prefix(&r.err, "%s", hj->dir);
 		if (write(rp[1], &r, sizeof r) != (ssize_t)sizeof r)
@@ -248,7 +153,7 @@ static int take_from_host(const char *host, enum archive_codec codec, struct bac
 			  struct archive_stats *st, struct sbx_err *e)
 {
 	int out[2], rep = -1, rc;
-	struct host_job hj = {.dir = host, .codec = codec};
+	struct host_job hj = {.dir = host, .codec = codec, .fd = -1, .op = HOST_PACK};
 	struct report r;
 	pid_t pid;
 
@@ -275,11 +180,12 @@ static int take_from_host(const char *host, enum archive_codec codec, struct bac
 	return rc;
 }
 
-/* Unpacks the backup on fd into the host home in a child. */
-static int restore_to_host(const char *host, int fd, uint64_t max, int cancel_fd,
+/* Unpacks the backup on fd into the host home (HOST_UNPACK), or empties it (HOST_CLEAR, fd
+ * -1), in a child. */
+static int restore_to_host(const char *host, int op, int fd, uint64_t max, int cancel_fd,
 			   struct archive_stats *st, struct sbx_err *e)
 {
-	struct host_job hj = {.dir = host, .fd = fd, .max_bytes = max, .unpack = true};
+	struct host_job hj = {.dir = host, .fd = fd, .max_bytes = max, .op = op};
 	struct pollfd pf[2];
 	struct report r;
 	int rep = -1;
@@ -392,15 +298,18 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 			   int cancel_fd, const struct archive_stats *st, struct sbx_err *e)
 {
 	unsigned char magic[4] = {0};
-	/* --no-same-owner: files belong to whoever extracts, as with the local backend. */
-	char *base[] = {"tar", "-z", "--no-same-owner", "-xf", "-", "-C", (char *)home};
+	/* --no-same-owner: files belong to whoever extracts, as with the local backend (upstream's
+	 * root-owned entries become a non-root pod's own). The archive's top entry "." is left
+	 * out (--no-recursion: that entry only, not what it holds) and existing directories keep
+	 * their metadata: the home itself keeps its owner and mode, which a non-root pod may not
+	 * change on a volume it does not own (GNU tar would fail the restore trying). */
+	char *base[] = {"tar", "-z", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+			"--exclude=.", "-xf", "-", "-C", (char *)home};
 	size_t nb = sizeof base / sizeof base[0], na = nb + 1, i;
 	char **argv;
-	struct job j = {.b = b, .name = session, .close_after = -1};
-	int errfd = memfd_create("tar-stderr", MFD_CLOEXEC), rc;
+	struct execjob j;
+	int rc;
 
-	if (errfd < 0)
-		return err_sys(e, errno, "cannot set up the restore");
 	if (st->nlink_names)
 		na += 2 + st->nlink_names;
 	argv = xcalloc(na, sizeof *argv);
@@ -417,15 +326,25 @@ static int restore_by_exec(struct sbx_backend *b, const char *session, const cha
 		argv[1] = "--zstd";
 	else if (magic[0] != 0x1f || magic[1] != 0x8b)
 		argv[1] = "-p";	/* plain tar: a harmless flag in -z's place */
-	j.x = (struct sbx_exec){.argv = argv, .in_fd = fd, .out_fd = errfd, .err_fd = errfd,
-				.cancel_fd = cancel_fd};
-	job_run(&j);
-	rc = tar_outcome(&j, errfd, "restore", e);
-	close(errfd);
+	if ((rc = execjob_run(&j, b, session, argv, fd, -1, cancel_fd, e)) == 0)
+		rc = execjob_finish(&j, "restore", e);
 	for (i = sizeof base / sizeof base[0] + 2; st->nlink_names && argv[i]; i++)
 		free(argv[i]);
 	free(argv);
 	return rc;
+}
+
+/* Empties home inside the sandbox after a failed extraction (POSIX sh and rm only). */
+static int clear_by_exec(struct sbx_backend *b, const char *session, const char *home,
+			 int cancel_fd, struct sbx_err *e)
+{
+	char *argv[] = {"sh", "-c", "cd -- \"$1\" && rm -rf -- ./* ./.[!.]* ./..?*", "sh",
+			(char *)home, NULL};
+	struct execjob j;
+
+	if (execjob_run(&j, b, session, argv, -1, -1, cancel_fd, e) < 0)
+		return -1;
+	return execjob_finish(&j, "emptying the home", e);
 }
 
 /* Verifies one candidate; the open, verified fd (rewound) or -1 with the reason in e. */
@@ -444,6 +363,57 @@ static int candidate(const char *dir, const char *name, const struct snapshot_re
 	return fd;
 }
 
+/* Where and how a restore writes: the host home, or tar in the sandbox. */
+struct target {
+	struct sbx_backend *b;
+	const char *session, *home;	/* home: the directory inside, for the exec path */
+	char *host;			/* the host directory, or NULL */
+	char *mark;			/* the backup directory holding the mark, or NULL (-homedir) */
+	uint64_t max;
+	int cancel_fd;
+};
+
+/* Extracts the verified backup on fd into the home, marked as incomplete until it is whole. */
+static int extract(const struct target *t, const char *backup, int fd, struct archive_stats *st,
+		   struct sbx_err *e)
+{
+	if (t->mark && backup_restoring_mark(t->mark, backup, e) < 0)
+		return -1;
+	if (t->host)
+		return restore_to_host(t->host, HOST_UNPACK, fd, t->max, t->cancel_fd, st, e);
+	return restore_by_exec(t->b, t->session, t->home, fd, t->cancel_fd, st, e);
+}
+
+/* Empties the home after a failed extraction, so the next backup is restored alone. */
+static int clear_home(const struct target *t, struct sbx_err *e)
+{
+	struct archive_stats st = {0};
+
+	if (t->host)
+		return restore_to_host(t->host, HOST_CLEAR, -1, 0, t->cancel_fd, &st, e);
+	return clear_by_exec(t->b, t->session, t->home, t->cancel_fd, e);
+}
+
+/* The candidates of a restore, oldest first, and the directory they are in. */
+static char *candidates(const char *session, const struct snapshot_restore_opts *o,
+			struct backup_list *l, struct sbx_err *e)
+{
+	char *dir;
+
+	if (o->from) {
+		char *d = xstrdup(o->from), *n = xstrdup(o->from);
+		dir = xstrdup(dirname(d));
+		backup_list_add(l, basename(n), NULL);
+		free(d), free(n);
+		return dir;
+	}
+	if ((dir = backup_dir(session, e)) != NULL && backup_list_dir(dir, l, e) < 0) {
+		free(dir);
+		dir = NULL;
+	}
+	return dir;
+}
+
 int snapshot_restore(struct sbx_backend *b, const char *session,
 		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
 		     struct sbx_err *e)
@@ -451,27 +421,56 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	struct sbx_info info;
 	struct backup_list l = {0};
 	struct archive_stats st = {0};
-	char *dir = NULL, *host = NULL, *used = NULL, *mark = NULL;
-	bool failed;
+	struct target t = {.b = b, .session = session, .cancel_fd = o->cancel_fd,
+			   .max = o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED};
+	char *dir = NULL, *used = NULL;
+	bool failed, ready = false;
 	int fd = -1, rc = -1;
 
 	memset(r, 0, sizeof *r);
 	if (sbx_get(b, session, &info, e) < 0)
 		return -1;
-	if (o->from) {
-		char *d = xstrdup(o->from), *n = xstrdup(o->from);
-		dir = xstrdup(dirname(d));
-		backup_list_add(&l, basename(n), NULL);
-		free(d), free(n);
-	} else if ((dir = backup_dir(session, e)) == NULL || backup_list_dir(dir, &l, e) < 0) {
+	t.home = o->homedir ? o->homedir : info.homedir;
+	if ((dir = candidates(session, o, &l, e)) == NULL)
+		goto out;
+	if (l.n == 0) {
+		rc = o->optional ? 0 : err_set(e, SBX_ENOTFOUND, "session %s has no backup in %s (to "
+					       "restore another backup, name it with -from FILE)",
+					       session, dir);
 		goto out;
 	}
-	for (size_t i = l.n; i-- > 0;) {
+	/* Newest first: one that fails verification is passed over before anything is written;
+	 * one that fails to extract (a full disk, say) leaves a partial home that is emptied
+	 * before the next is restored alone. With -from there is only the one. */
+	for (size_t i = l.n; i-- > 0 && used == NULL;) {
 		char *path = xasprintf("%s/%s", dir, l.name[i]);
 		archive_stats_free(&st);
 		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
-			used = path;
-			break;
+			if (!ready) {
+				t.host = host_home(b, session, o->homedir, e, &failed);
+				if (failed || (o->homedir == NULL &&
+					       (t.mark = backup_dir(session, e)) == NULL)) {
+					free(path);
+					goto out;
+				}
+				ready = true;
+			}
+			if (extract(&t, path, fd, &st, e) == 0) {
+				used = path;
+				break;
+			}
+			if (e->code != SBX_ECANCELED)
+				err_prefix(e, "cannot be extracted");
+			if (e->code != SBX_ECANCELED && !o->from && i > 0) {
+				struct sbx_err ce;
+				if (clear_home(&t, &ce) < 0) {
+					err_set(e, ce.code, "%s: %s; %s", path, e->msg, ce.msg);
+					free(path);
+					goto out;
+				}
+			}
+			close(fd);
+			fd = -1;
 		}
 		if (!o->from && e->code != SBX_ECANCELED)
 			backup_list_add(&r->skipped, path, e->msg);
@@ -482,30 +481,11 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 			goto out;
 	}
 	if (used == NULL) {
-		if (l.n == 0) {
-			rc = 0;
-			goto out;
-		}
 		err_set(e, SBX_EIO, "none of the %zu backups in %s is good (newest: %s)", l.n, dir,
 			r->skipped.why[0]);
 		goto out;
 	}
-	host = host_home(b, session, o->homedir, e, &failed);
-	if (failed)
-		goto out;
-	/* From here the home may change: mark it until the restore is whole (see backup.h). */
-	if (o->homedir == NULL && ((mark = backup_dir(session, e)) == NULL ||
-				   backup_restoring_mark(mark, used, e) < 0))
-		goto out;
-	if (host) {
-		if (restore_to_host(host, fd, o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED,
-				    o->cancel_fd, &st, e) < 0)
-			goto out;
-	} else if (restore_by_exec(b, session, o->homedir ? o->homedir : info.homedir, fd,
-				   o->cancel_fd, &st, e) < 0) {
-		goto out;
-	}
-	if (mark && backup_restoring_clear(mark, e) < 0)
+	if (t.mark && backup_restoring_clear(t.mark, e) < 0)
 		goto out;
 	r->restored = used;
 	used = NULL;
@@ -517,13 +497,13 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	st.nlink_names = 0;
 	rc = 0;
 out:
-	free(mark);
+	free(t.mark);
+	free(t.host);
 	archive_stats_free(&st);
 	if (fd >= 0)
 		close(fd);
 	backup_list_free(&l);
 	free(used);
-	free(host);
 	free(dir);
 	return rc;
 }

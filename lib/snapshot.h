@@ -7,14 +7,12 @@
 #ifndef SBX_SNAPSHOT_H
 #define SBX_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "archive.h"
 #include "backend.h"
 #include "backup.h"
-
-/* What a failing tar inside the sandbox may say that we keep for the error message. */
-#define SNAPSHOT_STDERR_MAX 4096
 
 struct snapshot_opts {
 	const char *homedir;	/* NULL: the sandbox's home; else this directory, via tar inside */
@@ -46,20 +44,25 @@ struct snapshot_restore_opts {
 	const char *from;	/* a backup file to use instead of the session's newest */
 	uint64_t max_bytes;	/* expansion cap (ARCHIVE_MAX_EXPANDED by default) */
 	int cancel_fd;
+	bool optional;		/* a session without backups is success (restored NULL) */
 };
 
 struct snapshot_restore_result {
 	char *restored;		/* the backup used, NULL when the session has none */
 	uint64_t files, bytes;
-	struct backup_list skipped;	/* newer backups that failed verification, with why */
+	struct backup_list skipped;	/* newer backups passed over (failed verification or
+					 * extraction), with why */
 	char **links_out;		/* symlinks not created: their target leaves the home */
 	size_t nlinks_out;
 };
 
 /* Restores the newest good backup (or opts->from) into sandbox `session`. Each candidate is
  * verified whole (checksum, structure, entry policy) before anything is written, so a refused
- * archive leaves the home as it was; a bad newest backup falls back to the next one. No backup
- * at all is success with restored NULL; backups that are all bad are an error. */
+ * archive leaves the home as it was; a bad newest backup falls back to the next one, and so
+ * does one whose extraction fails (the home is emptied first). While a candidate is extracted
+ * the session's BACKUP_RESTORING mark names it; it is removed only when one completes. No
+ * backup at all is SBX_ENOTFOUND saying so (success with restored NULL when opts->optional);
+ * backups that are all bad are an error. */
 int snapshot_restore(struct sbx_backend *b, const char *session,
 		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
 		     struct sbx_err *e);

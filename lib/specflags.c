@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netpolicy.h"
 #include "xalloc.h"
 
 struct specflag_def {
@@ -22,9 +23,26 @@ struct specflag_def {
 
 static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
-	(void)e;
-	spec->network = strcmp(text, "true") == 0;
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		spec->network = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		spec->network = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
 	return 0;
+}
+
+/* Checks and normalises the -allow-host list (lib/netpolicy.c). */
+static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct netpolicy p;
+	int rc;
+
+	if (netpolicy_parse(text, &p, e) < 0)
+		return -1;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
 }
 
 /* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
@@ -95,13 +113,56 @@ static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err 
 	return 0;
 }
 
+/* A boolean from a flag ("true"/"false") or its environment variable (also 1/0). */
+static int parse_bool(const char *text, bool *out, struct sbx_err *e)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		*out = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		*out = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
+	return 0;
+}
+
+static int apply_run_as_root(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_bool(text, &spec->run_as_root, e);
+}
+
+/* A RuntimeClass name is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', each
+ * dot-separated label starting and ending with an alphanumeric. */
+static int apply_runtime_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	size_t n = strlen(text);
+	bool edge = true;	/* at the start of a label */
+
+	if (n == 0 || n >= sizeof spec->runtime_class)
+		return err_set(e, SBX_EINVAL, "a RuntimeClass name has 1 to %zu characters",
+			       sizeof spec->runtime_class - 1);
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		bool last = i + 1 == n || text[i + 1] == '.';
+		if (!alnum && !(c == '-' && !edge && !last) && !(c == '.' && !edge && i + 1 < n))
+			return err_set(e, SBX_EINVAL, "a RuntimeClass name is a DNS-1123 subdomain "
+				       "(lower-case letters, digits, '-' and '.', e.g. gvisor)");
+		edge = c == '.';
+	}
+	memcpy(spec->runtime_class, text, n + 1);
+	return 0;
+}
+
 static const struct specflag_def defs[SPECF_COUNT] = {
-	[SPECF_NETWORK] = {"network", true, NULL, apply_network},
+	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
+	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
 	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
 	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
 	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},
 	[SPECF_DISK] = {"disk", false, "SANDBOX_DISK", apply_disk},
 	[SPECF_LIMITS] = {"limits", false, "SANDBOX_LIMITS", apply_limits},
+	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
+	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
 };
 
 /* The flags that set one limit: meaningless, so refused, beside -limits none. */

@@ -19,17 +19,24 @@
 /* One per row of the table in specflags.c, in the order help texts list them. */
 enum specflag_id {
 	SPECF_NETWORK,
+	SPECF_ALLOW_HOSTS,
 	SPECF_MEMORY,
 	SPECF_PIDS,
 	SPECF_CPUS,
 	SPECF_DISK,
 	SPECF_LIMITS,
+	SPECF_RUN_AS_ROOT,
+	SPECF_RUNTIME_CLASS,
 	SPECF_COUNT
 };
 
 /* Help lines for the flags, in the table's order, for a program's usage constant. */
 #define SPECFLAGS_USAGE \
-	"  -network              give the sandbox network access (local backend; default: none)\n" \
+	"  -network              a network of its own with NAT to the outside; env\n" \
+	"                        SANDBOX_NETWORK=true, default: none\n" \
+	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
+	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
+	"                        env SANDBOX_ALLOW_HOSTS\n" \
 	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
 	"                        default 2G or half of the RAM if less\n" \
 	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
@@ -37,11 +44,15 @@ enum specflag_id {
 	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
 	"  -disk SIZE            most the home may hold (10G); env SANDBOX_DISK, default 10G\n" \
 	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
-	"                        env SANDBOX_LIMITS, default on\n"
+	"                        env SANDBOX_LIMITS, default on\n" \
+	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
+	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	"                        (env SANDBOX_RUNTIME_CLASS)\n"
 
 /* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network] [-memory SIZE] [-pids N] [-cpus N] [-disk SIZE] " \
-	"[-limits on|none]"
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

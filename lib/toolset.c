@@ -9,6 +9,7 @@
 #include "capture.h"
 #include "duration.h"
 #include "gojson.h"
+#include "reslimit.h"
 #include "xalloc.h"
 
 static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
@@ -134,7 +135,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
 
-	*failed = 1;
+	*failed = TOOL_FAILED;
 	if (t == NULL)
 		return xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
 	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
@@ -151,16 +152,20 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	err_clear(&te);
 	out = t->run(ctx, args, &te);
 	if (out != NULL) {
-		*failed = 0;
+		*failed = TOOL_OK;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
 	} else if (te.code == SBX_ETIMEDOUT) {
 		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
 				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
 	} else if (te.code == SBX_ENOTFOUND) {
-		/* The sandbox vanished: the caller recreates it and calls again. */
+		/* The sandbox was not there, nothing ran: the caller recreates it and calls again. */
 		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
 	} else {
+		/* Gone while the tool ran (SBX_EGONE) is an answer like any failure, never a retry:
+		 * the command may have done part of its work. */
+		if (te.code == SBX_EGONE)
+			*failed = TOOL_SANDBOX_GONE;
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
 	}
 done:
@@ -224,10 +229,26 @@ static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, si
 	return 0;
 }
 
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap)
+{
+	char size[32];
+
+	if (!r->oom_killed)
+		return buf[0] = '\0', buf;
+	snprintf(buf, cap, "The command ran out of memory: the sandbox's memory limit (%s) killed "
+		 "it (exit code 137). Use less memory, e.g. smaller inputs or fewer processes at once.",
+		 reslimit_size_text(r->memory_limit, size, sizeof size));
+	return buf;
+}
+
+/* Upstream's result text, plus the reason when the memory limit killed the command. */
 static char *report(const char *head, const struct capture *c)
 {
-	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d", head, c->out, c->err,
-			 c->res.exit_code);
+	char oom[256];
+
+	toolset_oom_text(&c->res, oom, sizeof oom);
+	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d%s%s", head, c->out, c->err,
+			 c->res.exit_code, oom[0] ? "\n" : "", oom);
 }
 
 static char *run_command(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)

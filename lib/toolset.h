@@ -61,9 +61,16 @@ const char *toolset_tool_kind(const char *name);
 const char *toolset_output_schema(const char *name);
 /* Runs one tool call through the registry rules. Returns the content of the tool message
  * (either the tool's result or the `Error calling tool …` text); NULL only for failures that
- * must abort the turn (cancellation), with e set. *failed is set when the registry
- * reported an error (ACP's "failed" status). */
+ * must abort the turn (cancellation, or a sandbox that was not there: SBX_ENOTFOUND, nothing
+ * ran, safe to recreate it and call again), with e set. *failed is TOOL_FAILED when the
+ * registry reported an error (ACP's "failed" status), TOOL_SANDBOX_GONE when the sandbox went
+ * away while the tool ran (the content says so; the call may have run in part, so it must not
+ * be repeated). */
+enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_SANDBOX_GONE = 2 };
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
 		   const char *arguments, int *failed, struct sbx_err *e);
+/* What a tool result tells the model when the sandbox's memory limit killed its command
+ * ("The command ran out of memory: …, naming the limit"), in buf; "" when it did not. */
+const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap);
 
 #endif

@@ -283,6 +283,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	long pid = 0;
 	int code = 0, sig = 0;
 	bool have;
+	char oom[256];
 
 	if (*command == '\0') {
 		err_set(e, SBX_EINVAL, "Command cannot be empty.");
@@ -321,6 +322,8 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	if (c.out_truncated)
 		buf_printf(&t, "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
 			   SHELL_OUTPUT_MAX >> 20);
+	if (c.res.oom_killed)
+		buf_printf(&t, "\nError: %s", toolset_oom_text(&c.res, oom, sizeof oom));
 	if (sig > 0)
 		buf_printf(&t, "\nSignal: %d", sig);
 	else if (code != 0)
@@ -413,6 +416,7 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 	struct capture c;
 	struct buf msg = {0};
 	size_t a, z;
+	char oomtext[256];
 
 	if (run_capture(ctx, &rq, &c, e) < 0) {
 		free(in);
@@ -429,8 +433,9 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 		;
 	for (z = msg.len; z > a && strchr(" \t\r\n\v\f", msg.data[z - 1]); z--)
 		;
-	out = xasprintf("Error: tool \"%s\" failed (exit code %d): %.*s", name, c.res.exit_code,
-			(int)(z - a), msg.data + a);
+	out = xasprintf("Error: tool \"%s\" failed (exit code %d): %.*s%s%s", name, c.res.exit_code,
+			(int)(z - a), msg.data + a, c.res.oom_killed ? "\n" : "",
+			toolset_oom_text(&c.res, oomtext, sizeof oomtext));
 	buf_free(&msg);
 	capture_free(&c);
 	return out;

@@ -14,6 +14,7 @@ setup() {
 
 teardown() {
 	stop_server
+	stop_stub
 	teardown_sbx_env
 }
 
@@ -143,4 +144,47 @@ The user denied permission to run tool "run_command".'
 	# a plain client against the TLS port gets no ACP answer within the setup limit
 	run acp-client -addr "127.0.0.1:$port" -setup-timeout 2s -prompt hi
 	assert_status 111
+}
+
+@test "-cmd: the agent's messages go to its log, not the screen; -agent-log - keeps them here" {
+	run --separate-stderr acp-client -cmd "acp-server -stdio" -yolo -prompt "run: echo quiet"
+	assert_status 0
+	assert_contains "quiet"
+	[[ "$stderr" != *"acp-server:"* ]]
+	log=$XDG_STATE_HOME/sbx/acp-client/agent.log
+	grep -q 'acp-server: serving ACP address="stdio"' "$log"
+	[ "$(stat -c %a "$log")" = 600 ]
+	run --separate-stderr acp-client -cmd "acp-server -stdio" -agent-log - -yolo -prompt "run: true"
+	assert_status 0
+	[[ "$stderr" == *'acp-server: serving ACP address="stdio"'* ]]
+	run acp-client -cmd "acp-server -stdio" -agent-log "$BATS_TEST_TMPDIR/mine.log" -prompt "hi"
+	assert_status 0
+	grep -q "acp-server: serving ACP" "$BATS_TEST_TMPDIR/mine.log"
+	run acp-client -addr 127.0.0.1:1 -agent-log x
+	assert_status 100
+	# an agent that fails: where its messages are is said
+	run acp-client -cmd "acp-server -stdio -bogus" -prompt hi
+	assert_status 111
+	assert_contains "the agent's messages are in $log"
+	grep -q -- "-bogus" "$log"
+}
+
+@test "-cmd: Ctrl-C (SIGINT to the terminal's process group) cancels the turn and leaves the agent running" {
+	start_stub <<<'{"hang": true}'
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	# its own process group, as a shell gives a foreground job: the group is what Ctrl-C hits
+	setsid acp-client -cmd "acp-server -stdio" -yolo <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "hello" >&4
+	wait_until test -s "$STUB_DIR/requests.jsonl"
+	agent=$(pgrep -P "$pid" -f "acp-server -stdio")
+	[ -n "$agent" ]
+	kill -INT -- "-$pid"
+	wait_until grep -q "turn ended: cancelled" "$BATS_TEST_TMPDIR/out"
+	run ! gone "$agent"
+	echo "/exit" >&4
+	exec 4>&-
+	finish "$pid"
+	wait_until gone "$agent"
 }

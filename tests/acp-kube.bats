@@ -127,6 +127,24 @@ manifest() {
 	assert_json '.roleRef == {"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"sandboxed-tools-acp-server"}'
 	run timeout 60 "$kubectl" get role sandboxed-tools-acp-server -o json
 	assert_json '.rules[0].resources == ["sandboxes"] and (.rules[2].resources == ["pods/exec"])'
+	# only the verbs sbx uses
+	assert_json '[.rules[] | {(.resources[0]): .verbs}] | add == {"sandboxes": ["create","get","watch","update","delete"], "pods": ["get"], "pods/exec": ["create"], "networkpolicies": ["create","get","delete"]}'
+	# the Deployment's pod meets Pod Security "restricted": as a Pod it passes admission in a
+	# namespace enforcing it, and without its seccompProfile it would not
+	run timeout 60 "$kubectl" label namespace default pod-security.kubernetes.io/enforce=restricted
+	assert_status 0
+	timeout 60 "$kubectl" get deployment sandboxed-tools-acp-server -o json |
+		jq '{apiVersion: "v1", kind: "Pod", metadata: {name: "acp-pod"}, spec: .spec.template.spec}' >"$BATS_TEST_TMPDIR/pod.json"
+	jq -e '.spec.securityContext.seccompProfile == {"type": "RuntimeDefault"}' "$BATS_TEST_TMPDIR/pod.json"
+	run timeout 60 "$kubectl" apply --dry-run=server -f "$BATS_TEST_TMPDIR/pod.json"
+	assert_status 0
+	assert_contains "pod/acp-pod created (server dry run)"
+	jq 'del(.spec.securityContext.seccompProfile)' "$BATS_TEST_TMPDIR/pod.json" >"$BATS_TEST_TMPDIR/bad.json"
+	run timeout 60 "$kubectl" apply --dry-run=server -f "$BATS_TEST_TMPDIR/bad.json"
+	[ "$status" -ne 0 ]
+	assert_contains 'pods "acp-pod" is forbidden: violates PodSecurity "restricted:latest": seccompProfile (pod or container "acp-server" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'
+	run timeout 60 "$kubectl" label namespace default pod-security.kubernetes.io/enforce-
+	assert_status 0
 	# the Secret the Deployment reads its environment from (the test server takes JSON, not
 	# the protobuf that `kubectl create secret` sends to a real cluster)
 	run bash -c "timeout 60 '$kubectl' -n default create secret generic sandboxed-tools-acp-server \

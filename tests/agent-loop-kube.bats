@@ -42,7 +42,7 @@ EOF
 	assert_status 0
 	[ "${lines[3]}" = "Sandbox Backend: kubernetes (selected with -backend)" ]
 	assert_contains "agent-loop: launching sandbox for tool execution..."
-	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox > ~/greeting.txt'\''"}): completed'
 	assert_contains "exit_code: 0"
 	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
 	no_sandbox demo			# deleted on /exit

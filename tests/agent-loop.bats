@@ -89,7 +89,7 @@ EOF
 	assert_contains "Agent> The tool told me:"
 	assert_contains "exit_code: 0"
 	assert_contains "agent-loop: launching sandbox for tool execution..."
-	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox \u003e ~/greeting.txt'\''"}): completed'
+	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox > ~/greeting.txt'\''"}): completed'
 	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
 	no_sandbox demo			# deleted on exit
 	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz
@@ -209,7 +209,7 @@ expire_between() {
 @test "an LLM error ends the CLI with upstream's text; the session stays usable" {
 	start_stub '{"status": 400, "body": "{\"error\":\"bad model\"}"}' "$(answer_text 'back again')"
 	run agent-loop -session llmerr <<<'hello'
-	assert_status 1
+	assert_status 111
 	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): {"error":"bad model"}'
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist llmerr)"
 	run agent-loop -session llmerr <<<'hello again'
@@ -231,32 +231,32 @@ expire_between() {
 	# a bad line in the middle is an error, as upstream
 	sed -i '2s/.*/{not json/' "$(hist torn)"
 	run eliza -session torn </dev/null
-	assert_status 1
+	assert_status 100
 	assert_contains "agent-loop: failed to decode message from session file: line 2:"
 }
 
 @test "invalid session names are refused with upstream's texts, before the API key check" {
 	run eliza -session Bad </dev/null
-	assert_status 1
+	assert_status 100
 	[ "$output" = 'agent-loop: invalid sessionName "Bad": session name must be lowercase alphanumeric' ]
 	run eliza -session "$(printf 'a%.0s' {1..41})" </dev/null
-	assert_status 1
+	assert_status 100
 	assert_contains "session name must be no more than 40 characters long"
 	run eliza -session "" </dev/null
-	assert_status 1
+	assert_status 100
 	[ "$output" = "agent-loop: sessionName is required" ]
 	SESSION_NAME=../x run agent-loop </dev/null
-	assert_status 1
+	assert_status 100
 	assert_contains 'invalid sessionName "../x"'
 	run eliza -homedir "" </dev/null
-	assert_status 1
+	assert_status 100
 	[ "$output" = "agent-loop: homeDir must not be empty" ]
 	[ ! -d "$HOME/.local/sandboxed-tools/Bad" ]
 }
 
 @test "a real model without an API key is fatal; SESSION_NAME picks the session" {
 	OPENAI_MODEL=gemini-3.5-flash run agent-loop </dev/null
-	assert_status 1
+	assert_status 100
 	[ "$output" = "agent-loop: GEMINI_API_KEY or OPENAI_API_KEY environment variable is required" ]
 	SESSION_NAME=fromenv run eliza </dev/null
 	assert_status 0
@@ -265,10 +265,10 @@ expire_between() {
 
 @test "backend selection: kubernetes without configuration fails like upstream; KUBECONFIG selects it" {
 	SANDBOX_BACKEND=kubernetes run eliza -session k </dev/null
-	assert_status 1
+	assert_status 100
 	assert_contains "agent-loop: failed to get kubernetes configuration: "
 	run eliza -session k -backend nowhere </dev/null
-	assert_status 1
+	assert_status 100
 	assert_contains 'unknown backend "nowhere"'
 	printf 'apiVersion: v1\nkind: Config\n' >"$BATS_TEST_TMPDIR/kc"
 	KUBECONFIG=$BATS_TEST_TMPDIR/kc run eliza -session k2 -backend local </dev/null
@@ -343,7 +343,7 @@ expire_between() {
 	jq -s -e 'map(.role) == ["system","user","user","assistant"]' "$(hist llmc)"
 }
 
-@test "SIGINT at the prompt exits 1 after deleting the sandbox" {
+@test "SIGINT at the prompt exits 130 after deleting the sandbox" {
 	mkfifo "$BATS_TEST_TMPDIR/in"
 	OPENAI_MODEL=fake-eliza agent-loop -session quit <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
@@ -355,7 +355,7 @@ expire_between() {
 	rc=0
 	finish "$pid" || rc=$?
 	exec 4>&-
-	[ "$rc" -eq 1 ]
+	[ "$rc" -eq 130 ]
 	no_sandbox quit
 }
 
@@ -406,7 +406,7 @@ EOF
 
 @test "a sandbox that cannot be created ends the CLI; the history answers the call" {
 	SANDBOX_IMAGE=debian:bookworm-slim run eliza -session nocreate <<<'run: true'
-	assert_status 1
+	assert_status 111
 	assert_contains "agent-loop: failed to create sandbox: "
 	assert_contains "cannot pull image"
 	jq -s -e 'map(.role) == ["system","user","assistant","tool"]' "$(hist nocreate)"
@@ -416,7 +416,7 @@ EOF
 	assert_contains "works-now"
 }
 
-@test "in a terminal (tmux): Ctrl-C at the prompt, over a half-typed line, exits 1" {
+@test "in a terminal (tmux): Ctrl-C at the prompt, over a half-typed line, exits 130" {
 	TMUX_SOCK=$BATS_TEST_TMPDIR/tmux.sock
 	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -s t -x 160 -y 50 \
 		"env PATH='$PATH' HOME='$HOME' XDG_STATE_HOME='$XDG_STATE_HOME' OPENAI_MODEL=fake-eliza agent-loop -session tty2; echo EXITED:\$?; sleep 60"
@@ -424,7 +424,7 @@ EOF
 	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q '^User>'"
 	tmux -S "$TMUX_SOCK" send-keys -t t -l 'half typed'
 	tmux -S "$TMUX_SOCK" send-keys -t t C-c
-	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'EXITED:1'"
+	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'EXITED:130'"
 	jq -s -e 'map(.role) == ["system"]' "$(hist tty2)"
 }
 
@@ -444,7 +444,7 @@ EOF
 	rc=0
 	finish "$pid" || rc=$?
 	exec 4>&-
-	[ "$rc" -eq 1 ]
+	[ "$rc" -eq 130 ]
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist twice)"
 }
 
@@ -456,4 +456,57 @@ EOF
 	run agent-loop -network=maybe -session netw </dev/null
 	assert_status 100
 	assert_contains 'invalid boolean value "maybe" for -network'
+}
+
+@test "one process per session: a second agent-loop is refused naming the holder; a killed holder frees it" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session held <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	echo "run: echo first > ~/f" >&4
+	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	nlines=$(wc -l <"$(hist held)")
+	run --separate-stderr eliza -session held <<<"run: echo second"
+	assert_status 111
+	[ "$stderr" = "agent-loop: session \"held\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
+	# the refused one touched nothing: the history and the holder's sandbox are as they were
+	[ "$(wc -l <"$(hist held)")" = "$nlines" ]
+	run sbx-exec held -- cat /home/clawtainer/f
+	assert_json '.stdout == "first\n"'
+	# the holder goes on; killed, it leaves the session free for the next one at once
+	echo "run: echo again" >&4
+	wait_until grep -q "run_command({\"command\":\"echo again\"}): completed" "$BATS_TEST_TMPDIR/err"
+	kill -9 "$pid"
+	wait "$pid" || true
+	exec 4>&-
+	run eliza -session held <<<"run: cat /home/clawtainer/f"
+	assert_status 0
+	assert_contains "first"
+}
+
+@test "one process per session: acp-server cannot load, sbx-mcp cannot serve a session agent-loop holds" {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	printf 'hello\n' | eliza -session acpheld >/dev/null 2>&1
+	OPENAI_MODEL=fake-eliza agent-loop -session acpheld <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
+	# (its input stays open until the answer is there: a server at end of input may stop first)
+	mkfifo "$BATS_TEST_TMPDIR/acpin"
+	OPENAI_MODEL=fake-eliza acp-server -stdio <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
+	acp=$!
+	exec 6>"$BATS_TEST_TMPDIR/acpin"
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"acpheld","cwd":"/","mcpServers":[]}}' >&6
+	wait_until grep -q '"id":2' "$BATS_TEST_TMPDIR/acpout"
+	exec 6>&-
+	finish "$acp"
+	jq -e --arg want "session \"acpheld\" is in use by agent-loop (pid $pid): a session is used by one process at a time" \
+		'select(.id == 2) | .error.message == $want' "$BATS_TEST_TMPDIR/acpout"
+	run --separate-stderr env OPENAI_MODEL=fake-eliza sbx-mcp -session acpheld </dev/null
+	assert_status 111
+	[ "$stderr" = "sbx-mcp: session \"acpheld\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
+	echo /exit >&4
+	exec 4>&-
+	finish "$pid"
 }

@@ -18,6 +18,15 @@ put_probe() {
 		<"${SBX_UNIT:-$SBX_TOP/build/tests}/sbx-probe"
 }
 
+# descendants PID: PID and every process below it, one per line.
+descendants() {
+	local pids=$1 p
+	while [ -n "$pids" ]; do
+		printf '%s\n' $pids
+		pids=$(for p in $pids; do pgrep -P "$p" || true; done)
+	done
+}
+
 # What a command runs to list the pids of every sbx-init process it can see.
 OURS='for p in /proc/[0-9]*; do case $(tr "\0" " " <$p/cmdline) in /run/sbx/sbx-init*) echo ${p#/proc/};; esac; done'
 
@@ -61,11 +70,7 @@ assert_clean() {
 	sbx-create demo >/dev/null
 	sup=$(cat "$XDG_STATE_HOME/sbx/default/demo/supervisor.pid")
 	[ "$(tr '\0' ' ' <"/proc/$sup/environ")" = "PATH=/usr/sbin:/usr/bin:/sbin:/bin " ]
-	pids=$sup all=
-	while [ -n "$pids" ]; do
-		all="$all $pids"
-		pids=$(for p in $pids; do pgrep -P "$p" || true; done)
-	done
+	all=$(descendants "$sup")
 	[ "$(echo $all | wc -w)" -ge 4 ]	# supervisor, bwrap, bwrap's pid 1, the service…
 	for p in $all; do
 		run tr '\0' '\n' <"/proc/$p/environ"
@@ -321,4 +326,21 @@ node 42"
 		run sbx-exec -raw "$n" -- id -u
 		[ "$output" = 0 ]
 	done
+}
+
+@test "fds: sbx-cp - hands the sandbox's tar a pipe of its own, not the caller's stdin" {
+	sbx-create demo >/dev/null
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	sbx-cp - demo:. <"$BATS_TEST_TMPDIR/in" >/dev/null &
+	cp_pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"	# the caller's stream, open and silent: tar waits on it
+	sup=$(cat "$XDG_STATE_HOME/sbx/default/demo/supervisor.pid")
+	tar_of() { for p in $(descendants "$sup"); do grep -qa -- '-xf' "/proc/$p/cmdline" && echo "$p"; done; }
+	wait_until test -n "$(tar_of)"
+	run readlink "/proc/$(tar_of | head -1)/fd/0"
+	[[ "$output" == pipe:* ]]
+	[ "$output" != "$(readlink "/proc/$cp_pid/fd/0")" ]	# not the caller's FIFO
+	tar -cf - -T /dev/null >&4
+	exec 4>&-
+	wait "$cp_pid"
 }

@@ -229,20 +229,44 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist llm5)" | cmp - "$BATS_TEST_TMPDIR/before"
 }
 
-@test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, the next one recreates it, nothing is left" {
+@test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, is never run again, the next one recreates it, nothing is left" {
 	agent_start midexp "run: echo v1 > ~/f"
 	echo "run: sleep 27; echo never" >&5
 	wait_until pgrep -f -x 'sleep 27'
 	sbx-delete midexp >/dev/null	# what the supervisor does at the shutdown time
 	echo "run: cat ~/f" >&5
 	agent_stop
-	# the interrupted call is answered (never "never"), the next one sees the restored home
-	! grep -q never "$BATS_TEST_TMPDIR/out"
-	grep -q "will recreate it" "$BATS_TEST_TMPDIR/err"
+	# the interrupted call is answered with the reason and never run again in a new sandbox
+	jq -s -e '[.[] | select(.role == "tool") | .content][1] ==
+		"Error calling tool \"run_command\": failed to run tool: sandbox midexp went away during the command"' "$(hist midexp)"
+	run ! grep -q never "$BATS_TEST_TMPDIR/out"
+	run ! jq -s -e 'any(.[]; .role == "tool" and (.content | contains("never")))' "$(hist midexp)"
+	grep -q "sandbox midexp went away while the tool ran; the call is not repeated" "$BATS_TEST_TMPDIR/err"
+	# the next call sees the restored home
 	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist midexp)"
 	# nothing left behind: no sandbox, no command
 	[ -z "$(sbx-list | jq -r 'select(.name == "midexp") | .name')" ]
-	! pgrep -f -x 'sleep 27'
+	run ! pgrep -f -x 'sleep 27'
+}
+
+@test "sbx-tool: a sandbox gone while the tool runs exits 102 with the message, one that was not there exits 101" {
+	sbx-create gone >/dev/null
+	call='{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"sleep 29; echo never\"}"}}'
+	sbx-tool gone <<<"$call" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	wait_until pgrep -f -x 'sleep 29'
+	sbx-delete gone >/dev/null
+	st=0
+	finish "$pid" || st=$?
+	echo "sbx-tool exited $st"; cat "$BATS_TEST_TMPDIR/err"
+	[ "$st" = 102 ]
+	run jq -r .content "$BATS_TEST_TMPDIR/out"
+	[ "$output" = 'Error calling tool "run_command": failed to run tool: sandbox gone went away during the command' ]
+	run sbx-tool gone <<<"$call"
+	assert_status 101
+	assert_contains "sandbox gone not found"
+	run sbx-exec gone -- true
+	assert_status 101
 }
 
 @test "disk full during a restore: a clear error, the backup intact, the sandbox usable" {
@@ -288,6 +312,37 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	assert_status 0
 }
 
+@test "a backup that fails to extract (disk full) falls back to the previous good one, alone; the mark goes" {
+	sbx-create rfb >/dev/null
+	sbx-exec rfb -- sh -c 'echo small >~/a' >/dev/null
+	sbx-snapshot rfb >/dev/null
+	fs=$HOME/.local/sandboxed-tools/rfb/fs
+	old=$fs/backup-20000101T000000.tar.gz	# an older name, so the next snapshot is newer
+	mv "$(backups rfb)" "$old"
+	mv "$(ls "$fs"/backup-*.sha256)" "$old.sha256"
+	sbx-exec rfb -- sh -c 'head -c 3000000 /dev/urandom >~/big; echo later >~/b' >/dev/null
+	sbx-snapshot rfb >/dev/null
+	new=$(backups rfb | tail -n 1)
+	[ "$new" != "$old" ]
+	sbx-delete rfb >/dev/null
+	# a 2 MiB state directory: the newest (3 MB) cannot be extracted, the older one can
+	run unshare -m bash -c '
+		set -e
+		mount -t tmpfs -o size=2m tmpfs "$XDG_STATE_HOME"
+		sbx-create rfb >/dev/null
+		sbx-restore rfb
+		echo "restore-status=$?"
+		sbx-exec -raw rfb -- sh -c "cd ~ && echo home: \$(ls -A) \$(cat a)"
+		sbx-delete rfb >/dev/null'
+	echo "$output"
+	assert_contains "restore-status=0"
+	assert_contains "sbx-restore: warning: skipping backup $new: cannot be extracted: "
+	assert_contains "\"restored\":\"$old\""
+	# only the older backup's files: the partial newer ones were emptied out first
+	[ "${lines[-1]}" = "home: a small" ]
+	[ ! -e "$fs/.restore-incomplete" ]
+}
+
 @test "an unfinished restore is finished first: agent-loop restores again before the next turn" {
 	agent_start part "run: echo keep > ~/a"
 	b=$(backups part)
@@ -313,7 +368,7 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	STUB_PID=$!
 	wait_until test -s "$STUB_DIR/port"
 	run bash -c "printf 'run: echo two\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -backend kubernetes -session kllm"
-	assert_status 1
+	assert_status 111
 	assert_contains "failed to call LLM"
 	assert_contains "500"
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist kllm)" | cmp - "$BATS_TEST_TMPDIR/before"

@@ -5,6 +5,7 @@
 # declarations against gemini-cli-core 0.61.0.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	setup_sbx_env
@@ -66,10 +67,10 @@ run_cases() {
 
 @test "usage, help, unknown tool, invalid JSON" {
 	run geminicli-toolbox
-	assert_status 1
+	assert_status 100
 	[ "$output" = "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)" ]
 	run geminicli-toolbox a b
-	assert_status 1
+	assert_status 100
 	run geminicli-toolbox -h
 	assert_status 0
 	assert_contains "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME"
@@ -227,7 +228,7 @@ run_cases_sandboxed() {
 	# over 16 MiB the tail is kept, with gemini-cli's warning
 	call '{"command":"echo FIRST; head -c 17000000 /dev/zero | tr \"\\0\" a; echo; echo END"}' >"$BATS_TEST_TMPDIR/big"
 	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -lt 16800000 ]
-	! grep -q FIRST "$BATS_TEST_TMPDIR/big"
+	run ! grep -q FIRST "$BATS_TEST_TMPDIR/big"
 	tail -n 4 "$BATS_TEST_TMPDIR/big" | head -n 2 >"$BATS_TEST_TMPDIR/tail"
 	[ "$(cat "$BATS_TEST_TMPDIR/tail")" = "$(printf 'END\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to 16MB.]')" ]
 	# a delay_ms that is not an integer is a clear argument error

@@ -77,10 +77,15 @@ wait_until() {
 	return 1
 }
 
+# gone PID: true when the process no longer runs (exited, or a zombie nobody reaped).
+gone() {
+	case $(ps -o stat= -p "$1") in Z*|"") return 0 ;; esac
+	return 1
+}
+
 # finish PID: waits (at most 30 s) for a background process of the test; returns its status.
 finish() {
-	wait_until bash -c 'case $(ps -o stat= -p "$1") in Z*|"") exit 0;; esac; exit 1' _ "$1" ||
-		kill -9 "$1"
+	wait_until gone "$1" || kill -9 "$1"
 	wait "$1"
 }
 

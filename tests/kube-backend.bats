@@ -7,6 +7,7 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load kube/server
 
 ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
 ctl() { ks -kubeconfig "$KS/kc" -ctl "$@" >/dev/null; }
@@ -15,8 +16,8 @@ start_server() {	# $1 = directory; extra args follow
 	local d=$1 i
 	shift
 	mkdir -p "$d/home" "$d/state"
-	HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
-		"$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@" >"$d/log" 2>&1 3>&- &
+	(HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
+		kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@") >"$d/log" 2>&1 3>&- &
 	echo $! >"$d/pid"
 	for i in $(seq 1 300); do
 		[ -s "$d/kc" ] && return 0
@@ -86,7 +87,85 @@ remote_gone() {
 	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][0].body | fromjson')
 	printf '%s' "$post" | jq -e '.metadata.labels["app.kubernetes.io/managed-by"] == "sbx"'
 	printf '%s' "$post" | jq -e '.spec.shutdownPolicy == "Delete" and (.spec.shutdownTime | test("Z$"))'
-	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | .automountServiceAccountToken == false and .restartPolicy == "Never" and .containers[0].name == "sandbox" and .containers[0].command == ["sleep","infinity"] and .volumes[0].emptyDir == {}'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | .automountServiceAccountToken == false and .restartPolicy == "Never" and .containers[0].name == "sandbox" and .containers[0].command == ["sleep","infinity"] and .volumes[0].emptyDir == {"sizeLimit": "10Gi"}'
+	# commands start in the home (the container's workingDir): no wrapping needed for it
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].workingDir == "/home/clawtainer"'
+	run sbx-exec -raw k1 -- pwd
+	[ "$output" = /home/clawtainer ]
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.path | endswith("/exec"))][-1].query.command | join(" ") | test("pwd") and (test("cd ") | not)'
+	# Pod Security "restricted", documented uid/gid, fsGroup for the home, /tmp its own volume
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.securityContext == {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}}'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].securityContext == {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true, "runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}}'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | (.volumes | map(.name)) == ["home", "tmp"] and (.containers[0].volumeMounts == [{"name": "home", "mountPath": "/home/clawtainer"}, {"name": "tmp", "mountPath": "/tmp"}])'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.metadata.labels == {"app.kubernetes.io/managed-by": "sbx", "app.kubernetes.io/instance": "k1"}'
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec | has("runtimeClassName") | not'
+	# the default limits: memory and disk limited, modest requests, the home and /tmp sized
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "2Gi", "ephemeral-storage": "10Gi"}, "requests": {"memory": "256Mi", "cpu": "100m", "ephemeral-storage": "1Gi"}}'
+	printf '%s' "$post" | jq -e '[.spec.podTemplate.spec.volumes[].emptyDir.sizeLimit] == ["10Gi", "10Gi"]'
+}
+
+@test "the limit flags set the container's resources and the volumes' sizeLimit; the handle shows them" {
+	run sbx-create -memory 512M -cpus 0.5 -disk 3G -pids 64 k27
+	assert_status 0
+	assert_json '.limits == {"enforced": true, "memory": 536870912, "pids": 0, "cpus": 0.5, "disk": 3221225472}'
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson')
+	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "512Mi", "cpu": "500m", "ephemeral-storage": "3Gi"}, "requests": {"memory": "256Mi", "cpu": "100m", "ephemeral-storage": "1Gi"}}'
+	printf '%s' "$post" | jq -e '[.spec.podTemplate.spec.volumes[].emptyDir.sizeLimit] == ["3Gi", "3Gi"]'
+	# requests never exceed the limits; whole CPUs are written plainly
+	run sbx-create -memory 128M -cpus 2 -disk 512M k28
+	assert_status 0
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "128Mi", "cpu": "2", "ephemeral-storage": "512Mi"}, "requests": {"memory": "128Mi", "cpu": "100m", "ephemeral-storage": "512Mi"}}'
+	# reuse needs the same limits; the handle shows what the pod template holds
+	run sbx-create -memory 1G k27
+	assert_status 100
+	assert_contains "its resource limits differ"
+	run sbx-touch k28
+	assert_json '.limits.memory == 134217728 and .limits.cpus == 2 and .limits.disk == 536870912'
+	# -limits none: no resources, no sizeLimit, and the handle says so
+	run sbx-create -limits none k29
+	assert_json '.limits == {"enforced": false}'
+	run ks -kubeconfig "$KS/kc" -ctl requests
+	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec | (.containers[0] | has("resources") | not) and ([.volumes[].emptyDir] == [{}, {}])'
+}
+
+@test "every object sbx posts validates against the Kubernetes schemas (kubernetes-models) and the CRD" {
+	sbx-create k25 >/dev/null
+	sbx-create -run-as-root -runtime-class gvisor -image alpine:3 -cpus 1.5 -limits on k26 >/dev/null 2>&1 || true
+	ks -kubeconfig "$KS/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -s -c '.[] | select(.method == "POST" and (.path | endswith("/sandboxes"))) | .body | fromjson' \
+		"$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/posts"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/posts")" -ge 2 ]
+	i=0
+	while read -r obj; do
+		i=$((i + 1))
+		printf '%s' "$obj" | jq '.spec.podTemplate + {kind: "PodTemplateSpec"}' >"$BATS_TEST_TMPDIR/pt$i.json"
+	done <"$BATS_TEST_TMPDIR/posts"
+	run "$SBX_TOP/tests/kube/k8s-validate" "$BATS_TEST_TMPDIR"/pt*.json
+	assert_status 0
+	# the same checker refuses what is wrong (it can fail)
+	jq '.spec.containers[0].securityContext.runAsUser = "root"' "$BATS_TEST_TMPDIR/pt1.json" >"$BATS_TEST_TMPDIR/bad.json"
+	run "$SBX_TOP/tests/kube/k8s-validate" "$BATS_TEST_TMPDIR/bad.json"
+	assert_status 1
+	assert_contains "runAsUser"
+	# and the test server, which validates each against the CRD's schema, created them (201)
+	jq -s -e '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))] | all(.status == 201)' "$BATS_TEST_TMPDIR/req"
+	# with nothing pruned: no field the CRD does not declare (a server would drop it silently)
+	run /usr/bin/python3 - "$SBX_TOP" "$BATS_TEST_TMPDIR/posts" <<-'EOF'
+	import json, sys
+	sys.path.insert(0, sys.argv[1] + "/tests/kube")
+	from kts.schema import CRD, crd_path
+	crd = CRD(crd_path(sys.argv[1]))
+	for line in open(sys.argv[2]):
+	    obj = json.loads(line)
+	    errors, unknown = crd.validate(obj, obj["apiVersion"].split("/")[1])
+	    print(obj["metadata"]["name"], [e.text() for e in errors], unknown)
+	    assert not errors and not unknown
+	EOF
+	assert_status 0
+	assert_contains "k25 [] []"
 }
 
 @test "create reuses a Sandbox with the same spec and refuses one that differs" {
@@ -308,6 +387,25 @@ done" ]
 	run sbx-list
 	assert_status 0
 	[ -z "$(printf '%s\n' "$output" | jq -r 'select(.name == "k14") | .name')" ]
+}
+
+@test "a pod that cannot start fails create at once with the kubelet's reason; the Sandbox is deleted" {
+	ctl faults '{"container_waiting": ["ErrImagePull", "failed to pull and unpack image \"docker.io/library/nosuch:1\": not found"]}'
+	# the limit only bounds a regression: the failure comes at the first pod check
+	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k22
+	assert_status 111
+	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: ErrImagePull: failed to pull and unpack image"
+	wait_until bash -c '[ -z "$(sbx-list | jq -r "select(.name == \"k22\") | .name")" ]'
+	# by polling too
+	SBX_KUBE_NO_WATCH=1 SBX_KUBE_READY_TIMEOUT=60s run sbx-create k23
+	assert_status 111
+	assert_contains "container sandbox: ErrImagePull"
+	# a pod that is merely slow is waited for, and its state is in the timeout message
+	ctl reset
+	ctl faults '{"never_ready": true}'
+	SBX_KUBE_READY_TIMEOUT=3s run sbx-create k24
+	assert_status 124
+	assert_contains "timed out waiting for Sandbox k24 to become ready (3s)"
 }
 
 @test "fault: slow readiness is waited for, by watch and by polling" {

@@ -14,7 +14,7 @@ setup_file() {
 
 setup() {
 	setup_sbx_env
-	KUBECTL=$("$BATS_TEST_DIRNAME/kube/get-kubectl")
+	kts_kubectl
 	KUBE="$BATS_TEST_DIRNAME/kube"
 }
 
@@ -22,8 +22,6 @@ teardown() {
 	kts_stop
 	teardown_sbx_env
 }
-
-k() { "$KUBECTL" --request-timeout=30s "$@"; }
 
 # manifest NAME [POLICY [SHUTDOWN_TIME [EXTRA_SPEC_YAML]]]: a Sandbox as upstream makes it.
 manifest() {
@@ -62,7 +60,7 @@ ready() {
 # local_sandboxes: names of the local sandboxes (sbx mode) or sandbox directories (subprocess).
 local_sandboxes() {
 	if [ "$(kts_exec_mode)" = sbx ]; then
-		sbx-list | jq -r .name
+		kts_local sbx-list | jq -r .name
 	fi
 }
 
@@ -90,10 +88,10 @@ no_local_sandboxes() {
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
 
-@test "the README's example runs as written" {
+@test "the README's example runs as written (from the repository root, programs not on PATH)" {
 	cd "$SBX_TOP"
 	kc="$BATS_TEST_TMPDIR/kts.yaml"
-	scripts/kube-test-server -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" \
+	env -u SBX_BIN PATH=/usr/bin:/bin scripts/kube-test-server -kubeconfig "$kc" \
 		>"$BATS_TEST_TMPDIR/kts.out" 2>&1 3>&- &
 	KTS_PID=$!
 	for ((i = 0; i < KTS_START_TENTHS; i++)); do [ -s "$kc" ] && break; sleep 0.1; done
@@ -127,7 +125,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	run "$SBX_TOP/scripts/kube-test-server" -h
 	assert_status 0
 	assert_contains "-kubeconfig FILE"
-	assert_contains "-exec-mode {sbx,subprocess}"
+	assert_contains "-exec-mode {sbx,pod,subprocess}"
 	run "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$BATS_TEST_TMPDIR/kc" -bogus
 	[ "$status" -ne 0 ]
 	assert_contains "unrecognized arguments: -bogus"
@@ -261,10 +259,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_status 0
 	[ "$output" = kept ]
 	if [ "$(kts_exec_mode)" = sbx ]; then
-		run sbx-list
+		run kts_local sbx-list
 		assert_json 'select(.name == "demo") | .ready'
 		# the same sandbox through sbx-exec directly
-		run sbx-exec -raw demo -- cat /home/tester/f
+		run kts_local sbx-exec -raw demo -- cat /home/tester/f
 		[ "$output" = kept ]
 		# the host's home is not visible inside
 		run k exec demo -c sandbox -- ls "$HOME"
@@ -713,7 +711,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	run k exec race -c sandbox -- echo alive
 	[ "$output" = alive ]
 	if [ "$(kts_exec_mode)" = sbx ]; then
-		run sbx-list
+		run kts_local sbx-list
 		assert_jsonl 'map(.name) == ["race"]'
 	fi
 	k delete sandbox race >/dev/null
@@ -725,8 +723,56 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	ready demo
 	kc=$KUBECONFIG
 	[ -e "$kc" ]
+	state=$KTS_STATE
+	[ -d "$state" ]
 	kts_stop
 	[ ! -e "$kc" ]
-	run local_sandboxes
-	[ -z "$output" ]
+	[ ! -e "$state" ]
+}
+
+@test "its backing sandboxes live in a state root of its own: Sandbox demo is not sandbox demo" {
+	[ "$(kts_exec_mode)" = sbx ]
+	sbx-create -backend local demo >/dev/null
+	sbx-exec -raw -backend local demo -- sh -c 'echo mine > "$HOME/keep"'
+	kts_start
+	ready demo
+	[ "$KTS_STATE" != "$XDG_STATE_HOME" ]
+	k exec demo -c sandbox -- sh -c 'echo theirs > "$HOME/keep"'
+	k delete sandbox demo
+	no_local_sandboxes
+	run sbx-exec -raw -backend local demo -- cat /home/clawtainer/keep
+	assert_status 0
+	[ "$output" = mine ]
+}
+
+# A copy of the tracked files without bin/ (a fresh clone before make), in $BATS_TEST_TMPDIR/co.
+bare_checkout() {
+	mkdir -p "$BATS_TEST_TMPDIR/co"
+	git -C "$SBX_TOP" ls-files -z | (cd "$SBX_TOP" && xargs -0 tar -cf - --no-recursion) |
+		tar -xf - -C "$BATS_TEST_TMPDIR/co"
+}
+
+@test "a checkout without its programs: Ready=False PodFailed with the reason, sbx-create fails at once" {
+	bare_checkout
+	kc="$BATS_TEST_TMPDIR/kts.yaml"
+	(cd "$BATS_TEST_TMPDIR/co" && env -u SBX_BIN PATH=/usr/bin:/bin scripts/kube-test-server -kubeconfig "$kc" \
+		>"$BATS_TEST_TMPDIR/kts.out" 2>"$BATS_TEST_TMPDIR/kts.err" 3>&- &
+		echo $! >"$BATS_TEST_TMPDIR/kts.pid")
+	KTS_PID=$(cat "$BATS_TEST_TMPDIR/kts.pid")
+	wait_until test -s "$kc"
+	export KUBECONFIG=$kc
+	k apply -f "$(manifest demo)" >/dev/null
+	run k wait --for=jsonpath='{.status.conditions[0].reason}'=PodFailed sandbox/demo --timeout=$WAIT
+	assert_status 0
+	run k get sandbox demo -o jsonpath='{.status.conditions[0].message}'
+	assert_contains "sbx-create not found"
+	assert_contains "run make, or set SBX_BIN"
+	run k get pod demo -o json
+	assert_json '.status.phase == "Failed" and .status.containerStatuses[0].state.waiting.reason == "CreateContainerError"'
+	# the client's view: no three-minute wait, the reason at once (bounded by a short limit)
+	SBX_KUBE_READY_TIMEOUT=60s run sbx-create -backend kubernetes k1
+	assert_status 111
+	assert_contains "unable to create sandbox k1: Sandbox k1 cannot become ready: PodFailed: Pod failed: kube-test-server cannot back the pod: sbx-create not found"
+	run k get sandbox k1
+	assert_contains "NotFound"
 }

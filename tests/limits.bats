@@ -66,3 +66,331 @@ teardown() { teardown_sbx_env; }
 	assert_status 0
 	assert_contains '-limits=none lim2'
 }
+
+# cg_dirs NAME: the cgroup directories sandbox NAME's limits live in.
+cg_dirs() { sed -n 's/^dir //p' "$XDG_STATE_HOME/sbx/default/$1/cgroups"; }
+# cg_file NAME FILE: the first of NAME's cgroup directories holding FILE.
+cg_file() {
+	local d
+	for d in $(cg_dirs "$1"); do
+		[ -e "$d/$2" ] && { echo "$d/$2"; return 0; }
+	done
+	return 1
+}
+# gone DIRS…: none of them exists.
+gone() {
+	local d
+	for d in "$@"; do [ ! -e "$d" ] || return 1; done
+}
+# unmounted PATH: nothing is mounted there in this mount namespace.
+unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
+
+@test "limits are on by default: the handle shows them, the sandbox runs in its cgroup, delete removes it all" {
+	run sbx-create demo
+	assert_status 0
+	mem=$(( $(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 2 ))
+	[ "$mem" -lt $((2 << 30)) ] || mem=$((2 << 30))
+	assert_json ".limits.enforced == true and .limits.memory == $mem and .limits.pids == 1024"
+	assert_json '.limits.cpus == 0 and (.limits.cgroup == "v1" or .limits.cgroup == "v2")'
+	if [ "$(id -u)" = 0 ]; then assert_json '.limits.disk == 10737418240'; fi
+	run sbx-list
+	assert_json ".limits.memory == $mem"
+	dirs=$(cg_dirs demo)
+	[ -n "$dirs" ]
+	for d in $dirs; do [ -n "$(cat "$d/cgroup.procs")" ]; done
+	[ "$(cat "$(cg_file demo pids.max)")" = 1024 ]
+	home=$XDG_STATE_HOME/sbx/default/demo/home
+	if [ "$(id -u)" = 0 ]; then
+		run sbx-exec -raw demo -- sh -c 'df -k ~ | tail -1'
+		assert_status 0
+		[ "$(echo "$output" | awk '{print $2}')" -le $((10 << 20)) ]
+		grep -qF " $home " /proc/self/mountinfo
+	fi
+	sbx-delete demo >/dev/null
+	# shellcheck disable=SC2086
+	gone $dirs
+	unmounted "$home"
+}
+
+@test "-limits none: the handle says so, no cgroup or disk image is made, tmpfs still have sizes" {
+	run sbx-create -limits none demo
+	assert_status 0
+	assert_json '.limits == {"enforced": false}'
+	[ ! -e "$XDG_STATE_HOME/sbx/default/demo/cgroups" ]
+	[ ! -e "$XDG_STATE_HOME/sbx/default/demo/home.img" ]
+	mem=$(( $(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 2 ))
+	[ "$mem" -lt $((2 << 30)) ] || mem=$((2 << 30))
+	run sbx-exec -raw demo -- sh -c 'df -k /tmp /dev/shm | tail -2'
+	assert_status 0
+	[ "$(echo "$output" | awk 'NR == 1 {print $2}')" -eq $((mem / 4 / 1024)) ]
+	[ "$(echo "$output" | awk 'NR == 2 {print $2}')" -le 65536 ]
+	run sbx-create demo
+	assert_status 100
+	assert_contains "sandbox demo exists without limits"
+}
+
+@test "a sandbox is reused only with the same limits" {
+	sbx-create -memory 256M -pids 200 demo >/dev/null
+	run sbx-create -memory 256M -pids 200 demo
+	assert_status 0
+	assert_json '.reused == true and .limits.memory == 268435456 and .limits.pids == 200'
+	run sbx-create -memory 512M -pids 200 demo
+	assert_status 100
+	assert_contains "sandbox demo exists with memory limit 256M, not 512M"
+	run sbx-create -memory 256M -pids 300 demo
+	assert_status 100
+	assert_contains "exists with pids 200 and cpus 0, not 300 and 0"
+}
+
+@test "a process storm under -pids 64 stops at the limit; the sandbox stays usable" {
+	sbx-create -pids 64 -cpus 0.5 -memory 256M demo >/dev/null
+	[ "$(cat "$(cg_file demo pids.max)")" = 64 ]
+	# The classic fork bomb in a subshell (the one fork the command makes before it execs
+	# sleep) until the timeout kills every process it made.
+	run sbx-exec -timeout 3s demo -- sh -c '(b() { b | b & }; b) & exec sleep 30'
+	assert_status 124
+	events=$(cg_file demo pids.events)
+	[ "$(awk '$1 == "max" {print $2}' "$events")" -gt 0 ]
+	run sbx-exec -raw demo -- sh -c 'echo usable'
+	assert_status 0
+	[ "$output" = usable ]
+}
+
+@test "-cpus 0.2 throttles a busy loop" {
+	sbx-create -cpus 0.2 demo >/dev/null
+	run sbx-exec -raw demo -- timeout 1 sh -c 'while :; do :; done'
+	assert_status 124
+	stat=$(cg_file demo cpu.stat)
+	[ "$(awk '$1 == "nr_throttled" {print $2}' "$stat")" -gt 0 ]
+}
+
+@test "a storm that outlives its command: the next command is refused clearly, delete still works" {
+	sbx-create -pids 32 -cpus 0.5 -memory 256M demo >/dev/null
+	dirs=$(cg_dirs demo)
+	# A filler left behind by its command: it takes every process slot as soon as one is
+	# free (its children sleep), so the next command cannot start.
+	filler='import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            time.sleep(120)
+            os._exit(0)
+    except OSError:
+        time.sleep(0.05)'
+	sbx-exec demo -- sh -c 'python3 -c "$1" >/dev/null 2>&1 &' _ "$filler" >/dev/null
+	refused() {
+		run sbx-exec -raw demo -- true
+		[ "$status" -eq 126 ]
+	}
+	wait_until refused
+	assert_contains "sbx-exec: cannot run true: Resource temporarily unavailable (the sandbox has as many processes as its -pids limit)"
+	run sbx-delete demo
+	assert_status 0
+	# shellcheck disable=SC2086
+	gone $dirs
+}
+
+@test "a memory hog under -memory 128M gets 137 and oom_killed; tools say so; the sandbox stays usable" {
+	sbx-create -memory 128M demo >/dev/null
+	[ "$(cat "$(cg_file demo memory.limit_in_bytes 2>/dev/null || cg_file demo memory.max)")" = 134217728 ]
+	hog='python3 -c "b = bytearray(b\"x\") * (512 << 20)"'
+	run sbx-exec demo -- sh -c "$hog"
+	assert_status 137
+	assert_json '.exit_code == 137 and .oom_killed == true'
+	run sbx-exec -raw demo -- sh -c "$hog"
+	assert_status 137
+	assert_contains "sbx-exec: command in sandbox demo ran out of memory and was killed (memory limit 128M)"
+	call=$(jq -cn --arg c "$hog" '{id:"c1",type:"function",function:{name:"run_command",arguments:({command:$c}|tojson)}}')
+	run sbx-tool demo <<<"$call"
+	assert_status 0
+	assert_json '.content | test("exit_code: 137\nThe command ran out of memory: the sandbox.s memory limit \\(128M\\) killed it")'
+	call=$(jq -cn --arg c "$hog" '{id:"c2",type:"function",function:{name:"run_shell_command",arguments:({command:$c}|tojson)}}')
+	run sbx-tool -toolset geminicli demo <<<"$call"
+	assert_status 0
+	assert_json '.content | test("^<untrusted_context>\nOutput: .*\nError: The command ran out of memory: the sandbox.s memory limit \\(128M\\) killed it.*\nExit Code: 137\n")'
+	# a command that merely exits 137 is not called out of memory
+	run sbx-exec demo -- sh -c 'exit 137'
+	assert_status 137
+	assert_json 'has("oom_killed") | not'
+	run sbx-exec -raw demo -- sh -c 'echo usable'
+	assert_status 0
+	[ "$output" = usable ]
+}
+
+@test "/tmp, /dev/shm and the home fill up under small caps: ENOSPC inside, the host disk holds no more than the cap" {
+	sbx-create -memory 128M -disk 32M demo >/dev/null
+	run sbx-exec -raw demo -- sh -c 'head -c 64M /dev/zero >/tmp/f; ls -l /tmp/f | cut -d" " -f5'
+	assert_contains "No space left on device"
+	assert_contains "$((32 << 20))"
+	run sbx-exec -raw demo -- sh -c 'head -c 64M /dev/zero >/dev/shm/f'
+	assert_contains "No space left on device"
+	run sbx-exec -raw demo -- sh -c 'touch /dev/new'
+	assert_contains "Read-only file system"
+	if [ "$(id -u)" = 0 ]; then
+		img=$XDG_STATE_HOME/sbx/default/demo/home.img
+		run sbx-exec -raw demo -- sh -c 'head -c 64M /dev/zero >~/f'
+		assert_contains "No space left on device"
+		[ "$(du -k "$img" | cut -f1)" -le $((32 << 10)) ]
+		[ "$(stat -c %s "$img")" -eq $((32 << 20)) ]
+		run sbx-exec -raw demo -- sh -c 'rm ~/f /tmp/f /dev/shm/f && echo usable'
+		[ "$output" = usable ]
+		# discard gives the blocks back to the host disk
+		wait_until test "$(du -k "$img" | cut -f1)" -lt 4096
+	fi
+}
+
+@test "snapshot and restore work on a capped home; a backup larger than the cap fails to restore, clearly" {
+	sbx-create -disk 64M demo >/dev/null
+	sbx-exec demo -- sh -c 'mkdir -p ~/d && echo kept >~/d/f && head -c 40M /dev/urandom >~/big' >/dev/null
+	run sbx-snapshot demo
+	assert_status 0
+	sbx-delete demo >/dev/null
+	sbx-create -disk 64M demo >/dev/null
+	run sbx-restore demo
+	assert_status 0
+	run sbx-exec -raw demo -- sh -c 'cat ~/d/f; stat -c %s ~/big'
+	[ "$output" = "$(printf 'kept\n%s' $((40 << 20)))" ]
+	if [ "$(id -u)" = 0 ]; then
+		sbx-delete demo >/dev/null
+		sbx-create -disk 16M demo >/dev/null
+		run sbx-restore demo
+		[ "$status" -ne 0 ]
+		assert_contains 'cannot write "./big"'
+	fi
+}
+
+@test "a supervisor killed with SIGKILL or an expired sandbox leaves no cgroup and no mount behind" {
+	sbx-create demo >/dev/null
+	dirs=$(cg_dirs demo)
+	home=$XDG_STATE_HOME/sbx/default/demo/home
+	kill -9 "$(cat "$XDG_STATE_HOME/sbx/default/demo/supervisor.pid")"
+	# the next command finds the sandbox stale (once the killed supervisor is gone) and cleans it
+	listed_none() { [ -z "$(sbx-list)" ]; }
+	wait_until listed_none
+	# shellcheck disable=SC2086
+	wait_until gone $dirs "$home"
+	unmounted "$home"
+	sbx-create -ttl 1s demo >/dev/null
+	dirs=$(cg_dirs demo)
+	# shellcheck disable=SC2086
+	wait_until gone $dirs "$home"
+	unmounted "$home"
+}
+
+@test "no cgroup to be had: sbx-create says why and how to fix it; -limits none still works" {
+	# A private mount namespace without the cgroup mounts.
+	run unshare -m --propagation private sh -c '
+		umount -R /sys/fs/cgroup || exit 99
+		sbx-create demo'
+	[ "$status" -ne 99 ]
+	assert_status 111
+	assert_contains "sbx-create: unable to create sandbox demo:"
+	assert_contains "limits need a cgroup"
+	assert_contains "or pass -limits none"
+	[ -z "$(sbx-list)" ]
+	run unshare -m --propagation private sh -c 'umount -R /sys/fs/cgroup; sbx-create -limits none demo'
+	assert_status 0
+	assert_json '.limits.enforced == false'
+}
+
+@test "agent-loop and acp-server sandboxes get the limits they were given" {
+	export OPENAI_MODEL=fake-eliza
+	run agent-loop -v -memory 200M -pids 100 -cpus 0.5 -disk 64M -session lim <<<'run: true'
+	assert_status 0
+	assert_contains '"limits":{"enforced":true,"memory":209715200,"pids":100,"cpus":0.5,'
+	if [ "$(id -u)" = 0 ]; then assert_contains '"disk":67108864'; fi
+	load acp/common
+	acp_sdk
+	start_server -pids 90 -memory 300M
+	drive turn --prompt "run: true"
+	[ "$status" -eq 0 ]
+	run sbx-list
+	stop_server
+	assert_json '.limits.memory == 314572800 and .limits.pids == 90'
+}
+
+@test "the home's cap is never more than the host file system has free" {
+	run unshare -m bash -c '
+		mount -t tmpfs -o size=64m tmpfs "$XDG_STATE_HOME"
+		sbx-create -disk 10G demo
+		sbx-exec -raw demo -- sh -c "head -c 80M /dev/zero >~/f"
+		sbx-delete demo >/dev/null'
+	if [ "$(id -u)" = 0 ]; then
+		disk=$(printf '%s\n' "$output" | sed -n 's/.*"disk":\([0-9]*\).*/\1/p')
+		# 7/8 of what is free, in whole MiB: at most 56M of the 64M
+		[ "$disk" -le $((56 << 20)) ] && [ "$disk" -ge $((32 << 20)) ]
+		assert_contains "No space left on device"
+	fi
+	assert_contains '"enforced":true'
+}
+
+@test "a user without a cgroup of its own: sbx-create says why; -limits none works" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+	run as_user sbx-create demo
+	assert_status 111
+	assert_contains "limits need a cgroup"
+	assert_contains "Delegate=yes"
+	run as_user sbx-create -limits none demo
+	assert_status 0
+	assert_json '.limits.enforced == false'
+	run as_user sbx-delete demo
+	rm -rf "$d"
+	assert_status 0
+}
+
+@test "a user in a delegated cgroup v1 subtree gets its limits there (no disk cap as a user)" {
+	[ "$(id -u)" = 0 ] || skip "needs root to delegate a cgroup"
+	# v1 delegation as an administrator does it: a cgroup chowned to the user, in the
+	# memory and pids hierarchies, below this test's own cgroups.
+	hier() { awk -v c="$1" '/ - cgroup / { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo; }
+	mine() { sed -n "s/^[0-9]*:$1:\\(.*\\)/\\1/p" /proc/self/cgroup; }
+	[ -n "$(hier memory)" ] && [ -n "$(hier pids)" ] || skip "no cgroup v1 memory and pids hierarchies here"
+	tag=limits-test-$$-$RANDOM
+	dm="$(hier memory)$(mine memory | sed 's#^/$##')/$tag"
+	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
+	mkdir "$dm" "$dp"
+	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() {
+		sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' _ "$dm" "$dp" \
+			setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
+	}
+	run as_user sbx-create -memory 64M -pids 32 demo
+	status_create=$status
+	out_create=$output
+	run as_user sbx-exec -raw demo -- sh -c 'id -u; python3 -c "b = bytearray(b\"x\") * (256 << 20)"'
+	status_exec=$status
+	out_exec=$output
+	as_user sbx-delete demo >/dev/null || true
+	for c in "$dm" "$dp"; do wait_until rmdir "$c"; done
+	rm -rf "$d"
+	output=$out_create status=$status_create
+	assert_status 0
+	assert_json '.limits.enforced == true and .limits.cgroup == "v1" and .limits.memory == 67108864 and .limits.pids == 32 and .limits.disk == 0'
+	output=$out_exec status=$status_exec
+	assert_status 137
+	assert_contains "ran out of memory and was killed (memory limit 64M)"
+}
+
+@test "the ACP Deployment manifest sets the sandboxes' limits, and acp-server accepts them" {
+	run /usr/bin/python3 - "$SBX_TOP/images/acp-server/acp-server.yaml" <<'PY'
+import sys, yaml
+dep = list(yaml.safe_load_all(open(sys.argv[1])))[3]
+env = {e["name"]: e.get("value") for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+print(" ".join(f"{k}={env[k]}" for k in ("SANDBOX_MEMORY", "SANDBOX_CPUS", "SANDBOX_DISK")))
+PY
+	assert_status 0
+	[ "$output" = "SANDBOX_MEMORY=2G SANDBOX_CPUS=1 SANDBOX_DISK=10G" ]
+	# the values pass acp-server's start-up check (a bad one would be refused there)
+	load acp/common
+	for kv in $output; do export "${kv?}"; done
+	OPENAI_MODEL=fake-eliza start_server
+	stop_server
+	[ "$ACP_STATUS" -eq 0 ]
+}

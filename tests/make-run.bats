@@ -35,3 +35,11 @@ teardown() { teardown_sbx_env; }
 	[ -z "$output" ]
 	[ "$(jq -s 'map(.role)' "$HOME/.local/sandboxed-tools/default/sessions/latest.jsonl" | jq -c .)" = '["system","user","assistant","tool","assistant"]' ]
 }
+
+@test "make run ARGS='-session x -ttl 10s' hands the flags to agent-loop" {
+	run --separate-stderr bash -c "printf 'run: true\n' | make -s -C '$SBX_TOP' run ARGS='-session makeargs -ttl 10s -v'"
+	assert_status 0
+	assert_contains "Session Name: makeargs"
+	[[ "$stderr" == *"sbx-create -backend local -namespace default -homedir /home/clawtainer -ttl 10s makeargs"* ]]
+	[ -s "$(hist makeargs)" ]
+}

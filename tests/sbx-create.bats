@@ -38,15 +38,24 @@ teardown() { teardown_sbx_env; }
 	[ "$(pgrep -fc "sbx-init supervise $XDG_STATE_HOME/sbx/default/race ")" = 1 ]
 }
 
-@test "invalid names are refused with upstream's reasons" {
+@test "invalid names are refused with upstream's rule, worded for a sandbox" {
 	run sbx-create ../x
 	assert_status 100
-	assert_contains "session name must be lowercase alphanumeric"
+	assert_contains "sandbox name must be lowercase alphanumeric"
+	run sbx-create my-box
+	assert_status 100
+	[ "$output" = 'sbx-create: invalid sandbox name "my-box": sandbox name must be lowercase alphanumeric' ]
+	for prog in sbx-exec sbx-touch sbx-delete sbx-tool; do
+		run "$prog" my-box </dev/null
+		assert_status 100
+		assert_contains "sandbox name must be lowercase alphanumeric"
+		[[ "$output" != *"session name"* ]]
+	done
 	run sbx-create Demo
 	assert_status 100
 	run sbx-create aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 	assert_status 100
-	assert_contains "session name must be no more than 40 characters long"
+	assert_contains "sandbox name must be no more than 40 characters long"
 	[ ! -e "$XDG_STATE_HOME/sbx/default/Demo" ]
 }
 
@@ -107,10 +116,11 @@ teardown() { teardown_sbx_env; }
 	[ "$(cat "$XDG_STATE_HOME/sbx/default/demo/home/f")" = kept ]
 }
 
-@test "-network shares the host network" {
+@test "-network gives the sandbox a network of its own (lo and pasta's interface; tests/network.bats)" {
 	sbx-create -network net >/dev/null
-	run sbx-exec -raw net -- sh -c 'tail -n +3 /proc/net/dev | wc -l'
-	[ "$output" -eq "$(tail -n +3 /proc/net/dev | wc -l)" ]
+	run sbx-exec -raw net -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\n" " "'
+	[ "$output" = "$(ip route show default | awk '{print $5; exit}') lo " ]
+	[ "$(sbx-exec -raw net -- readlink /proc/self/ns/net)" != "$(readlink /proc/self/ns/net)" ]
 }
 
 @test "when the shutdown time passes the sandbox, its processes and its home are removed" {

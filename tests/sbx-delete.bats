@@ -2,20 +2,21 @@
 # sbx-delete: removal of processes and home, idempotence, bad input.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
 @test "delete removes the sandbox, its processes and its home" {
 	sbx-create demo >/dev/null
-	sbx-exec -raw demo -- sh -c 'echo x > ~/f; setsid sleep 600 >/dev/null 2>&1 &'
+	sbx-exec -raw demo -- sh -c 'echo x > ~/f; setsid sleep 6017 >/dev/null 2>&1 &'
 	sup=$(cat "$XDG_STATE_HOME/sbx/default/demo/supervisor.pid")
 	run sbx-delete demo
 	assert_status 0
 	assert_json '.name == "demo" and .deleted == true'
 	[ ! -e "$XDG_STATE_HOME/sbx/default/demo" ]
-	! kill -0 "$sup" 2>/dev/null
-	! pgrep -f "sleep 600"
+	gone "$sup"
+	run ! pgrep -f -x "sleep 6017"
 	run sbx-exec demo -- true
 	assert_status 101
 }

@@ -2,6 +2,7 @@
 # sbx-exec: JSON and raw modes, request documents, caps, timeouts, signals, bad input.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
 	setup_sbx_env
@@ -57,6 +58,21 @@ teardown() { teardown_sbx_env; }
 	assert_status 100
 	run sbx-exec -raw demo
 	assert_status 100
+}
+
+@test "an unknown field in a request is refused, naming it: nothing runs without the timeout it asked for" {
+	sbx-create demo >/dev/null
+	run --separate-stderr sbx-exec demo <<<'{"command":["sh","-c","echo ran > ~/ran"],"timout":"1s"}'
+	assert_status 100
+	[ "$stderr" = 'sbx-exec: invalid request: unknown field "timout" (a request has command, stdin, timeout, workdir, env)' ]
+	run sbx-exec demo <<<'{"command":["true"],"std\nin":"x"}'
+	assert_status 100
+	assert_contains 'unknown field "std\nin"'
+	run sbx-exec -raw demo -- sh -c 'ls ~'
+	[ -z "$output" ]
+	run sbx-exec demo <<<'{"command":["echo","ok"],"stdin":"","timeout":"5s","workdir":"/","env":{}}'
+	assert_status 0
+	assert_json '.stdout == "ok\n"'
 }
 
 @test "-stdin passes standard input in JSON mode; otherwise the command reads EOF" {

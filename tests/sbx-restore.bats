@@ -58,6 +58,15 @@ if kind == "device": add("./dev", tarfile.CHRTYPE)
 if kind == "fifo": add("./p", tarfile.FIFOTYPE)
 if kind == "bomb":
     add("./zeros1", data=bytes(700 * 1024)); add("./zeros2", data=bytes(700 * 1024))
+# what stays inside but extraction would fail on halfway
+if kind == "hardlink-missing": add("./hl", tarfile.LNKTYPE, link="./nowhere")
+if kind == "hardlink-self": add("./hl", tarfile.LNKTYPE, link="./hl")
+if kind == "hardlink-dir":
+    add("./d", tarfile.DIRTYPE); add("./hl", tarfile.LNKTYPE, link="./d")
+if kind == "file-over-dir":
+    add("./d", tarfile.DIRTYPE); add("./d/x"); add("./d")
+if kind == "under-a-file": add("./f"); add("./f/x")
+if kind == "long-name": add("./" + "n" * 256)
 t.close()
 PY
 }
@@ -95,9 +104,13 @@ PY
 	assert_contains "sbx-restore: unable to restore sandbox ghost: sandbox ghost not found"
 }
 
-@test "no backup is a fresh start: restored null, status 0" {
+@test "no backup: an error saying what is missing (exit 101); with -optional a fresh start, restored null" {
 	sbx-create demo >/dev/null
-	run sbx-restore demo
+	run --separate-stderr sbx-restore demo
+	assert_status 101
+	[ -z "$output" ]
+	[ "$stderr" = "sbx-restore: unable to restore sandbox demo: session demo has no backup in $HOME/.local/sandboxed-tools/demo/fs (to restore another backup, name it with -from FILE)" ]
+	run sbx-restore -optional demo
 	assert_status 0
 	[ "$output" = '{"restored":null,"files":0,"bytes":0,"skipped_corrupt":[],"skipped_links":[]}' ]
 }
@@ -222,7 +235,8 @@ PY
 	sbx-exec -raw demo -- sh -c 'echo mine > ~/keep.txt'
 	echo outside >"$BATS_TEST_TMPDIR/outside.txt"
 	before=$(sbx-exec -raw demo -- sh -c 'cd ~ && find . -printf "%p %s %T@\n" | sort')
-	for kind in traversal absolute symlink-out-write symlink-then-write hardlink-out device fifo bomb; do
+	for kind in traversal absolute symlink-out-write symlink-then-write hardlink-out device fifo bomb \
+		hardlink-missing hardlink-self hardlink-dir file-over-dir under-a-file long-name; do
 		hostile "$BATS_TEST_TMPDIR/$kind.tar.gz" "$kind"
 		for how in "" "-homedir /home/clawtainer"; do
 			run sbx-restore $how -max-size 1M -from "$BATS_TEST_TMPDIR/$kind.tar.gz" demo
@@ -236,7 +250,14 @@ PY
 			device) assert_contains 'refusing entry "./dev": device node' ;;
 			fifo) assert_contains 'refusing entry "./p": fifo' ;;
 			bomb) assert_contains "expands beyond the limit of 1048576 bytes" ;;
+			hardlink-missing) assert_contains 'refusing entry "./hl": hard link target "./nowhere" is not an earlier file of the archive' ;;
+			hardlink-self) assert_contains 'refusing entry "./hl": hard link target "./hl" is not an earlier file of the archive' ;;
+			hardlink-dir) assert_contains 'refusing entry "./hl": hard link to a directory' ;;
+			file-over-dir) assert_contains 'refusing entry "./d": it replaces a directory of the archive' ;;
+			under-a-file) assert_contains 'refusing entry "./f/x": it goes through the file "./f" of the archive' ;;
+			long-name) assert_contains "a name component longer than 255 bytes" ;;
 			esac
+			[ ! -e "$FS/.restore-incomplete" ]
 			after=$(sbx-exec -raw demo -- sh -c 'cd ~ && find . -printf "%p %s %T@\n" | sort')
 			[ "$before" = "$after" ]
 		done
@@ -326,7 +347,7 @@ venv_round_trip() {	# $1 = sandbox
 @test "kubernetes: hostile archives are refused before anything reaches the pod" {
 	kube_up
 	sbx-create k1 >/dev/null
-	for kind in traversal symlink-out-write device; do
+	for kind in traversal symlink-out-write device hardlink-missing file-over-dir; do
 		hostile "$BATS_TEST_TMPDIR/$kind.tar.gz" "$kind"
 		run sbx-restore -from "$BATS_TEST_TMPDIR/$kind.tar.gz" k1
 		assert_status 111
@@ -334,6 +355,44 @@ venv_round_trip() {	# $1 = sandbox
 	done
 	run sbx-exec -raw k1 -- sh -c 'ls -A ~ | wc -l'
 	[ "$output" = 0 ]
+}
+
+# ln -s /etc/passwd s; ln s h: a hard link to a symlink that restore leaves out. A backup sbx
+# wrote must restore: the link's other name is left out with it, nothing fails halfway.
+hardlinked_symlinks() {	# $1 = sandbox
+	sbx-exec -raw "$1" -- sh -c 'cd ~ && echo f > f && ln -s /etc/passwd s && ln s h &&
+		ln -s f in && ln in in2'
+	run sbx-snapshot "$1"
+	assert_status 0
+	sbx-delete "$1" >/dev/null
+	sbx-create "$1" >/dev/null
+	run --separate-stderr sbx-restore "$1"
+	assert_status 0
+	assert_json '(.skipped_links | sort) == ["./h", "./s"]'
+	[ ! -e "$FS/.restore-incomplete" ]
+	run sbx-exec -raw "$1" -- sh -c 'cd ~ && cat f in2 && readlink in in2 && ls -A'
+	[ "$output" = "$(printf 'f\nf\nf\nf\nf\nin\nin2')" ]
+	# and the next snapshot is not refused
+	run sbx-snapshot "$1"
+	assert_status 0
+}
+
+@test "a hard link to a symlink that leads out (ln -s /etc/passwd s; ln s h) snapshots and restores, both left out" {
+	sbx-create demo >/dev/null
+	hardlinked_symlinks demo
+	# the snapshot stores a symlink's other names as symlinks, never as a hard link to it
+	run tar -tvzf "$(ls "$FS"/backup-*.tar.gz | tail -1)"
+	[[ "$output" == *"./in2 -> f"* ]]
+	[[ "$output" != *" link to "* ]]
+}
+
+@test "kubernetes: a hard link to a symlink that leads out, as tar in the pod stores it, restores" {
+	kube_up
+	sbx-create k1 >/dev/null
+	hardlinked_symlinks k1
+	# tar in the pod did store hard links: restore left the one to s out, with s
+	run tar -tvzf "$(ls "$FS"/backup-*.tar.gz | head -1)"
+	assert_contains " link to "
 }
 
 @test "man page examples run" {

@@ -160,7 +160,7 @@ wait_tmp() {
 	assert_json '.files == 2'
 	tar -tvzf "$(printf '%s\n' "$output" | jq -r .path)" >"$BATS_TEST_TMPDIR/list"
 	grep -q -- './etc-link -> /etc$' "$BATS_TEST_TMPDIR/list"
-	! grep -q passwd "$BATS_TEST_TMPDIR/list"
+	run ! grep -q passwd "$BATS_TEST_TMPDIR/list"
 	run sbx-snapshot -homedir /home/clawtainer demo
 	assert_status 0
 	assert_json '.files == 2'

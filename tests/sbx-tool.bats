@@ -104,3 +104,34 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	assert_status 0
 	assert_contains 'tool \"nosuch\" not found'
 }
+
+@test "unknown fields of a tool call are refused, naming them; vendor fields are accepted" {
+	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"ls","arguments":"{}"},"metadata":1}'
+	assert_status 100
+	[ "$output" = 'sbx-tool: invalid tool call: unknown field "metadata"' ]
+	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"ls","arguments":"{}","argument":"x"}}'
+	assert_status 100
+	[ "$output" = 'sbx-tool: invalid tool call: unknown field "argument" in "function"' ]
+	run sbx-tool demo <<<'{"id":"c","type":"tool","function":{"name":"ls","arguments":"{}"}}'
+	assert_status 100
+	assert_contains '"type" must be "function"'
+	run sbx-tool demo <<<'{"id":7,"type":"function","function":{"name":"ls","arguments":"{}"}}'
+	assert_status 100
+	assert_contains '"id" must be a string'
+	# what OpenAI-compatible APIs add (index when streamed, Gemini's signatures) is fine
+	run sbx-tool demo <<<'{"index":0,"id":"c","type":"function","thought_signature":"s","extra_content":{"google":{}},"function":{"name":"run_command","arguments":"{\"command\":\"echo vendor\"}","thought_signature":"s"}}'
+	assert_status 0
+	assert_json '.content | startswith("stdout:\nvendor\n")'
+}
+
+@test "arguments may be a JSON object, as many frameworks send them, or JSON text; nothing else" {
+	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"run_command","arguments":{"command":"echo as-object"}}}'
+	assert_status 0
+	assert_json '.tool_call_id == "c" and (.content | startswith("stdout:\nas-object\n"))'
+	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"echo as-text\"}"}}'
+	assert_status 0
+	assert_json '.content | startswith("stdout:\nas-text\n")'
+	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"run_command","arguments":["echo"]}}'
+	assert_status 100
+	[ "$output" = 'sbx-tool: invalid tool call: "function.arguments" must be a JSON string or object' ]
+}

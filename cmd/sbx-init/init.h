@@ -8,4 +8,16 @@ int init_serve(int listen_fd);
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
 		   const char *const stage_src[4], char **bwrap_argv);
 
+/* net.c: the sandbox's network helper (lib/localnet.h), in the supervisor. */
+/* Reads DIR/net.plan: 0 no plan (no network), 1 loaded, -1 unusable. */
+int net_load(const char *dir);
+/* argv with bubblewrap's --info-fd/--block-fd added when a plan is loaded (else argv). */
+char **net_bwrap_argv(char **argv);
+/* In bubblewrap's child, just before exec: the descriptors the added options name. */
+int net_child_fds(void);
+/* After bubblewrap started: connects its namespace and lets it go on. -1: it must go. */
+int net_start(const char *dir, const char *uid, const char *gid);
+/* Kills and reaps the helper, if any. */
+void net_stop(void);
+
 #endif

@@ -297,8 +297,10 @@ static int shepherd(const struct service *sv, int conn)
 	if (sfd < 0 || pipe2(errp, O_CLOEXEC) < 0 || local_bwrap_shepherd(sv->procfd, &sv->ns, &mark) < 0)
 		return 1;
 	child = fork();
-	if (child < 0)
+	if (child < 0) {
+		send_result(conn, 0, errno, 0);	/* EAGAIN: at the sandbox's process limit */
 		return 1;
+	}
 	if (child == 0) {
 		close(conn);
 		close(errp[0]);
@@ -366,6 +368,8 @@ int init_serve(int listen_fd)
 			close(listen_fd);
 			_exit(shepherd(&sv, conn));
 		}
+		if (pid < 0)	/* EAGAIN: the sandbox's process limit is reached; say so */
+			send_result(conn, 0, errno, 0);
 		close(conn);
 	}
 }

@@ -23,6 +23,7 @@
 
 #include "../../lib/fsutil.h"
 #include "../../lib/local_bwrap.h"
+#include "../../lib/reslimit.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
@@ -146,10 +147,19 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 		dup2(fd, 0);
 		dup2(fd, 1);
 	}
+	/* Into the sandbox's cgroups (its limits) while still privileged; all it starts follows. */
+	if (reslimit_join(dir) < 0) {
+		fprintf(stderr, "sbx-init: cannot join the sandbox's cgroup: %s\n", strerror(errno));
+		_exit(111);
+	}
 	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
 	if (strcmp(uid, "-") != 0 &&
 	    local_bwrap_become((uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)) < 0) {
 		fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
+		_exit(111);
+	}
+	if (net_child_fds() < 0) {
+		fprintf(stderr, "sbx-init: cannot pass the network descriptors: %s\n", strerror(errno));
 		_exit(111);
 	}
 	if ((fd = args_file(argv, &rest)) < 0) {
@@ -195,6 +205,21 @@ static int take_nslock(const char *nslock, int sfd)
 	return -1;
 }
 
+/* The mount namespace the supervisor started in (the caller's), where the home's disk image
+ * is mounted; -1 when the supervisor never left it. */
+static int host_mntns = -1;
+
+/* What the limits hold outside the directory: the cgroup (with any process left in it)
+ * and the home's mount, which lives in the caller's mount namespace. */
+static void release_outside(const char *dir)
+{
+	if (host_mntns >= 0 && setns(host_mntns, CLONE_NEWNS) == 0) {
+		close(host_mntns);
+		host_mntns = -1;
+	}
+	reslimit_release(dir);
+}
+
 static void teardown(const char *dir, pid_t bwrap)
 {
 	char trash[4096], home[4096 + 8];
@@ -206,6 +231,8 @@ static void teardown(const char *dir, pid_t bwrap)
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}
+	net_stop();
+	release_outside(dir);
 	/* Rename first: the sandbox disappears at once; the removal may take a while. The home
 	 * goes first and the lock (held until this process exits) last, so a trash directory
 	 * whose lock nobody holds is one a removal left unfinished: the next sbx-create,
@@ -240,6 +267,8 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	if (fs_write_atomic(path, pid, strlen(pid), 0600) < 0)
 		return 111;
 
+	if (strcmp(uid, "-") != 0)
+		host_mntns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (strcmp(uid, "-") != 0 && stage(stage_src) < 0) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "staging: %d\n", errno);
@@ -255,10 +284,27 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 111;
+	if (net_load(dir) < 0 || (bwrap_argv = net_bwrap_argv(bwrap_argv)) == NULL) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "network plan: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return 111;
+	}
 	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
 	close(3);	/* the listening socket now lives only in the sandbox */
 	if (bwrap < 0) {
 		teardown(dir, -1);
+		return 111;
+	}
+	if (net_start(dir, uid, gid) < 0) {
+		/* The directory stays, with the helper's log, for sbx-create to read and remove:
+		 * once this process is gone it is stale to everyone else. */
+		int st;
+		kill(bwrap, SIGKILL);
+		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
+			;
+		net_stop();
+		release_outside(dir);
 		return 111;
 	}
 

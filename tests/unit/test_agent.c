@@ -86,7 +86,21 @@ static void history(const char *home)
 	       "one line each, Go encoding");
 	free(text);
 	ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "file mode 0600");
+	{
+		/* one holder at a time, even within a process; the second is told who holds it */
+		char *want = xasprintf("session \"h1\" is in use by test_agent (pid %ld): a session is "
+				       "used by one process at a time", (long)getpid());
+		ok(history_open("h1", &e) == NULL && e.code == SBX_EBUSY, "a held session is refused");
+		is_str(e.msg, want, "naming the holder");
+		ok(history_lock("h1", &e) < 0 && e.code == SBX_EBUSY, "history_lock refuses it too");
+		free(want);
+	}
 	history_close(h);
+	{
+		int fd = history_lock("h1", &e);
+		ok(fd >= 0, "closing the history frees the session");
+		close(fd);
+	}
 
 	/* a crash mid-append: the torn bytes are skipped, then cut before the next append */
 	put(path, "{\"role\":\"tool\",\"cont", "a");

@@ -106,8 +106,24 @@ static void object(void)
 	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	ok(strstr(txt, "\"apiVersion\":\"agents.x-k8s.io/v1beta1\",\"kind\":\"Sandbox\"") != NULL, "kind and version");
 	ok(strstr(txt, "\"labels\":{\"app.kubernetes.io/managed-by\":\"sbx\"}") != NULL, "managed-by label");
-	ok(strstr(txt, "{\"automountServiceAccountToken\":false,\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"sandbox\",\"image\":\"debian:bookworm-slim\",\"command\":[\"sleep\",\"infinity\"],\"env\":[{\"name\":\"HOME\",\"value\":\"/home/clawtainer\"}],\"volumeMounts\":[{\"name\":\"home\",\"mountPath\":\"/home/clawtainer\"}]}],\"volumes\":[{\"name\":\"home\",\"emptyDir\":{}}]}") != NULL,
-	   "pod template as upstream: %s", txt);
+	ok(strstr(txt, "{\"automountServiceAccountToken\":false,\"restartPolicy\":\"Never\",\"securityContext\":{\"runAsNonRoot\":true,\"runAsUser\":1000,\"runAsGroup\":1000,\"fsGroup\":1000,\"seccompProfile\":{\"type\":\"RuntimeDefault\"}},\"containers\":[{\"name\":\"sandbox\",\"image\":\"debian:bookworm-slim\",\"command\":[\"sleep\",\"infinity\"],\"workingDir\":\"/home/clawtainer\",\"env\":[{\"name\":\"HOME\",\"value\":\"/home/clawtainer\"}],\"volumeMounts\":[{\"name\":\"home\",\"mountPath\":\"/home/clawtainer\"},{\"name\":\"tmp\",\"mountPath\":\"/tmp\"}],\"securityContext\":{\"allowPrivilegeEscalation\":false,\"capabilities\":{\"drop\":[\"ALL\"]},\"readOnlyRootFilesystem\":true,\"runAsNonRoot\":true,\"seccompProfile\":{\"type\":\"RuntimeDefault\"}}}],\"volumes\":[{\"name\":\"home\",\"emptyDir\":{}},{\"name\":\"tmp\",\"emptyDir\":{}}]}") != NULL,
+	   "pod template as upstream's, confined (restricted), starting in the home: %s", txt);
+	ok(strstr(txt, "\"podTemplate\":{\"metadata\":{\"labels\":{\"app.kubernetes.io/managed-by\":\"sbx\",\"app.kubernetes.io/instance\":\"demo\"}}") != NULL,
+	   "pod labels for the NetworkPolicy");
+	json_object_put(o);
+	s.run_as_root = true;
+	strcpy(s.runtime_class, "gvisor");
+	s.limits.enforced = true;
+	s.limits.memory = INT64_C(3) << 29;
+	s.limits.cpus_milli = 1500;
+	s.limits.disk = INT64_C(5) << 30;
+	o = kube_backend_object("agents.x-k8s.io/v1beta1", "default", &s);
+	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	ok(strstr(txt, "\"runtimeClassName\":\"gvisor\"") && strstr(txt, "\"securityContext\":{\"runAsUser\":0,\"runAsGroup\":0,\"seccompProfile\":{\"type\":\"RuntimeDefault\"}}") &&
+	   strstr(txt, "\"readOnlyRootFilesystem\":false") && !strstr(txt, "\"tmp\""),
+	   "-run-as-root, -runtime-class: %s", txt);
+	ok(strstr(txt, "\"resources\":{\"limits\":{\"memory\":\"1536Mi\",\"cpu\":\"1500m\",\"ephemeral-storage\":\"5Gi\"},\"requests\":{\"memory\":\"256Mi\",\"cpu\":\"100m\",\"ephemeral-storage\":\"1Gi\"}}") &&
+	   strstr(txt, "{\"name\":\"home\",\"emptyDir\":{\"sizeLimit\":\"5Gi\"}}"), "limits as resources and sizeLimit");
 	ok(strstr(txt, "\"shutdownPolicy\":\"Delete\"") && strstr(txt, "\"shutdownTime\":\""), "lifecycle");
 	json_object_put(o);
 }

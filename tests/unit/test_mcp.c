@@ -20,6 +20,8 @@ static void versions(void)
 	ok(mcp_version_find(MCP_VERSION_LATEST) != NULL, "the current revision is spoken");
 	ok(mcp_version_find(MCP_VERSION_PREVIOUS) != NULL, "the previous revision is spoken");
 	ok(mcp_version_find("2024-11-05") == NULL, "an old revision is not");
+	ok(mcp_version_find("2025-03-26") && !mcp_version_find("2025-03-26")->structured,
+	   "2025-03-26 is spoken, without structured output");
 	is_str(mcp_negotiate("2025-06-18")->name, "2025-06-18", "a spoken revision is answered as asked");
 	is_str(mcp_negotiate("2024-11-05")->name, MCP_VERSION_LATEST, "another gets the latest");
 	is_str(mcp_negotiate(NULL)->name, MCP_VERSION_LATEST, "none gets the latest");
@@ -135,6 +137,15 @@ static void calls(void)
 	ok(!err, "isError absent: false");
 	free(s);
 	json_object_put(p);
+	p = mcp_call_result(mcp_version_find("2025-03-26"), "x", false, json_tokener_parse("{\"a\":1}"));
+	s = enc(p);
+	is_str(s, "{\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"isError\":false}",
+	       "no structuredContent for 2025-03-26");
+	free(s);
+	p = mcp_tools_list(&toolset_basic, mcp_version_find("2025-03-26"));
+	s = enc(p);
+	ok(strstr(s, "outputSchema") == NULL, "no outputSchema for 2025-03-26");
+	free(s);
 
 	tok = json_object_new_string("t1");
 	s = enc(mcp_progress_params(tok, 3, "running"));

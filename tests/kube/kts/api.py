@@ -10,13 +10,13 @@ import string
 import yaml
 from aiohttp import web
 
-from . import discovery, execws, tables
+from . import admission, discovery, execws, tables
 from .patch import PatchError, apply_patch, json_patch, merge_patch
 from .schema import FieldError
 from .selectors import SelectorError, matcher
 from .status import (PODS, ApiError, Resource, already_exists, conflict, dumps, forbidden,
                      invalid, json_response, not_found)
-from .store import Conflict, Exists, Gone
+from .store import Conflict, Exists, Gone, now_rfc3339
 
 # Request bodies are capped like the API server's (3 MiB); larger ones get 413.
 BODY_MAX = 3 * 1024 * 1024
@@ -50,11 +50,11 @@ def routes_for(ctx):
         web.route("*", "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/status",
                   lambda r: Sandboxes(ctx, r).status()),
         web.get("/api/v1/namespaces/{ns}/pods", lambda r: Pods(ctx, r).list()),
+        web.post("/api/v1/namespaces/{ns}/pods", lambda r: Pods(ctx, r).create()),
         web.get("/api/v1/pods", lambda r: Pods(ctx, r).list()),
         web.get("/api/v1/namespaces/{ns}/pods/{name}", lambda r: Pods(ctx, r).get()),
         web.route("*", "/api/v1/namespaces/{ns}/pods/{name}/exec",
                   lambda r: execws.handle(ctx, r)),
-        web.get("/api/v1/namespaces/{ns}", lambda r: discovery.namespace(ctx, r)),
         web.get(TEST_PREFIX + "faults", lambda r: get_faults(ctx, r)),
         web.post(TEST_PREFIX + "faults", lambda r: set_faults(ctx, r)),
         web.delete(TEST_PREFIX + "faults", lambda r: reset_faults(ctx, r)),
@@ -540,8 +540,12 @@ def pod_doc(ctx, sandbox, pod):
     for c in tspec.get("containers") or []:
         cs = {"name": c.get("name"), "image": c.get("image", ""), "imageID": "",
               "ready": running, "started": running, "restartCount": 0}
-        cs["state"] = {"running": {"startedAt": pod.started}} if running else \
-            {"waiting": {"reason": "ContainerCreating"}}
+        if running:
+            cs["state"] = {"running": {"startedAt": pod.started}}
+        elif pod.failure:
+            cs["state"] = {"waiting": {"reason": pod.failure[0], "message": pod.failure[1]}}
+        else:
+            cs["state"] = {"waiting": {"reason": "ContainerCreating"}}
         cstatuses.append(cs)
     ready = "True" if running else "False"
     return {
@@ -554,6 +558,8 @@ def pod_doc(ctx, sandbox, pod):
                                           "controller": True, "blockOwnerDeletion": True}]},
         "spec": tspec,
         "status": {"phase": pod.phase, "hostIP": "127.0.0.1", "podIP": "127.0.0.1",
+                   **({"reason": pod.failure[0], "message": pod.failure[1]} if pod.failure
+                      else {}),
                    "podIPs": [{"ip": "127.0.0.1"}], "startTime": pod.created,
                    "conditions": [{"type": t, "status": ready, "lastTransitionTime": pod.created}
                                   for t in ("Initialized", "Ready", "ContainersReady",
@@ -611,6 +617,31 @@ class Pods:
         if tables.wants_table(self.r.headers.get("Accept")):
             return json_response(self._table([doc]))
         return json_response(doc)
+
+    async def create(self):
+        """A pod posted directly goes through admission (RuntimeClass, Pod Security) as on a
+        real server; one that passes is only accepted as a dry run: this server runs the
+        pods of Sandboxes, no others."""
+        self._authorize("create")
+        obj = await read_json(self.r)
+        if not isinstance(obj, dict) or obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
+            raise ApiError(400, "the body of the request is not a v1 Pod")
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name") or ""
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        if not spec.get("containers"):
+            raise invalid(PODS, "Pod", name, [FieldError(
+                "spec.containers", "FieldValueRequired", "Required value")])
+        refusal, warnings = admission.admit_pod(self.ctx, self.ns, name, spec)
+        if refusal:
+            raise ApiError(403, refusal, details={"name": name, "kind": "pods"})
+        headers = {"Warning": ", ".join(warning(w) for w in warnings)} if warnings else {}
+        if "All" not in self.r.query.getall("dryRun", []):
+            raise ApiError(405, "kube-test-server runs only the pods of Sandboxes: create a "
+                           "Sandbox, or send this pod with dryRun=All")
+        meta.update(namespace=self.ns, uid="dry-run", creationTimestamp=now_rfc3339())
+        obj["status"] = {"phase": "Pending"}
+        return json_response(obj, status=201, headers=headers)
 
     async def list(self):
         self._authorize("list")
@@ -674,3 +705,8 @@ async def close_watches(ctx, _r):
 
 def random_token():
     return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(32))
+
+
+def warning(text):
+    """One Warning header value (RFC 7234: code 299, agent "-", a quoted text)."""
+    return '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -27,24 +27,29 @@ def go_seconds(seconds):
 
 
 class SbxBackend:
-    """Local-backend sandboxes through the sbx tools ($SBX_BIN first, then PATH)."""
+    """Local-backend sandboxes through the sbx tools: $SBX_BIN, else this checkout's bin/,
+    else PATH. They live in a state root of the server's own (XDG_STATE_HOME=STATE), never
+    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo."""
 
     mode = "sbx"
 
-    def __init__(self):
-        self.bin_dir = os.environ.get("SBX_BIN")
+    def __init__(self, repo_top, state_home):
+        self.dirs = [d for d in (os.environ.get("SBX_BIN"), os.path.join(repo_top, "bin")) if d]
+        self.state_home = state_home
         # The tools must act on the local backend whatever the caller's environment says
         # (a client under test may run with SANDBOX_BACKEND=kubernetes pointing at us).
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
+        self.env["XDG_STATE_HOME"] = state_home
 
     def tool(self, name):
-        if self.bin_dir:
-            p = os.path.join(self.bin_dir, name)
+        for d in self.dirs:
+            p = os.path.join(d, name)
             if os.access(p, os.X_OK):
                 return p
         p = shutil.which(name)
         if not p:
-            raise BackendError(f"{name} not found (set SBX_BIN or PATH)")
+            raise BackendError(f"{name} not found in {' or '.join(self.dirs)} nor on PATH "
+                               "(run make, or set SBX_BIN)")
         return p
 
     async def _run(self, *argv):
@@ -57,7 +62,7 @@ class SbxBackend:
                                f"{err[:TOOL_OUTPUT_MAX].decode(errors='replace').strip()}")
         return out
 
-    async def create(self, ns, name, homedir, ttl_s):
+    async def create(self, ns, name, homedir, ttl_s, spec=None):
         argv = [self.tool("sbx-create"), "-backend", "local", "-namespace", ns,
                 "-image", "host", "-ttl", go_seconds(ttl_s)]
         if homedir:
@@ -73,10 +78,12 @@ class SbxBackend:
         await self._run(self.tool("sbx-delete"), "-backend", "local", "-namespace", ns,
                         local_name(name))
 
-    def exec_spec(self, ns, name, homedir, command):
-        """(argv, env, cwd) for running `command` in the sandbox with raw streams."""
-        return ([self.tool("sbx-exec"), "-backend", "local", "-raw", "-namespace", ns,
-                 local_name(name), "--"] + list(command), self.env, None)
+    def exec_spec(self, ns, name, homedir, command, workdir=None):
+        """(argv, env, cwd) for running `command` in the sandbox with raw streams, in the
+        container's workingDir as a kubelet starts an exec."""
+        wd = ["-workdir", workdir] if workdir else []
+        return ([self.tool("sbx-exec"), "-backend", "local", "-raw", "-namespace", ns] + wd +
+                [local_name(name), "--"] + list(command), self.env, None)
 
 
 class SubprocessBackend:
@@ -90,7 +97,7 @@ class SubprocessBackend:
     def _home(self, ns, name):
         return os.path.join(self.root, "sandboxes", ns, local_name(name), "home")
 
-    async def create(self, ns, name, homedir, ttl_s):
+    async def create(self, ns, name, homedir, ttl_s, spec=None):
         os.makedirs(self._home(ns, name), exist_ok=True)
 
     async def touch(self, ns, name, ttl_s):
@@ -100,7 +107,104 @@ class SubprocessBackend:
     async def delete(self, ns, name):
         shutil.rmtree(os.path.dirname(self._home(ns, name)), ignore_errors=True)
 
-    def exec_spec(self, ns, name, homedir, command):
+    def exec_spec(self, ns, name, homedir, command, workdir=None):
         home = self._home(ns, name)
         env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         return list(command), env, home
+
+
+class PodBackend:
+    """A pod as the kubelet runs it, as far as its identity and files go (root only, for
+    tests): commands run on the host as the pod's runAsUser/runAsGroup with fsGroup as their
+    supplementary group, no capabilities and no_new_privs (allowPrivilegeEscalation: false),
+    in a mount namespace of their own where the pod's emptyDir volumes, directories owned by
+    root and group fsGroup with mode 2777 as the kubelet makes them, are mounted at their
+    mountPaths; they start in the container's workingDir with HOME and PATH from the pod. No
+    other isolation: the host's pid and network namespaces, its root filesystem (read-only to
+    a non-root uid but for its sticky directories). Each process carries KTS_POD=<uid> so that
+    deleting the pod kills what it left running."""
+
+    mode = "pod"
+    SCRIPT = ('set -e; r=$1; wd=$2; u=$3; g=$4; gs=$5; shift 5\n'
+              'while [ "$1" != -- ]; do src=$1 dst=$2; shift 2\n'
+              '  if [ ! -d "$dst" ]; then p=$(dirname "$dst"); [ -d "$p" ] || exit 125;\n'
+              '    mount -t tmpfs -o mode=755 kts "$p"; mkdir -p "$dst"; fi\n'
+              '  mount --bind "$src" "$dst"; done; shift\n'
+              'cd "$wd"\n'
+              'if [ "$u" = 0 ]; then exec setpriv --reuid 0 --regid "$g" --groups "$gs" '
+              '--no-new-privs --bounding-set "$KTS_CAPS" --inh-caps "$KTS_CAPS" -- "$@"; fi\n'
+              'exec setpriv --reuid "$u" --regid "$g" --groups "$gs" --no-new-privs '
+              '--inh-caps=-all --bounding-set=-all -- "$@"\n')
+
+    def __init__(self, root, tool_dirs):
+        if os.geteuid() != 0:
+            raise BackendError("-exec-mode pod runs commands as the pods' users: it needs root")
+        self.root = root
+        self.tool_dirs = [d for d in tool_dirs if d and os.path.isdir(d)]
+        self.pods = {}
+
+    def _dir(self, ns, name):
+        return os.path.join(self.root, "pods", ns, local_name(name))
+
+    async def create(self, ns, name, homedir, ttl_s, spec=None):
+        spec = spec or {}
+        psc = spec.get("securityContext") or {}
+        c = (spec.get("containers") or [{}])[0]
+        csc = c.get("securityContext") or {}
+        uid = csc.get("runAsUser", psc.get("runAsUser", 0))
+        gid = csc.get("runAsGroup", psc.get("runAsGroup", 0))
+        fs_group = psc.get("fsGroup")
+        groups = [g for g in [gid, fs_group] + list(psc.get("supplementalGroups") or [])
+                  if g is not None]
+        d = self._dir(ns, name)
+        os.makedirs(d, mode=0o755, exist_ok=True)
+        os.chmod(os.path.dirname(d), 0o755)
+        mounts = []
+        vols = {v.get("name"): v for v in spec.get("volumes") or [] if "emptyDir" in v}
+        for m in c.get("volumeMounts") or []:
+            if m.get("name") not in vols:
+                raise BackendError(f"volume {m.get('name')!r}: only emptyDir volumes are served")
+            src = os.path.join(d, "volumes", m["name"])
+            os.makedirs(src, exist_ok=True)
+            os.chown(src, 0, fs_group if fs_group is not None else 0)
+            os.chmod(src, 0o2777 if fs_group is not None else 0o777)
+            mounts += [src, m["mountPath"]]
+        env = {"PATH": ":".join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
+                                 "/sbin", "/bin"] + self.tool_dirs),
+               "HOSTNAME": name, "KTS_POD": d}
+        for e in c.get("env") or []:
+            if "value" in e:
+                env[e["name"]] = e["value"]
+        caps = csc.get("capabilities") or {}
+        drop = caps.get("drop") or []
+        env["KTS_CAPS"] = ",".join((["-all"] if "ALL" in drop else [f"-{x.lower()}" for x in drop])
+                                   + [f"+{x.lower()}" for x in caps.get("add") or []]) or "+all"
+        self.pods[(ns, name)] = {"uid": uid, "gid": gid, "groups": groups, "mounts": mounts,
+                                 "env": env, "workdir": c.get("workingDir") or "/"}
+
+    async def touch(self, ns, name, ttl_s):
+        if (ns, name) not in self.pods:
+            raise BackendError("pod does not exist")
+
+    async def delete(self, ns, name):
+        p = self.pods.pop((ns, name), None)
+        d = self._dir(ns, name)
+        if p:
+            for pid in [x for x in os.listdir("/proc") if x.isdigit()]:
+                try:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        if f"KTS_POD={d}".encode() in f.read().split(b"\0"):
+                            os.kill(int(pid), 9)
+                except OSError:
+                    pass
+        shutil.rmtree(d, ignore_errors=True)
+
+    def exec_spec(self, ns, name, homedir, command, workdir=None):
+        p = self.pods.get((ns, name))
+        if p is None:
+            return ["false"], {}, None
+        argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", self.SCRIPT,
+                "sh", self.root, workdir or p["workdir"], str(p["uid"]), str(p["gid"]),
+                ",".join(str(g) for g in p["groups"]) or str(p["gid"])] + p["mounts"] + \
+            ["--"] + list(command)
+        return argv, dict(p["env"]), None

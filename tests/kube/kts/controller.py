@@ -38,6 +38,16 @@ def homedir_of(obj):
     return None
 
 
+def workdir_of(obj):
+    """The workingDir of the pod template's first container (where its execs start), or None."""
+    try:
+        c = obj["spec"]["podTemplate"]["spec"]["containers"][0]
+    except (KeyError, TypeError, IndexError):
+        return None
+    w = c.get("workingDir") if isinstance(c, dict) else None
+    return w if isinstance(w, str) and w.startswith("/") else None
+
+
 class Pod:
     def __init__(self, sandbox):
         self.uid = sandbox["metadata"]["uid"]
@@ -45,13 +55,20 @@ class Pod:
         self.started = None
         self.phase = "Pending"
         self.creating = False       # sbx-create running: let it finish, then undo
+        self.failure = None         # (reason, message) when the pod could not be made
         self.homedir = homedir_of(sandbox)
+        self.workdir = workdir_of(sandbox)
         self.template = sandbox["spec"].get("podTemplate") or {}
         self.labels = dict((self.template.get("metadata") or {}).get("labels") or {})
 
 
 class Controller:
     def __init__(self, store, backend, faults, ready_delay):
+        # Hooks set by the server: admit(ns, name, pod_spec) -> a refusal message or None (the
+        # API server's admission of the pod the controller would make), collect(uid) deletes
+        # the objects a deleted Sandbox owned (the garbage collector).
+        self.admit = lambda ns, name, spec: None
+        self.collect = lambda uid: 0
         self.store = store
         self.backend = backend
         self.faults = faults
@@ -70,10 +87,18 @@ class Controller:
     # Hooks called by the API after each change of a Sandbox.
     def created(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
-        self.pods[key] = Pod(obj)
         self.shutdown_times[key] = obj["spec"].get("shutdownTime")
+        refusal = self.admit(key[0], key[1],
+                             ((obj["spec"].get("podTemplate") or {}).get("spec")) or {})
+        if refusal:
+            # As the Agent Sandbox controller reports a pod the API server refused.
+            self._set_ready(key, "False", "ReconcilerError", "Error seen: " + refusal)
+            return
+        self.pods[key] = Pod(obj)
         delay = self.faults.ready_delay if self.faults.ready_delay >= 0 else self.ready_delay
-        if not self.faults.never_ready:
+        if self.faults.container_waiting:
+            self.pods[key].failure = tuple(self.faults.container_waiting)
+        elif not self.faults.never_ready:
             self.tasks[key] = asyncio.create_task(
                 self._make_ready(key, obj["metadata"]["uid"], delay))
         self._set_ready(key, "False", "DependenciesNotReady", "Pod exists with phase: Pending")
@@ -90,6 +115,7 @@ class Controller:
 
     def deleted(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        self.collect(obj["metadata"].get("uid"))
         self._remove_pod(key)
         self.shutdown_times.pop(key, None)
         self.expired.discard(key)
@@ -121,10 +147,17 @@ class Controller:
         try:
             async with self._lock(key):
                 await self.backend.create(key[0], key[1], pod.homedir,
-                                          self._ttl(self.shutdown_times.get(key)))
+                                          self._ttl(self.shutdown_times.get(key)),
+                                          pod.template.get("spec") or {})
         except BackendError as e:
+            # The pod fails as one whose container cannot be made does, with the why in its
+            # status; the Sandbox says PodFailed as the Agent Sandbox controller does, plus
+            # the why (its own message is only "Pod failed"), so clients fail at once.
             log.warning("sandbox %s/%s: %s", key[0], key[1], e)
-            self._set_ready(key, "False", "PodFailed", f"creating the pod failed: {e}")
+            if self.pods.get(key) is pod:
+                pod.phase = "Failed"
+                pod.failure = ("CreateContainerError", f"kube-test-server cannot back the pod: {e}")
+                self._set_ready(key, "False", "PodFailed", f"Pod failed: {pod.failure[1]}")
             return
         finally:
             pod.creating = False

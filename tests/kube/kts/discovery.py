@@ -20,10 +20,8 @@ async def version(_ctx, _r):
 
 SANDBOX_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 CORE_RESOURCES = [
-    {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
-     "verbs": ["get", "list"], "shortNames": ["ns"]},
     {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
-     "verbs": ["get", "list"], "shortNames": ["po"], "categories": ["all"]},
+     "verbs": ["create", "get", "list"], "shortNames": ["po"], "categories": ["all"]},
     {"name": "pods/exec", "singularName": "", "namespaced": True, "kind": "PodExecOptions",
      "verbs": ["create", "get"]},
 ]

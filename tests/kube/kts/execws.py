@@ -172,7 +172,7 @@ async def handle(ctx, request):
     if ws.ws_protocol is None:
         await ws.close(code=1002, message=b"no supported subprotocol offered")
         return ws
-    argv, env, cwd = ctx.backend.exec_spec(ns, name, pod.homedir, command)
+    argv, env, cwd = ctx.backend.exec_spec(ns, name, pod.homedir, command, pod.workdir)
     pipe = asyncio.subprocess.PIPE
     null = asyncio.subprocess.DEVNULL
     try:

@@ -18,6 +18,8 @@ KNOBS = {
     "exec_drop_after_stdin_bytes": (int, -1, "the next exec stream is cut after K stdin bytes"),
     "ready_delay": (float, -1.0, "seconds to Ready for Sandboxes created from now; -1: default"),
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
+    "container_waiting": (list, [], "[REASON, MESSAGE]: pods made from now stay Pending, their "
+                          "container waiting with that reason (e.g. ErrImagePull), never Ready"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
     "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
                "(the -token one keeps working for /_test)"),
@@ -53,6 +55,9 @@ class Faults:
                 re.compile(v)
             if k == "forbid" and not all(isinstance(x, str) and len(x.split()) == 2 for x in v):
                 raise ValueError("knob 'forbid' wants strings 'VERB RESOURCE'")
+            if k == "container_waiting" and (len(v) not in (0, 2) or
+                                             not all(isinstance(x, str) and x for x in v)):
+                raise ValueError("knob 'container_waiting' wants [REASON, MESSAGE]")
             if k == "tokens" and not all(isinstance(x, str) and x for x in v):
                 raise ValueError("knob 'tokens' wants non-empty strings")
         for k, v in doc.items():

@@ -18,29 +18,39 @@ import uuid
 
 from aiohttp import web
 
-from . import discovery, tables
+from . import discovery, netpol, tables
 from .api import read_json
 from .patch import PatchError, apply_patch, json_patch, merge_patch
-from .status import ApiError, Resource, already_exists, conflict, invalid, json_response, \
-    not_found
+from .selectors import SelectorError, matcher
+from .status import ApiError, Resource, already_exists, conflict, forbidden, invalid, \
+    json_response, not_found
 from .store import Conflict, Exists, Store, now_rfc3339
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 # A DNS-1123 subdomain: what metadata.name must be for these kinds.
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 NAME_MAX = 253
+# A DNS-1123 label: namespace names, RuntimeClass handlers.
+LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class Kind:
-    def __init__(self, group, version, plural, kind, singular, short=(), validate=None):
-        self.res = Resource(group, plural, kind)
+    def __init__(self, group, version, plural, kind, singular, short=(), validate=None,
+                 namespaced=True):
+        self.res = Resource(group, plural, kind, namespaced)
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.singular, self.short, self.validate = singular, list(short), validate
+        self.namespaced = namespaced
         self.api_version = f"{group}/{version}" if group else version
         self.base = f"/apis/{group}/{version}" if group else f"/api/{version}"
 
+    def collection_path(self):
+        if self.namespaced:
+            return f"{self.base}/namespaces/{{ns}}/{self.plural}"
+        return f"{self.base}/{self.plural}"
+
     def discovery(self):
-        d = {"name": self.plural, "singularName": self.singular, "namespaced": True,
+        d = {"name": self.plural, "singularName": self.singular, "namespaced": self.namespaced,
              "kind": self.kind, "verbs": VERBS}
         if self.short:
             d["shortNames"] = self.short
@@ -54,12 +64,14 @@ class FieldError:
         self.field, self.kind, self.detail, self.value = field, kind, detail, value
 
     def text(self):
-        if self.kind == "Required value":
-            return f"{self.field}: Required value" + (f": {self.detail}" if self.detail else "")
+        if self.kind in ("Required value", "Forbidden"):
+            return f"{self.field}: {self.kind}" + (f": {self.detail}" if self.detail else "")
         return f"{self.field}: {self.kind}: {json.dumps(self.value)}: {self.detail}"
 
     def cause(self):
-        reason = "FieldValueRequired" if self.kind == "Required value" else "FieldValueInvalid"
+        reason = {"Required value": "FieldValueRequired", "Forbidden": "FieldValueForbidden",
+                  "Unsupported value": "FieldValueNotSupported"}.get(self.kind,
+                                                                     "FieldValueInvalid")
         return {"reason": reason, "message": self.text().split(": ", 1)[1],
                 "field": self.field}
 
@@ -116,15 +128,49 @@ def validate_rolebinding(obj):
     return errs
 
 
+def validate_namespace(obj):
+    errs = []
+    name = _d(obj, "metadata", "name") or ""
+    if name and (len(name) > 63 or not LABEL_RE.match(name)):
+        errs.append(FieldError("metadata.name", "Invalid value",
+                               "a lowercase RFC 1123 label must consist of lower case "
+                               "alphanumeric characters or '-', and must start and end with an "
+                               "alphanumeric character", name))
+    return errs
+
+
+def validate_runtimeclass(obj):
+    h = obj.get("handler")
+    if not isinstance(h, str) or not h:
+        return [FieldError("handler", "Required value", "")]
+    if len(h) > 63 or not LABEL_RE.match(h):
+        return [FieldError("handler", "Invalid value",
+                           "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                           "characters or '-', and must start and end with an alphanumeric "
+                           "character", h)]
+    return []
+
+
 RBAC = "rbac.authorization.k8s.io"
 KINDS = [
+    Kind("", "v1", "namespaces", "Namespace", "namespace", ["ns"], validate=validate_namespace,
+         namespaced=False),
     Kind("", "v1", "serviceaccounts", "ServiceAccount", "serviceaccount", ["sa"]),
     Kind("", "v1", "secrets", "Secret", "secret"),
     Kind(RBAC, "v1", "roles", "Role", "role", validate=validate_role),
     Kind(RBAC, "v1", "rolebindings", "RoleBinding", "rolebinding", validate=validate_rolebinding),
     Kind("apps", "v1", "deployments", "Deployment", "deployment", ["deploy"],
          validate=validate_deployment),
+    Kind("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networkpolicy",
+         ["netpol"], validate=netpol.validate),
+    Kind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", "runtimeclass",
+         validate=validate_runtimeclass, namespaced=False),
 ]
+# Kinds served elsewhere (api.py) that the OpenAPI documents here must still describe: kubectl
+# reads a kind's write parameters there before it applies a manifest.
+OPENAPI_ONLY = [Kind("", "v1", "pods", "Pod", "pod", ["po"])]
+# Namespaces every cluster has.
+BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
 GROUPS = {}          # group -> [Kind] (non-core only)
 for _k in KINDS:
     if _k.group:
@@ -221,10 +267,11 @@ def openapi_gv(path):
     async def handler(_r):
         write = ["dryRun", "fieldManager", "fieldValidation"]
         paths = {}
-        for k in KINDS:
+        for k in KINDS + OPENAPI_ONLY:
             if k.base.lstrip("/") != path:
                 continue
-            base = f"{k.base}/namespaces/{{namespace}}/{k.plural}"
+            base = f"{k.base}/namespaces/{{namespace}}/{k.plural}" if k.namespaced else \
+                f"{k.base}/{k.plural}"
             paths[base] = {"get": _operation(k, "list", "list", ["labelSelector", "watch"]),
                            "post": _operation(k, "post", "create", write)}
             paths[base + "/{name}"] = {
@@ -241,20 +288,36 @@ def openapi_gv(path):
 # ---- objects ----
 
 class Objects:
-    """Handlers for one request on one of KINDS."""
+    """Handlers for one request on one of KINDS. Cluster-scoped kinds are stored under the
+    namespace "" and shown without one."""
 
     def __init__(self, ctx, k, r):
         self.ctx, self.k, self.r = ctx, k, r
-        self.ns = r.match_info["ns"]
+        self.ns = r.match_info.get("ns", "") if k.namespaced else ""
         self.name = r.match_info.get("name")
         self.store = ctx.generic_stores[(k.group, k.plural)]
 
     def _dry(self):
         return "All" in self.r.query.getall("dryRun", [])
 
+    def _out(self, obj):
+        if not self.k.namespaced:
+            obj = copy.deepcopy(obj)
+            obj["metadata"].pop("namespace", None)
+        return obj
+
+    def _respond(self, obj, status=200, headers=None):
+        return json_response(self._out(obj), status=status, headers=headers)
+
     async def collection(self):
         if self.r.method == "GET":
-            objs = [o for o in self.store.list(lambda o: o["metadata"]["namespace"] == self.ns)]
+            try:
+                sel = matcher(self.r.query.get("labelSelector"),
+                              self.r.query.get("fieldSelector"))
+            except SelectorError as e:
+                raise ApiError(400, str(e)) from None
+            objs = [self._out(o) for o in
+                    self.store.list(lambda o: o["metadata"]["namespace"] == self.ns and sel(o))]
             rv = str(self.store.rv)
             if tables.wants_table(self.r.headers.get("Accept")):
                 cols = [{"name": "Age", "type": "date",
@@ -263,22 +326,43 @@ class Objects:
             return json_response({"kind": f"{self.k.kind}List", "apiVersion": self.k.api_version,
                                   "metadata": {"resourceVersion": rv}, "items": objs})
         if self.r.method == "POST":
+            self._authorize("create")
             obj = await read_json(self.r)
             return self._create(obj)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
+    def _authorize(self, verb):
+        if self.ctx.faults.forbidden(verb, self.k.plural):
+            raise forbidden(self.k.res, self.ctx.user, verb, self.name,
+                            self.ns if self.k.namespaced else None)
+
     async def item(self):
         m = self.r.method
         if m == "GET":
-            return json_response(self._live())
+            self._authorize("get")
+            return self._respond(self._live())
         if m == "PUT":
+            self._authorize("update")
             obj = await read_json(self.r)
             live = self._live()
             return self._replace(obj, live)
         if m == "PATCH":
+            self._authorize("patch")
             return await self._patch()
         if m == "DELETE":
+            self._authorize("delete")
             live = self._live()
+            opts = {}
+            if self.r.can_read_body:
+                try:
+                    opts = json.loads(await self.r.read() or b"{}")
+                except ValueError:
+                    raise ApiError(400, "the body of the request was not valid DeleteOptions") \
+                        from None
+            want = ((opts or {}).get("preconditions") or {}).get("uid")
+            if want and want != live["metadata"]["uid"]:
+                raise ApiError(409, f"Precondition failed: UID in precondition: {want}, UID in "
+                               f"object meta: {live['metadata']['uid']}", "Conflict")
             if not self._dry():
                 self.store.delete(self.ns, self.name)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
@@ -307,7 +391,7 @@ class Objects:
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiError(400, "metadata is not an object")
-        if meta.get("namespace", self.ns) != self.ns:
+        if self.k.namespaced and meta.get("namespace", self.ns) != self.ns:
             raise ApiError(400, "the namespace of the provided object does not match the "
                            "namespace sent on the request")
         meta["namespace"] = self.ns
@@ -324,6 +408,11 @@ class Objects:
                                    "a lowercase RFC 1123 subdomain must consist of lower case "
                                    "alphanumeric characters, '-' or '.', and must start and end "
                                    "with an alphanumeric character", name))
+        for i, ref in enumerate(meta.get("ownerReferences") or []):
+            for f in ("apiVersion", "kind", "name", "uid"):
+                if not isinstance(ref, dict) or not ref.get(f):
+                    errs.append(FieldError(f"metadata.ownerReferences[{i}].{f}",
+                                           "Required value", ""))
         if self.k.validate:
             errs += self.k.validate(obj)
         if errs:
@@ -332,6 +421,8 @@ class Objects:
     def _create(self, obj):
         self._check(obj)
         obj.pop("status", None)
+        if self.k.kind == "Namespace":
+            obj["status"] = {"phase": "Active"}
         name = obj["metadata"]["name"]
         if self._dry():
             if self.store.get(self.ns, name) is not None:
@@ -339,9 +430,9 @@ class Objects:
             out = copy.deepcopy(obj)
             out["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(),
                                    generation=1)
-            return json_response(out, status=201)
+            return self._respond(out, status=201)
         try:
-            return json_response(self.store.create(obj), status=201)
+            return self._respond(self.store.create(obj), status=201)
         except Exists:
             raise already_exists(self.k.res, name) from None
 
@@ -350,10 +441,12 @@ class Objects:
         want = obj["metadata"].get("resourceVersion")
         if want and want != live["metadata"]["resourceVersion"]:
             raise conflict(self.k.res, self.name)
+        if "status" in live:
+            obj["status"] = live["status"]
         if self._dry():
-            return json_response(obj)
+            return self._respond(obj)
         try:
-            return json_response(self.store.update(obj))
+            return self._respond(self.store.update(obj))
         except Conflict:
             raise conflict(self.k.res, self.name) from None
 
@@ -393,8 +486,34 @@ class Objects:
         return self._replace(new, live)
 
 
+def owned_by(ctx, uid):
+    """Deletes the objects whose ownerReferences name uid (the garbage collector's work once
+    their owner is gone); returns how many."""
+    n = 0
+    for (_, _), st in ctx.generic_stores.items():
+        for o in st.list(lambda o: any(isinstance(r, dict) and r.get("uid") == uid
+                                       for r in o["metadata"].get("ownerReferences") or [])):
+            st.delete(o["metadata"]["namespace"], o["metadata"]["name"])
+            n += 1
+    return n
+
+
+def namespace_labels(ctx, ns):
+    o = ctx.generic_stores[("", "namespaces")].get("", ns)
+    return (o or {}).get("metadata", {}).get("labels") or {}
+
+
+def runtime_class(ctx, name):
+    return ctx.generic_stores[("node.k8s.io", "runtimeclasses")].get("", name)
+
+
 def routes_for(ctx):
     ctx.generic_stores = {(k.group, k.plural): Store() for k in KINDS}
+    for ns in BUILTIN_NAMESPACES:
+        ctx.generic_stores[("", "namespaces")].create(
+            {"apiVersion": "v1", "kind": "Namespace", "status": {"phase": "Active"},
+             "metadata": {"name": ns, "namespace": "",
+                          "labels": {"kubernetes.io/metadata.name": ns}}})
     routes = [
         web.get("/api", lambda r: core_versions(ctx, r)),
         web.get("/api/v1", lambda r: core_v1(ctx, r)),
@@ -406,7 +525,7 @@ def routes_for(ctx):
     for g in GROUPS:
         routes += [web.get(f"/apis/{g}", group(g)), web.get(f"/apis/{g}/v1", group_version(g))]
     for k in KINDS:
-        coll = f"{k.base}/namespaces/{{ns}}/{k.plural}"
+        coll = k.collection_path()
         routes += [
             web.route("*", coll, lambda r, k=k: Objects(ctx, k, r).collection()),
             web.route("*", coll + "/{name}", lambda r, k=k: Objects(ctx, k, r).item()),

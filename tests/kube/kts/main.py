@@ -18,8 +18,8 @@ import urllib.request
 import yaml
 from aiohttp import web
 
-from . import api, controller, faults, generic, schema, store
-from .backend import SbxBackend, SubprocessBackend
+from . import admission, api, controller, faults, generic, schema, store
+from .backend import BackendError, PodBackend, SbxBackend, SubprocessBackend
 from .certs import Authority
 
 PROG = "kube-test-server"
@@ -63,9 +63,10 @@ def parse_args(argv):
     add("auth", choices=("token", "cert"), default="token",
         help="credential in the written kubeconfig (both are always accepted)")
     add("namespace", default="default", help="namespace of the kubeconfig's context")
-    add("exec-mode", choices=("sbx", "subprocess"), default="sbx",
+    add("exec-mode", choices=("sbx", "pod", "subprocess"), default="sbx",
         help="sbx: pods are local-backend sandboxes (sbx-create/sbx-exec/sbx-delete); "
-        "subprocess: commands run unisolated on the host")
+        "pod (root only): commands run on the host as the pod's users, with its emptyDir "
+        "volumes mounted; subprocess: commands run unisolated on the host")
     add("versions", default="v1beta1,v1alpha1",
         help="comma-separated served versions of agents.x-k8s.io (first is preferred)")
     add("serviceaccount", default=None, metavar="DIR",
@@ -75,11 +76,15 @@ def parse_args(argv):
         help="answer /api and /apis only in the legacy form, never aggregated (apidiscovery v2)")
     add("port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     add("crd", default=None, metavar="FILE", help="Sandbox CRD (default: $SBX_SANDBOX_CRD, else "
-        "../shared/k8s/agents.x-k8s.io_sandboxes.yaml beside the repository)")
+        "third_party/agent-sandbox/agents.x-k8s.io_sandboxes.yaml in this checkout)")
     add("v", action="store_true", help="log every request on stderr")
     add("ctl", nargs="+", metavar="ARG", help="talk to a running server: faults [JSON] | reset "
         "| requests | clear-requests | expire [NS/]NAME | close-watches")
     return p.parse_args(argv)
+
+
+class StartError(Exception):
+    """The server cannot start (exit 111)."""
 
 
 class Context:
@@ -123,11 +128,26 @@ def write_atomic(path, text):
 
 
 async def serve(args, repo_top):
-    crd = schema.CRD(args.crd or schema.crd_path(repo_top))
+    path = args.crd or schema.crd_path(repo_top)
+    try:
+        crd = schema.CRD(path)
+    except OSError as e:
+        raise StartError(f"cannot read the Sandbox CRD {path}: {e.strerror}") from None
     workdir = tempfile.mkdtemp(prefix="kube-test-server.")
     try:
         auth = Authority(workdir, USER)
-        backend = SbxBackend() if args.exec_mode == "sbx" else SubprocessBackend(workdir)
+        state = os.path.join(workdir, "state")
+        os.mkdir(state, 0o700)
+        if args.exec_mode == "sbx":
+            backend = SbxBackend(repo_top, state)
+        elif args.exec_mode == "pod":
+            try:
+                backend = PodBackend(workdir, [os.environ.get("SBX_BIN"),
+                                               os.path.join(repo_top, "bin")])
+            except BackendError as e:
+                raise StartError(str(e)) from None
+        else:
+            backend = SubprocessBackend(workdir)
         token = args.token or api.random_token()
         ctx = Context(args, crd, backend, [token])
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -145,6 +165,9 @@ async def serve(args, repo_top):
         port = site._server.sockets[0].getsockname()[1]   # noqa: SLF001 (aiohttp has no API)
         ctx.address = f"127.0.0.1:{port}"
         url = f"https://{ctx.address}"
+        ctx.controller.admit = lambda ns, name, spec: admission.admit_pod(ctx, ns, name,
+                                                                          spec)[0]
+        ctx.controller.collect = lambda uid: generic.owned_by(ctx, uid)
         ctx.controller.start()
         user = {"token": token} if args.auth == "token" else {
             "client-certificate-data": base64.b64encode(auth.client_cert_pem).decode(),
@@ -157,7 +180,7 @@ async def serve(args, repo_top):
         write_atomic(args.kubeconfig, yaml.safe_dump(kubeconfig_doc(url, auth.ca_pem,
                                                                     args.namespace, user)))
         print(json.dumps({"server": url, "kubeconfig": args.kubeconfig, "pid": os.getpid(),
-                          "exec_mode": backend.mode}), flush=True)
+                          "exec_mode": backend.mode, "state_home": state}), flush=True)
         logging.getLogger("kts").info("serving %s, kubeconfig %s", url, args.kubeconfig)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -258,7 +281,7 @@ def main(argv, repo_top):
         logging.getLogger("aiohttp.access").setLevel(logging.INFO)
     try:
         asyncio.run(serve(args, repo_top))
-    except (OSError, yaml.YAMLError, KeyError) as e:
+    except (StartError, OSError, yaml.YAMLError, KeyError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 111
     return 0

@@ -17,12 +17,16 @@ NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 LABEL_VALUE_MAX = 63
 
 
+# The copy shipped in the repository, with its licence (third_party/agent-sandbox/).
+CRD_DIR = os.path.join("third_party", "agent-sandbox")
+
+
 def crd_path(repo_top):
-    """The CRD file: $SBX_SANDBOX_CRD, else ../shared/k8s/ beside the repository."""
+    """The CRD file: $SBX_SANDBOX_CRD, else the repository's own copy."""
     env = os.environ.get(CRD_ENV)
     if env:
         return env
-    return os.path.join(os.path.dirname(os.path.abspath(repo_top)), "shared", "k8s", CRD_FILE)
+    return os.path.join(repo_top, CRD_DIR, CRD_FILE)
 
 
 class FieldError:

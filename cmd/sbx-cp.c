@@ -1,0 +1,153 @@
+/* sbx-cp — copy files and directories between the host and a sandbox (as docker cp does). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/archive.h"
+#include "../lib/cancel.h"
+#include "../lib/copy.h"
+#include "../lib/flag.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-cp [-backend local|kubernetes] [-namespace NS] [-max-size N] SRC NAME:PATH\n"
+	"       sbx-cp [options] NAME:PATH DEST\n"
+	"Copies a file or a directory (recursively) into sandbox NAME, or out of it. A relative\n"
+	"PATH is in the sandbox's home. As docker cp: into an existing directory under the\n"
+	"source's name, else as the destination; SRC ending in /. copies a directory's contents.\n"
+	"SRC - reads a tar stream from standard input into the directory NAME:PATH; DEST -\n"
+	"writes NAME:PATH as a tar stream to standard output. On the way to the host the archive\n"
+	"passes sbx-restore's checks, whole, before anything is written; symlinks leading out of\n"
+	"what is copied are left out and named. Prints {\"from\",\"to\",\"files\",\"bytes\",\n"
+	"\"skipped_links\"} (nothing with DEST -). Needs sh and tar in the sandbox.\n"
+	"\n"
+	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
+	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -max-size N     refuse what expands beyond N bytes on the way out (default 8G)\n"
+	"  -h              show this help\n";
+
+/* The warning naming the links left out names at most this many (the JSON lists them all). */
+#define LINKS_WARNED 5
+
+/* "NAME:PATH" → the sandbox name (newly allocated) and *path; NULL for a host path. A host
+ * path that looks like one is written ./NAME:PATH. */
+static char *sandbox_of(const char *arg, const char **path)
+{
+	const char *colon = strchr(arg, ':');
+	struct sbx_err e;
+	char *name;
+
+	if (colon == NULL || colon == arg)
+		return NULL;
+	name = xstrndup(arg, (size_t)(colon - arg));
+	if (sandbox_name_check(name, &e) < 0) {
+		free(name);
+		return NULL;
+	}
+	*path = colon + 1;
+	return name;
+}
+
+static void warn_links(const struct copy_result *r)
+{
+	char list[1024] = "";
+
+	if (r->nlinks_out == 0)
+		return;
+	for (size_t k = 0; k < r->nlinks_out && k < LINKS_WARNED; k++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+			 r->links_out[k]);
+	if (r->nlinks_out > LINKS_WARNED)
+		snprintf(list + strlen(list), sizeof list - strlen(list), " and %zu more",
+			 r->nlinks_out - LINKS_WARNED);
+	cli_warn("left out %zu symlink%s leading out of what was copied: %s", r->nlinks_out,
+		 r->nlinks_out == 1 ? "" : "s", list);
+}
+
+static int print_result(const char *from, const char *name, const struct copy_result *r,
+			bool out)
+{
+	struct json_object *o = json_object_new_object(), *l = json_object_new_array();
+	char *to = out ? xstrdup(r->to) : xasprintf("%s:%s", name, r->to);
+	int rc;
+
+	json_object_object_add(o, "from", json_object_new_string(from));
+	json_object_object_add(o, "to", json_object_new_string(to));
+	json_object_object_add(o, "files", json_object_new_int64((int64_t)r->files));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
+	for (size_t k = 0; k < r->nlinks_out; k++)
+		json_object_array_add(l, json_object_new_string(r->links_out[k]));
+	json_object_object_add(o, "skipped_links", l);
+	rc = cli_print_json(o);
+	json_object_put(o);
+	free(to);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *backend = NULL, *ns = NULL, *spath = NULL, *dpath = NULL, *src, *dst;
+	long long max = (long long)ARCHIVE_MAX_EXPANDED;
+	struct copy_opts o = {0};
+	struct copy_result r;
+	struct sbx_backend *b;
+	struct sbx_err e;
+	char *sname, *dname, *name;
+	int i, rc;
+	struct flag flags[] = {
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &ns, NULL},
+		{"max-size", FLAG_SIZE, &max, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argc, argv);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (argc - i != 2)
+		cli_usage_error(usage, argc - i < 2 ? "want SRC and DEST" : "too many arguments");
+	if (max <= 0)
+		cli_usage_error(usage, "-max-size must be positive");
+	src = argv[i];
+	dst = argv[i + 1];
+	sname = sandbox_of(src, &spath);
+	dname = sandbox_of(dst, &dpath);
+	if ((sname == NULL) == (dname == NULL))
+		cli_usage_error(usage, sname ? "both are in sandboxes: copy through the host"
+					     : "neither SRC nor DEST is NAME:PATH in a sandbox");
+	if ((sname && *spath == '\0') || (dname && *dpath == '\0'))
+		cli_usage_error(usage, "NAME:PATH needs a PATH (NAME:. is the home)");
+	o.max_bytes = (uint64_t)max;
+	if ((o.cancel_fd = cancel_install(&e)) < 0)
+		cli_die_err("", &e);
+	signal(SIGPIPE, SIG_IGN);	/* a closed reader is a write error, reported */
+	if ((b = backend_open(backend, ns, &e)) == NULL)
+		cli_die_err("", &e);
+	name = sname ? sname : dname;
+	if (dname && strcmp(src, "-") == 0)
+		rc = copy_stream_in(b, dname, 0, dpath, &o, &r, &e);
+	else if (dname)
+		rc = copy_to_sandbox(b, dname, src, dpath, &o, &r, &e);
+	else if (strcmp(dst, "-") == 0)
+		rc = copy_stream_out(b, sname, spath, 1, &o, &r, &e);
+	else
+		rc = copy_from_sandbox(b, sname, spath, dst, &o, &r, &e);
+	backend_close(b);
+	if (rc < 0 && cancel_signal())
+		cli_die(128 + cancel_signal(), "copy %s %s interrupted", src, dst);
+	if (rc < 0)
+		cli_die(cli_status(e.code), "unable to copy %s to %s: %s", src, dst, e.msg);
+	warn_links(&r);
+	rc = EXIT_OK;
+	if (strcmp(dst, "-") != 0 && print_result(src, name, &r, sname != NULL) < 0)
+		rc = EXIT_FAIL;
+	copy_result_free(&r);
+	free(sname);
+	free(dname);
+	return cli_finish(rc);
+}

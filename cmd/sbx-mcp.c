@@ -1,0 +1,228 @@
+/* sbx-mcp — sbx's toolsets as MCP tools (stdio or Streamable HTTP), each MCP session with its
+ * own sandbox and agent-loop's lifecycle (lib/mcpserver.h, lib/mcphttp.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/acp.h"
+#include "../lib/agent.h"
+#include "../lib/flag.h"
+#include "../lib/mcphttp.h"
+#include "../lib/mcpserver.h"
+#include "../lib/name.h"
+#include "../lib/net.h"
+#include "../lib/paths.h"
+#include "../lib/specflags.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-mcp [-listen ADDR [-auth-token-file F]] [-session NAME] [-backend B]\n"
+	"               [-namespace NS] [-image I] [-homedir D] [-toolset basic|geminicli]\n"
+	"               [-tool-timeout 2m] [-ttl 5m] [-snapshot-delay 2s] " SPECFLAGS_SYNOPSIS " [-v]\n"
+	"Serves a toolset's tools over the Model Context Protocol: on standard input and output\n"
+	"(one client; nothing but protocol on stdout), or over Streamable HTTP at\n"
+	"http://ADDR/mcp with -listen. Every MCP session has its own sandbox, made on its first\n"
+	"tool call and restored from the session's latest backup when it had expired; the home\n"
+	"is backed up once the session is quiet after a call that may have changed it.\n"
+	"\n"
+	"  -listen ADDR          Streamable HTTP on ADDR (host:port; 127.0.0.1:PORT for\n"
+	"                        loopback, which is what to use unless told otherwise)\n"
+	"  -auth-token-file F    the bearer token HTTP clients must send; without it one is\n"
+	"                        generated and written (0600) to a file named on stderr\n"
+	"  -session NAME         stdio: the session and sandbox name (^[a-z0-9]{1,40}$); env\n"
+	"                        SESSION_NAME; default: generated and reported on stderr\n"
+	"  -backend B            local or kubernetes; env SANDBOX_BACKEND, default kubernetes when\n"
+	"                        a Kubernetes configuration exists, else local\n"
+	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -image I              sandbox image; env SANDBOX_IMAGE\n"
+	"  -homedir D            home directory in the sandbox (the one backed up); env\n"
+	"                        SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -toolset T            basic or geminicli; env TOOLSET, default basic\n"
+	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
+	"  -ttl D                sandbox inactivity lifetime (Go duration, default 5m)\n"
+	"  -snapshot-delay D     quiet time after a call that may have changed the home before\n"
+	"                        it is backed up (default 2s; 0: right after each such call)\n"
+	SPECFLAGS_USAGE
+	"  -v                    show each step's command line and documents on stderr\n"
+	"  -h                    show this help\n";
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* already pending */
+	}
+	errno = saved;
+}
+
+static void on_log(void *arg, const char *msg)
+{
+	(void)arg;
+	cli_msg("%s", msg);
+}
+
+static void on_trace(void *arg, const char *label, const char *json)
+{
+	(void)arg;
+	cli_msg("%s: %s", label, json);
+}
+
+/* stdio: the protocol gets private copies of descriptors 0 and 1; 0 then reads /dev/null and
+ * 1 goes to stderr, so nothing any library or child prints can reach the protocol stream. */
+static void take_stdio(int *in, int *out)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	*in = fcntl(0, F_DUPFD_CLOEXEC, 3);
+	*out = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (*in < 0 || *out < 0 || null < 0 || dup2(null, 0) < 0 || dup2(2, 1) < 0)
+		cli_die(EXIT_FAIL, "cannot set up standard input and output: %s", strerror(errno));
+	close(null);
+}
+
+/* The token for HTTP: read from -auth-token-file, else generated and written next to the
+ * local state (one file per port). Newly allocated. */
+static char *http_token(const char *file, int lfd)
+{
+	char addr[NET_ADDR_MAX], tok[MCPHTTP_TOKEN_LEN + 1], *root, *path, *port;
+	struct sbx_err e;
+
+	if (file) {
+		char *t = acp_read_token(file, &e);
+		if (t == NULL)
+			cli_die_err("", &e);
+		return t;
+	}
+	net_local_addr(lfd, addr, sizeof addr);
+	port = strrchr(addr, ':');
+	if ((root = paths_state_root(&e)) == NULL || mcphttp_token_new(tok, &e) < 0)
+		cli_die_err("cannot make an auth token", &e);
+	path = xasprintf("%s/sbx-mcp/token-%s", root, port ? port + 1 : "0");
+	if (mcphttp_token_write(path, tok, &e) < 0)
+		cli_die_err("cannot write the auth token", &e);
+	cli_msg("auth token written to %s (send \"Authorization: Bearer <its content>\")", path);
+	free(root);
+	free(path);
+	return xstrdup(tok);
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");
+	const char *backend = NULL, *why = "selected with -backend";
+	int64_t snap = MCP_DEFAULT_SNAPSHOT_DELAY_NS;
+	bool verbose = false;
+	struct mcp_server_config cfg = {.tool_timeout_ns = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
+					.image = getenv("SANDBOX_IMAGE"), .log = on_log};
+	struct specflags sf = {0};
+	struct sigaction sa;
+	struct mcp_server *srv;
+	struct sbx_err e;
+	char addr[NET_ADDR_MAX];
+	int i, status = EXIT_OK;
+	bool session_flag = false;
+	struct flag flags[12 + SPECF_COUNT + 1] = {
+		{"listen", FLAG_STRING, &listen_addr, NULL},
+		{"auth-token-file", FLAG_STRING, &token_file, NULL},
+		{"session", FLAG_STRING, &session, &session_flag},
+		{"backend", FLAG_STRING, &backend, NULL},
+		{"namespace", FLAG_STRING, &cfg.namespace, NULL},
+		{"image", FLAG_STRING, &cfg.image, NULL},
+		{"homedir", FLAG_STRING, &cfg.homedir, NULL},
+		{"toolset", FLAG_STRING, &cfg.toolset, NULL},
+		{"tool-timeout", FLAG_DURATION, &cfg.tool_timeout_ns, NULL},
+		{"ttl", FLAG_DURATION, &cfg.ttl_ns, NULL},
+		{"snapshot-delay", FLAG_DURATION, &snap, NULL},
+		{"v", FLAG_BOOL, &verbose, NULL},
+	};
+
+	cli_init(argc, argv);
+	specflags_table(&sf, flags + 12);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i < argc)
+		cli_usage_error(usage, "unexpected arguments");
+	if (cfg.ttl_ns < 0 || snap < 0)
+		cli_usage_error(usage, "-ttl and -snapshot-delay must not be negative");
+	if (listen_addr || (session && *session == '\0'))
+		session = session_flag ? session : NULL;
+	if (session && *session == '\0')
+		session = NULL;
+	if (session && name_check(session, &e) < 0)
+		cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", session, e.msg);
+	if (listen_addr && session_flag)
+		cli_usage_error(usage, "-session names the stdio session; over HTTP every MCP session "
+				"gets its own");
+	if (token_file && !listen_addr)
+		cli_usage_error(usage, "-auth-token-file goes with -listen");
+	if (specflags_check(&sf, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	if (cfg.tool_timeout_ns < 0)
+		cfg.tool_timeout_ns = 0;
+	cfg.backend = backend && *backend ? backend : agent_default_backend(&why);
+	cfg.snapshot_delay_ns = snap;
+	cfg.trace = verbose ? on_trace : NULL;
+	cfg.create_args = specflags_argv(&sf);
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if ((srv = mcp_server_new(&cfg, &e)) == NULL)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	if (listen_addr) {
+		struct mcphttp_config hc = {.log = on_log};
+		int lfd = net_listen(listen_addr, &e);
+		char *token;
+
+		if (lfd < 0)
+			cli_die_err("", &e);
+		net_local_addr(lfd, addr, sizeof addr);
+		if (strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0)
+			cli_warn("serving on %s, beyond loopback, without TLS: the token and every "
+				 "call cross the network in clear", addr);
+		token = http_token(token_file, lfd);
+		hc.token = token;
+		cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",
+			addr, cfg.toolset ? cfg.toolset : "basic", cfg.backend);
+		if (mcphttp_run(srv, &hc, lfd, sig_pipe[0], &e) < 0) {
+			cli_warn("%s", e.msg);
+			status = EXIT_FAIL;
+		}
+		free(token);
+	} else {
+		struct mcp_session *ss;
+		int in, out;
+
+		take_stdio(&in, &out);
+		if ((ss = mcp_session_open(srv, session, &e)) == NULL)
+			cli_die_err("", &e);
+		cli_msg("serving MCP on stdio session=\"%s\" toolset=\"%s\" backend=\"%s\"",
+			mcp_session_name(ss), cfg.toolset ? cfg.toolset : "basic", cfg.backend);
+		if (mcp_serve_stream(ss, in, out, sig_pipe[0], &e) < 0)
+			cli_warn("%s", e.msg);
+		if (mcp_session_close(ss, true, &e) < 0) {
+			cli_warn("%s", e.msg);
+			status = EXIT_FAIL;
+		}
+	}
+	mcp_server_free(srv);
+	specflags_argv_free((char **)cfg.create_args);
+	return cli_finish(status);
+}

@@ -1,0 +1,92 @@
+/* sbx-proxy — the egress proxy of a -allow-host sandbox (libexec; the supervisor starts it). */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/flag.h"
+#include "../lib/proxy.h"
+#include "../lib/xalloc.h"
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-proxy -sandbox NAME -allow LIST -listen-fd N -log-fd N [-ready-fd N]\n"
+	"                 [-nameservers ADDR,...]\n"
+	"The egress proxy of a sandbox made with sbx-create -allow-host: HTTP (CONNECT and\n"
+	"plain http://) and SOCKS5 on the listening socket N, only to the hosts LIST allows,\n"
+	"one JSON line per decision on the log descriptor. The supervisor starts it; it is not\n"
+	"meant to be run by hand.\n"
+	"\n"
+	"  -sandbox NAME         the sandbox's name, for the log\n"
+	"  -allow LIST           the -allow-host list\n"
+	"  -listen-fd N          a listening TCP socket to accept on\n"
+	"  -log-fd N             where the decision log goes (appended)\n"
+	"  -ready-fd N           written to and closed once serving\n"
+	"  -nameservers A,B      resolve with these IPv4 nameservers (default: as the host does)\n"
+	"  -h                    show this help\n";
+
+/* Parses "a,b,c" into cfg's nameservers. */
+static int nameservers(struct proxy_config *cfg, const char *list)
+{
+	char *copy = xstrdup(list), *tok, *save = NULL;
+	int rc = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct sockaddr_in *sa = &cfg->nameservers[cfg->nnameservers];
+		if (cfg->nnameservers == PROXY_NAMESERVERS_MAX ||
+		    inet_pton(AF_INET, tok, &sa->sin_addr) != 1) {
+			rc = -1;
+			break;
+		}
+		sa->sin_family = AF_INET;
+		sa->sin_port = htons(53);
+		cfg->nnameservers++;
+	}
+	free(copy);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sandbox = NULL, *allow = NULL, *ns = NULL;
+	long long lfd = -1, logfd = -1, ready = -1;
+	struct proxy_config cfg = {0};
+	struct sbx_err e;
+	int i;
+	struct flag flags[] = {
+		{"sandbox", FLAG_STRING, &sandbox, NULL},
+		{"allow", FLAG_STRING, &allow, NULL},
+		{"listen-fd", FLAG_INT, &lfd, NULL},
+		{"log-fd", FLAG_INT, &logfd, NULL},
+		{"ready-fd", FLAG_INT, &ready, NULL},
+		{"nameservers", FLAG_STRING, &ns, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+
+	cli_init(argc, argv);
+	i = flag_parse(flags, argc, argv, &e);
+	if (i == FLAG_HELP)
+		cli_help(usage);
+	if (i < 0)
+		cli_usage_error(usage, e.msg);
+	if (i != argc || sandbox == NULL || allow == NULL || lfd < 0 || logfd < 0)
+		cli_usage_error(usage, "-sandbox, -allow, -listen-fd and -log-fd are required");
+	if (netpolicy_parse(allow, &cfg.policy, &e) < 0)
+		cli_die(EXIT_USAGE, "invalid -allow: %s", e.msg);
+	if (ns && nameservers(&cfg, ns) < 0)
+		cli_die(EXIT_USAGE, "invalid -nameservers \"%s\": at most %d IPv4 addresses", ns,
+			PROXY_NAMESERVERS_MAX);
+	cfg.sandbox = sandbox;
+	cfg.policy_text = allow;
+	cfg.listen_fd = (int)lfd;
+	cfg.log_fd = (int)logfd;
+	if (ready >= 0) {
+		if (write((int)ready, "ready\n", 6) != 6)
+			cli_die(EXIT_FAIL, "cannot signal readiness");
+		close((int)ready);
+	}
+	proxy_serve(&cfg, &e);
+	netpolicy_free(&cfg.policy);
+	cli_die(EXIT_FAIL, "serving failed: %s", e.msg);
+}

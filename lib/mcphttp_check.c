@@ -1,0 +1,176 @@
+/* mcphttp_check.c — the Streamable HTTP server's decisions about one request before its body
+ * (path, token, Origin, method, media types, session and protocol headers) and its token
+ * files; apart from the sockets so they can be tested and fuzzed alone (see mcphttp.h). */
+#include "mcphttp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "acp.h"
+#include "paths.h"
+#include "xalloc.h"
+
+/* ---- decisions ------------------------------------------------------------------------------ */
+
+bool mcphttp_origin_ok(const char *origin)
+{
+	static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};
+	const char *h, *end;
+	size_t n;
+
+	if (strncmp(origin, "http://", 7) == 0)
+		h = origin + 7;
+	else if (strncmp(origin, "https://", 8) == 0)
+		h = origin + 8;
+	else
+		return false;
+	end = h[0] == '[' ? strchr(h, ']') : NULL;
+	end = end ? end + 1 : h + strcspn(h, ":/");
+	n = (size_t)(end - h);
+	if (*end != '\0' && *end != ':' && *end != '/')
+		return false;
+	for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
+		if (strlen(hosts[i]) == n && strncasecmp(h, hosts[i], n) == 0)
+			return true;
+	/* The rest of 127.0.0.0/8. */
+	return n > 4 && n < 16 && strncmp(h, "127.", 4) == 0 && strspn(h, "0123456789.") == n;
+}
+
+bool mcphttp_accepts(const char *accept, const char *type)
+{
+	const char *p = accept;
+	size_t tl = strlen(type), major = strcspn(type, "/");
+
+	if (accept == NULL || *accept == '\0')
+		return true;
+	while (*p) {
+		size_t n;
+
+		p += strspn(p, " \t,");
+		n = strcspn(p, ",;");
+		while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if ((n == tl && strncasecmp(p, type, n) == 0) || (n == 3 && strncmp(p, "*/*", 3) == 0) ||
+		    (n == major + 2 && strncasecmp(p, type, major + 1) == 0 && p[major + 1] == '*'))
+			return true;
+		p += strcspn(p, ",");
+	}
+	return false;
+}
+
+static const char *const www_missing = "Bearer realm=\"sbx-mcp\"";
+static const char *const www_invalid = "Bearer realm=\"sbx-mcp\", error=\"invalid_token\"";
+
+static void refuse(struct mcphttp_decision *d, int status, const char *msg)
+{
+	d->verdict = MCPHTTP_REFUSE;
+	d->status = status;
+	d->message = msg;
+}
+
+static bool token_ok(const char *auth, const char *token)
+{
+	if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+		return false;
+	auth += 7;
+	auth += strspn(auth, " ");
+	return acp_token_equal(auth, token);
+}
+
+void mcphttp_decide(const struct mcphttp_req *r, struct mcphttp_decision *d)
+{
+	bool post, del;
+
+	memset(d, 0, sizeof *d);
+	d->verdict = MCPHTTP_OK;
+	if (r->path == NULL || strcmp(r->path, MCPHTTP_PATH) != 0)
+		return refuse(d, 404, "not found: the MCP endpoint is " MCPHTTP_PATH);
+	if (r->authorization == NULL || !token_ok(r->authorization, r->token)) {
+		d->www_authenticate = r->authorization ? www_invalid : www_missing;
+		return refuse(d, 401, r->authorization ? "unauthorized: wrong bearer token"
+			      : "unauthorized: send \"Authorization: Bearer <token>\"");
+	}
+	if (r->origin && !mcphttp_origin_ok(r->origin))
+		return refuse(d, 403, "forbidden: Origin is not a loopback origin");
+	post = r->method && strcmp(r->method, "POST") == 0;
+	del = r->method && strcmp(r->method, "DELETE") == 0;
+	if (!post && !del) {
+		d->allow = "POST, DELETE";
+		return refuse(d, 405, "method not allowed: POST messages; this server opens no "
+			      "stream of its own (GET)");
+	}
+	if (post && (r->content_type == NULL ||
+		     strncasecmp(r->content_type, "application/json", 16) != 0 ||
+		     (r->content_type[16] != '\0' && r->content_type[16] != ';' &&
+		      r->content_type[16] != ' ')))
+		return refuse(d, 415, "unsupported media type: send application/json");
+	if (post && !mcphttp_accepts(r->accept, "application/json") &&
+	    !mcphttp_accepts(r->accept, "text/event-stream"))
+		return refuse(d, 406, "not acceptable: accept application/json or text/event-stream");
+	if (r->session_id && !r->session_known)
+		return refuse(d, 404, "session not found: initialize a new one");
+	if (del && r->session_id == NULL)
+		return refuse(d, 400, "bad request: DELETE needs Mcp-Session-Id");
+	if (r->session_known && r->protocol_version && r->session_version &&
+	    strcmp(r->protocol_version, r->session_version) != 0)
+		return refuse(d, 400, mcp_version_find(r->protocol_version)
+			      ? "bad request: MCP-Protocol-Version differs from the session's"
+			      : "bad request: unsupported MCP-Protocol-Version");
+}
+
+/* ---- tokens ---------------------------------------------------------------------------------- */
+
+int mcphttp_token_new(char out[MCPHTTP_TOKEN_LEN + 1], struct sbx_err *e)
+{
+	unsigned char rnd[MCPHTTP_TOKEN_LEN / 2];
+
+	if (RAND_bytes(rnd, sizeof rnd) != 1)
+		return err_set(e, SBX_EIO, "no random bytes for a token");
+	for (size_t i = 0; i < sizeof rnd; i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+	return 0;
+}
+
+int mcphttp_token_write(const char *path, const char *token, struct sbx_err *e)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/'), *tmp;
+	int fd, rc = -1;
+	size_t n = strlen(token);
+
+	if (slash)
+		*slash = '\0';
+	if (slash && paths_mkdirs(dir, 0700, e) < 0)
+		goto out;
+	tmp = xasprintf("%s.XXXXXX", path);
+	/* mkstemp makes it 0600; written whole, then renamed, so no reader sees half a token. */
+	if ((fd = mkstemp(tmp)) < 0) {
+		err_sys(e, errno, "cannot create %s", tmp);
+		free(tmp);
+		goto out;
+	}
+	if (write(fd, token, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
+		err_sys(e, errno, "cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		goto out;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		err_sys(e, errno, "cannot rename %s to %s", tmp, path);
+		unlink(tmp);
+	} else {
+		rc = 0;
+	}
+	free(tmp);
+out:
+	free(dir);
+	return rc;
+}
+

@@ -1,0 +1,50 @@
+#!/usr/bin/env bats
+# conventions.bats — what every program shares: -h, --version from the one version string
+# (lib/version.h), a man page, and in it the one exit status table (man/exit-status.roff)
+# followed by what each status means for that program.
+
+load helpers
+
+setup() { setup_sbx_env; }
+
+# The programs users run: every cmd/*.c but the shared front end and the internal helpers
+# in libexec (sbx-init, sbx-proxy).
+programs() {
+	local f
+	for f in "$SBX_TOP"/cmd/*.c; do
+		f=${f##*/}
+		f=${f%.c}
+		case $f in cli | sbx-init | sbx-proxy) ;; *) echo "$f" ;; esac
+	done
+}
+
+@test "every program answers --version and -version with the one version string" {
+	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/version.h")
+	[ -n "$version" ]
+	for p in $(programs); do
+		run "$p" --version
+		assert_status 0
+		[ "$output" = "$p (sbx) $version" ] || { echo "$p: $output" >&2; false; }
+		run "$p" -version
+		[ "$output" = "$p (sbx) $version" ]
+	done
+}
+
+@test "every program prints its usage on -h and exits 0" {
+	for p in $(programs); do
+		run "$p" -h
+		assert_status 0
+		assert_contains "usage: $p"
+	done
+}
+
+@test "every program has a man page whose EXIT STATUS is the one table, then its own meanings" {
+	table=$(cat "$SBX_TOP/man/exit-status.roff")
+	for p in $(programs); do
+		page=$SBX_TOP/man/man1/$p.1
+		[ -f "$page" ] || { echo "no man page for $p" >&2; false; }
+		section=$(awk '/^\.SH EXIT STATUS/ { p = 1 } p && /^\.SH / && !/EXIT STATUS/ { exit } p' "$page")
+		[ "${section:0:${#table}}" = "$table" ] || { echo "$p.1: EXIT STATUS is not the shared table" >&2; false; }
+		[[ "${section:${#table}}" == $'\nFor\n.BR '"$p"' :'$'\n.TP\n'* ]] || { echo "$p.1: no meanings of its own after the table" >&2; false; }
+	done
+}

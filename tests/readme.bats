@@ -1,0 +1,130 @@
+#!/usr/bin/env bats
+# readme.bats — every ```sh block of README.md runs, verbatim, so the README cannot rot.
+# Each block runs in a private machine of its own: new mount, network and pid namespaces, a
+# fresh tmpfs on /tmp (so fixed paths like /tmp/kts.yaml and ports like 8090 are the block's
+# alone), HOME in it, the repository at its own path under an overlay (the block may write
+# there; nothing reaches the real tree), the built programs on PATH. When the block ends,
+# every process it left is gone with its pid namespace. A block that cannot run there carries
+# <!-- readme-test: skip: REASON --> on the line before its fence.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() { setup_sbx_env; }
+
+# A block may start servers and sandboxes; this bounds it.
+BLOCK_TIMEOUT=300
+
+# readme_blocks README DIR: writes each shell block of README to DIR/NNN.sh (its first line
+# "# README.md:LINE"), and for a skipped one DIR/NNN.skip holding the reason. Fails, naming
+# the line, on a skip marker without a reason or with no shell block right after it.
+readme_blocks() {
+	awk -v dir="$2" -v file="${1##*/}" '
+		function fail(msg) { print file ":" FNR ": " msg > "/dev/stderr"; bad = 1 }
+		inblock && /^```/ { inblock = 0; close(out); next }
+		inblock { print > out; next }
+		other && /^```/ { other = 0; next }
+		other { next }
+		/^```(sh|bash|shell)[[:space:]]*$/ {
+			n++; out = sprintf("%s/%03d.sh", dir, n)
+			print "# " file ":" FNR > out
+			if (skip != "") { print skip > sprintf("%s/%03d.skip", dir, n) }
+			skip = ""; marker = 0; inblock = 1; next
+		}
+		/^```/ { if (marker) fail("a skip marker must be followed by a shell block"); marker = 0; skip = ""; other = 1; next }
+		marker { fail("a skip marker must be followed by a shell block"); marker = 0; skip = "" }
+		/^<!-- readme-test:/ {
+			line = $0
+			if (!sub(/^<!-- readme-test: skip:[[:space:]]*/, "", line) || !sub(/[[:space:]]*-->[[:space:]]*$/, "", line) || line == "")
+				fail("want <!-- readme-test: skip: REASON -->")
+			else { skip = line; marker = 1 }
+		}
+		END { if (inblock) fail("unterminated block"); exit bad }
+	' "$1"
+}
+
+# run_block FILE: runs the block in its private machine; its output on stdout and stderr.
+run_block() {
+	timeout -k 10 "$BLOCK_TIMEOUT" unshare -mnpf --mount-proc bash -c '
+		set -e
+		top=$1 block=$(cat "$2")
+		ip link set lo up
+		mount --make-rprivate /
+		mount -t tmpfs -o mode=1777,size=4g tmpfs /tmp
+		mkdir -p /tmp/.readme/upper /tmp/.readme/work /tmp/home
+		mount -t overlay overlay \
+			-o "lowerdir=$top,upperdir=/tmp/.readme/upper,workdir=/tmp/.readme/work" "$top"
+		export HOME=/tmp/home
+		unset XDG_STATE_HOME
+		cd "$top"
+		set +e
+		bash -e -o pipefail -c "$block" </dev/null
+		rc=$?
+		# sandboxes the block left behind: deleted properly, so nothing they hold outside
+		# this machine (cgroups) outlives it
+		for n in $(sbx-list 2>/dev/null | jq -r .name 2>/dev/null); do
+			sbx-delete "$n" >/dev/null 2>&1
+		done
+		exit $rc
+	' _ "$SBX_TOP" "$1"
+}
+
+@test "every shell block of README.md runs verbatim (or says why it cannot)" {
+	local dir=$BATS_TEST_TMPDIR/blocks b failed=0 ran=0
+	mkdir -p "$dir"
+	readme_blocks "$SBX_TOP/README.md" "$dir"
+	for b in "$dir"/*.sh; do
+		if [ -e "${b%.sh}.skip" ]; then
+			echo "# skipped $(head -n 1 "$b" | cut -c3-): $(cat "${b%.sh}.skip")" >&3
+			continue
+		fi
+		ran=$((ran + 1))
+		if ! run_block "$b" >"${b%.sh}.out" 2>&1; then
+			failed=$((failed + 1))
+			echo "FAILED block at ${b##*/} ($(head -n 1 "$b")):" >&2
+			sed 's/^/    | /' "$b" >&2
+			echo "  its output:" >&2
+			sed 's/^/    > /' "${b%.sh}.out" >&2
+		fi
+	done
+	echo "$ran blocks ran, $failed failed" >&3
+	# the quick start alone has several: finding none means the extractor broke
+	[ "$ran" -ge 8 ]
+	[ "$failed" = 0 ]
+}
+
+@test "the README extractor: skip markers need a reason and a shell block after them" {
+	local dir=$BATS_TEST_TMPDIR/x
+	mkdir -p "$dir"
+	printf '%s\n' 'text' '```sh' 'echo one' '```' '```text' 'not shell' '```' \
+		'<!-- readme-test: skip: needs a cluster -->' '```sh' 'kubectl get pods' '```' \
+		'```' 'plain' '```' >"$dir/ok.md"
+	readme_blocks "$dir/ok.md" "$dir"
+	[ "$(ls "$dir"/*.sh | wc -l)" = 2 ]
+	[ "$(sed -n 2p "$dir/001.sh")" = "echo one" ]
+	[ "$(head -n 1 "$dir/001.sh")" = "# ok.md:2" ]
+	[ ! -e "$dir/001.skip" ]
+	[ "$(cat "$dir/002.skip")" = "needs a cluster" ]
+	printf '%s\n' '<!-- readme-test: skip: -->' '```sh' 'true' '```' >"$dir/noreason.md"
+	run readme_blocks "$dir/noreason.md" "$dir"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"noreason.md:1: want <!-- readme-test: skip: REASON -->"* ]]
+	printf '%s\n' '<!-- readme-test: skip: stale -->' 'prose' '```sh' 'true' '```' >"$dir/stale.md"
+	run readme_blocks "$dir/stale.md" "$dir"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"stale.md:2: a skip marker must be followed by a shell block"* ]]
+}
+
+@test "a README block runs in a private machine: own /tmp, network and processes, the tree untouched" {
+	printf '%s\n' '# t' 'touch /tmp/mine readme-scratch' 'sleep 300 &' \
+		'python3 -m http.server -b 127.0.0.1 8090 >/dev/null 2>&1 & echo started' >"$BATS_TEST_TMPDIR/b.sh"
+	run run_block "$BATS_TEST_TMPDIR/b.sh"
+	assert_status 0
+	assert_contains started
+	[ ! -e /tmp/mine ] && [ ! -e "$SBX_TOP/readme-scratch" ]
+	run ! pgrep -f -x 'sleep 300'
+	printf '%s\n' '# t' 'false' 'echo not reached' >"$BATS_TEST_TMPDIR/f.sh"
+	run run_block "$BATS_TEST_TMPDIR/f.sh"
+	[ "$status" -ne 0 ]
+	[[ "$output" != *"not reached"* ]]
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bats
+# sbx-sessions: the session store listed (history, backups, size, who uses a session) and
+# sessions removed, never one in use.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup() { setup_sbx_env; }
+teardown() { teardown_sbx_env; }
+
+turn() {	# turn SESSION TEXT: one agent-loop turn with fake-eliza
+	printf '%s\n' "$2" | OPENAI_MODEL=fake-eliza agent-loop -session "$1" >/dev/null 2>&1
+}
+
+@test "-h prints the usage; bad flags and arguments are usage errors" {
+	run sbx-sessions -h
+	assert_status 0
+	assert_contains "usage: sbx-sessions"
+	run sbx-sessions -nope
+	assert_status 100
+	run sbx-sessions demo
+	assert_status 100
+	assert_contains "to remove sessions: -delete SESSION..."
+	run sbx-sessions -delete
+	assert_status 100
+}
+
+@test "no store yet lists nothing; sessions are listed by name with their history and backups" {
+	run sbx-sessions
+	assert_status 0
+	[ -z "$output" ]
+	turn beta 'run: echo b'
+	turn alpha 'hello'
+	run sbx-sessions
+	assert_status 0
+	[ "${#lines[@]}" = 2 ]
+	printf '%s\n' "${lines[0]}" | jq -e '.name == "alpha" and .messages == 3 and .backups == 0 and .in_use_by == null'
+	printf '%s\n' "${lines[1]}" | jq -e '.name == "beta" and .messages == 5 and .backups == 1 and .bytes > 0'
+	printf '%s\n' "${lines[1]}" | jq -e '.updated | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$")'
+	# directories that are not sessions are not listed
+	mkdir -p "$HOME/.local/sandboxed-tools/Not-A-Session"
+	run sbx-sessions
+	[ "${#lines[@]}" = 2 ]
+}
+
+@test "a session in use shows its user and is not removed; once free, -delete removes it all" {
+	turn busy 'run: echo b'
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	OPENAI_MODEL=fake-eliza agent-loop -session busy <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 3>&- &
+	pid=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/busy/sessions/.lock"
+	run sbx-sessions
+	assert_json ".name == \"busy\" and .in_use_by == \"agent-loop (pid $pid)\""
+	turn other 'hi'
+	run --separate-stderr sbx-sessions -delete busy other
+	assert_status 111
+	[ "$stderr" = "sbx-sessions: unable to delete session busy: session \"busy\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
+	[ "$output" = '{"name":"other","deleted":true}' ]
+	[ -s "$(hist busy)" ] && [ ! -e "$HOME/.local/sandboxed-tools/other" ]
+	echo /exit >&4
+	exec 4>&-
+	finish "$pid"
+	run sbx-sessions -delete busy never
+	assert_status 0
+	[ "$output" = "$(printf '%s\n' '{"name":"busy","deleted":true}' '{"name":"never","deleted":true}')" ]
+	[ ! -e "$HOME/.local/sandboxed-tools/busy" ]
+	run sbx-sessions
+	[ -z "$output" ]
+}
+
+@test "an invalid name removes nothing" {
+	turn keep 'hi'
+	run sbx-sessions -delete keep ../x
+	assert_status 100
+	assert_contains 'invalid session name "../x": session name must be lowercase alphanumeric'
+	[ -s "$(hist keep)" ]
+}
+
+@test "man page examples run" {
+	run_man_examples sbx-sessions
+}
