@@ -12,6 +12,7 @@
 #include "../lib/acp.h"
 #include "../lib/acpclient.h"
 #include "../lib/flag.h"
+#include "../lib/net.h"
 #include "../lib/paths.h"
 #include "cli.h"
 
@@ -22,7 +23,8 @@ static const char usage[] =
 	"                  [-agent-log FILE]\n"
 	"Talks to an ACP agent: over TCP with -addr, else by spawning -cmd (default\n"
 	"\"gemini --acp\") and speaking on its standard input/output. Reads prompts from standard\n"
-	"input, one per line, until end of input or /exit; -prompt sends one prompt and exits.\n"
+	"input, one per line, until end of input or /exit (/mode ID switches the agent's mode);\n"
+	"-prompt sends one prompt and exits.\n"
 	"\n"
 	"  -addr HOST:PORT    TCP address of the agent (e.g. localhost:8090)\n"
 	"  -cmd CMD           agent command to spawn (split at white space); it runs in its own\n"
@@ -34,7 +36,9 @@ static const char usage[] =
 	"  -prompt TEXT       one-shot: send TEXT, print the turn, exit\n"
 	"  -yolo              approve every tool call (first option whose kind starts with allow)\n"
 	"  -auth-method ID    authentication method (default: the first one advertised)\n"
-	"  -auth-token-file F bearer token sent as _meta.token in authenticate\n"
+	"  -auth-token-file F bearer token sent as _meta.token in authenticate (a file holding\n"
+	"                     TOKEN or NAME TOKEN); with -addr on loopback and no such flag, the\n"
+	"                     token acp-server generated for that port is used if readable\n"
 	"  -tls               use TLS with -addr; -tls-ca F trusts F (PEM), -tls-insecure trusts\n"
 	"                     any certificate (tests only)\n"
 	"  -setup-timeout D   limit for initialize and session setup (default 60s)\n"
@@ -51,6 +55,39 @@ static const char usage[] =
 #define AGENT_EXIT_WAIT_MS 20000
 
 static struct acpclient *client;
+
+/* The one token of a token file. */
+static char *read_token(const char *path)
+{
+	struct sbx_err e;
+	char *tok = acp_read_token(path, &e);
+
+	if (tok == NULL)
+		cli_die_err("", &e);
+	return tok;
+}
+
+/* The token acp-server generated for a loopback -addr's port, when this user can read it. */
+static char *local_token(const char *addr)
+{
+	char host[NET_ADDR_MAX], *root, *path, *tok = NULL;
+	const char *port = strrchr(addr, ':');
+	struct sbx_err e;
+
+	if (port == NULL || net_split_host(addr, host, sizeof host, &e) < 0)
+		return NULL;
+	/* Never offered to another host: only to our own machine. */
+	if (strcmp(host, "localhost") != 0 && strncmp(host, "127.", 4) != 0 && strcmp(host, "::1") != 0)
+		return NULL;
+	if ((root = paths_state_root(&e)) == NULL)
+		return NULL;
+	path = xasprintf("%s/.acp-server/token-%s", root, port + 1);
+	if (access(path, R_OK) == 0)
+		tok = read_token(path);
+	free(path);
+	free(root);
+	return tok;
+}
 static pid_t agent_pid = -1;
 
 static void emit(void *arg, const char *text)
@@ -207,8 +244,10 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-tls needs -addr");
 	if (realpath(cwd_flag ? cwd_flag : ".", cwd) == NULL)
 		cli_die(EXIT_USAGE, "invalid -cwd %s: %s", cwd_flag ? cwd_flag : ".", strerror(errno));
-	if (token_file && (token = acp_read_token(token_file, &e)) == NULL)
-		cli_die_err("", &e);
+	if (token_file)
+		token = read_token(token_file);
+	else if (addr)
+		token = local_token(addr);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (agent_log && addr)
@@ -262,6 +301,12 @@ int main(int argc, char **argv)
 			if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
 				free(line);
 				break;
+			}
+			if (strncmp(line, "/mode ", 6) == 0) {
+				if (acpclient_set_mode(client, line + 6, &e) < 0)
+					cli_msg("mode not changed: %s", e.msg);
+				free(line);
+				continue;
 			}
 			if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
 				cli_msg("prompt failed: %s", e.msg);

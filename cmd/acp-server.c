@@ -9,15 +9,22 @@
 #include "../lib/acp.h"
 #include "../lib/agent.h"
 #include "../lib/flag.h"
+#include "../lib/name.h"
 #include "../lib/net.h"
+#include "../lib/paths.h"
 #include "../lib/specflags.h"
 #include "../lib/toolset.h"
+#include "../lib/xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: acp-server [-listen ADDR | -stdio] [-backend local|kubernetes] [-namespace NS]\n"
 	"                  [-image IMG] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F] [-tls-cert F -tls-key F]\n"
+	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F | -no-auth]\n"
+	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
+	"                  [-max-auth-failures 10] [-import-session NAME[=PRINCIPAL],...]\n"
+	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"
+	"                  [-context-window N]\n"
 	"Serves the agent over the Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object per\n"
 	"line). Each ACP session gets a sandbox named after it; every tool call is put to the\n"
 	"client for approval.\n"
@@ -31,7 +38,21 @@ static const char usage[] =
 	"  -homedir D           home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
 	"  -toolset T           basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D      deadline per tool call (Go duration, default 2m; 0 disables)\n"
-	"  -auth-token-file F   require ACP authenticate with this bearer token (_meta.token)\n"
+	"  -max-tool-rounds N   model calls with tool calls in one turn before it stops (50)\n"
+	"  -models M,...        more models a client may pick (the model config option)\n"
+	"  -images auto|yes|no  take image prompts (auto: by the model's name)\n"
+	"  -context-window N    the model's context in tokens, for usage_update (default by\n"
+	"                       the model's name: gemini 1048576, else 128000)\n"
+	"  -auth-token-file F   principals, one `NAME TOKEN` (or just `TOKEN`) a line; clients\n"
+	"                       authenticate with a token as _meta.token. On TCP without this\n"
+	"                       flag a token is generated into a 0600 file named on stderr\n"
+	"  -no-auth             TCP without authentication (refused unless on loopback)\n"
+	"  -auth-timeout D      close connections not authenticated within D (default 10s)\n"
+	"  -max-conns-per-source N  connections one address may hold open (default 64)\n"
+	"  -max-auth-failures N failed authentications per address and minute before it is\n"
+	"                       blocked, 10s at first, doubling (default 10)\n"
+	"  -import-session L    let these sessions made by other tools (agent-loop) be loaded:\n"
+	"                       NAME or NAME=PRINCIPAL (default principal: operator), comma-separated\n"
 	"  -tls-cert F          serve TLS with this PEM certificate chain (needs -tls-key)\n"
 	"  -tls-key F           the PEM private key of -tls-cert\n"
 	"  -h                   show this help\n"
@@ -61,24 +82,89 @@ static void log_line(void *arg, const char *msg)
 	cli_msg("%s", msg);
 }
 
+/* The server's own state: the issued-sessions file and generated tokens. */
+static char *state_dir(void)
+{
+	struct sbx_err e;
+	char *root = paths_state_root(&e), *d;
+
+	if (root == NULL)
+		cli_die_err("", &e);
+	d = xasprintf("%s/.acp-server", root);	/* never a namespace name */
+	free(root);
+	return d;
+}
+
+/* -import-session: NAME[=PRINCIPAL],… recorded as issued. */
+static void import_sessions(struct acp_server *srv, const char *list, const struct acp_auth *auth,
+			    const char *anon)
+{
+	char *copy = xstrdup(list), *save = NULL, *w;
+	struct sbx_err e;
+
+	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		char *who = strchr(w, '=');
+		bool known = !auth;
+		size_t i;
+
+		if (who)
+			*who++ = '\0';
+		else
+			who = (char *)(auth ? ACP_PRINCIPAL_OPERATOR : anon);
+		for (i = 0; auth && i < auth->n; i++)
+			known = known || strcmp(auth->v[i].name, who) == 0;
+		if (!known)
+			cli_die(EXIT_USAGE, "-import-session %s: no principal \"%s\" in the token file",
+				w, who);
+		if (acp_server_import(srv, w, who, &e) < 0)
+			cli_die_err("-import-session", &e);
+		cli_msg("imported session %s for principal %s", w, who);
+	}
+	free(copy);
+}
+
+/* Without -auth-token-file a TCP server makes its own token, in a file only its user reads. */
+static char *generate_token(const char *dir, const char *addr, struct acp_auth *auth)
+{
+	const char *port = strrchr(addr, ':');
+	struct sbx_err e;
+	char *tok, *path;
+
+	if ((tok = acp_token_generate(&e)) == NULL)
+		cli_die_err("", &e);
+	path = xasprintf("%s/token-%s", dir, port ? port + 1 : "0");
+	if (acp_token_write(path, tok, &e) < 0)
+		cli_die_err("", &e);
+	acp_auth_single(auth, ACP_PRINCIPAL_OPERATOR, tok);
+	free(tok);
+	cli_msg("authentication required: clients send the token in %s "
+		"(acp-client -auth-token-file %s)", path, path);
+	return path;
+}
+
 int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend = NULL, *ns = NULL;
 	const char *image = getenv("SANDBOX_IMAGE"), *homedir = getenv("SANDBOX_HOME_DIR");
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
-	const char *model = getenv("OPENAI_MODEL"), *why = NULL;
-	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS;
-	bool stdio = false;
+	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
+	const char *models = NULL, *images = "auto";
+	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
+	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
+	long long per_source = ACP_CONNS_PER_SOURCE, fails = ACP_AUTH_FAILS_PER_MIN;
+	bool stdio = false, no_auth = false, loose = false;
 	struct acp_config cfg = {0};
+	struct acp_auth auth = {0};
 	struct sbx_err e;
 	struct sigaction sa;
 	struct acp_server *srv;
 	SSL_CTX *tls = NULL;
-	char *token = NULL, addr[NET_ADDR_MAX];
+	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX];
 	int i, lfd = -1;
 	struct specflags sf = {0};
 	char **create_args;
-	struct flag flags[11 + SPECF_COUNT + 1] = {
+	struct strvec model_list = {0};
+	struct flag flags[21 + SPECF_COUNT + 1] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"stdio", FLAG_BOOL, &stdio, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
@@ -88,12 +174,21 @@ int main(int argc, char **argv)
 		{"toolset", FLAG_STRING, &tsname, NULL},
 		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
+		{"no-auth", FLAG_BOOL, &no_auth, NULL},
+		{"auth-timeout", FLAG_DURATION, &auth_timeout, NULL},
+		{"max-conns-per-source", FLAG_INT, &per_source, NULL},
+		{"max-auth-failures", FLAG_INT, &fails, NULL},
+		{"import-session", FLAG_STRING, &imports, NULL},
 		{"tls-cert", FLAG_STRING, &cert, NULL},
 		{"tls-key", FLAG_STRING, &key, NULL},
+		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
+		{"models", FLAG_STRING, &models, NULL},
+		{"images", FLAG_STRING, &images, NULL},
+		{"context-window", FLAG_INT, &window, NULL},
 	};
 
 	cli_init(argc, argv);
-	specflags_table(&sf, flags + 11);
+	specflags_table(&sf, flags + 20);
 	i = flag_parse(flags, argc, argv, &e);
 	if (i == FLAG_HELP)
 		cli_help(usage);
@@ -109,18 +204,51 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-tls-cert and -tls-key go together");
 	if (stdio && cert)
 		cli_usage_error(usage, "-stdio and TLS exclude each other");
+	if (no_auth && token_file)
+		cli_usage_error(usage, "-no-auth and -auth-token-file exclude each other");
+	if (per_source < 0 || per_source > ACP_CONN_MAX || fails < 0 || fails > 1000000)
+		cli_usage_error(usage, "-max-conns-per-source is 0-1024, -max-auth-failures 0-1000000");
+	if (rounds < 1 || rounds > 100000)
+		cli_usage_error(usage, "-max-tool-rounds is 1-100000");
+	if (strcmp(images, "auto") != 0 && strcmp(images, "yes") != 0 && strcmp(images, "no") != 0)
+		cli_usage_error(usage, "-images is auto, yes or no");
+	if (window < 0)
+		cli_usage_error(usage, "-context-window must not be negative");
+	if (models) {
+		char *copy = xstrdup(models), *save = NULL, *w;
+		for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+			strvec_push(&model_list, w);
+		free(copy);
+	}
 	if (model == NULL || *model == '\0')
 		model = getenv("MODEL");
 	if ((model == NULL || strcmp(model, "fake-eliza") != 0) &&
 	    !(getenv("GEMINI_API_KEY") && *getenv("GEMINI_API_KEY")) &&
 	    !(getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")))
 		cli_die(EXIT_USAGE, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
-	if (token_file && (token = acp_read_token(token_file, &e)) == NULL)
+	if (token_file && acp_auth_load(&auth, token_file, &loose, &e) < 0)
 		cli_die_err("", &e);
+	if (loose)
+		cli_warn("token file %s can be read by other users (chmod 600 it)", token_file);
 	if (cert && (tls = net_tls_server(cert, key, &e)) == NULL)
 		cli_die_err("", &e);
 	if (backend == NULL || *backend == '\0')
 		backend = agent_default_backend(&why);
+
+	dir = state_dir();
+	if (stdio) {
+		snprintf(addr, sizeof addr, "stdio");
+	} else {
+		if ((lfd = net_listen(listen_addr, &e)) < 0)
+			cli_die_err("", &e);
+		net_local_addr(lfd, addr, sizeof addr);
+		/* Without authentication anyone who reaches the port runs commands: loopback only. */
+		if (no_auth && !net_is_loopback(lfd))
+			cli_die(EXIT_USAGE, "-no-auth is refused on %s: it is not a loopback address, "
+				"and anyone who reaches it could run commands", addr);
+		if (!no_auth && token_file == NULL)
+			gen_path = generate_token(dir, addr, &auth);
+	}
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
@@ -137,31 +265,42 @@ int main(int argc, char **argv)
 	cfg.toolset = tsname;
 	cfg.model = model;
 	cfg.tool_timeout_ns = timeout > 0 ? timeout : 0;
+	cfg.max_tool_rounds = (int)rounds;
+	cfg.models = model_list.v;
+	cfg.images = strcmp(images, "yes") == 0 ? 1 : strcmp(images, "no") == 0 ? 0 : -1;
+	cfg.context_window = window;
 	create_args = specflags_argv(&sf);
 	cfg.create_args = create_args;
-	cfg.auth_token = token;
+	cfg.auth = auth.n ? &auth : NULL;
+	/* stdio: the user who spawned us; -no-auth: whoever reaches the port. */
+	cfg.anon_principal = stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS;
+	cfg.state_dir = dir;
+	cfg.auth_timeout_ns = auth_timeout > 0 ? auth_timeout : 0;
+	cfg.conns_per_source = (int)per_source;
+	cfg.auth_fails_per_min = (int)fails;
 	cfg.log = log_line;
-	srv = acp_server_new(&cfg);
+	if ((srv = acp_server_new(&cfg, &e)) == NULL)
+		cli_die_err("", &e);
+	if (imports)
+		import_sessions(srv, imports, cfg.auth, cfg.anon_principal);
 
-	if (stdio) {
-		snprintf(addr, sizeof addr, "stdio");
-	} else {
-		if ((lfd = net_listen(listen_addr, &e)) < 0)
-			cli_die_err("", &e);
-		net_local_addr(lfd, addr, sizeof addr);
-	}
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
 		" tls=%s auth=%s", addr, model ? model : "", tsname ? tsname : "basic",
-		image ? image : "", backend, tls ? "true" : "false", token ? "true" : "false");
+		image ? image : "", backend, tls ? "true" : "false", cfg.auth ? "true" : "false");
 	if (acp_server_run(srv, lfd, tls, sig_pipe[0], DRAIN_NS, &e) < 0)
 		cli_warn("%s", e.msg);
 	if (lfd >= 0)
 		close(lfd);
 	i = acp_server_delete_sandboxes(srv) ? EXIT_FAIL : EXIT_OK;
 	acp_server_free(srv);
+	if (gen_path)
+		unlink(gen_path);	/* the token dies with the server */
 	if (tls)
 		SSL_CTX_free(tls);
-	free(token);
+	acp_auth_free(&auth);
+	free(gen_path);
+	free(dir);
 	specflags_argv_free(create_args);
+	strvec_clear(&model_list);
 	return cli_finish(i);
 }

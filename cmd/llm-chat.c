@@ -15,8 +15,9 @@
 #include "cli.h"
 
 static const char usage[] =
-	"usage: llm-chat [-model NAME] [-base-url URL] [-timeout DURATION] [-retries N]\n"
-	"                [-backoff DURATION] [-stream] [-full] [-v] [FILE]\n"
+	"usage: llm-chat [-model NAME] [-base-url URL] [-vendor NAME] [-auth-header NAME]\n"
+	"                [-timeout DURATION] [-retries N] [-backoff DURATION] [-stream]\n"
+	"                [-full] [-v] [FILE]\n"
 	"\n"
 	"Sends one chat completion request to an OpenAI-compatible API and prints the\n"
 	"assistant's message (choices[0].message) as one JSON line. The request is one\n"
@@ -25,19 +26,26 @@ static const char usage[] =
 	"\n"
 	"  -model NAME        model (default: the document's \"model\", $OPENAI_MODEL,\n"
 	"                     $MODEL, else " LLM_DEFAULT_MODEL ")\n"
-	"  -base-url URL      API base URL (default: $OPENAI_BASE_URL, else\n"
+	"  -base-url URL      API base URL, a query kept (default: $OPENAI_BASE_URL, else\n"
 	"                     " LLM_DEFAULT_BASE_URL ")\n"
+	"  -vendor NAME       what the request may carry back: openai, azure, gemini,\n"
+	"                     groq, deepseek, openrouter, mistral, dashscope, ollama,\n"
+	"                     vllm, llamacpp, generic (default: $LLM_VENDOR, else from the\n"
+	"                     base URL's host, else generic)\n"
+	"  -auth-header NAME  header for the key: Authorization (Bearer) or e.g. api-key\n"
+	"                     (default: $LLM_AUTH_HEADER, else the vendor's; azure: api-key)\n"
 	"  -timeout DURATION  per attempt; -stream: the longest silence (default 1m0s)\n"
-	"  -retries N         attempts after transport errors, 408, 429, 5xx (default 4)\n"
+	"  -retries N         attempts after transport errors, 408, 409, 429, 5xx (default 4)\n"
 	"  -backoff DURATION  first wait before a retry, doubled, jittered (default 1s)\n"
-	"  -stream            print {\"delta\":...} and {\"tool_call_delta\":...} lines as\n"
-	"                     they arrive, then {\"message\":{...},\"finish_reason\":...}\n"
+	"  -stream            print {\"delta\":...}, {\"reasoning_delta\":...} and\n"
+	"                     {\"tool_call_delta\":...} lines as they arrive, then\n"
+	"                     {\"message\":{...},\"finish_reason\":...,\"usage\":{...}}\n"
 	"  -full              print the whole response instead of the message\n"
 	"  -v                 trace requests and responses on stderr (API key redacted)\n"
 	"\n"
 	"Environment: GEMINI_API_KEY or OPENAI_API_KEY (the key), OPENAI_BASE_URL,\n"
-	"OPENAI_MODEL, MODEL. Exit status: 0 ok, 100 bad usage or request, 111 API or\n"
-	"transport failure, 128+n stopped by signal n.\n";
+	"OPENAI_MODEL, MODEL, LLM_VENDOR, LLM_AUTH_HEADER. Exit status: 0 ok, 100 bad\n"
+	"usage or request, 111 API or transport failure, 128+n stopped by signal n.\n";
 
 static volatile sig_atomic_t stop_signal;
 
@@ -91,13 +99,15 @@ static int fail_status(const struct sbx_err *e)
 
 int main(int argc, char **argv)
 {
-	const char *model_flag = NULL, *base_flag = NULL;
+	const char *model_flag = NULL, *base_flag = NULL, *vendor_flag = NULL, *auth_flag = NULL;
 	long long retries = LLM_DEFAULT_RETRIES;
 	int64_t timeout = LLM_DEFAULT_TIMEOUT_NS, backoff = LLM_DEFAULT_BACKOFF_NS;
 	bool stream = false, full = false, verbose = false;
 	const struct flag flags[] = {
 		{"model", FLAG_STRING, &model_flag, NULL},
 		{"base-url", FLAG_STRING, &base_flag, NULL},
+		{"vendor", FLAG_STRING, &vendor_flag, NULL},
+		{"auth-header", FLAG_STRING, &auth_flag, NULL},
 		{"timeout", FLAG_DURATION, &timeout, NULL},
 		{"retries", FLAG_INT, &retries, NULL},
 		{"backoff", FLAG_DURATION, &backoff, NULL},
@@ -108,7 +118,7 @@ int main(int argc, char **argv)
 	};
 	struct llm_config cfg = {0};
 	struct llm_result res = {0};
-	struct json_object *doc, *last;
+	struct json_object *doc, *last, *v;
 	struct sbx_err e = {0};
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
@@ -127,6 +137,18 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-backoff must not be negative");
 	if (retries < 0 || retries > LLM_RETRIES_MAX)
 		cli_usage_error(usage, "-retries must be between 0 and 100");
+	if (vendor_flag == NULL || *vendor_flag == '\0')
+		vendor_flag = getenv("LLM_VENDOR");
+	if (vendor_flag && *vendor_flag && (cfg.vendor = vendor_by_name(vendor_flag)) == NULL) {
+		char why[256];
+
+		snprintf(why, sizeof why, "unknown vendor \"%.40s\" (known: %s)", vendor_flag,
+			 vendor_names());
+		cli_usage_error(usage, why);
+	}
+	if (auth_flag == NULL || *auth_flag == '\0')
+		auth_flag = getenv("LLM_AUTH_HEADER");
+	cfg.auth_header = auth_flag;
 	trap_signals();
 	if (i < argc && strcmp(argv[i], "-") != 0 &&
 	    (fd = open(argv[i], O_RDONLY | O_CLOEXEC)) < 0)
@@ -156,6 +178,10 @@ int main(int argc, char **argv)
 		json_object_object_add(last, "message", json_object_get(res.message));
 		json_object_object_add(last, "finish_reason", *res.finish_reason ?
 				       json_object_new_string(res.finish_reason) : NULL);
+		/* Token counts, when the server sent them (stream_options.include_usage). */
+		if (json_object_object_get_ex(res.response, "usage", &v) &&
+		    json_object_is_type(v, json_type_object))
+			json_object_object_add(last, "usage", json_object_get(v));
 		if (full)
 			json_object_object_add(last, "response", json_object_get(res.response));
 	} else {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../lib/acp.h"
+#include "../lib/acpauth.h"
 #include "../lib/agent.h"
 #include "../lib/flag.h"
 #include "../lib/mcphttp.h"
@@ -97,9 +98,15 @@ static char *http_token(const char *file, int lfd)
 	struct sbx_err e;
 
 	if (file) {
-		char *t = acp_read_token(file, &e);
-		if (t == NULL)
+		/* acp-server's token file format; one MCP endpoint has one token. */
+		struct acp_auth a = {0};
+		char *t;
+		if (acp_auth_load(&a, file, NULL, &e) < 0)
 			cli_die_err("", &e);
+		if (a.n != 1)
+			cli_die(EXIT_USAGE, "%s: holds %zu tokens; sbx-mcp takes exactly one", file, a.n);
+		t = xstrdup(a.v[0].token);
+		acp_auth_free(&a);
 		return t;
 	}
 	net_local_addr(lfd, addr, sizeof addr);

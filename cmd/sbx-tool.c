@@ -15,7 +15,7 @@
 
 static const char usage[] =
 	"usage: sbx-tool [-backend local|kubernetes] [-namespace NS] [-toolset basic|geminicli]\n"
-	"                [-tool-timeout 2m] [-homedir D] SANDBOX < tool-call.json\n"
+	"                [-tool-timeout 2m] [-homedir D] [-workdir W] SANDBOX < tool-call.json\n"
 	"       sbx-tool [-toolset basic|geminicli] -list\n"
 	"Reads one tool call {\"id\",\"type\":\"function\",\"function\":{\"name\",\"arguments\"}} on\n"
 	"standard input (\"arguments\" as JSON text or an object; other fields are refused), runs\n"
@@ -31,6 +31,8 @@ static const char usage[] =
 	"  -backend B       local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS    namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -homedir D       home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	"  -workdir W       the tools' working directory inside (absolute; default: the\n"
+	"                   backend's, / on the local backend)\n"
 	"  -h               show this help\n";
 
 /* A tool call is small; its arguments carry at most a file to write. */
@@ -71,6 +73,7 @@ static struct json_object *read_call(void)
 int main(int argc, char **argv)
 {
 	const char *backend = NULL, *ns = NULL, *tsname = getenv("TOOLSET"), *homedir = NULL;
+	const char *workdir = NULL;
 	const char *id, *fname, *fargs;
 	int64_t timeout = 120 * INT64_C(1000000000);
 	bool list = false;
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
 		{"toolset", FLAG_STRING, &tsname, NULL},
 		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
 		{"homedir", FLAG_STRING, &homedir, NULL},
+		{"workdir", FLAG_STRING, &workdir, NULL},
 		{"list", FLAG_BOOL, &list, NULL},
 		{NULL, 0, NULL, NULL},
 	};
@@ -112,6 +116,8 @@ int main(int argc, char **argv)
 		homedir = getenv("SANDBOX_HOME_DIR");
 	if (homedir == NULL || *homedir == '\0')
 		homedir = SBX_DEFAULT_HOMEDIR;
+	if (workdir && workdir[0] != '/')
+		cli_usage_error(usage, "-workdir must be an absolute path");
 
 	call = read_call();
 	if (!json_object_is_type(call, json_type_object) ||
@@ -151,6 +157,7 @@ int main(int argc, char **argv)
 		cli_die_err("", &e);
 	{
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
+				       .workdir = workdir && *workdir ? workdir : NULL,
 				       .timeout_ns = timeout > 0 ? timeout : 0,
 				       .cancel_fd = cancel};
 		content = toolset_call(ts, &ctx, fname, fargs, &failed, &e);

@@ -1,8 +1,8 @@
-/* acp.c — ACP v1 methods, the session registry, and turns mapped onto session updates. */
+/* acp.c — the ACP server: connections (accept loop, per-source guard, authentication deadline),
+ * initialize and authenticate, the method table. Sessions: acpsess.c; turns: acpturn.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,64 +12,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
-#include "acp.h"
-#include "agent.h"
+#include "acp_int.h"
 #include "gojson.h"
-#include "name.h"
-#include "net.h"
+#include "llm.h"
+#include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
 
-/* Tool names remembered per session for an "always" answer: a toolset has a handful. */
-#define ACP_ALWAYS_MAX 64
-
-struct acp_session {
-	struct acp_session *next;
-	char id[NAME_MAX_LEN + 1];
-	struct agent_session *as;
-	/* Guarded by the server lock: */
-	bool busy;			/* a turn or a replay is running */
-	struct acp_conn *turn_conn;	/* the connection whose prompt is running */
-	int cancel_pipe[2];		/* written to cancel the running turn */
-	volatile int cancel;
-	bool tool_ran;			/* a sandbox may exist for it */
-	/* Only touched by the thread running the turn: */
-	char *always[ACP_ALWAYS_MAX];	/* tool names answered "always" */
-	bool always_allow[ACP_ALWAYS_MAX];
-	size_t nalways;
-	bool streamed;			/* the current assistant message was sent as deltas */
-	char *open_call;		/* announced tool call not yet ended (calls are sequential) */
-	struct peer *out;		/* where the running turn's updates go */
-};
-
-struct acp_server {
-	struct acp_config cfg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct peer *conns[ACP_CONN_MAX];	/* open connections (acp_server_run) */
-	int nconns;
-	int stdio_done;				/* eventfd: the stdio connection ended */
-	struct acp_session *sessions;
-	size_t nsessions;
-	int workers;			/* prompt/load threads running, all connections */
-	bool draining;
-};
-
-struct acp_conn {
-	struct acp_server *srv;
-	struct peer *p;
-	bool initialized, authenticated;
-	int auth_failures;
-	size_t nsessions;		/* created or loaded here */
-	int workers;			/* guarded by srv->mu */
-};
-
-static void srv_log(struct acp_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void srv_log(struct acp_server *srv, const char *fmt, ...)
+void acp_log(struct acp_server *srv, const char *fmt, ...)
 {
 	char msg[SBX_ERR_MAX + 256];
 	va_list ap;
@@ -89,69 +41,20 @@ const char *acp_tool_kind(const char *name)
 	return toolset_tool_kind(name);
 }
 
-int acp_new_session_id(char out[20], struct sbx_err *e)
+int acp_new_session_id(char out[ACP_SESSION_ID_LEN + 1], struct sbx_err *e)
 {
-	unsigned char rnd[8];
-	int i;
+	unsigned char rnd[(ACP_SESSION_ID_LEN - 3) / 2];
+	size_t i;
 
 	if (RAND_bytes(rnd, sizeof rnd) != 1)
 		return err_set(e, SBX_EIO, "failed to generate session id");
 	memcpy(out, "acp", 3);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < sizeof rnd; i++)
 		snprintf(out + 3 + 2 * i, 3, "%02x", rnd[i]);
 	return 0;
 }
 
-char *acp_read_token(const char *path, struct sbx_err *e)
-{
-	char buf[ACP_TOKEN_MAX + 2];
-	size_t n = 0, a = 0;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0) {
-		err_sys(e, errno, "cannot open token file %s", path);
-		e->code = SBX_EINVAL;	/* a configuration mistake, not a missing sandbox */
-		return NULL;
-	}
-	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			err_sys(e, errno, "cannot read token file %s", path);
-			close(fd);
-			return NULL;
-		}
-		n += (size_t)r;
-	}
-	close(fd);
-	if (n > ACP_TOKEN_MAX) {
-		err_set(e, SBX_EINVAL, "token file %s is longer than %d bytes", path, ACP_TOKEN_MAX);
-		return NULL;
-	}
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-			 buf[n - 1] == '\t'))
-		n--;
-	while (a < n && (buf[a] == ' ' || buf[a] == '\t' || buf[a] == '\n' || buf[a] == '\r'))
-		a++;
-	if (a == n) {
-		err_set(e, SBX_EINVAL, "token file %s is empty", path);
-		return NULL;
-	}
-	return xstrndup(buf + a, n - a);
-}
-
-bool acp_token_equal(const char *a, const char *b)
-{
-	unsigned char ha[SHA256_DIGEST_LENGTH], hb[SHA256_DIGEST_LENGTH];
-
-	/* Comparing digests keeps the time independent of where, or whether, lengths differ. */
-	SHA256((const unsigned char *)a, strlen(a), ha);
-	SHA256((const unsigned char *)b, strlen(b), hb);
-	return CRYPTO_memcmp(ha, hb, sizeof ha) == 0;
-}
-
-static struct json_object *text_block(const char *text, size_t len)
+struct json_object *acp_text_block(const char *text, size_t len)
 {
 	struct json_object *c = json_object_new_object();
 
@@ -160,8 +63,7 @@ static struct json_object *text_block(const char *text, size_t len)
 	return c;
 }
 
-/* Sends session/update {sessionId, update} (update taken). */
-static void send_update(struct peer *p, const char *sid, struct json_object *update)
+void acp_send_update(struct peer *p, const char *sid, struct json_object *update)
 {
 	struct json_object *params = json_object_new_object();
 
@@ -171,25 +73,23 @@ static void send_update(struct peer *p, const char *sid, struct json_object *upd
 	json_object_put(params);
 }
 
-static void send_chunk(struct peer *p, const char *sid, const char *kind, const char *text,
-		       size_t len)
+void acp_send_chunk(struct peer *p, const char *sid, const char *kind, const char *text,
+		    size_t len)
 {
 	struct json_object *u = json_object_new_object();
 
 	json_object_object_add(u, "sessionUpdate", json_object_new_string(kind));
-	json_object_object_add(u, "content", text_block(text, len));
-	send_update(p, sid, u);
+	json_object_object_add(u, "content", acp_text_block(text, len));
+	acp_send_update(p, sid, u);
 }
 
-static void reply(struct peer *p, struct json_object *id, struct json_object *result)
+void acp_reply(struct peer *p, struct json_object *id, struct json_object *result)
 {
 	peer_send(p, jsonrpc_result_line(id, result));
 	json_object_put(result);
 }
 
-static void reply_error(struct peer *p, struct json_object *id, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void reply_error(struct peer *p, struct json_object *id, int code, const char *fmt, ...)
+void acp_reply_error(struct peer *p, struct json_object *id, int code, const char *fmt, ...)
 {
 	char msg[SBX_ERR_MAX + 256];
 	va_list ap;
@@ -200,8 +100,22 @@ static void reply_error(struct peer *p, struct json_object *id, int code, const 
 	peer_send(p, jsonrpc_error_line(id, code, msg, NULL));
 }
 
-/* params.key as a string, or NULL. */
-static const char *param_str(struct json_object *params, const char *key)
+void acp_reply_no_session(struct peer *p, struct json_object *id, const char *sid,
+			  const char *fmt, ...)
+{
+	char msg[SBX_ERR_MAX + 256];
+	struct json_object *data = json_object_new_object();
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_object_object_add(data, "sessionId", json_object_new_string(sid));
+	peer_send(p, jsonrpc_error_line(id, JSONRPC_NOT_FOUND, msg, data));
+	json_object_put(data);
+}
+
+const char *acp_param_str(struct json_object *params, const char *key)
 {
 	struct json_object *v;
 
@@ -210,107 +124,67 @@ static const char *param_str(struct json_object *params, const char *key)
 	return NULL;
 }
 
-/* ---- the registry --------------------------------------------------------------------- */
-
-/* Caller holds srv->mu. */
-static struct acp_session *find_session(struct acp_server *srv, const char *id)
-{
-	struct acp_session *s;
-
-	for (s = srv->sessions; s; s = s->next)
-		if (strcmp(s->id, id) == 0)
-			return s;
-	return NULL;
-}
-
-static void agent_log(void *arg, enum agent_log_level level, const char *msg)
-{
-	struct acp_server *srv = arg;
-
-	srv_log(srv, "%s%s", level == AGENT_LOG_WARN ? "warning: " : "", msg);
-}
-
-static struct agent_session *open_agent(struct acp_server *srv, const char *id, bool must_exist,
-					struct sbx_err *e)
-{
-	struct agent_config ac = {
-		.session = id,
-		.backend = srv->cfg.backend,
-		.namespace = srv->cfg.namespace,
-		.image = srv->cfg.image,
-		.homedir = srv->cfg.homedir,
-		.toolset = srv->cfg.toolset,
-		.model = srv->cfg.model,
-		.tool_timeout_ns = srv->cfg.tool_timeout_ns,
-		.create_args = srv->cfg.create_args,
-		.must_exist = must_exist,
-		.bindir = srv->cfg.bindir,
-		.log = agent_log,
-		.log_arg = srv,
-	};
-
-	return agent_session_open(&ac, e);
-}
-
-static struct acp_session *new_session(const char *id, struct agent_session *as)
-{
-	struct acp_session *s = xcalloc(1, sizeof *s);
-
-	snprintf(s->id, sizeof s->id, "%s", id);
-	s->as = as;
-	s->cancel_pipe[0] = s->cancel_pipe[1] = -1;
-	return s;
-}
-
-static void free_session(struct acp_session *s)
-{
-	size_t i;
-
-	for (i = 0; i < s->nalways; i++)
-		free(s->always[i]);
-	free(s->open_call);
-	agent_session_free(s->as);
-	free(s);
-}
-
-/* ---- methods ----------------------------------------------------------------------------- */
-
-struct req {
-	struct acp_conn *c;
-	struct json_object *id;		/* NULL for notifications */
-	struct json_object *params;	/* an object (possibly empty) */
-};
+/* ---- initialize, authenticate ------------------------------------------------------------ */
 
 static void m_initialize(const struct req *r)
 {
 	struct acp_server *srv = r->c->srv;
 	struct json_object *res = json_object_new_object(), *caps, *pc, *info, *methods, *m, *v;
+	struct json_object *cc, *sess;
 	int64_t version = ACP_PROTOCOL_VERSION;
 
 	if (json_object_object_get_ex(r->params, "protocolVersion", &v)) {
 		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
 		    json_object_get_int64(v) > 65535) {
 			json_object_put(res);
-			reply_error(r->c->p, r->id, JSONRPC_INVALID_PARAMS,
-				    "invalid params: protocolVersion must be an integer");
+			acp_reply_error(r->c->p, r->id, JSONRPC_INVALID_PARAMS,
+					"invalid params: protocolVersion must be an integer");
 			return;
 		}
 		/* Never answer higher than asked; below 1 there is nothing we speak. */
 		if (json_object_get_int64(v) < version && json_object_get_int64(v) >= 1)
 			version = json_object_get_int64(v);
 	}
+	if (json_object_object_get_ex(r->params, "clientCapabilities", &cc)) {
+		struct json_object *fs;
+		pthread_mutex_lock(&srv->mu);
+		r->c->notices = json_object_object_get_ex(cc, "session", &sess) &&
+				json_object_object_get_ex(sess, "notices", &v) &&
+				json_object_is_type(v, json_type_object);
+		r->c->fs_read = json_object_object_get_ex(cc, "fs", &fs) &&
+				json_object_object_get_ex(fs, "readTextFile", &v) &&
+				json_object_get_boolean(v);
+		pthread_mutex_unlock(&srv->mu);
+	}
 	r->c->initialized = true;
+	if (srv->cfg.auth == NULL) {
+		/* Without authentication, initializing is what keeps the connection open. */
+		pthread_mutex_lock(&srv->mu);
+		r->c->deadline = 0;
+		pthread_mutex_unlock(&srv->mu);
+	}
 	json_object_object_add(res, "protocolVersion", json_object_new_int64(version));
 	caps = json_object_new_object();
 	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
 	pc = json_object_new_object();
-	json_object_object_add(pc, "image", json_object_new_boolean(0));
+	/* Images only when the model takes them; resources always become context. */
+	json_object_object_add(pc, "image", json_object_new_boolean(
+		acp_model_images(srv, llm_pick_model(srv->cfg.model, NULL))));
 	json_object_object_add(pc, "audio", json_object_new_boolean(0));
-	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(0));
+	json_object_object_add(pc, "embeddedContext", json_object_new_boolean(1));
 	json_object_object_add(caps, "promptCapabilities", pc);
+	pc = json_object_new_object();
+	json_object_object_add(pc, "http", json_object_new_boolean(0));
+	json_object_object_add(pc, "sse", json_object_new_boolean(0));
+	json_object_object_add(caps, "mcpCapabilities", pc);
+	pc = json_object_new_object();
+	json_object_object_add(pc, "list", json_object_new_object());
+	json_object_object_add(pc, "close", json_object_new_object());
+	json_object_object_add(pc, "resume", json_object_new_object());
+	json_object_object_add(caps, "sessionCapabilities", pc);
 	json_object_object_add(res, "agentCapabilities", caps);
 	methods = json_object_new_array();
-	if (srv->cfg.auth_token) {
+	if (srv->cfg.auth) {
 		m = json_object_new_object();
 		json_object_object_add(m, "id", json_object_new_string(ACP_AUTH_METHOD));
 		json_object_object_add(m, "name", json_object_new_string("Bearer token"));
@@ -323,586 +197,88 @@ static void m_initialize(const struct req *r)
 	json_object_object_add(info, "name", json_object_new_string(ACP_AGENT_NAME));
 	json_object_object_add(info, "version", json_object_new_string(ACP_AGENT_VERSION));
 	json_object_object_add(res, "agentInfo", info);
-	reply(r->c->p, r->id, res);
+	acp_reply(r->c->p, r->id, res);
+}
+
+/* A wrong or missing token: counted for the connection and for its source address. */
+static void auth_failed(struct acp_conn *c, struct json_object *id, const char *why)
+{
+	struct acp_server *srv = c->srv;
+	int64_t block = 0;
+	int count = 0;
+
+	c->auth_failures++;
+	if (srv->guard && c->guarded)
+		block = acp_guard_fail(srv->guard, c->source, time_mono_ns(), &count);
+	acp_log(srv, "failed authentication remote=\"%s\" (%d from %s in the last minute): %s",
+		c->remote, count, c->source, why);
+	acp_reply_error(c->p, id, JSONRPC_AUTH_REQUIRED, "authentication failed: %s", why);
+	if (block > 0) {
+		acp_log(srv, "blocking %s for %llds after %d failed authentications", c->source,
+			(long long)(block / 1000000000), srv->cfg.auth_fails_per_min);
+		peer_close(c->p);
+	} else if (c->auth_failures >= ACP_AUTH_FAILURES_MAX) {
+		acp_log(srv, "closing connection remote=\"%s\" after %d failed authentications",
+			c->remote, c->auth_failures);
+		peer_close(c->p);
+	}
 }
 
 static void m_authenticate(const struct req *r)
 {
 	struct acp_conn *c = r->c;
-	const char *method = param_str(r->params, "methodId"), *token = NULL;
+	struct acp_server *srv = c->srv;
+	const char *method = acp_param_str(r->params, "methodId"), *token = NULL, *who;
 	struct json_object *meta;
+	int64_t wait;
 
-	if (c->srv->cfg.auth_token == NULL) {
-		reply_error(c->p, r->id, JSONRPC_METHOD_NOT_FOUND, "method not supported: authenticate");
+	if (srv->cfg.auth == NULL) {
+		acp_reply_error(c->p, r->id, JSONRPC_METHOD_NOT_FOUND,
+				"method not supported: authenticate");
 		return;
 	}
 	if (method == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "invalid params: methodId is required");
+		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
+				"invalid params: methodId is required");
 		return;
 	}
 	if (strcmp(method, ACP_AUTH_METHOD) != 0) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
-			    "unknown authentication method \"%s\" (available: %s)", method,
-			    ACP_AUTH_METHOD);
+		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
+				"unknown authentication method \"%s\" (available: %s)", method,
+				ACP_AUTH_METHOD);
+		return;
+	}
+	/* A blocked source gets no comparison at all, however many connections it holds open. */
+	if (srv->guard && c->guarded && acp_guard_blocked(srv->guard, c->source, time_mono_ns(), &wait)) {
+		acp_reply_error(c->p, r->id, JSONRPC_AUTH_REQUIRED,
+				"authentication failed: too many failed authentications from %s; "
+				"try again in %llds", c->source, (long long)(wait / 1000000000 + 1));
+		peer_close(c->p);
 		return;
 	}
 	if (json_object_object_get_ex(r->params, "_meta", &meta))
-		token = param_str(meta, "token");
-	if (token == NULL || !acp_token_equal(token, c->srv->cfg.auth_token)) {
-		c->auth_failures++;
-		reply_error(c->p, r->id, JSONRPC_AUTH_REQUIRED, "authentication failed: %s",
-			    token == NULL ? "no token in _meta.token" : "wrong token");
-		if (c->auth_failures >= ACP_AUTH_FAILURES_MAX) {
-			srv_log(c->srv, "closing connection after %d failed authentications",
-			      c->auth_failures);
-			peer_close(c->p);
-		}
+		token = acp_param_str(meta, "token");
+	if (token == NULL) {
+		auth_failed(c, r->id, "no token in _meta.token");
 		return;
 	}
+	if ((who = acp_auth_check(srv->cfg.auth, token)) == NULL) {
+		auth_failed(c, r->id, "wrong token");
+		return;
+	}
+	if (c->authenticated && strcmp(who, c->principal) != 0) {
+		acp_reply_error(c->p, r->id, JSONRPC_INVALID_REQUEST,
+				"this connection is authenticated as \"%s\": open another connection "
+				"for \"%s\"", c->principal, who);
+		return;
+	}
+	pthread_mutex_lock(&srv->mu);
 	c->authenticated = true;
-	reply(c->p, r->id, json_object_new_object());
-}
-
-/* Counts one more session for this connection, or answers why not. */
-static bool count_session(struct acp_conn *c, struct json_object *id)
-{
-	struct acp_server *srv = c->srv;
-
-	pthread_mutex_lock(&srv->mu);
-	if (c->nsessions >= ACP_SESSIONS_PER_CONN_MAX) {
-		pthread_mutex_unlock(&srv->mu);
-		reply_error(c->p, id, JSONRPC_INVALID_REQUEST,
-			    "too many sessions on this connection (limit %d)",
-			    ACP_SESSIONS_PER_CONN_MAX);
-		return false;
-	}
-	if (srv->nsessions >= ACP_SESSIONS_MAX) {
-		pthread_mutex_unlock(&srv->mu);
-		reply_error(c->p, id, JSONRPC_INTERNAL_ERROR,
-			    "too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
-		return false;
-	}
-	c->nsessions++;
+	c->principal = who;
+	c->deadline = 0;
 	pthread_mutex_unlock(&srv->mu);
-	return true;
-}
-
-static void m_session_new(const struct req *r)
-{
-	struct acp_conn *c = r->c;
-	struct acp_server *srv = c->srv;
-	const char *cwd = param_str(r->params, "cwd");
-	struct json_object *mcp, *res;
-	struct agent_session *as;
-	struct sbx_err e;
-	char id[20];
-
-	if (cwd == NULL || cwd[0] != '/') {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: cwd must be an absolute path");
-		return;
-	}
-	if (!json_object_object_get_ex(r->params, "mcpServers", &mcp) ||
-	    !json_object_is_type(mcp, json_type_array)) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
-			    "invalid params: mcpServers must be an array");
-		return;
-	}
-	if (!count_session(c, r->id))
-		return;
-	if (acp_new_session_id(id, &e) < 0 || (as = open_agent(srv, id, false, &e)) == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
-		return;
-	}
-	pthread_mutex_lock(&srv->mu);
-	{
-		struct acp_session *s = new_session(id, as);
-		s->next = srv->sessions;
-		srv->sessions = s;
-		srv->nsessions++;
-	}
-	pthread_mutex_unlock(&srv->mu);
-	res = json_object_new_object();
-	json_object_object_add(res, "sessionId", json_object_new_string(id));
-	reply(c->p, r->id, res);
-}
-
-/* Marks the session busy for this connection's turn or replay; the reason on failure. */
-static struct acp_session *claim(struct acp_server *srv, const char *id, struct acp_conn *c,
-				 const int pipefd[2], int *code, char *why, size_t whysz)
-{
-	struct acp_session *s;
-
-	pthread_mutex_lock(&srv->mu);
-	s = find_session(srv, id);
-	if (s == NULL) {
-		*code = JSONRPC_INVALID_PARAMS;
-		snprintf(why, whysz, "unknown sessionId \"%s\" (create one with session/new)", id);
-	} else if (s->busy) {
-		*code = JSONRPC_INVALID_PARAMS;
-		snprintf(why, whysz, "session \"%s\" is already processing a prompt", id);
-		s = NULL;
-	} else if (peer_closed(c->p)) {
-		*code = JSONRPC_INTERNAL_ERROR;
-		snprintf(why, whysz, "connection closed");
-		s = NULL;
-	} else if (srv->draining) {
-		*code = JSONRPC_INTERNAL_ERROR;
-		snprintf(why, whysz, "the server is shutting down");
-		s = NULL;
-	} else {
-		s->busy = true;
-		s->turn_conn = c;
-		s->out = c->p;
-		s->cancel = 0;
-		s->cancel_pipe[0] = pipefd ? pipefd[0] : -1;
-		s->cancel_pipe[1] = pipefd ? pipefd[1] : -1;
-	}
-	pthread_mutex_unlock(&srv->mu);
-	return s;
-}
-
-static void release(struct acp_server *srv, struct acp_session *s)
-{
-	pthread_mutex_lock(&srv->mu);
-	s->busy = false;
-	s->turn_conn = NULL;
-	s->out = NULL;
-	if (s->cancel_pipe[0] >= 0) {
-		close(s->cancel_pipe[0]);
-		close(s->cancel_pipe[1]);
-		s->cancel_pipe[0] = s->cancel_pipe[1] = -1;
-	}
-	pthread_mutex_unlock(&srv->mu);
-}
-
-/* Cancels the running turn of s. Caller holds srv->mu. */
-static void cancel_locked(struct acp_session *s)
-{
-	char x = 1;
-
-	if (!s->busy)
-		return;
-	s->cancel = 1;
-	if (s->cancel_pipe[1] >= 0 && write(s->cancel_pipe[1], &x, 1) < 0) {
-		/* already signalled */
-	}
-	if (s->out)
-		peer_wake_calls(s->out);
-}
-
-/* session/load: replays the history as chunks, then answers {}. Runs on a worker. */
-static void m_session_load(const struct req *r)
-{
-	struct acp_conn *c = r->c;
-	struct acp_server *srv = c->srv;
-	const char *id = param_str(r->params, "sessionId");
-	struct acp_session *s;
-	struct json_object *hist;
-	struct sbx_err e;
-	char why[256];
-	size_t i, n;
-	int code;
-
-	if (id == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "invalid params: sessionId is required");
-		return;
-	}
-	/* The id becomes a directory name: the name rule keeps it inside the state root. */
-	if (name_check(id, &e) < 0) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "invalid sessionId: %s", e.msg);
-		return;
-	}
-	if (!count_session(c, r->id))
-		return;
-	pthread_mutex_lock(&srv->mu);
-	if (find_session(srv, id) == NULL) {
-		struct agent_session *as;
-		if (srv->nsessions >= ACP_SESSIONS_MAX) {
-			pthread_mutex_unlock(&srv->mu);
-			reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR,
-				    "too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
-			return;
-		}
-		/* Built under the registry lock, as upstream, so two loads make one session. */
-		as = open_agent(srv, id, true, &e);
-		if (as == NULL) {
-			pthread_mutex_unlock(&srv->mu);
-			if (e.code == SBX_ENOTFOUND)
-				reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
-					    "unknown sessionId \"%s\"", id);
-			else
-				reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
-			return;
-		}
-		s = new_session(id, as);
-		s->next = srv->sessions;
-		srv->sessions = s;
-		srv->nsessions++;
-	}
-	pthread_mutex_unlock(&srv->mu);
-	if ((s = claim(srv, id, c, NULL, &code, why, sizeof why)) == NULL) {
-		reply_error(c->p, r->id, code, "%s", why);
-		return;
-	}
-	hist = agent_session_history(s->as);
-	n = json_object_array_length(hist);
-	for (i = 0; i < n; i++) {
-		struct json_object *m = json_object_array_get_idx(hist, i), *v;
-		const char *role = param_str(m, "role"), *kind;
-		char *text;
-
-		if (role == NULL || !json_object_object_get_ex(m, "content", &v) ||
-		    !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
-			continue;
-		if (strcmp(role, "user") == 0)
-			kind = "user_message_chunk";
-		else if (strcmp(role, "assistant") == 0)
-			kind = "agent_message_chunk";
-		else
-			continue;
-		/* A long history goes out at the client's pace, not into an ever longer queue. */
-		if (!peer_wait_room(c->p, PEER_OUTQ_MAX / 4))
-			break;
-		text = xasprintf("%s\n", json_object_get_string(v));
-		send_chunk(c->p, s->id, kind, text, strlen(text));
-		free(text);
-	}
-	release(srv, s);
-	reply(c->p, r->id, json_object_new_object());
-}
-
-/* ---- a turn ---------------------------------------------------------------------------- */
-
-static struct json_object *content_list(const char *text)
-{
-	struct json_object *arr = json_object_new_array(), *tc = json_object_new_object();
-
-	json_object_object_add(tc, "type", json_object_new_string("content"));
-	json_object_object_add(tc, "content", text_block(text, strlen(text)));
-	json_object_array_add(arr, tc);
-	return arr;
-}
-
-/* The fields shared by tool_call and the permission request's toolCall; update is the
- * sessionUpdate discriminator, or NULL inside a permission request. */
-static struct json_object *tool_fields(const struct agent_tool_call *call, const char *update,
-				       const char *status)
-{
-	struct json_object *o = json_object_new_object(), *raw;
-	const char *why;
-	char *title = xasprintf("%s(%s)", call->name, call->arguments ? call->arguments : "");
-
-	if (update)
-		json_object_object_add(o, "sessionUpdate", json_object_new_string(update));
-	json_object_object_add(o, "toolCallId", json_object_new_string(call->id));
-	json_object_object_add(o, "title", json_object_new_string(title));
-	json_object_object_add(o, "kind", json_object_new_string(acp_tool_kind(call->name)));
-	json_object_object_add(o, "status", json_object_new_string(status));
-	/* rawInput only when the arguments are JSON, as upstream. */
-	raw = call->arguments ? gojson_parse(call->arguments, strlen(call->arguments), &why) : NULL;
-	if (raw)
-		json_object_object_add(o, "rawInput", raw);
-	free(title);
-	return o;
-}
-
-static void send_tool_update(struct acp_session *s, const char *call_id, const char *status,
-			     const char *text)
-{
-	struct json_object *u = json_object_new_object();
-
-	json_object_object_add(u, "sessionUpdate", json_object_new_string("tool_call_update"));
-	json_object_object_add(u, "toolCallId", json_object_new_string(call_id));
-	json_object_object_add(u, "status", json_object_new_string(status));
-	if (text)
-		json_object_object_add(u, "content", content_list(text));
-	send_update(s->out, s->id, u);
-}
-
-/* Ends the announced tool call (status failed or completed), once. */
-static void end_call(struct acp_session *s, const char *status, const char *text)
-{
-	if (s->open_call == NULL)
-		return;
-	send_tool_update(s, s->open_call, status, text);
-	free(s->open_call);
-	s->open_call = NULL;
-}
-
-static void cb_delta(void *arg, const char *text, size_t len)
-{
-	struct acp_session *s = arg;
-
-	if (len == 0)
-		return;
-	s->streamed = true;
-	send_chunk(s->out, s->id, "agent_message_chunk", text, len);
-}
-
-static void cb_assistant(void *arg, struct json_object *msg, bool final)
-{
-	struct acp_session *s = arg;
-	struct json_object *v;
-
-	(void)final;
-	/* A model that did not stream (fake-eliza) still gets its text to the client. */
-	if (!s->streamed && json_object_object_get_ex(msg, "content", &v) &&
-	    json_object_is_type(v, json_type_string) && json_object_get_string_len(v) > 0)
-		send_chunk(s->out, s->id, "agent_message_chunk", json_object_get_string(v),
-			   (size_t)json_object_get_string_len(v));
-	s->streamed = false;
-}
-
-static int remembered(struct acp_session *s, const char *tool)
-{
-	size_t i;
-
-	for (i = 0; i < s->nalways; i++)
-		if (strcmp(s->always[i], tool) == 0)
-			return s->always_allow[i] ? 1 : 0;
-	return -1;
-}
-
-static void remember(struct acp_session *s, const char *tool, bool allow)
-{
-	size_t i;
-
-	for (i = 0; i < s->nalways; i++)
-		if (strcmp(s->always[i], tool) == 0) {
-			s->always_allow[i] = allow;
-			return;
-		}
-	if (s->nalways < ACP_ALWAYS_MAX) {
-		s->always[s->nalways] = xstrdup(tool);
-		s->always_allow[s->nalways++] = allow;
-	}
-}
-
-static struct json_object *option(const char *id, const char *name, const char *kind)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "optionId", json_object_new_string(id));
-	json_object_object_add(o, "name", json_object_new_string(name));
-	json_object_object_add(o, "kind", json_object_new_string(kind));
-	return o;
-}
-
-/* Asks the client; 1 allow, 0 deny, -1 error. */
-static int ask(struct acp_session *s, const struct agent_tool_call *call, struct sbx_err *e)
-{
-	struct json_object *params = json_object_new_object(), *opts = json_object_new_array();
-	struct json_object *result = NULL, *error = NULL, *outcome, *v;
-	const char *kind, *opt;
-	int rc = -1;
-
-	json_object_object_add(params, "sessionId", json_object_new_string(s->id));
-	json_object_object_add(params, "toolCall", tool_fields(call, NULL, "pending"));
-	json_object_array_add(opts, option("allow-once", "Allow", "allow_once"));
-	json_object_array_add(opts, option("allow-always", "Always allow", "allow_always"));
-	json_object_array_add(opts, option("reject-once", "Reject", "reject_once"));
-	json_object_array_add(opts, option("reject-always", "Always reject", "reject_always"));
-	json_object_object_add(params, "options", opts);
-	if (peer_call(s->out, "session/request_permission", params, &s->cancel, &result, &error,
-		      e) < 0)
-		goto out;
-	if (error) {
-		err_set(e, SBX_EIO, "client error: %s", json_object_get_string(error));
-		goto out;
-	}
-	if (!json_object_object_get_ex(result, "outcome", &outcome) ||
-	    (kind = param_str(outcome, "outcome")) == NULL) {
-		err_set(e, SBX_EIO, "invalid answer: want {\"outcome\":{\"outcome\":…}}");
-		goto out;
-	}
-	if (strcmp(kind, "cancelled") == 0) {
-		err_set(e, SBX_ECANCELED, "cancelled by the client");
-		goto out;
-	}
-	opt = json_object_object_get_ex(outcome, "optionId", &v) ? json_object_get_string(v) : "";
-	if (strcmp(kind, "selected") != 0) {
-		rc = 0;
-	} else if (strcmp(opt, "allow-once") == 0) {
-		rc = 1;
-	} else if (strcmp(opt, "allow-always") == 0) {
-		remember(s, call->name, true);
-		rc = 1;
-	} else {
-		if (strcmp(opt, "reject-always") == 0)
-			remember(s, call->name, false);
-		rc = 0;	/* anything else is a denial, as upstream */
-	}
-out:
-	json_object_put(result);
-	json_object_put(error);
-	json_object_put(params);
-	return rc;
-}
-
-static int cb_approve(void *arg, const struct agent_tool_call *call, struct sbx_err *e)
-{
-	struct acp_session *s = arg;
-	struct json_object *u = tool_fields(call, "tool_call", "pending");
-	int rc;
-
-	send_update(s->out, s->id, u);
-	end_call(s, "failed", NULL);
-	s->open_call = xstrdup(call->id);
-	if (s->cancel) {
-		end_call(s, "failed", NULL);
-		return err_set(e, SBX_ECANCELED, "cancelled");
-	}
-	rc = remembered(s, call->name);
-	if (rc < 0)
-		rc = ask(s, call, e);
-	if (rc == 0) {
-		char *text = xasprintf(AGENT_DENIED_FMT, call->name);
-		end_call(s, "failed", text);
-		free(text);
-	} else if (rc < 0) {
-		end_call(s, "failed", NULL);
-	}
-	return rc;
-}
-
-static void cb_tool_start(void *arg, const struct agent_tool_call *call)
-{
-	struct acp_session *s = arg;
-	struct acp_conn *c = s->turn_conn;
-
-	pthread_mutex_lock(&c->srv->mu);
-	s->tool_ran = true;
-	pthread_mutex_unlock(&c->srv->mu);
-	send_tool_update(s, call->id, "in_progress", NULL);
-}
-
-static void cb_tool_end(void *arg, const struct agent_tool_call *call, bool failed,
-			const char *content)
-{
-	struct acp_session *s = arg;
-
-	(void)call;
-	end_call(s, failed ? "failed" : "completed", content ? content : "");
-}
-
-/* The prompt's text: every text block concatenated, as upstream. */
-static char *prompt_text(struct json_object *params, const char **why)
-{
-	struct json_object *prompt;
-	struct buf b = {0};
-	size_t i, n;
-
-	*why = NULL;
-	if (!json_object_object_get_ex(params, "prompt", &prompt) ||
-	    !json_object_is_type(prompt, json_type_array)) {
-		*why = "invalid params: prompt must be an array of content blocks";
-		return NULL;
-	}
-	n = json_object_array_length(prompt);
-	for (i = 0; i < n; i++) {
-		struct json_object *blk = json_object_array_get_idx(prompt, i), *t;
-		const char *type = param_str(blk, "type");
-		if (type && strcmp(type, "text") == 0 && json_object_object_get_ex(blk, "text", &t) &&
-		    json_object_is_type(t, json_type_string))
-			buf_append(&b, json_object_get_string(t), (size_t)json_object_get_string_len(t));
-	}
-	if (b.len == 0) {
-		buf_free(&b);
-		*why = "prompt contains no text content";
-		return NULL;
-	}
-	return buf_steal(&b);
-}
-
-static void m_session_prompt(const struct req *r)
-{
-	struct acp_conn *c = r->c;
-	struct acp_server *srv = c->srv;
-	const char *id = param_str(r->params, "sessionId"), *why;
-	struct acp_session *s;
-	struct json_object *res;
-	struct agent_callbacks cb = {0};
-	enum agent_status st;
-	struct sbx_err e;
-	char *text = NULL, *answer = NULL, msg[256];
-	int code, pipefd[2];
-
-	if (id == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "invalid params: sessionId is required");
-		return;
-	}
-	pthread_mutex_lock(&srv->mu);
-	s = find_session(srv, id);
-	pthread_mutex_unlock(&srv->mu);
-	if (s == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS,
-			    "unknown sessionId \"%s\" (create one with session/new)", id);
-		return;
-	}
-	if ((text = prompt_text(r->params, &why)) == NULL) {
-		reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "%s", why);
-		return;
-	}
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
-		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "pipe: %s", strerror(errno));
-		free(text);
-		return;
-	}
-	if ((s = claim(srv, id, c, pipefd, &code, msg, sizeof msg)) == NULL) {
-		reply_error(c->p, r->id, code, "%s", msg);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		free(text);
-		return;
-	}
-	s->streamed = false;
-	cb.arg = s;
-	cb.on_delta = cb_delta;
-	cb.on_assistant = cb_assistant;
-	cb.approve = cb_approve;
-	cb.on_tool_start = cb_tool_start;
-	cb.on_tool_end = cb_tool_end;
-	st = agent_turn(s->as, text, &cb, s->cancel_pipe[0], &answer, &e);
-	/* A turn that stopped between approval and the end of a tool (sandbox creation failed,
-	 * cancellation) still closes the call it announced. */
-	end_call(s, "failed", st == AGENT_ERROR && !s->cancel ? e.msg : NULL);
-	res = json_object_new_object();
-	if (st == AGENT_CANCELED || s->cancel) {
-		/* A cancelled prompt is never answered with an error (ACP §8). */
-		json_object_object_add(res, "stopReason", json_object_new_string("cancelled"));
-	} else if (st == AGENT_DONE) {
-		json_object_object_add(res, "stopReason", json_object_new_string("end_turn"));
-	} else if (st == AGENT_LIMIT) {
-		send_chunk(s->out, s->id, "agent_message_chunk", e.msg, strlen(e.msg));
-		json_object_object_add(res, "stopReason", json_object_new_string("max_turn_requests"));
-	} else {
-		json_object_put(res);
-		res = NULL;
-	}
-	/* Every update of the turn is queued before the answer, and the session is free again
-	 * before the client can read it and send the next prompt. */
-	release(srv, s);
-	if (res)
-		reply(c->p, r->id, res);
-	else
-		reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
-	free(answer);
-	free(text);
-}
-
-static void m_session_cancel(const struct req *r)
-{
-	struct acp_server *srv = r->c->srv;
-	const char *id = param_str(r->params, "sessionId");
-	struct acp_session *s;
-
-	if (id == NULL)
-		return;	/* a notification gets no answer, not even an error */
-	pthread_mutex_lock(&srv->mu);
-	if ((s = find_session(srv, id)) != NULL)
-		cancel_locked(s);
-	pthread_mutex_unlock(&srv->mu);
+	acp_log(srv, "authenticated remote=\"%s\" principal=\"%s\"", c->remote, who);
+	acp_reply(c->p, r->id, json_object_new_object());
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
@@ -920,6 +296,11 @@ static const struct method methods[] = {
 	{"authenticate", m_authenticate, false, false, true},
 	{"session/new", m_session_new, false, false, false},
 	{"session/load", m_session_load, false, true, false},
+	{"session/resume", m_session_resume, false, true, false},
+	{"session/close", m_session_close, false, true, false},
+	{"session/list", m_session_list, false, false, false},
+	{"session/set_mode", m_session_set_mode, false, false, false},
+	{"session/set_config_option", m_session_set_config_option, false, false, false},
 	{"session/prompt", m_session_prompt, false, true, false},
 	{"session/cancel", m_session_cancel, true, false, false},
 };
@@ -992,28 +373,28 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 	if (mt == NULL || mt->notification == is_req) {
 		/* Unknown notifications are ignored, as ACP asks. */
 		if (is_req)
-			reply_error(p, m->id, JSONRPC_METHOD_NOT_FOUND, "method not supported: %s",
-				    m->method);
+			acp_reply_error(p, m->id, JSONRPC_METHOD_NOT_FOUND,
+					"method not supported: %s", m->method);
 		goto out;
 	}
-	if (!mt->open && c->srv->cfg.auth_token && !c->authenticated) {
+	if (!mt->open && c->srv->cfg.auth && !c->authenticated) {
 		if (is_req)
-			reply_error(p, m->id, JSONRPC_AUTH_REQUIRED,
-				    "authentication required: call authenticate with method %s first",
-				    ACP_AUTH_METHOD);
+			acp_reply_error(p, m->id, JSONRPC_AUTH_REQUIRED,
+					"authentication required: call authenticate with method %s "
+					"first", ACP_AUTH_METHOD);
 		goto out;
 	}
 	if (!mt->open && !c->initialized) {
 		if (is_req)
-			reply_error(p, m->id, JSONRPC_INVALID_REQUEST,
-				    "invalid request: call initialize first");
+			acp_reply_error(p, m->id, JSONRPC_INVALID_REQUEST,
+					"invalid request: call initialize first");
 		goto out;
 	}
 	params = m->params;
 	if (params != NULL && !json_object_is_type(params, json_type_object)) {
 		if (is_req)
-			reply_error(p, m->id, JSONRPC_INVALID_PARAMS,
-				    "invalid params: want an object");
+			acp_reply_error(p, m->id, JSONRPC_INVALID_PARAMS,
+					"invalid params: want an object");
 		goto out;
 	}
 	{
@@ -1028,11 +409,11 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 		if (started == 0)
 			goto out;
 		if (started == 1) {
-			reply_error(p, m->id, JSONRPC_INTERNAL_ERROR,
-				    "too many requests in progress on this connection (limit %d)",
-				    ACP_WORKERS_PER_CONN_MAX);
+			acp_reply_error(p, m->id, JSONRPC_INTERNAL_ERROR,
+					"too many requests in progress on this connection (limit %d)",
+					ACP_WORKERS_PER_CONN_MAX);
 		} else if (started == -1) {
-			reply_error(p, m->id, JSONRPC_INTERNAL_ERROR, "cannot start a thread");
+			acp_reply_error(p, m->id, JSONRPC_INTERNAL_ERROR, "cannot start a thread");
 		} else {
 			mt->fn(&j->r);
 		}
@@ -1046,32 +427,89 @@ out:
 
 /* ---- server -------------------------------------------------------------------------------- */
 
-struct acp_server *acp_server_new(const struct acp_config *cfg)
+struct acp_server *acp_server_new(const struct acp_config *cfg, struct sbx_err *e)
 {
 	struct acp_server *srv = xcalloc(1, sizeof *srv);
 
 	srv->cfg = *cfg;
+	if (srv->cfg.anon_principal == NULL)
+		srv->cfg.anon_principal = ACP_PRINCIPAL_ANONYMOUS;
+	srv->stdio_done = srv->wakefd = -1;
 	pthread_mutex_init(&srv->mu, NULL);
 	pthread_cond_init(&srv->cv, NULL);
+	if (cfg->state_dir) {
+		char *path = xasprintf("%s/sessions.jsonl", cfg->state_dir);
+		srv->reg = acpreg_open(path, e);
+		free(path);
+		if (srv->reg == NULL) {
+			acp_server_free(srv);
+			return NULL;
+		}
+	}
+	srv->guard = acp_guard_new(cfg->conns_per_source, cfg->auth_fails_per_min);
 	return srv;
+}
+
+int acp_server_import(struct acp_server *srv, const char *id, const char *principal,
+		      struct sbx_err *e)
+{
+	struct json_object *f;
+	char ts[TIME_BUFSZ];
+	int rc;
+
+	if (name_check(id, e) < 0)
+		return err_prefix(e, "invalid session name \"%s\"", id);
+	if (srv->reg == NULL)
+		return err_set(e, SBX_EINVAL, "no state directory to record sessions in");
+	f = json_object_new_object();
+	json_object_object_add(f, "principal", json_object_new_string(principal));
+	json_object_object_add(f, "imported", json_object_new_string(
+		time_rfc3339(time_now_ns(), ts, sizeof ts)));
+	rc = acpreg_put(srv->reg, id, f, e);
+	json_object_put(f);
+	return rc;
+}
+
+/* The connection's state, created for p; NULL remote: a connection without a known peer. */
+static struct acp_conn *conn_new(struct acp_server *srv, struct peer *p, const char *remote)
+{
+	struct acp_conn *c = xcalloc(1, sizeof *c);
+
+	c->srv = srv;
+	c->p = p;
+	snprintf(c->remote, sizeof c->remote, "%s", remote ? remote : "");
+	if (srv->cfg.auth == NULL)
+		c->principal = srv->cfg.anon_principal;
+	return c;
+}
+
+/* Runs c until its peer ends; then stops what it started and detaches its sessions (they stay
+ * for a later load). Frees the peer. */
+static int serve_conn(struct acp_conn *c, struct sbx_err *e)
+{
+	struct acp_server *srv = c->srv;
+	int rc = peer_run(c->p, on_message, c, e);
+	struct peer *p;
+
+	pthread_mutex_lock(&srv->mu);
+	acp_detach_all(c);
+	while (c->workers > 0)
+		pthread_cond_wait(&srv->cv, &srv->mu);
+	/* Out of reach of the deadline and shutdown loops before it goes. */
+	p = c->p;
+	c->p = NULL;
+	c->deadline = 0;
+	pthread_mutex_unlock(&srv->mu);
+	peer_free(p);
+	return rc;
 }
 
 int acp_serve(struct acp_server *srv, struct peer *p, struct sbx_err *e)
 {
-	struct acp_conn c = {.srv = srv, .p = p};
-	struct acp_session *s;
-	int rc;
+	struct acp_conn *c = conn_new(srv, p, NULL);
+	int rc = serve_conn(c, e);
 
-	rc = peer_run(p, on_message, &c, e);
-	/* The client is gone: stop what it started; the sessions stay for a later load. */
-	pthread_mutex_lock(&srv->mu);
-	for (s = srv->sessions; s; s = s->next)
-		if (s->turn_conn == &c)
-			cancel_locked(s);
-	while (c.workers > 0)
-		pthread_cond_wait(&srv->cv, &srv->mu);
-	pthread_mutex_unlock(&srv->mu);
-	peer_free(p);
+	free(c);
 	return rc;
 }
 
@@ -1093,9 +531,9 @@ void acp_server_drain(struct acp_server *srv, int64_t drain_ns)
 		if (pthread_cond_timedwait(&srv->cv, &srv->mu, &until) == ETIMEDOUT)
 			break;
 	if (srv->workers > 0) {
-		srv_log(srv, "cancelling %d running request(s)", srv->workers);
+		acp_log(srv, "cancelling %d running request(s)", srv->workers);
 		for (s = srv->sessions; s; s = s->next)
-			cancel_locked(s);
+			acp_cancel_locked(s);
 	}
 	while (srv->workers > 0)
 		pthread_cond_wait(&srv->cv, &srv->mu);
@@ -1113,10 +551,10 @@ int acp_server_delete_sandboxes(struct acp_server *srv)
 		if (!s->tool_ran)
 			continue;
 		if (agent_session_delete_sandbox(s->as, &e) < 0) {
-			srv_log(srv, "failed to delete sandbox %s: %s", s->id, e.msg);
+			acp_log(srv, "failed to delete sandbox %s: %s", s->id, e.msg);
 			failed++;
 		} else {
-			srv_log(srv, "deleted sandbox %s", s->id);
+			acp_log(srv, "deleted sandbox %s", s->id);
 		}
 	}
 	pthread_mutex_unlock(&srv->mu);
@@ -1131,8 +569,10 @@ void acp_server_free(struct acp_server *srv)
 		return;
 	for (s = srv->sessions; s; s = next) {
 		next = s->next;
-		free_session(s);
+		acp_session_free(s);
 	}
+	acpreg_free(srv->reg);
+	acp_guard_free(srv->guard);
 	pthread_cond_destroy(&srv->cv);
 	pthread_mutex_destroy(&srv->mu);
 	free(srv);
@@ -1144,13 +584,24 @@ struct conn_arg {
 	struct acp_server *srv;
 	int fd;				/* -1: standard input and output */
 	SSL_CTX *tls;
-	char remote[NET_ADDR_MAX];
+	bool guarded;
+	char remote[NET_ADDR_MAX], source[NET_ADDR_MAX];
 };
+
+static void wake_loop(struct acp_server *srv)
+{
+	uint64_t one = 1;
+
+	if (srv->wakefd >= 0 && write(srv->wakefd, &one, sizeof one) < 0) {
+		/* the counter is already set */
+	}
+}
 
 static void *conn_main(void *arg)
 {
 	struct conn_arg *ca = arg;
 	struct acp_server *srv = ca->srv;
+	struct acp_conn *c;
 	struct peer *p;
 	struct sbx_err e;
 	SSL *ssl = NULL;
@@ -1165,21 +616,32 @@ static void *conn_main(void *arg)
 	 * program still owns (and flushes) its stdout at exit. */
 	p = ca->fd < 0 ? peer_new(fcntl(0, F_DUPFD_CLOEXEC, 3), fcntl(1, F_DUPFD_CLOEXEC, 3), NULL)
 		       : peer_new(ca->fd, ca->fd, ssl);
+	c = conn_new(srv, p, ca->remote);
+	snprintf(c->source, sizeof c->source, "%s", ca->source);
+	c->guarded = ca->guarded;
 	pthread_mutex_lock(&srv->mu);
+	/* A network client that does not authenticate (or, without authentication, initialize)
+	 * within the deadline is closed: idle connections must not hold slots forever. */
+	if (ca->fd >= 0 && srv->cfg.auth_timeout_ns > 0)
+		c->deadline = time_mono_ns() + srv->cfg.auth_timeout_ns;
 	for (i = 0; i < ACP_CONN_MAX && slot < 0; i++)
 		if (srv->conns[i] == NULL)
-			srv->conns[slot = i] = p;
+			srv->conns[slot = i] = c;
 	pthread_mutex_unlock(&srv->mu);
-	srv_log(srv, "client connected remote=\"%s\"", ca->remote);
-	if (acp_serve(srv, p, &e) < 0)
-		srv_log(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
-	srv_log(srv, "client disconnected remote=\"%s\"", ca->remote);
+	wake_loop(srv);
+	acp_log(srv, "client connected remote=\"%s\"", ca->remote);
+	if (serve_conn(c, &e) < 0)
+		acp_log(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
+	acp_log(srv, "client disconnected remote=\"%s\"", ca->remote);
+	if (ca->guarded)
+		acp_guard_disconnect(srv->guard, ca->source);
 	pthread_mutex_lock(&srv->mu);
 	if (slot >= 0)
 		srv->conns[slot] = NULL;
 	srv->nconns--;
 	pthread_cond_broadcast(&srv->cv);
 	pthread_mutex_unlock(&srv->mu);
+	free(c);
 	if (ca->fd < 0) {
 		uint64_t one = 1;
 		if (write(srv->stdio_done, &one, sizeof one) < 0) {
@@ -1188,6 +650,31 @@ static void *conn_main(void *arg)
 	}
 	free(ca);
 	return NULL;
+}
+
+/* Admits a connection past the per-source guard; false when it was refused (fd closed). */
+static bool admit(struct acp_server *srv, struct conn_arg *ca)
+{
+	int64_t wait;
+	bool log;
+
+	switch (acp_guard_connect(srv->guard, ca->source, time_mono_ns(), &wait, &log)) {
+	case ACP_GUARD_OK:
+		ca->guarded = true;
+		return true;
+	case ACP_GUARD_TOO_MANY:
+		if (log)
+			acp_log(srv, "refusing connection remote=\"%s\": %d connections open from %s",
+				ca->remote, srv->cfg.conns_per_source, ca->source);
+		break;
+	case ACP_GUARD_BLOCKED:
+		if (log)
+			acp_log(srv, "refusing connections from %s for %llds: too many failed "
+				"authentications", ca->source, (long long)(wait / 1000000000 + 1));
+		break;
+	}
+	close(ca->fd);
+	return false;
 }
 
 static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
@@ -1199,18 +686,22 @@ static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
 	ca->srv = srv;
 	ca->fd = fd;
 	ca->tls = tls;
-	if (fd < 0)
+	if (fd < 0) {
 		snprintf(ca->remote, sizeof ca->remote, "stdio");
-	else
+	} else {
 		net_peer_addr(fd, ca->remote, sizeof ca->remote);
+		net_peer_source(fd, ca->source, sizeof ca->source);
+		if (!admit(srv, ca)) {
+			free(ca);
+			return;
+		}
+	}
 	pthread_mutex_lock(&srv->mu);
 	if (srv->nconns >= ACP_CONN_MAX) {
 		pthread_mutex_unlock(&srv->mu);
-		srv_log(srv, "refusing connection from %s: %d connections open", ca->remote,
-		      ACP_CONN_MAX);
-		close(fd);
-		free(ca);
-		return;
+		acp_log(srv, "refusing connection from %s: %d connections open", ca->remote,
+			ACP_CONN_MAX);
+		goto refuse;
 	}
 	srv->nconns++;
 	pthread_mutex_unlock(&srv->mu);
@@ -1218,15 +709,47 @@ static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, ACP_THREAD_STACK);
 	if (pthread_create(&t, &at, conn_main, ca) != 0) {
-		srv_log(srv, "cannot start a thread for %s", ca->remote);
-		if (fd >= 0)
-			close(fd);
-		free(ca);
+		pthread_attr_destroy(&at);
+		acp_log(srv, "cannot start a thread for %s", ca->remote);
 		pthread_mutex_lock(&srv->mu);
 		srv->nconns--;
 		pthread_mutex_unlock(&srv->mu);
+		goto refuse;
 	}
 	pthread_attr_destroy(&at);
+	return;
+refuse:
+	if (ca->guarded)
+		acp_guard_disconnect(srv->guard, ca->source);
+	if (fd >= 0)
+		close(fd);
+	free(ca);
+}
+
+/* Closes connections past their deadline; returns the poll timeout (ms) until the next one. */
+static int expire_conns(struct acp_server *srv)
+{
+	int64_t now = time_mono_ns(), next = -1;
+	int i;
+
+	pthread_mutex_lock(&srv->mu);
+	for (i = 0; i < ACP_CONN_MAX; i++) {
+		struct acp_conn *c = srv->conns[i];
+		if (c == NULL || c->deadline == 0)
+			continue;
+		if (c->deadline <= now) {
+			c->deadline = 0;
+			acp_log(srv, "closing connection remote=\"%s\": not %s within %llds", c->remote,
+				srv->cfg.auth ? "authenticated" : "initialized",
+				(long long)(srv->cfg.auth_timeout_ns / 1000000000));
+			if (c->p)
+				peer_close(c->p);
+		} else if (next < 0 || c->deadline - now < next) {
+			next = c->deadline - now;
+		}
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return next < 0 ? -1 : (int)(next / 1000000 + 1);
 }
 
 int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, int64_t drain_ns,
@@ -1235,23 +758,31 @@ int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, i
 	int i, rc = 0;
 
 	srv->stdio_done = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (srv->stdio_done < 0)
-		return err_sys(e, errno, "eventfd");
+	srv->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (srv->stdio_done < 0 || srv->wakefd < 0) {
+		rc = err_sys(e, errno, "eventfd");
+		goto out;
+	}
 	if (lfd < 0)
 		start_conn(srv, -1, NULL);
 	for (;;) {
-		struct pollfd fds[3] = {{.fd = stop_fd, .events = POLLIN},
+		struct pollfd fds[4] = {{.fd = stop_fd, .events = POLLIN},
 					{.fd = srv->stdio_done, .events = POLLIN},
+					{.fd = srv->wakefd, .events = POLLIN},
 					{.fd = lfd, .events = POLLIN}};
-		int fd;
+		uint64_t v;
+		int fd, timeout = expire_conns(srv);
 
-		if (poll(fds, lfd >= 0 ? 3 : 2, -1) < 0 && errno != EINTR) {
+		if (poll(fds, lfd >= 0 ? 4 : 3, timeout) < 0 && errno != EINTR) {
 			rc = err_sys(e, errno, "poll");
 			break;
 		}
 		if ((fds[0].revents | fds[1].revents) & POLLIN)
 			break;
-		if (lfd >= 0 && (fds[2].revents & POLLIN)) {
+		if ((fds[2].revents & POLLIN) && read(srv->wakefd, &v, sizeof v) < 0) {
+			/* spurious */
+		}
+		if (lfd >= 0 && (fds[3].revents & POLLIN)) {
 			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0)
 				start_conn(srv, fd, tls);
@@ -1259,16 +790,20 @@ int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, i
 				poll(NULL, 0, 100);	/* out of descriptors: do not spin */
 		}
 	}
-	srv_log(srv, "shutting down");
+	acp_log(srv, "shutting down");
 	acp_server_drain(srv, drain_ns);
 	pthread_mutex_lock(&srv->mu);
 	for (i = 0; i < ACP_CONN_MAX; i++)
-		if (srv->conns[i])
-			peer_close(srv->conns[i]);
+		if (srv->conns[i] && srv->conns[i]->p)
+			peer_close(srv->conns[i]->p);
 	while (srv->nconns > 0)
 		pthread_cond_wait(&srv->cv, &srv->mu);
 	pthread_mutex_unlock(&srv->mu);
-	close(srv->stdio_done);
-	srv->stdio_done = -1;
+out:
+	if (srv->stdio_done >= 0)
+		close(srv->stdio_done);
+	if (srv->wakefd >= 0)
+		close(srv->wakefd);
+	srv->stdio_done = srv->wakefd = -1;
 	return rc;
 }

@@ -3,10 +3,13 @@
  * session/cancel), a process-wide session registry shared by every connection, and the
  * mapping of agent turns (lib/agent.h) onto session/update notifications and
  * session/request_permission requests. Upstream: cmd/acp-server; wire shapes: ACP v1 schema.
+ * Who may do what: a connection authenticates as a principal (lib/acpauth.h) unless the
+ * server runs without authentication; a session belongs to the principal that created it
+ * (recorded in lib/acpreg.h's file) and is driven by one connection at a time.
  * Threads: acp_serve runs one connection on the calling thread; prompts and loads run on
  * worker threads of their own, so a slow turn never holds up another session or connection.
- * Ownership: strings in acp_config are borrowed for the server's lifetime; acp_serve takes the
- * peer; returned char * are newly allocated (caller frees). */
+ * Ownership: strings and objects in acp_config are borrowed for the server's lifetime;
+ * acp_serve takes the peer; returned char * are newly allocated (caller frees). */
 #ifndef SBX_ACP_H
 #define SBX_ACP_H
 
@@ -16,6 +19,7 @@
 
 #include <openssl/ssl.h>
 
+#include "acpauth.h"
 #include "err.h"
 #include "peer.h"
 
@@ -24,17 +28,27 @@
 #define ACP_AGENT_VERSION "0.1.0"
 /* The one authentication method advertised when a token is configured. */
 #define ACP_AUTH_METHOD "bearer-token"
-/* Sessions one connection may create or load: each keeps its history in memory for the life of
- * the process, so one client must not be able to fill the server. */
+/* Sessions open on one connection at once (created or loaded there and not yet closed, taken
+ * over or ended with it): each keeps its history in memory, so one client must not be able to
+ * fill the server. */
 #define ACP_SESSIONS_PER_CONN_MAX 64
 /* Prompts and loads in progress on one connection (one per session is the normal most). */
 #define ACP_WORKERS_PER_CONN_MAX 64
 /* Sessions in the whole registry (never evicted, as upstream). */
 #define ACP_SESSIONS_MAX 10000
-/* Wrong tokens accepted on one connection before it is closed (slows guessing down). */
+/* Wrong tokens accepted on one connection before it is closed (slows guessing down; the
+ * per-source guard bounds guesses across connections). */
 #define ACP_AUTH_FAILURES_MAX 3
-/* A bearer token is a few dozen bytes; a longer file is a mistake. */
-#define ACP_TOKEN_MAX 4096
+/* Defaults of the connection hygiene flags: an unauthenticated connection is closed after
+ * ACP_AUTH_TIMEOUT_NS; one source address may hold ACP_CONNS_PER_SOURCE connections and fail
+ * ACP_AUTH_FAILS_PER_MIN authentications a minute before it is blocked (see acpauth.h). */
+#define ACP_AUTH_TIMEOUT_NS (INT64_C(10) * 1000000000)
+#define ACP_CONNS_PER_SOURCE 64
+#define ACP_AUTH_FAILS_PER_MIN 10
+/* "acp" + 32 hex digits: 128 random bits, so ids cannot be guessed. */
+#define ACP_SESSION_ID_LEN 35
+/* How long a session/load waits for the turn it takes over to stop. */
+#define ACP_TAKEOVER_WAIT_NS (INT64_C(30) * 1000000000)
 /* The stack of a worker or connection thread: turns spawn children and parse JSON with
  * json-c, which needs little stack; the default 8 MiB reservation per thread is waste. */
 #define ACP_THREAD_STACK ((size_t)512 << 10)
@@ -43,8 +57,21 @@ struct acp_config {
 	/* Passed to every agent session (lib/agent.h). */
 	const char *backend, *namespace, *image, *homedir, *toolset, *model, *bindir;
 	int64_t tool_timeout_ns;
+	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */
+	/* Models a client may pick (the "model" config option; NULL-terminated); the default
+	 * model is always among them. May be NULL. */
+	char *const *models;
+	int images;			/* image prompts: 1 yes, 0 no, -1 by the model's name */
+	long long context_window;	/* tokens, for usage_update; <= 0: by the model's name */
 	char *const *create_args;	/* extra sbx-create words (agent_config.create_args) */
-	const char *auth_token;		/* NULL: no authentication */
+	const struct acp_auth *auth;	/* the principals; NULL: no authentication */
+	const char *anon_principal;	/* who connections are without auth (NULL: "anonymous") */
+	/* The issued-sessions file lives here (<state_dir>/sessions.jsonl); NULL: none, so only
+	 * sessions made by this process can be loaded. */
+	const char *state_dir;
+	int64_t auth_timeout_ns;	/* TCP connections not authenticated by then are closed; 0 never */
+	int conns_per_source;		/* <= 0: no cap */
+	int auth_fails_per_min;		/* per source; <= 0: no blocking */
 	/* Log lines for people (may be NULL). */
 	void (*log)(void *arg, const char *msg);
 	void *log_arg;
@@ -52,7 +79,12 @@ struct acp_config {
 
 struct acp_server;
 
-struct acp_server *acp_server_new(const struct acp_config *cfg);
+/* Opens the issued-sessions file when cfg->state_dir is set. */
+struct acp_server *acp_server_new(const struct acp_config *cfg, struct sbx_err *e);
+/* Records session id (made by another tool, e.g. agent-loop) as issued to principal, so it can
+ * be loaded. */
+int acp_server_import(struct acp_server *srv, const char *id, const char *principal,
+		      struct sbx_err *e);
 /* Serves one connection until it ends; its running turns are then cancelled (the sessions
  * stay). Takes p (freed before returning). */
 int acp_serve(struct acp_server *srv, struct peer *p, struct sbx_err *e);
@@ -75,11 +107,7 @@ void acp_server_free(struct acp_server *srv);
 
 /* The ACP ToolKind for a tool name (upstream's mapping; "other" for unknown names). */
 const char *acp_tool_kind(const char *name);
-/* A new session id: "acp" + 16 lowercase hex digits from 8 random bytes. */
-int acp_new_session_id(char out[20], struct sbx_err *e);
-/* Reads a token file: surrounding white space trimmed, empty or over ACP_TOKEN_MAX refused. */
-char *acp_read_token(const char *path, struct sbx_err *e);
-/* Constant-time token comparison (the lengths leak nothing either). */
-bool acp_token_equal(const char *a, const char *b);
+/* A new session id: "acp" + 32 lowercase hex digits from 16 random bytes. */
+int acp_new_session_id(char out[ACP_SESSION_ID_LEN + 1], struct sbx_err *e);
 
 #endif

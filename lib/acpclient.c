@@ -12,14 +12,12 @@
 #include <unistd.h>
 
 #include "acpclient.h"
+#include "acpview.h"
 #include "gojson.h"
 #include "xalloc.h"
 
-/* Tool call titles remembered so updates (which carry only the id) print the title. */
-#define ACPCLIENT_TITLES_MAX 256
-
 struct acpclient {
-	struct json_object *titles;		/* toolCallId → title (owned) */
+	struct acpview *view;
 	struct acpclient_config cfg;
 	struct peer *p;
 	pthread_t io;
@@ -32,21 +30,7 @@ struct acpclient {
 	bool setup_done;
 };
 
-static void emitf(struct acpclient *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void emitf(struct acpclient *c, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	if (s) {
-		c->cfg.emit(c->cfg.arg, s);
-		free(s);
-	}
-}
+#define emitf(c, ...) acpview_printf((c)->view, __VA_ARGS__)
 
 static const char *str_field(struct json_object *o, const char *key)
 {
@@ -61,35 +45,10 @@ static const char *str_field(struct json_object *o, const char *key)
 
 static void on_update(struct acpclient *c, struct json_object *params)
 {
-	struct json_object *u, *content;
-	const char *kind, *text;
+	struct json_object *u;
 
-	if (!json_object_object_get_ex(params, "update", &u) ||
-	    (kind = str_field(u, "sessionUpdate")) == NULL)
-		return;
-	if (strcmp(kind, "agent_message_chunk") == 0 || strcmp(kind, "user_message_chunk") == 0) {
-		if (json_object_object_get_ex(u, "content", &content) &&
-		    (text = str_field(content, "text")) != NULL)
-			emitf(c, "%s", text);
-	} else if (strcmp(kind, "tool_call") == 0) {
-		const char *st = str_field(u, "status"), *id = str_field(u, "toolCallId");
-		if (id && str_field(u, "title")) {
-			if (json_object_object_length(c->titles) >= ACPCLIENT_TITLES_MAX) {
-				json_object_put(c->titles);
-				c->titles = json_object_new_object();
-			}
-			json_object_object_add(c->titles, id, json_object_new_string(str_field(u, "title")));
-		}
-		emitf(c, "\n[tool: %s] %s (%s)\n", str_field(u, "kind") ?: "other",
-		      str_field(u, "title") ?: "", st ? st : "pending");
-	} else if (strcmp(kind, "tool_call_update") == 0) {
-		const char *st = str_field(u, "status"), *title = str_field(u, "title");
-		if (title == NULL && str_field(u, "toolCallId"))
-			title = str_field(c->titles, str_field(u, "toolCallId"));
-		if (st)
-			emitf(c, "[tool] %s → %s\n", title ? title : str_field(u, "toolCallId") ?: "",
-			      st);
-	}
+	if (json_object_object_get_ex(params, "update", &u) && json_object_is_type(u, json_type_object))
+		acpview_update(c->view, u);
 }
 
 /* Asks the user (or approves with -yolo); returns the chosen optionId (borrowed) or NULL. */
@@ -194,8 +153,29 @@ static char *confined(struct acpclient *c, const char *path, bool may_create, st
 	return out;
 }
 
+/* fs/read_text_file's line and limit: *first 1 and *limit -1 (all) when absent. */
+static bool line_range(struct json_object *params, int64_t *first, int64_t *limit)
+{
+	struct json_object *v;
+
+	*first = 1;
+	*limit = -1;
+	if (json_object_object_get_ex(params, "line", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1)
+			return false;
+		*first = json_object_get_int64(v);
+	}
+	if (json_object_object_get_ex(params, "limit", &v) && v != NULL) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+			return false;
+		*limit = json_object_get_int64(v);
+	}
+	return true;
+}
+
 static void fs_read(struct acpclient *c, struct jsonrpc_msg *m)
 {
+	int64_t first, limit;
 	struct sbx_err e;
 	char *path = confined(c, str_field(m->params, "path"), false, &e);
 	struct buf b = {0};
@@ -217,10 +197,23 @@ static void fs_read(struct acpclient *c, struct jsonrpc_msg *m)
 	if (b.len > ACPCLIENT_READ_MAX) {
 		peer_send(c->p, jsonrpc_error_line(m->id, JSONRPC_INVALID_PARAMS,
 						   "file too large", NULL));
+	} else if (!line_range(m->params, &first, &limit)) {
+		peer_send(c->p, jsonrpc_error_line(m->id, JSONRPC_INVALID_PARAMS,
+						   "line and limit are positive integers", NULL));
 	} else {
+		/* line (1-based) and limit (lines) select a part of the file. */
+		const char *start = b.data ? b.data : "", *end;
+		int64_t k;
+		for (k = 1; k < first && *start; k++)
+			start += strcspn(start, "\n") + (start[strcspn(start, "\n")] == '\n');
+		end = start;
+		for (k = 0; (limit < 0 || k < limit) && *end; k++)
+			end += strcspn(end, "\n") + (end[strcspn(end, "\n")] == '\n');
+		if (limit < 0)
+			end = start + strlen(start);
 		res = json_object_new_object();
 		json_object_object_add(res, "content",
-				       json_object_new_string_len(b.data ? b.data : "", (int)b.len));
+				       json_object_new_string_len(start, (int)(end - start)));
 		peer_send(c->p, jsonrpc_result_line(m->id, res));
 		json_object_put(res);
 	}
@@ -262,6 +255,13 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 	if (m->kind == JSONRPC_NOTIFICATION) {
 		if (strcmp(m->method, "session/update") == 0)
 			on_update(c, m->params);
+		else if (strcmp(m->method, "_sbx/session_taken_over") == 0) {
+			char *t = xasprintf("[session %s was opened by another connection; resume it "
+					    "with -session-id to take it back]",
+					    str_field(m->params, "sessionId") ?: "");
+			acpview_line(c->view, t);
+			free(t);
+		}
 	} else if (strcmp(m->method, "session/request_permission") == 0) {
 		answer_permission(c, m);
 	} else if (strcmp(m->method, "fs/read_text_file") == 0) {
@@ -360,7 +360,45 @@ static int authenticate(struct acpclient *c, struct sbx_err *e)
 	}
 	rc = call(c, "authenticate", params, NULL, &code, e);
 	json_object_put(params);
+	if (rc < 0 && c->cfg.token == NULL)
+		return err_prefix(e, "authentication failed (no token given: use -auth-token-file; "
+				  "acp-server names its token file on standard error)");
 	return rc < 0 ? err_prefix(e, "authentication failed") : 0;
+}
+
+/* "Mode: ask (available: ask, auto-read, never-ask)" when the agent has modes. */
+static void show_modes(struct acpclient *c, struct json_object *res)
+{
+	struct json_object *modes, *avail;
+	struct buf b = {0};
+	size_t i, n;
+
+	if (!json_object_object_get_ex(res, "modes", &modes) || str_field(modes, "currentModeId") == NULL)
+		return;
+	buf_printf(&b, "Mode: %s", str_field(modes, "currentModeId"));
+	if (json_object_object_get_ex(modes, "availableModes", &avail) &&
+	    json_object_is_type(avail, json_type_array) && (n = json_object_array_length(avail)) > 0) {
+		buf_puts(&b, " (available:");
+		for (i = 0; i < n; i++)
+			buf_printf(&b, "%s %s", i ? "," : "",
+				   str_field(json_object_array_get_idx(avail, i), "id") ?: "?");
+		buf_puts(&b, "; /mode ID switches)");
+	}
+	buf_puts(&b, "\n");
+	emitf(c, "%s", b.data);
+	buf_free(&b);
+}
+
+int acpclient_set_mode(struct acpclient *c, const char *mode, struct sbx_err *e)
+{
+	struct json_object *params = json_object_new_object();
+	int code, rc;
+
+	json_object_object_add(params, "sessionId", json_object_new_string(c->session));
+	json_object_object_add(params, "modeId", json_object_new_string(mode));
+	rc = call(c, "session/set_mode", params, NULL, &code, e);
+	json_object_put(params);
+	return rc;
 }
 
 static int setup_session(struct acpclient *c, struct sbx_err *e)
@@ -391,6 +429,7 @@ static int setup_session(struct acpclient *c, struct sbx_err *e)
 			rc = err_set(e, SBX_EIO, "session/new: no sessionId in the answer");
 		else
 			c->session = xstrdup(id);
+		show_modes(c, res);
 	} else {
 		err_prefix(e, "%s", method);
 	}
@@ -410,7 +449,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 
 	c->cfg = *cfg;
 	c->p = p;
-	c->titles = json_object_new_object();
+	c->view = acpview_new(cfg->emit, cfg->arg);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	if (pthread_create(&c->io, NULL, io_main, c) != 0) {
@@ -519,7 +558,7 @@ void acpclient_close(struct acpclient *c)
 	}
 	peer_free(c->p);
 	json_object_put(c->auth_methods);
-	json_object_put(c->titles);
+	acpview_free(c->view);
 	free(c->session);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);

@@ -40,7 +40,8 @@ struct acpclient_config {
 struct acpclient;
 
 /* Starts the peer's I/O thread, initializes and sets up the session. Prints
- * "Connected to ACP agent (protocol vN)". */
+ * "Connected to ACP agent (protocol vN)" and, when the agent has modes, "Mode: …". Updates are
+ * rendered by lib/acpview.h. */
 struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer *p,
 				 struct sbx_err *e);
 /* The session id in use (borrowed). */
@@ -49,6 +50,8 @@ const char *acpclient_session(const struct acpclient *c);
  * JSON-RPC error answer is returned as -1 with the agent's message and code SBX_EINVAL;
  * a broken connection as SBX_EIO. */
 int acpclient_prompt(struct acpclient *c, const char *text, struct sbx_err *e);
+/* session/set_mode on the session (the agent reports the change as current_mode_update). */
+int acpclient_set_mode(struct acpclient *c, const char *mode, struct sbx_err *e);
 /* Sends session/cancel for the running prompt (any thread). */
 void acpclient_cancel(struct acpclient *c);
 /* Closes the connection and frees everything. */

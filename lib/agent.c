@@ -42,6 +42,9 @@ struct agent_session {
 	struct history *h;
 	struct json_object *tools;	/* the toolset's declarations */
 	bool is_new;
+	char *workdir;			/* tools' working directory; NULL: the backend's */
+	bool workdir_made;		/* made in the live sandbox */
+	bool want_usage;
 	bool active;			/* a sandbox this session made is believed alive */
 	bool created;			/* this session made (or adopted) one: delete on close */
 	bool tools_only, in_process;
@@ -198,6 +201,8 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	s->max_rounds = cfg->max_tool_rounds > 0 ? cfg->max_tool_rounds
 			: AGENT_DEFAULT_MAX_TOOL_ROUNDS;
 	s->bindir = cfg->bindir ? xstrdup(cfg->bindir) : child_self_dir();
+	s->workdir = dup_or_null(cfg->workdir);
+	s->want_usage = cfg->want_usage;
 	{
 		size_t n = 0;
 		while (cfg->create_args && cfg->create_args[n])
@@ -272,6 +277,11 @@ const char *agent_session_name(const struct agent_session *s)
 const char *agent_session_model(const struct agent_session *s)
 {
 	return s->model;
+}
+
+const char *agent_session_homedir(const struct agent_session *s)
+{
+	return s->homedir;
 }
 
 /* ---- children ---- */
@@ -563,7 +573,37 @@ static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	return rc;
 }
 
-/* Upstream's ensureSandbox: reuse (touched) or create + restore. */
+/* mkdir -p the tools' working directory (after a restore, which may replace the home). */
+static int make_workdir(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	struct json_object *doc;
+	struct strvec a;
+	char *msg;
+	int st;
+
+	if (s->workdir == NULL || s->workdir_made)
+		return 0;
+	argv_sbx(s, &a, "sbx-exec");
+	arg(&a, s->name);
+	arg(&a, "--");
+	arg(&a, "mkdir");
+	arg(&a, "-p");
+	arg(&a, "--");
+	arg(&a, s->workdir);
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
+	if (st == 0)
+		s->workdir_made = true;
+	else if (st > 0)
+		err_set(e, SBX_EIO, "failed to create the working directory %s: %s", s->workdir, msg);
+	else if (e->code != SBX_ECANCELED)
+		err_prefix(e, "failed to create the working directory %s", s->workdir);
+	json_object_put(doc);
+	free(msg);
+	argv_free(&a);
+	return st == 0 ? 0 : -1;
+}
+
+/* Upstream's ensureSandbox: reuse (touched) or create + restore; then the working directory. */
 static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
 	/* A tools-only session touches after its answer (agent_session_touch); before the call
@@ -577,9 +617,11 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
 		if (t == 0) {
-			if (restore_unfinished(s))
+			if (restore_unfinished(s)) {
 				restore(s, cancel_fd);
-			return 0;
+				s->workdir_made = false;
+			}
+			return make_workdir(s, cancel_fd, e);
 		}
 		if (t < 0) {
 			if (e->code != SBX_ECANCELED)
@@ -589,7 +631,10 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 		logf_(s, AGENT_LOG_INFO, "Active sandbox was deleted or expired, will recreate it");
 		s->active = false;
 	}
-	return create(s, cancel_fd, e);
+	s->workdir_made = false;
+	if (create(s, cancel_fd, e) < 0)
+		return -1;
+	return make_workdir(s, cancel_fd, e);
 }
 
 static int snapshot(struct agent_session *s, int cancel_fd)
@@ -657,8 +702,31 @@ int agent_session_delete_sandbox(struct agent_session *s, struct sbx_err *e)
 struct llm_read {
 	struct agent_session *s;
 	const struct agent_callbacks *cb;
-	struct json_object *final;	/* {"message":…} line */
+	struct json_object *final;	/* its "message" */
+	struct json_object *last;	/* the whole {"message":…,"finish_reason":…} line */
 };
+
+/* The history as the model is sent it: reasoning_content stays out (servers that produce it
+ * refuse it back), everything else as stored. A new array. */
+static struct json_object *model_messages(struct json_object *hist)
+{
+	struct json_object *out = json_object_new_array();
+	size_t i, n = json_object_array_length(hist);
+
+	for (i = 0; i < n; i++) {
+		struct json_object *m = json_object_array_get_idx(hist, i), *c;
+		if (!json_object_object_get_ex(m, "reasoning_content", NULL)) {
+			json_object_array_add(out, json_object_get(m));
+			continue;
+		}
+		c = json_object_new_object();
+		json_object_object_foreach(m, k, v)
+			if (strcmp(k, "reasoning_content") != 0)
+				json_object_object_add(c, k, json_object_get(v));
+		json_object_array_add(out, c);
+	}
+	return out;
+}
 
 static int on_llm_line(void *arg, char *line, size_t len)
 {
@@ -675,10 +743,17 @@ static int on_llm_line(void *arg, char *line, size_t len)
 		if (r->cb && r->cb->on_delta && json_object_get_string_len(v) > 0)
 			r->cb->on_delta(r->cb->arg, json_object_get_string(v),
 					(size_t)json_object_get_string_len(v));
+	} else if (json_object_object_get_ex(ev, "reasoning_delta", &v) &&
+		   json_object_is_type(v, json_type_string)) {
+		if (r->cb && r->cb->on_thought && json_object_get_string_len(v) > 0)
+			r->cb->on_thought(r->cb->arg, json_object_get_string(v),
+					  (size_t)json_object_get_string_len(v));
 	} else if (json_object_object_get_ex(ev, "message", &v) &&
 		   json_object_is_type(v, json_type_object)) {
 		json_object_put(r->final);
 		r->final = json_object_get(v);
+		json_object_put(r->last);
+		r->last = json_object_get(ev);
 	}
 	json_object_put(ev);
 	return 0;
@@ -695,9 +770,14 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	char *body, *msg;
 
 	json_object_object_add(req, "model", json_object_new_string(s->model));
-	json_object_object_add(req, "messages", json_object_get(history_messages(s->h)));
+	json_object_object_add(req, "messages", model_messages(history_messages(s->h)));
 	if (json_object_array_length(s->tools) > 0)
 		json_object_object_add(req, "tools", json_object_get(s->tools));
+	if (s->want_usage) {
+		struct json_object *so = json_object_new_object();
+		json_object_object_add(so, "include_usage", json_object_new_boolean(1));
+		json_object_object_add(req, "stream_options", so);
+	}
 	body = gojson_encode(req);
 	json_object_put(req);
 	trace(s, "llm-chat <", body);
@@ -722,8 +802,18 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	child_result_free(&res);
 	if (e->code != SBX_OK) {
 		json_object_put(r.final);
+		json_object_put(r.last);
 		return NULL;
 	}
+	if (cb && cb->on_llm_done) {
+		struct json_object *f = NULL, *u = NULL;
+		json_object_object_get_ex(r.last, "finish_reason", &f);
+		json_object_object_get_ex(r.last, "usage", &u);
+		cb->on_llm_done(cb->arg, json_object_is_type(f, json_type_string) ?
+				json_object_get_string(f) : "",
+				json_object_is_type(u, json_type_object) ? u : NULL);
+	}
+	json_object_put(r.last);
 	return r.final;
 }
 
@@ -835,6 +925,10 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	arg_duration(&a, "-tool-timeout", s->tool_timeout_ns);
 	arg(&a, "-homedir");
 	arg(&a, s->homedir);
+	if (s->workdir) {
+		arg(&a, "-workdir");
+		arg(&a, s->workdir);
+	}
 	arg(&a, s->name);
 	*failed = true;
 	if (s->in_process) {
@@ -1068,6 +1162,41 @@ enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 			     const struct agent_callbacks *cb, int cancel_fd, char **reply,
 			     struct sbx_err *e)
 {
+	struct json_object *content = json_object_new_string(user_text);
+	enum agent_status st = agent_turn_content(s, content, cb, cancel_fd, reply, e);
+
+	json_object_put(content);
+	return st;
+}
+
+int agent_session_set_model(struct agent_session *s, const char *model, struct sbx_err *e)
+{
+	if (strcmp(model, ELIZA_MODEL) != 0 && llm_env_key() == NULL)
+		return err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable "
+			       "is required for model \"%s\"", model);
+	free(s->model);
+	s->model = xstrdup(model);
+	return 0;
+}
+
+void agent_session_set_workdir(struct agent_session *s, const char *workdir)
+{
+	if ((workdir == NULL) != (s->workdir == NULL) || (workdir && strcmp(workdir, s->workdir))) {
+		free(s->workdir);
+		s->workdir = dup_or_null(workdir);
+		s->workdir_made = false;
+	}
+}
+
+const char *agent_session_workdir(const struct agent_session *s)
+{
+	return s->workdir;
+}
+
+enum agent_status agent_turn_content(struct agent_session *s, struct json_object *content,
+				     const struct agent_callbacks *cb, int cancel_fd, char **reply,
+				     struct sbx_err *e)
+{
 	struct json_object *user = json_object_new_object(), *msg, *stored, *calls;
 	bool executed = false;
 	int rounds = 0, st;
@@ -1077,7 +1206,7 @@ enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 	if (s->tools_only)
 		return err_set(e, SBX_EINVAL, "session %s runs tool calls only (no LLM)", s->name);
 	json_object_object_add(user, "role", json_object_new_string("user"));
-	json_object_object_add(user, "content", json_object_new_string(user_text));
+	json_object_object_add(user, "content", json_object_get(content));
 	st = append1(s, user, e);
 	json_object_put(user);
 	if (st < 0) {
@@ -1143,6 +1272,7 @@ void agent_session_free(struct agent_session *s)
 	free(s->homedir);
 	free(s->model);
 	free(s->bindir);
+	free(s->workdir);
 	for (char **w = s->create_args; w && *w; w++)
 		free(*w);
 	free(s->create_args);

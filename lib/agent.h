@@ -79,6 +79,12 @@ struct agent_config {
 	 * passed unchanged when the session makes its sandbox. May be NULL. */
 	char *const *create_args;
 	const char *bindir;		/* NULL: the running executable's directory, then PATH */
+	/* The tools' working directory inside the sandbox (absolute), made (mkdir -p) when the
+	 * sandbox is; NULL: the backend's default. */
+	const char *workdir;
+	/* Ask the model server for token usage of streamed answers (stream_options), reported
+	 * through agent_callbacks.on_llm_done. */
+	bool want_usage;
 	/* Log lines (what upstream logs with klog). May be NULL. */
 	void (*log)(void *arg, enum agent_log_level level, const char *msg);
 	/* -v: each JSON document exchanged with a child, labelled like "llm-chat <" (sent) or
@@ -100,6 +106,11 @@ struct agent_callbacks {
 	void *arg;
 	/* Assistant text as it streams from llm-chat. May be NULL. */
 	void (*on_delta)(void *arg, const char *text, size_t len);
+	/* The model's reasoning (reasoning_content) as it streams. May be NULL. */
+	void (*on_thought)(void *arg, const char *text, size_t len);
+	/* After each model call: its finish_reason ("" when none was given) and usage object
+	 * (NULL when none; borrowed). May be NULL. */
+	void (*on_llm_done)(void *arg, const char *finish_reason, struct json_object *usage);
 	/* An assistant message was stored; final: it has no tool calls (the turn's answer). */
 	void (*on_assistant)(void *arg, struct json_object *msg, bool final);
 	/* Before each tool call: 1 allow, 0 deny, -1 error (turn aborts with
@@ -144,6 +155,7 @@ bool agent_session_is_new(const struct agent_session *s);
 const char *agent_session_backend(const struct agent_session *s);
 const char *agent_session_name(const struct agent_session *s);
 const char *agent_session_model(const struct agent_session *s);
+const char *agent_session_homedir(const struct agent_session *s);
 
 /* Runs one turn for user_text. cancel_fd: -1 or a descriptor that becomes readable to cancel
  * (it is only polled, never read). */
@@ -151,6 +163,17 @@ enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 			     const struct agent_callbacks *cb, int cancel_fd, char **reply,
 			     struct sbx_err *e);
 
+/* agent_turn with the user message's content given whole: a string, or an array of OpenAI
+ * content parts ({"type":"text"}, {"type":"image_url"}); borrowed. */
+enum agent_status agent_turn_content(struct agent_session *s, struct json_object *content,
+				     const struct agent_callbacks *cb, int cancel_fd, char **reply,
+				     struct sbx_err *e);
+/* Switches the session's model for its next calls; a real model needs an API key. */
+int agent_session_set_model(struct agent_session *s, const char *model, struct sbx_err *e);
+/* Changes the tools' working directory (made before the next tool runs); NULL: the default. */
+void agent_session_set_workdir(struct agent_session *s, const char *workdir);
+/* The tools' working directory (borrowed; NULL: the backend's default). */
+const char *agent_session_workdir(const struct agent_session *s);
 /* One tool call's outcome (agent_tool_run). */
 struct agent_tool_result {
 	char *content;			/* the tool message's text (newly allocated) */

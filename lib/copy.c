@@ -199,8 +199,11 @@ int copy_to_sandbox(struct sbx_backend *b, const char *sandbox, const char *src,
 	    place_in_sandbox(sandbox, dst, &d, S_ISDIR(st.st_mode), contents, name, &dir, &top, e) < 0)
 		goto out;
 	{
-		/* --no-same-owner: files belong to whoever extracts, as a restore makes them. */
-		char *argv[] = {"tar", "--no-same-owner", "-xf", "-", "-C", dir, NULL};
+		/* --no-same-owner: files belong to whoever extracts, as a restore makes them; the
+		 * destination directory itself (the archive's "." when contents are copied) keeps
+		 * its metadata, as in a restore: a non-root pod may not change a volume's. */
+		char *argv[] = {"tar", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+				"--exclude=.", "-xf", "-", "-C", dir, NULL};
 		pj.src = real;
 		pj.top = top;
 		if (execjob_write(b, sandbox, argv, o->cancel_fd, produce_pack, &pj, "copy", e) < 0)
@@ -237,7 +240,8 @@ int copy_stream_in(struct sbx_backend *b, const char *sandbox, int in_fd, const 
 		goto out;
 	}
 	{
-		char *argv[] = {"tar", "--no-same-owner", "-xf", "-", "-C", d.real, NULL};
+		char *argv[] = {"tar", "--no-same-owner", "--no-overwrite-dir", "--no-recursion",
+				"--exclude=.", "-xf", "-", "-C", d.real, NULL};
 		if (execjob_run(&j, b, sandbox, argv, in_fd, -1, o->cancel_fd, e) < 0 ||
 		    execjob_finish(&j, "copy", e) < 0)
 			goto out;

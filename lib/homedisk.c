@@ -17,11 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Tries at a free loop device: another process may take the one the kernel offered first. */
-#define LOOP_TRIES 16
-/* sbx's own creates take a free device one at a time under this lock: fifty at once all got
- * the same device from LOOP_CTL_GET_FREE and ran out of tries. */
-#define LOOP_LOCK "/run/sbx/loop.lock"
+/* Tries at a free loop device: other creates at the same moment are offered the same one by
+ * LOOP_CTL_GET_FREE, and all but one get EBUSY (50 concurrent ACP sessions ran out of 16). */
+#define LOOP_TRIES 200
 /* What mke2fs says on failure, kept for the message. */
 #define MKFS_ERR_MAX 512
 
@@ -188,7 +186,7 @@ out:
 /* Binds image to a free loop device that goes away with its last mount; returns its fd. */
 static int loop_attach(const char *image, char *dev, size_t cap, struct sbx_err *e)
 {
-	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), img, lfd = -1, lk, said = 0;
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC), img, lfd = -1;
 
 	if (ctl < 0)
 		return err_sys(e, errno, "cannot open /dev/loop-control");
@@ -196,23 +194,17 @@ static int loop_attach(const char *image, char *dev, size_t cap, struct sbx_err 
 		close(ctl);
 		return err_sys(e, errno, "cannot open %s", image);
 	}
-	if (mkdir("/run/sbx", 0755) < 0 && errno != EEXIST) {
-		/* no lock then: the tries below still cope with a few at once */
-	}
-	if ((lk = open(LOOP_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) >= 0)
-		while (flock(lk, LOCK_EX) < 0 && errno == EINTR)
-			;
 	for (int i = 0; i < LOOP_TRIES && lfd < 0; i++) {
 		struct loop_config cfg;
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 
 		if (n < 0) {
-			said = err_sys(e, errno, "no free loop device");
+			err_sys(e, errno, "no free loop device");
 			break;
 		}
 		snprintf(dev, cap, "/dev/loop%d", n);
 		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0) {
-			said = err_sys(e, errno, "cannot open %s", dev);
+			err_sys(e, errno, "cannot open %s", dev);
 			break;
 		}
 		memset(&cfg, 0, sizeof cfg);
@@ -223,17 +215,19 @@ static int loop_attach(const char *image, char *dev, size_t cap, struct sbx_err 
 			close(lfd);
 			lfd = -1;
 			if (err != EBUSY) {
-				said = err_sys(e, err, "cannot set up %s", dev);
+				err_sys(e, err, "cannot set up %s", dev);
 				break;
 			}
+			/* Another create took the same free device first: let the crowd pass. */
+			if (i + 1 == LOOP_TRIES)
+				err_set(e, SBX_EIO, "every free loop device was taken by another sandbox "
+					"%d times in a row", LOOP_TRIES);
+			else
+				usleep(1000 + (useconds_t)(getpid() % 8) * 1000);
 		}
 	}
-	if (lk >= 0)
-		close(lk);
 	close(img);
 	close(ctl);
-	if (lfd < 0 && !said)
-		err_set(e, SBX_EIO, "no loop device could be set up in %d tries", LOOP_TRIES);
 	return lfd;
 }
 

@@ -111,6 +111,14 @@ int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m, int *code
 		json_object_put(doc);
 		return err_set(e, SBX_EINVAL, "invalid request: a message must be a JSON object");
 	}
+	/* "id": null on a request: JSON-RPC's answer to an id that cannot be used is an error
+	 * with a null id (silence would leave the sender waiting). */
+	if (json_object_object_get_ex(doc, "id", &id) && id == NULL &&
+	    json_object_object_get_ex(doc, "method", NULL)) {
+		json_object_put(doc);
+		return err_set(e, SBX_EINVAL, "invalid request: id must be a string or an integer, "
+			       "not null");
+	}
 	if (json_object_object_get_ex(doc, "id", &id) && id != NULL) {
 		if (!id_ok(id)) {
 			json_object_put(doc);

@@ -14,8 +14,10 @@
 #include "curlso.h"
 #include "eliza.h"
 #include "gojson.h"
+#include "llmmsg.h"
 #include "sse.h"
 #include "timeutil.h"
+#include "vendor.h"
 #include "xalloc.h"
 
 /* ---- the request document ---- */
@@ -151,25 +153,29 @@ char *llm_base_url(const char *flag)
 	return xstrndup(v, n);
 }
 
-char *llm_request_body(struct json_object *doc, const char *model, bool stream)
+char *llm_request_body(struct json_object *doc, const char *model, bool stream,
+		       const struct vendor *vendor)
 {
-	struct json_object *v;
+	struct json_object *v, *msgs;
 	struct buf b = {0};
 
 	buf_puts(&b, "{\"model\":");
 	gojson_append_string(&b, model, strlen(model));
 	buf_puts(&b, ",\"messages\":");
 	json_object_object_get_ex(doc, "messages", &v);
-	gojson_append(&b, v);
+	msgs = vendor_messages(vendor ? vendor : vendor_by_name("generic"), v);
+	gojson_append(&b, msgs);
+	json_object_put(msgs);
 	if (json_object_object_get_ex(doc, "tools", &v) && json_object_is_type(v, json_type_array) &&
 	    json_object_array_length(v) > 0) {
 		buf_puts(&b, ",\"tools\":");
 		gojson_append(&b, v);
 	}
 	json_object_object_foreach(doc, key, val) {
+		/* stream_options only means something to a streamed request. */
 		if (strcmp(key, "model") == 0 || strcmp(key, "messages") == 0 ||
 		    strcmp(key, "tools") == 0 || strcmp(key, "stream") == 0 ||
-		    strcmp(key, "stream_options") == 0)
+		    (strcmp(key, "stream_options") == 0 && !stream))
 			continue;
 		buf_puts(&b, ",");
 		gojson_append_string(&b, key, strlen(key));
@@ -182,16 +188,23 @@ char *llm_request_body(struct json_object *doc, const char *model, bool stream)
 	return buf_steal(&b);
 }
 
+char *llm_endpoint(const char *base)
+{
+	size_t path = strcspn(base, "?#"), q = path, qlen;
+
+	qlen = base[q] == '?' ? strcspn(base + q, "#") : 0;	/* a fragment is never sent */
+	if (path > 0 && base[path - 1] == '/')
+		path--;
+	return xasprintf("%.*s/chat/completions%.*s", (int)path, base, (int)qlen, base + q);
+}
+
 /* ---- retry policy ---- */
 
 bool llm_retryable_status(long status)
 {
-	switch (status) {
-	case 408: case 429: case 500: case 502: case 503: case 504:
-		return true;
-	default:
-		return false;
-	}
+	/* What openai-python and openai-node retry: a timeout, a lock conflict, rate limiting
+	 * and every server error, 52x pages of proxies like Cloudflare included. */
+	return status == 408 || status == 409 || status == 429 || (status >= 500 && status <= 599);
 }
 
 bool llm_retryable_transport(int code)
@@ -257,7 +270,7 @@ int64_t llm_retry_after_ns(const char *v, int64_t now_ns)
 	return secs > 0 ? secs : 0;
 }
 
-/* ---- streamed deltas ---- */
+/* ---- answers ---- */
 
 static struct json_object *copy(struct json_object *v)
 {
@@ -266,102 +279,6 @@ static struct json_object *copy(struct json_object *v)
 	if (v == NULL || json_object_deep_copy(v, &out, NULL) != 0)
 		return NULL;
 	return out;
-}
-
-/* Keys whose streamed value is whole each time it appears, not a fragment (a thought
- * signature is an opaque token: appending a repeated one would corrupt it). */
-static bool replaced_key(const char *k)
-{
-	static const char *const keys[] = {"role", "id", "type", "name", "index",
-					   "thought_signature"};
-	size_t i;
-
-	for (i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (strcmp(k, keys[i]) == 0)
-			return true;
-	return false;
-}
-
-static bool all_indexed(struct json_object *arr)
-{
-	size_t i, n = json_object_array_length(arr);
-
-	for (i = 0; i < n; i++) {
-		struct json_object *el = json_object_array_get_idx(arr, i), *ix;
-
-		if (!json_object_is_type(el, json_type_object) ||
-		    !json_object_object_get_ex(el, "index", &ix) ||
-		    !json_object_is_type(ix, json_type_int))
-			return false;
-	}
-	return true;
-}
-
-static void merge_indexed(struct json_object *acc, struct json_object *delta)
-{
-	size_t i, j, n = json_object_array_length(delta);
-
-	for (i = 0; i < n; i++) {
-		struct json_object *el = json_object_array_get_idx(delta, i), *ix, *target = NULL;
-		int64_t want;
-
-		json_object_object_get_ex(el, "index", &ix);
-		want = json_object_get_int64(ix);
-		for (j = 0; j < json_object_array_length(acc); j++) {
-			struct json_object *a = json_object_array_get_idx(acc, j), *aix;
-
-			if (json_object_is_type(a, json_type_object) &&
-			    json_object_object_get_ex(a, "index", &aix) &&
-			    json_object_get_int64(aix) == want) {
-				target = a;
-				break;
-			}
-		}
-		if (target)
-			llm_delta_merge(target, el);
-		else
-			json_object_array_add(acc, copy(el));
-	}
-}
-
-void llm_delta_merge(struct json_object *acc, struct json_object *delta)
-{
-	if (!json_object_is_type(acc, json_type_object) || !json_object_is_type(delta, json_type_object))
-		return;
-	json_object_object_foreach(delta, key, val) {
-		struct json_object *a = NULL;
-		enum json_type at, vt = json_object_get_type(val);
-
-		if (!json_object_object_get_ex(acc, key, &a) || a == NULL) {
-			json_object_object_add(acc, key, copy(val));
-			continue;
-		}
-		if (val == NULL)
-			continue;
-		at = json_object_get_type(a);
-		if (at == json_type_string && vt == json_type_string && !replaced_key(key)) {
-			struct buf s = {0};
-
-			buf_append(&s, json_object_get_string(a), (size_t)json_object_get_string_len(a));
-			buf_append(&s, json_object_get_string(val),
-				   (size_t)json_object_get_string_len(val));
-			json_object_set_string_len(a, s.data, (int)s.len);
-			buf_free(&s);
-		} else if (at == json_type_object && vt == json_type_object) {
-			llm_delta_merge(a, val);
-		} else if (at == json_type_array && vt == json_type_array) {
-			if (all_indexed(val) && all_indexed(a)) {
-				merge_indexed(a, val);
-			} else {
-				size_t i;
-
-				for (i = 0; i < json_object_array_length(val); i++)
-					json_object_array_add(a, copy(json_object_array_get_idx(val, i)));
-			}
-		} else {
-			json_object_object_add(acc, key, copy(val));
-		}
-	}
 }
 
 struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e)
@@ -420,6 +337,7 @@ struct xfer {
 	struct sse_parser parser;
 	struct assembly as;
 	int64_t retry_after_ns;
+	int should_retry;	/* x-should-retry: 1 true, 0 false, -1 not given */
 	int64_t last_rx_ns;
 	struct sbx_err err;	/* why a callback stopped the transfer (failed) */
 };
@@ -485,11 +403,22 @@ static int emit(const struct llm_config *c, struct assembly *as, const char *key
 static int emit_delta(const struct llm_config *c, struct assembly *as, struct json_object *delta,
 		      bool number_calls, struct sbx_err *e)
 {
+	const char *r = llmmsg_reasoning(delta);
 	struct json_object *v;
 	size_t i;
 
+	if (r && emit(c, as, "reasoning_delta", json_object_new_string(r), e) < 0)
+		return -1;
 	if (json_object_object_get_ex(delta, "content", &v) && json_object_is_type(v, json_type_string) &&
 	    json_object_get_string_len(v) > 0 && emit(c, as, "delta", json_object_get(v), e) < 0)
+		return -1;
+	/* The model's reasoning, as servers that show it send it (reasoning_content; OpenRouter
+	 * and vLLM: reasoning). */
+	if (((json_object_object_get_ex(delta, "reasoning_content", &v) &&
+	      json_object_is_type(v, json_type_string)) ||
+	     (json_object_object_get_ex(delta, "reasoning", &v) &&
+	      json_object_is_type(v, json_type_string))) &&
+	    json_object_get_string_len(v) > 0 && emit(c, as, "reasoning_delta", json_object_get(v), e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(delta, "tool_calls", &v) || !json_object_is_type(v, json_type_array))
 		return 0;
@@ -511,6 +440,24 @@ static int emit_delta(const struct llm_config *c, struct assembly *as, struct js
 	return 0;
 }
 
+/* An error body as the one line people see: the vendor's message, the key redacted. */
+static char *error_line(const struct llm_config *c, const char *body, size_t n)
+{
+	char *line = llmmsg_error_text(body, n), *r = redact(c->api_key, line, strlen(line), NULL);
+
+	free(line);
+	return r;
+}
+
+static int stream_error(const struct llm_config *c, const char *data, size_t n, struct sbx_err *e)
+{
+	char *line = error_line(c, data, n);
+
+	err_set(e, SBX_EIO, "llm: api error in event stream: %s", line);
+	free(line);
+	return -1;
+}
+
 /* One parsed stream chunk: top-level fields merged, choice 0's delta reported and merged. */
 static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, struct sbx_err *e)
 {
@@ -519,13 +466,8 @@ static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, 
 
 	if (!json_object_is_type(chunk, json_type_object))
 		return err_set(e, SBX_EIO, "llm: failed to decode stream event: not an object");
-	if (json_object_object_get_ex(chunk, "error", &v) && v != NULL) {
-		char *r = redact(x->cfg->api_key, raw, strlen(raw), NULL);
-
-		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
-		free(r);
-		return -1;
-	}
+	if (json_object_object_get_ex(chunk, "error", &v) && v != NULL)
+		return stream_error(x->cfg, raw, strlen(raw), e);
 	if (x->as.top == NULL)
 		x->as.top = json_object_new_object();
 	json_object_object_foreach(chunk, key, val) {
@@ -556,11 +498,12 @@ static int on_chunk(struct xfer *x, struct json_object *chunk, const char *raw, 
 	}
 	if (!json_object_object_get_ex(choice, "delta", &v) || !json_object_is_type(v, json_type_object))
 		return 0;
+	llmmsg_flatten_content(v);	/* the chunk is ours: parts become text and reasoning */
 	if (emit_delta(x->cfg, &x->as, v, false, e) < 0)
 		return -1;
 	if (x->as.message == NULL)
 		x->as.message = json_object_new_object();
-	llm_delta_merge(x->as.message, v);
+	llmmsg_merge(x->as.message, v);
 	return 0;
 }
 
@@ -574,13 +517,8 @@ static int on_event(const struct sse_event *ev, void *arg, struct sbx_err *e)
 	trace(x->cfg, "stream event", ev->data, ev->len);
 	if (x->as.done)
 		return 0;
-	if (strcmp(ev->type, "error") == 0) {
-		char *r = redact(x->cfg->api_key, ev->data, ev->len, NULL);
-
-		err_set(e, SBX_EIO, "llm: api error in event stream: %s", r);
-		free(r);
-		return -1;
-	}
+	if (strcmp(ev->type, "error") == 0)
+		return stream_error(x->cfg, ev->data, ev->len, e);
 	if (strcmp(ev->data, "[DONE]") == 0) {
 		x->as.done = true;
 		return 0;
@@ -597,12 +535,25 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t len = size * n;
-	static const char name[] = "retry-after:";
+	static const char name[] = "retry-after:", should[] = "x-should-retry:";
 	char val[RETRY_AFTER_TEXT_MAX];
 
 	x->last_rx_ns = time_mono_ns();
-	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0)
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
 		x->retry_after_ns = -1;	/* a new response (after a 1xx) starts */
+		x->should_retry = -1;
+	}
+	/* The server's own verdict, which the official clients follow before any status rule. */
+	if (len > sizeof should - 1 && strncasecmp(p, should, sizeof should - 1) == 0) {
+		const char *v = p + sizeof should - 1, *end = p + len;
+
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		if (end - v >= 4 && strncasecmp(v, "true", 4) == 0)
+			x->should_retry = 1;
+		else if (end - v >= 5 && strncasecmp(v, "false", 5) == 0)
+			x->should_retry = 0;
+	}
 	if (len > sizeof name - 1 && len - (sizeof name - 1) < sizeof val &&
 	    strncasecmp(p, name, sizeof name - 1) == 0) {
 		memcpy(val, p + sizeof name - 1, len - (sizeof name - 1));
@@ -682,6 +633,7 @@ static struct json_object *assembled(struct assembly *as)
 	struct json_object *v, *full;
 
 	as->top = as->message = NULL;
+	json_object_object_del(msg, "index");	/* the choice's index, repeated in deltas (Mistral) */
 	if (json_object_object_get_ex(msg, "tool_calls", &v) && json_object_is_type(v, json_type_array)) {
 		size_t i;
 
@@ -730,6 +682,7 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	x->body.len = 0;
 	x->sse_bytes = 0;
 	x->retry_after_ns = -1;
+	x->should_retry = -1;
 	err_clear(&x->err);
 	assembly_reset(&x->as);
 	sse_free(&x->parser);
@@ -768,8 +721,8 @@ static int attempt(struct xfer *x, struct json_object **resp, bool *retry, struc
 	}
 	if (x->status != 200) {
 		trace(c, "response body", x->body.data ? x->body.data : "", x->body.len);
-		r = redact(c->api_key, x->body.data ? x->body.data : "", x->body.len, NULL);
-		*retry = llm_retryable_status(x->status);
+		r = error_line(c, x->body.data ? x->body.data : "", x->body.len);
+		*retry = x->should_retry >= 0 ? x->should_retry == 1 : llm_retryable_status(x->status);
 		err_set(e, SBX_EIO, "llm: api error (status %ld): %s", x->status, r);
 		free(r);
 		return -1;
@@ -820,6 +773,16 @@ static int check_config(const struct llm_config *c, struct sbx_err *e)
 		return err_set(e, SBX_EINVAL, "llm: base URL longer than %d bytes", LLM_URL_MAX);
 	if (strpbrk(c->base_url, " \t\r\n"))
 		return err_set(e, SBX_EINVAL, "llm: base URL contains white space");
+	if (c->auth_header && *c->auth_header) {
+		if (strlen(c->auth_header) > LLM_AUTH_HEADER_MAX)
+			return err_set(e, SBX_EINVAL, "llm: auth header name longer than %d bytes",
+				       LLM_AUTH_HEADER_MAX);
+		/* RFC 9110 token characters only: anything else would let it split the header. */
+		if (c->auth_header[strspn(c->auth_header, "!#$%&'*+-.^_`|~0123456789"
+					  "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")])
+			return err_set(e, SBX_EINVAL, "llm: auth header name is not a header name: %s",
+				       c->auth_header);
+	}
 	if (c->api_key == NULL || *c->api_key == '\0')
 		return err_set(e, SBX_EINVAL, "llm: api key is required");
 	if (strlen(c->api_key) > LLM_KEY_MAX)
@@ -839,7 +802,7 @@ static int chat_eliza(const struct llm_config *c, struct json_object *doc, struc
 	struct assembly as = {0};
 
 	if (c->trace) {
-		char *body = llm_request_body(doc, c->model, c->stream);
+		char *body = llm_request_body(doc, c->model, c->stream, c->vendor);
 
 		trace(c, "request body (answered by fake-eliza)", body, strlen(body));
 		free(body);
@@ -859,18 +822,23 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	struct xfer x = {.cfg = c};
 	struct curl_slist *hdrs = NULL;
 	struct json_object *resp = NULL;
+	const struct vendor *v;
+	const char *hname;
 	char *url = NULL, *body = NULL, *auth = NULL, tbuf[TRACE_LABEL_MAX];
 	int rc = -1, i;
-	bool retry;
+	bool retry, bearer;
 
 	memset(r, 0, sizeof *r);
 	if (strcmp(c->model, ELIZA_MODEL) == 0)
 		return chat_eliza(c, doc, r, e);
 	if (check_config(c, e) < 0 || curlso_load(e) < 0)
 		return -1;
-	url = xasprintf("%s/chat/completions", c->base_url);
-	body = llm_request_body(doc, c->model, c->stream);
-	auth = xasprintf("Authorization: Bearer %s", c->api_key);
+	v = c->vendor ? c->vendor : vendor_for_url(c->base_url);
+	hname = c->auth_header && *c->auth_header ? c->auth_header : vendor_auth_header(v);
+	bearer = strcasecmp(hname, "Authorization") == 0;
+	url = llm_endpoint(c->base_url);
+	body = llm_request_body(doc, c->model, c->stream, v);
+	auth = xasprintf("%s: %s%s", hname, bearer ? "Bearer " : "", c->api_key);
 	hdrs = curlso.slist_append(hdrs, "Content-Type: application/json");
 	hdrs = curlso.slist_append(hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
 	hdrs = curlso.slist_append(hdrs, "Expect:");	/* no 100-continue round trip */
@@ -902,8 +870,11 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 		curlso.easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
 	snprintf(tbuf, sizeof tbuf, "request: POST %s", url);
 	trace(c, tbuf, NULL, 0);
-	trace(c, "request headers: Content-Type: application/json, Authorization: Bearer [REDACTED]",
-	      NULL, 0);
+	snprintf(tbuf, sizeof tbuf, "request headers: Content-Type: application/json, %s: %s[REDACTED]",
+		 hname, bearer ? "Bearer " : "");
+	trace(c, tbuf, NULL, 0);
+	snprintf(tbuf, sizeof tbuf, "request policy: %s", vendor_name(v));
+	trace(c, tbuf, NULL, 0);
 	trace(c, "request body", body, strlen(body));
 	for (i = 0;; i++) {
 		uint32_t rnd = 0;
@@ -930,6 +901,7 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	if (r->message == NULL)
 		goto out;
 	r->finish_reason = finish_of(resp);
+	llmmsg_flatten_content(r->message);
 	if (c->stream && !x.sse && emit_delta(c, &x.as, r->message, true, e) < 0)
 		goto out;
 	rc = 0;

@@ -3,8 +3,9 @@
  * Retry-After honoured), the answer's first choice, and streamed answers (Server-Sent Events)
  * assembled into the very message a plain request would have returned. The model "fake-eliza"
  * is answered in-process (lib/eliza.h) without loading libcurl.
- * Every field a server sends is kept: unknown message fields (extra_content, thought_signature)
- * go back to the caller verbatim, since Gemini wants its thought signatures on the next turn.
+ * Every field a server sends is kept in the answer (content given as parts is flattened to
+ * text and reasoning, lib/llmmsg.h); the request sent back holds what the vendor accepts
+ * (lib/vendor.h): Gemini wants its thought signatures, Groq refuses "reasoning".
  * The first real request loads and initialises libcurl: make it from one thread at a time.
  * Ownership: documents passed in stay the caller's; returned json_object pointers are new
  * references (llm_result_free puts them); returned char * are the caller's to free. */
@@ -19,6 +20,7 @@
 
 #include "duration.h"
 #include "err.h"
+#include "vendor.h"
 
 #define LLM_DEFAULT_BASE_URL "https://generativelanguage.googleapis.com/v1beta/openai"
 #define LLM_DEFAULT_MODEL "gemini-3.5-flash"
@@ -48,18 +50,26 @@
 #define LLM_KEY_MAX 4096
 /* Base URLs are short; this bounds what goes into the request line. */
 #define LLM_URL_MAX 2048
+/* Header names in use are a few bytes ("Authorization", "api-key"). */
+#define LLM_AUTH_HEADER_MAX 64
 
 struct llm_config {
-	const char *base_url;		/* ".../v1"; "/chat/completions" is appended */
-	const char *api_key;		/* sent as a Bearer token, never logged; unused for fake-eliza */
+	const char *base_url;		/* ".../v1[?query]"; "/chat/completions" goes before the query */
+	const char *api_key;		/* never logged; unused for fake-eliza */
+	/* The header carrying the key: "Authorization" sends "Bearer <key>", any other name the
+	 * bare key (Azure's "api-key"). NULL: the vendor's. */
+	const char *auth_header;
+	/* What the request may hold (lib/vendor.h). NULL: the vendor of base_url's host. */
+	const struct vendor *vendor;
 	const char *model;
 	int64_t timeout_ns;		/* per attempt: the whole exchange, or silence while streaming */
 	int retries;			/* attempts after the first */
 	int64_t backoff_ns;		/* wait before the first retry */
 	bool stream;			/* ask for Server-Sent Events and report them as they come */
 	const volatile sig_atomic_t *cancel;	/* non-zero: stop as soon as possible (or NULL) */
-	/* With stream: each event ({"delta":"…"} or {"tool_call_delta":{…}}) as it arrives. The
-	 * object is only valid during the call. Returning -1 abandons the request. */
+	/* With stream: each event ({"delta":"…"}, {"reasoning_delta":"…"} or
+	 * {"tool_call_delta":{…}}) as it arrives. The object is only valid during the call.
+	 * Returning -1 abandons the request. */
 	int (*on_event)(struct json_object *ev, void *arg);
 	/* Optional trace (-v): a label and, for bodies, the text. Keys are redacted. */
 	void (*trace)(const char *what, const char *data, size_t len, void *arg);
@@ -85,9 +95,14 @@ const char *llm_pick_model(const char *flag, struct json_object *doc);
 const char *llm_env_key(void);
 /* The base URL: flag, else $OPENAI_BASE_URL, else the default; one trailing '/' trimmed. */
 char *llm_base_url(const char *flag);
-/* The request body: model, the document's messages and tools (omitted when empty) and any
- * other top-level field, as given; "stream":true when asked. */
-char *llm_request_body(struct json_object *doc, const char *model, bool stream);
+/* The request body: model, the document's messages as vendor accepts them (NULL: generic),
+ * its tools (omitted when empty) and any other top-level field as given; "stream":true when
+ * asked. */
+char *llm_request_body(struct json_object *doc, const char *model, bool stream,
+		       const struct vendor *vendor);
+/* The URL posted to: the base's path with one trailing '/' trimmed, "/chat/completions", then
+ * the base's query (Azure's "?api-version=…"); a fragment is dropped. */
+char *llm_endpoint(const char *base);
 
 /* One chat completion with retries. Errors carry upstream's texts ("llm: api error (status
  * 400): <body>", "llm: http request failed: …"); code SBX_EINVAL for a bad configuration,
@@ -96,8 +111,9 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	     struct sbx_err *e);
 void llm_result_free(struct llm_result *r);
 
-/* Retry policy, exposed for tests. HTTP statuses worth another attempt (408, 429, 5xx
- * gateway/overload); libcurl results that are transient network failures. */
+/* Retry policy, exposed for tests. HTTP statuses worth another attempt (as the official
+ * OpenAI clients: 408, 409, 429, every 5xx), unless the server's x-should-retry header says
+ * otherwise; libcurl results that are transient network failures. */
 bool llm_retryable_status(long status);
 bool llm_retryable_transport(int curl_code);
 /* Wait before retry number attempt (0 = the first retry): base doubled per attempt, capped at
@@ -108,10 +124,6 @@ int64_t llm_backoff_ns(int attempt, int64_t base_ns, int64_t retry_after_ns, uin
  * unreadable. */
 int64_t llm_retry_after_ns(const char *value, int64_t now_ns);
 
-/* Folds one streamed delta into acc: strings are appended (role, id, type, name, index and
- * thought_signature are replaced), objects merged, arrays of {"index":…} objects merged by
- * index, other values replaced; null never overwrites. */
-void llm_delta_merge(struct json_object *acc, struct json_object *delta);
 /* choices[0].message of a response (borrowed), or NULL with e set. */
 struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e);
 

@@ -132,6 +132,49 @@ void net_peer_addr(int fd, char *out, size_t n)
 	fmt_addr(&ss, out, n);
 }
 
+void net_peer_source(int fd, char *out, size_t n)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+	char h[INET6_ADDRSTRLEN] = "?";
+
+	memset(&ss, 0, sizeof ss);
+	getpeername(fd, (struct sockaddr *)&ss, &len);
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, h, sizeof h);
+	} else if (ss.ss_family == AF_INET6) {
+		struct in6_addr a = ((struct sockaddr_in6 *)&ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(&a)) {
+			inet_ntop(AF_INET, &a.s6_addr[12], h, sizeof h);
+		} else {
+			/* One host usually holds a whole /64: counting addresses inside it
+			 * separately would let it rotate past every cap. */
+			memset(&a.s6_addr[8], 0, 8);
+			inet_ntop(AF_INET6, &a, h, sizeof h);
+			snprintf(out, n, "%s/64", h);
+			return;
+		}
+	}
+	snprintf(out, n, "%s", h);
+}
+
+bool net_is_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	memset(&ss, 0, sizeof ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 int net_dial(const char *addr, int timeout_ms, struct sbx_err *e)
 {
 	char host[NET_ADDR_MAX], port[8];

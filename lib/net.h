@@ -22,6 +22,11 @@ int net_listen(const char *addr, struct sbx_err *e);
 void net_local_addr(int fd, char *out, size_t n);
 /* The peer of a connected socket as "host:port". */
 void net_peer_addr(int fd, char *out, size_t n);
+/* The source a connection is counted under: the peer's IPv4 address, or the /64 prefix of
+ * its IPv6 address ("2001:db8:1:2::/64"). */
+void net_peer_source(int fd, char *out, size_t n);
+/* Whether a listening socket is bound to a loopback address (127.0.0.0/8, ::1). */
+bool net_is_loopback(int fd);
 /* Connects to "host:port" (timeout_ms bounds the whole attempt). Returns the socket or -1. */
 int net_dial(const char *addr, int timeout_ms, struct sbx_err *e);
 

@@ -19,6 +19,9 @@
 
 /* One read's worth; lines longer than this are assembled by the reader. */
 #define PEER_READ_CHUNK 65536
+/* How long a closing peer keeps writing what is queued (the last answers of a shutdown) to a
+ * client that reads slowly; one that does not read at all is dropped after it. */
+#define PEER_CLOSE_FLUSH_MS 2000
 
 struct outline {
 	struct outline *next;
@@ -331,7 +334,7 @@ static int do_write(struct peer *p, struct sbx_err *e)
 
 int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 {
-	int rc = 0, w = 0;
+	int rc = 0, w = 0, flush_ms = PEER_CLOSE_FLUSH_MS;
 	bool closing = false;
 	int holds = 0;
 
@@ -353,8 +356,16 @@ int peer_run(struct peer *p, peer_handler fn, void *arg, struct sbx_err *e)
 			rc = -1;
 			break;
 		}
-		if (closing || (p->eof && w == 0 && holds <= 0))
+		if ((closing && w == 0) || (p->eof && w == 0 && holds <= 0))
 			break;
+		if (closing) {
+			/* Closing with lines still queued: only write, for a bounded time. */
+			struct pollfd o = {.fd = p->wfd, .events = POLLOUT};
+			if (flush_ms <= 0 || (poll(&o, 1, 100) < 0 && errno != EINTR))
+				break;
+			flush_ms -= 100;
+			continue;
+		}
 		fds[nf++] = (struct pollfd){.fd = p->wakefd, .events = POLLIN};
 		if (p->rfd == p->wfd) {
 			fds[nf++] = (struct pollfd){.fd = p->rfd,

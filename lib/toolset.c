@@ -214,7 +214,8 @@ static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, si
 	       struct capture *c, struct sbx_err *e)
 {
 	struct capture_req rq = {.argv = argv, .in = in, .in_len = in_len, .in_fd = -1,
-				 .timeout_ns = ctx->timeout_ns, .cancel_fd = ctx->cancel_fd};
+				 .workdir = ctx->workdir, .timeout_ns = ctx->timeout_ns,
+				 .cancel_fd = ctx->cancel_fd};
 
 	if (capture_run(ctx->b, ctx->sandbox, &rq, c, e) < 0)
 		return -1;

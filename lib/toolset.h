@@ -18,6 +18,7 @@ struct tool_ctx {
 	struct sbx_backend *b;
 	const char *sandbox;		/* sandbox name (= session name) */
 	const char *homedir;		/* home directory inside the sandbox */
+	const char *workdir;		/* the tools' working directory; NULL: the backend's */
 	int64_t timeout_ns;		/* per call; 0: none */
 	int cancel_fd;			/* -1 or readable to stop */
 	/* NULL, or where a tool with an output schema (toolset_output_schema) puts its result as a new JSON object

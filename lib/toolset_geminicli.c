@@ -153,6 +153,7 @@ static int run_capture(const struct tool_ctx *ctx, struct capture_req *rq, struc
 		       struct sbx_err *e)
 {
 	rq->in_fd = -1;
+	rq->workdir = ctx->workdir;
 	rq->timeout_ns = ctx->timeout_ns;
 	rq->cancel_fd = ctx->cancel_fd;
 	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
@@ -216,13 +217,25 @@ static bool shell_trailer(char *out, size_t *len, const char *marker, long *pid,
 #define SHELL_BG_DELAY_MS 200
 #define SHELL_BG_DELAY_MAX_MS 60000
 
+/* The shell's directory: dir_path, relative to the tools' working directory when one is set
+ * (gemini-cli resolves it against its target directory); "" = the script's default. */
+static char *shell_dir(const struct tool_ctx *ctx, struct json_object *args)
+{
+	const char *d = arg_str(args, "dir_path");
+
+	if (ctx->workdir == NULL || d[0] == '/')
+		return xstrdup(d);
+	return d[0] ? xasprintf("%s/%s", ctx->workdir, d) : xstrdup(ctx->workdir);
+}
+
 static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, const char *command,
 			  struct sbx_err *e)
 {
 	struct json_object *v;
 	int64_t delay = SHELL_BG_DELAY_MS;
+	char *dir = shell_dir(ctx, args);
 	char secs[32], *argv[] = {"bash", "-c", (char *)shell_bg_script, "run_shell_command",
-				  (char *)arg_str(args, "dir_path"), (char *)command, secs, NULL};
+				  dir, (char *)command, secs, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
 				 .merge = true};
 	struct capture c;
@@ -238,8 +251,11 @@ static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, 
 	if (delay > SHELL_BG_DELAY_MAX_MS)
 		delay = SHELL_BG_DELAY_MAX_MS;
 	snprintf(secs, sizeof secs, "%lld.%03lld", (long long)(delay / 1000), (long long)(delay % 1000));
-	if (run_capture(ctx, &rq, &c, e) < 0)
+	if (run_capture(ctx, &rq, &c, e) < 0) {
+		free(dir);
 		return NULL;
+	}
+	free(dir);
 	if (c.res.exit_code != 0 ||
 	    sscanf(c.out, "%ld %15s %255s%n", &pid, state, logfile, &n) != 3) {
 		/* the directory or the log file could not be made: what the shell said */
@@ -271,8 +287,9 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 			       struct sbx_err *e)
 {
 	char *command = gcshell_strip_wrapper(arg_str(args, "command")), *script = NULL, *bg = NULL;
+	char *dir = shell_dir(ctx, args);
 	char marker[40], *argv[] = {"bash", "-c", (char *)shell_script, "run_shell_command",
-				    (char *)arg_str(args, "dir_path"), NULL, marker, NULL};
+				    dir, NULL, marker, NULL};
 	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
 				 .merge = true, .keep_tail = true};
 	struct capture c;
@@ -352,6 +369,7 @@ out:
 	free(command);
 	free(script);
 	free(bg);
+	free(dir);
 	return res;
 }
 
@@ -410,7 +428,8 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 			 struct sbx_err *e)
 {
 	const struct tool *t = find_tool(name);
-	char *argv[] = {"geminicli-toolbox", (char *)name, NULL};
+	char *wd = ctx->workdir ? xasprintf("--workdir=%s", ctx->workdir) : NULL;
+	char *argv[] = {"geminicli-toolbox", wd ? wd : (char *)name, wd ? (char *)name : NULL, NULL};
 	char *in = toolbox_input(t, args), *out;
 	struct capture_req rq = {.argv = argv, .in = in, .in_len = strlen(in)};
 	struct capture c;
@@ -420,9 +439,11 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 
 	if (run_capture(ctx, &rq, &c, e) < 0) {
 		free(in);
+		free(wd);
 		return NULL;
 	}
 	free(in);
+	free(wd);
 	if (c.res.exit_code == 0) {
 		out = xstrdup(c.out);
 		capture_free(&c);

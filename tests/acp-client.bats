@@ -52,9 +52,9 @@ make_cert() {
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
 	assert_contains "Connected to ACP agent (protocol v1)"
-	assert_contains '[tool: execute] run_command({"command":"uname -a"}) (pending)'
-	assert_contains '[tool] run_command({"command":"uname -a"}) → in_progress'
-	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains '[tool: execute] Run `uname -a` (pending)'
+	assert_contains '[tool] Run `uname -a` → in_progress'
+	assert_contains '[tool] Run `uname -a` → completed'
 	assert_contains "The tool told me:"
 	assert_contains "Linux"
 	assert_contains "[turn ended: end_turn]"
@@ -76,7 +76,7 @@ EOF
 	assert_contains "  3) Reject [reject_once]"
 	assert_contains "  4) Always reject [reject_always]"
 	assert_contains "Choose 1-4 (Enter = 1): "
-	assert_contains '[tool] run_command({"command":"echo first"}) → failed'
+	assert_contains '[tool] Run `echo first` → failed'
 	assert_contains 'The tool told me:
 The user denied permission to run tool "run_command".'
 	assert_contains "second"
@@ -89,7 +89,7 @@ The user denied permission to run tool "run_command".'
 	assert_status 0
 	sid=$(printf '%s\n' "$output" | sed -n 's/^Session: //p')
 	[ -n "$sid" ]
-	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
+	grep -qF 'acp-client -addr localhost:8090 -session-id acp0123456789abcdef0123456789abcdef' "$SBX_TOP/man/man1/acp-client.1"
 	run acp-client -addr "$ACP_ADDR" -session-id "$sid" -prompt "and now"
 	assert_status 0
 	assert_contains "remember me"
@@ -97,6 +97,10 @@ The user denied permission to run tool "run_command".'
 	run acp-client -addr "$ACP_ADDR" -session-id acp0000000000000000 -prompt x
 	assert_status 111
 	assert_contains 'unknown sessionId "acp0000000000000000"'
+	# a name agent-loop made is not acp-server's to open
+	run acp-client -addr "$ACP_ADDR" -session-id default -prompt x
+	assert_status 111
+	assert_contains 'unknown sessionId "default"'
 }
 
 @test "-cmd spawns the agent and speaks over its standard input/output" {
@@ -108,6 +112,25 @@ The user denied permission to run tool "run_command".'
 	assert_contains "[turn ended: end_turn]"
 	run -127 acp-client -cmd "no-such-agent-program" -prompt x
 	assert_contains "cannot start agent no-such-agent-program"
+}
+
+@test "auth by default: the server's generated token is found for a loopback -addr, or given with -auth-token-file" {
+	start_server
+	run acp-client -addr "$ACP_ADDR" -prompt hi
+	assert_status 0
+	assert_contains "[turn ended: end_turn]"
+	# another user (another state directory) has no token: refused, with the way out
+	XDG_STATE_HOME="$BATS_TEST_TMPDIR/other" run acp-client -addr "$ACP_ADDR" -prompt hi
+	assert_status 111
+	assert_contains "authentication failed (no token given: use -auth-token-file; acp-server names its token file on standard error)"
+	cp "$ACP_TOKEN_FILE" "$BATS_TEST_TMPDIR/mine"
+	XDG_STATE_HOME="$BATS_TEST_TMPDIR/other" run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/mine" -prompt hi
+	assert_status 0
+	# a file naming several principals is the server's, not a client's
+	printf 'a x\nb y\n' >"$BATS_TEST_TMPDIR/two"
+	run acp-client -addr "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/two" -prompt hi
+	assert_status 100
+	assert_contains "holds 2 tokens: a client's holds one"
 }
 
 @test "auth: the token file logs in; without it the agent refuses" {
@@ -144,6 +167,42 @@ The user denied permission to run tool "run_command".'
 	# a plain client against the TLS port gets no ACP answer within the setup limit
 	run acp-client -addr "127.0.0.1:$port" -setup-timeout 2s -prompt hi
 	assert_status 111
+}
+
+@test "renders what the agent sends: thoughts, plans, diffs, collapsed tool output, usage, modes, titles; fs/read_text_file honours line and limit" {
+	mkdir -p "$BATS_TEST_TMPDIR/w"
+	printf 'one\ntwo\nthree\nfour\n' >"$BATS_TEST_TMPDIR/w/notes.txt"
+	run acp-client -cwd "$BATS_TEST_TMPDIR/w" -cmd "python3 $SBX_TOP/tests/acp/fake-agent.py" <<'EOF'
+/mode never-ask
+show me
+EOF
+	assert_status 0
+	assert_contains "Mode: ask (available: ask, never-ask; /mode ID switches)"
+	assert_contains "[mode: never-ask]"
+	assert_contains "[thinking] Planning the edit."
+	assert_contains "[plan]
+  [x] read notes
+  [~] edit notes
+  [ ] run tests"
+	assert_contains "[tool: edit] Edit notes.txt (completed)
+    diff $BATS_TEST_TMPDIR/w/notes.txt
+    - old line
+    + new line
+    + second
+    │ edited"
+	assert_contains "[tool] Run \`seq 10\` → completed
+    │ 1
+    │ 2
+    │ 3
+    │ 4
+    │ 5
+    │ 6
+    … 4 more lines"
+	assert_contains "[usage: 1234 of 128000 tokens, 0.0123 USD]"
+	assert_contains "[title: Editing notes]"
+	# line 2, two lines
+	assert_contains "lines: 'two\\nthree\\n'"
+	assert_contains "[turn ended: end_turn]"
 }
 
 @test "-cmd: the agent's messages go to its log, not the screen; -agent-log - keeps them here" {

@@ -61,7 +61,7 @@ sandbox_names() {
 	assert_contains "[turn ended: end_turn]"
 	# the command ran through the API server: a Sandbox named after the session, and an exec
 	sid=$(sandbox_names)
-	[[ "$sid" =~ ^acp[0-9a-f]{16}$ ]]
+	[[ "$sid" =~ ^acp[0-9a-f]{32}$ ]]
 	kts_ctl requests | jq -s -e --arg s "$sid" \
 		'any(.[]; .method == "GET" and .path == "/api/v1/namespaces/default/pods/\($s)/exec" and .status == 101)'
 	# SIGTERM deletes the Sandbox the server created; the history stays
@@ -87,7 +87,7 @@ sandbox_names() {
 	assert_status 0
 	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
 	assert_contains "Linux"
-	[[ "$(sandbox_names)" =~ ^acp[0-9a-f]{16}$ ]]
+	[[ "$(sandbox_names)" =~ ^acp[0-9a-f]{32}$ ]]
 	# the service account's token was the credential
 	[ "$(cat "$SBX_KUBE_SA_DIR/token")" = "$KTS_TOKEN" ]
 	stop_server

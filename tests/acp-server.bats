@@ -2,6 +2,7 @@
 # acp-server: driven by the official ACP client library over TCP, TLS and stdio; every message
 # the server sends is validated against the ACP v1 schema (tests/acp/validate.mjs).
 
+bats_require_minimum_version 1.5.0
 load helpers
 load acp/common
 
@@ -81,18 +82,25 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	grep -q 'serving ACP address="127.0.0.1:' "$ACP_LOG"
 	drive turn
 	assert_status 0
-	upd '.init.protocolVersion == 1 and .init.agentCapabilities.loadSession == true and .init.authMethods == []'
+	upd '.init.protocolVersion == 1 and .init.agentCapabilities.loadSession == true and .init.authMethods[0].id == "bearer-token"'
 	upd '.init.agentInfo == {"name":"sandboxed-tools","version":"0.1.0"}'
-	upd '.sessionId | test("^acp[0-9a-f]{16}$")'
+	# 128 random bits in every session id
+	upd '.sessionId | test("^acp[0-9a-f]{32}$")'
 	upd '.stops == ["end_turn"]'
-	upd '[.updates[].sessionUpdate] == ["tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
-	upd '.updates[0] | .toolCallId == "eliza-run-1" and .kind == "execute" and .status == "pending" and .title == "run_command({\"command\":\"uname -a\"})" and .rawInput == {"command":"uname -a"}'
-	upd '.updates[1].status == "in_progress"'
-	upd '.updates[2] | .status == "completed" and (.content[0].type == "content") and (.content[0].content.text | test("Linux"))'
-	upd '.updates[3].content.text | startswith("The tool told me:\nstdout:\nLinux")'
+	upd '.init.agentCapabilities | .promptCapabilities == {"image":false,"audio":false,"embeddedContext":true} and .mcpCapabilities == {"http":false,"sse":false} and .sessionCapabilities == {"list":{},"close":{},"resume":{}}'
+	upd '.newResult.modes.currentModeId == "ask" and ([.newResult.modes.availableModes[].id] == ["ask","auto-read","never-ask"])'
+	upd '[.newResult.configOptions[] | [.id, .category, .currentValue]] == [["mode","mode","ask"],["model","model","fake-eliza"]]'
+	upd '[.updates[].sessionUpdate] == ["session_info_update","tool_call","tool_call_update","tool_call_update","agent_message_chunk"]'
+	upd '.updates[0].title == "run: uname -a"'
+	# the agent's own call id (the model's eliza-run-1 repeats every turn), a human title
+	upd '.updates[1] | .toolCallId == "call_2_0" and .kind == "execute" and .status == "pending" and .title == "Run `uname -a`" and .rawInput == {"command":"uname -a"}'
+	upd '.updates[2].status == "in_progress"'
+	upd '.updates[3] | .status == "completed" and (.content[0].type == "content") and (.content[0].content.text | test("Linux")) and .rawOutput.exit_code == 0 and (.rawOutput.stdout | test("Linux"))'
+	upd '.updates[4].content.text | startswith("The tool told me:\nstdout:\nLinux")'
 	upd '.permissions | length == 1'
 	upd '[.permissions[0].options[].kind] == ["allow_once","allow_always","reject_once","reject_always"]'
-	upd '.permissions[0].toolCall.toolCallId == "eliza-run-1" and (.permissions[0] | has("title") | not)'
+	upd '.permissions[0].toolCall | .toolCallId == "call_2_0" and .title == "Run `uname -a`"'
+	upd '.permissions[0] | has("title") | not'
 	# Every update of the turn is on the wire before the prompt's answer.
 	upd '(.log | map(.result.stopReason != null) | index(true)) as $a | (.log | map(.method == "session/update") | rindex(true)) < $a'
 	grep -q 'client connected remote="127.0.0.1:' "$ACP_LOG"
@@ -104,8 +112,8 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	assert_status 0
 	upd '.stops == ["end_turn"]'
 	upd '[.updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["failed"]'
-	upd '.updates[1].content[0].content.text == "The user denied permission to run tool \"run_command\"."'
-	upd '.updates[2].content.text == "The tool told me:\nThe user denied permission to run tool \"run_command\"."'
+	upd '.updates[2].content[0].content.text == "The user denied permission to run tool \"run_command\"."'
+	upd '.updates[3].content.text == "The tool told me:\nThe user denied permission to run tool \"run_command\"."'
 	run sbx-list
 	[ -z "$output" ]
 }
@@ -140,7 +148,7 @@ upd() { printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2
 	assert_status 0
 	grep -q 'serving ACP address="stdio"' "$BATS_TEST_TMPDIR/stdio.log"
 	upd '.stops == ["end_turn"]'
-	upd '.updates[2].status == "completed"'
+	upd '.updates[3].status == "completed"'
 }
 
 @test "text streamed by the model arrives as several agent_message_chunk updates" {
@@ -165,14 +173,16 @@ EOF
 	start_server
 	drive load --session "$sid"
 	assert_status 0
-	upd '.unknown.code == -32602 and .unknown.message == "unknown sessionId \"acpffffffffffffffff\""'
+	upd '.unknown == {"code":-32002,"message":"unknown sessionId \"acpffffffffffffffff\"","data":{"sessionId":"acpffffffffffffffff"}}'
 	upd '.invalid.code == -32602 and (.invalid.message | startswith("invalid sessionId: "))'
-	upd '.load == {}'
-	upd '.replayed == 2'
-	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"run: uname -a\n"}}'
-	upd '.updates[1].sessionUpdate == "agent_message_chunk" and (.updates[1].content.text | startswith("The tool told me:"))'
+	upd '.load | .modes.currentModeId == "ask" and (.configOptions | length == 2)'
+	# the whole conversation, in order, the tool call with its final status and content
+	upd '.replayed == 3'
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"run: uname -a"}}'
+	upd '.updates[1] | .sessionUpdate == "tool_call" and .toolCallId == "call_2_0" and .title == "Run `uname -a`" and .status == "completed" and (.content[0].content.text | test("Linux")) and .rawOutput.exit_code == 0'
+	upd '.updates[2].sessionUpdate == "agent_message_chunk" and (.updates[2].content.text | startswith("The tool told me:"))'
 	upd '.stop == "end_turn"'
-	upd '.updates[2].content.text == "What do you think it means when you say '"'hello again'"'?"'
+	upd '.updates[3].content.text == "What do you think it means when you say '"'hello again'"'?"'
 	# the replay precedes the answer on the wire
 	upd '(.log | map(.method == "session/update") | index(true)) < .loadAt'
 }
@@ -186,7 +196,7 @@ EOF
 	drive cancel --prompt "hello" --cancel-on "file:$STUB_DIR/requests.jsonl"
 	assert_status 0
 	upd '.stop == "cancelled"'
-	upd '.busy.code == -32602 and (.busy.message | test("^session \"acp[0-9a-f]{16}\" is already processing a prompt$"))'
+	upd '.busy.code == -32602 and (.busy.message | test("^session \"acp[0-9a-f]{32}\" is already processing a prompt$"))'
 	upd '.again == "end_turn"'
 	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["after cancel"]'
 }
@@ -233,18 +243,18 @@ EOF
 	grep -q 'tls=true' "$ACP_LOG"
 	drive turn --tls-ca "$BATS_TEST_TMPDIR/cert.pem"
 	assert_status 0
-	upd '.stops == ["end_turn"] and .updates[2].status == "completed"'
+	upd '.stops == ["end_turn"] and .updates[3].status == "completed"'
 }
 
 @test "malformed, oversize and unknown messages get the right errors and the connection stays open" {
-	start_server
+	start_server -no-auth
 	cat >"$BATS_TEST_TMPDIR/lines" <<'EOF'
 garbage
 
 [{"jsonrpc":"2.0","id":1,"method":"initialize"}]
 {"jsonrpc":"2.0","id":"a","method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}
 {"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}
-{"jsonrpc":"2.0","id":7,"method":"session/set_mode","params":{}}
+{"jsonrpc":"2.0","id":7,"method":"session/fork","params":{}}
 {"jsonrpc":"2.0","id":"0","method":"nope"}\r
 {"jsonrpc":"1.0","id":3,"method":"initialize"}
 BIG:9000000
@@ -253,26 +263,29 @@ BIG:9000000
 {"jsonrpc":"2.0","id":11,"method":"initialize","params":"x"}
 {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"nope"}}
 {"jsonrpc":"2.0","id":{"x":1},"method":"initialize"}
+{"jsonrpc":"2.0","id":null,"method":"initialize","params":{"protocolVersion":1}}
 EOF
-	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 12
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 13
 	assert_status 0
 	upd '.answers[0] == {"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: unexpected character"}}'
 	upd '.answers[1].id == null and .answers[1].error.code == -32600'
 	upd '.answers[2].id == "a" and .answers[2].error.code == -32600'
 	upd '.answers[3].id == 0 and .answers[3].result.protocolVersion == 1'
-	upd '.answers[4].id == 7 and .answers[4].error == {"code":-32601,"message":"method not supported: session/set_mode"}'
+	upd '.answers[4].id == 7 and .answers[4].error == {"code":-32601,"message":"method not supported: session/fork"}'
 	upd '.answers[5].id == "0" and .answers[5].error.code == -32601'
 	upd '.answers[6].id == 3 and .answers[6].error.code == -32600'
 	upd '.answers[7].id == null and .answers[7].error.code == -32600 and (.answers[7].error.message | test("longer than 8388608 bytes"))'
 	# session/prompt runs on a worker thread: its answer may come anywhere after the request.
-	upd '[.answers[] | select(.id == 9)] | length == 1 and .[0].error.code == -32602'
+	upd '[.answers[] | select(.id == 9)] | length == 1 and .[0].error.code == -32002'
 	upd '[.answers[] | select(.id != 9)] | .[8].id == 10 and .[8].error.code == -32602'
 	upd '[.answers[] | select(.id != 9)] | .[9].id == 11 and .[9].error.code == -32600'
 	upd '[.answers[] | select(.id != 9)] | .[10].id == null and .[10].error.code == -32600'
+	# a request with "id": null is answered, with a null id
+	upd '[.answers[] | select(.id != 9)] | .[11] == {"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: id must be a string or an integer, not null"}}'
 }
 
 @test "a session/load id cannot leave the state directory" {
-	start_server
+	start_server -no-auth
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
 		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"../../../etc","cwd":"/","mcpServers":[]}}' \
 		'{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"/etc/passwd","cwd":"/","mcpServers":[]}}' \
@@ -346,8 +359,9 @@ assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Deployment"], kinds
 assert all(d["metadata"]["namespace"] == "default" for d in docs)
 assert all(d["metadata"]["name"] == "sandboxed-tools-acp-server" for d in docs)
 rules = {(r["apiGroups"][0], r["resources"][0]): sorted(r["verbs"]) for r in docs[1]["rules"]}
-assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "list", "watch", "update", "delete"]),
-                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"]}, rules
+assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "watch", "update", "delete"]),
+                 ("", "pods"): ["get"], ("", "pods/exec"): ["create"],
+                 ("networking.k8s.io", "networkpolicies"): ["create", "delete", "get"]}, rules
 spec = docs[3]["spec"]["template"]["spec"]
 assert spec["serviceAccountName"] == "sandboxed-tools-acp-server"
 c = spec["containers"][0]
@@ -367,10 +381,11 @@ PY
 	start_server
 	drive disconnect --prompt "run: sleep 313"
 	assert_status 0
+	upd '.notOpen.code == -32002 and (.notOpen.message | test("is not open on this connection"))'
 	upd '.stop == "end_turn"'
 	upd '[.updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["What do you think it means when you say '"'still there?'"'?"]'
 	for i in $(seq 100); do pgrep -f "^sleep 313" >/dev/null || break; sleep 0.1; done
-	! pgrep -f "^sleep 313"
+	run ! pgrep -f "^sleep 313"
 }
 
 @test "one slow turn does not hold up another session" {
@@ -384,7 +399,7 @@ PY
 
 @test "SIGTERM lets a running turn finish, then deletes its sandbox" {
 	start_server
-	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --prompt "run: sleep 2.31; echo drained" \
+	node "$SBX_TOP/tests/acp/drive.mjs" turn --addr "$ACP_ADDR" --token-file "$ACP_TOKEN_FILE" --prompt "run: sleep 2.31; echo drained" \
 		>"$BATS_TEST_TMPDIR/drive.out" 2>&1 &
 	dpid=$!
 	for i in $(seq 200); do pgrep -f "^sleep 2.31" >/dev/null && break; sleep 0.05; done
@@ -393,25 +408,33 @@ PY
 	wait "$dpid"
 	output=$(cat "$BATS_TEST_TMPDIR/drive.out")
 	upd '.stops == ["end_turn"]'
-	upd '.updates[2].status == "completed" and (.updates[2].content[0].content.text | test("drained"))'
+	upd '.updates[3].status == "completed" and (.updates[3].content[0].content.text | test("drained"))'
 	[ "$ACP_STATUS" -eq 0 ]
 	grep -q "deleted sandbox" "$ACP_LOG"
 	run sbx-list
 	[ -z "$output" ]
 }
 
-@test "more sessions than a connection may hold get a clear error" {
-	start_server
+@test "more sessions than a connection may hold get a clear error; failed loads never count" {
+	start_server -no-auth
 	{
 		echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
-		for i in $(seq 65); do
+		for i in $(seq 63); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
+		done
+		for i in $(seq 100 109); do
+			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/load","params":{"sessionId":"acp'"$i"'","cwd":"/tmp","mcpServers":[]}}'
+		done
+		for i in 64 65; do
 			echo '{"jsonrpc":"2.0","id":'"$i"',"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}'
 		done
 	} >"$BATS_TEST_TMPDIR/lines"
-	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 66
+	drive raw --lines "$BATS_TEST_TMPDIR/lines" --expect 76
 	assert_status 0
 	upd '[.answers[] | select(.result.sessionId)] | length == 64'
-	upd '.answers[65] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
+	# loads run on worker threads: their answers come in any order
+	upd '[.answers[] | select(.id >= 100) | .error.code] == [range(10) | -32002]'
+	upd '[.answers[] | select(.id == 65)][0] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
 }
 
 @test "a failing model call answers the prompt with -32603 and upstream's text; the session stays usable" {
@@ -435,7 +458,7 @@ with open(sys.argv[1], "w") as f:
         role = "user" if i % 2 == 0 else "assistant"
         f.write(json.dumps({"role": role, "content": f"m{i} " + "x" * (1 << 20)}) + "\n")
 PY
-	start_server
+	start_server -no-auth -import-session "$sid=anonymous"
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}' \
 		'{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"'"$sid"'","cwd":"/tmp","mcpServers":[]}}' \
 		>"$BATS_TEST_TMPDIR/lines"
@@ -451,7 +474,7 @@ PY
 	drive turn
 	assert_status 0
 	upd '.stops[0].code == -32603 and (.stops[0].message | startswith("failed to create sandbox: "))'
-	upd '[.updates[] | [.sessionUpdate, .status]] == [["tool_call","pending"],["tool_call_update","failed"]]'
+	upd '[.updates[] | [.sessionUpdate, .status]] == [["session_info_update",null],["tool_call","pending"],["tool_call_update","failed"]]'
 }
 
 @test "stdio: standard output carries only ACP messages; end of input exits 0" {
@@ -462,4 +485,296 @@ PY
 	[ "${#lines[@]}" -eq 1 ]
 	assert_json '.id == 0 and .result.protocolVersion == 1'
 	grep -q 'client disconnected remote="stdio"' "$BATS_TEST_TMPDIR/err"
+}
+
+# ---- who may talk to the server (issue 16) ----
+
+@test "TCP without -auth-token-file: a generated token in a 0600 file named on stderr, never printed" {
+	start_server
+	grep -q 'auth=true' "$ACP_LOG"
+	[ -n "$ACP_TOKEN_FILE" ]
+	[ "$ACP_TOKEN_FILE" = "$XDG_STATE_HOME/sbx/.acp-server/token-${ACP_ADDR##*:}" ]
+	[ "$(stat -c %a "$ACP_TOKEN_FILE")" = 600 ]
+	[ "$(stat -c %a "$(dirname "$ACP_TOKEN_FILE")")" = 700 ]
+	tok=$(cat "$ACP_TOKEN_FILE")
+	[[ "$tok" =~ ^[0-9a-f]{64}$ ]]
+	run ! grep -qF "$tok" "$ACP_LOG"
+	# without the token: nothing but initialize and authenticate
+	ACP_TOKEN_FILE= drive auth
+	assert_status 0
+	upd '.before.code == -32000 and .auth.code == -32000 and .after.code == -32000'
+	drive auth --token "$tok"
+	upd '.auth == null and .after == null'
+	# the token dies with the server
+	stop_server
+	[ ! -e "$XDG_STATE_HOME/sbx/.acp-server/token-${ACP_ADDR##*:}" ]
+}
+
+@test "-no-auth is refused on a non-loopback address and conflicts with -auth-token-file" {
+	run acp-server -no-auth -listen 0.0.0.0:0
+	assert_status 100
+	assert_contains "-no-auth is refused on 0.0.0.0:"
+	assert_contains "not a loopback address"
+	run acp-server -no-auth -listen :0
+	assert_status 100
+	assert_contains "not a loopback address"
+	echo tok >"$BATS_TEST_TMPDIR/t"
+	run acp-server -no-auth -auth-token-file "$BATS_TEST_TMPDIR/t"
+	assert_status 100
+	assert_contains "exclude each other"
+	start_server -no-auth
+	grep -q 'auth=false' "$ACP_LOG"
+	[ -z "$ACP_TOKEN_FILE" ]
+}
+
+@test "token files: several principals, comments, clear errors for duplicates and bad lines" {
+	printf '# team\nalice tok-alice-0123456789\n\nbob\ttok-bob-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	chmod 600 "$BATS_TEST_TMPDIR/t"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	run ! grep -q warning "$ACP_LOG"
+	drive auth --token tok-bob-0123456789
+	upd '.auth == null and .after == null'
+	grep -q 'authenticated remote="127.0.0.1:[0-9]*" principal="bob"' "$ACP_LOG"
+	stop_server
+	printf 'alice a1\nalice a2\n' >"$BATS_TEST_TMPDIR/dup"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/dup"
+	assert_status 100
+	assert_contains 'line 2: principal "alice" is already defined'
+	printf 'alice same\nbob same\n' >"$BATS_TEST_TMPDIR/dup"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/dup"
+	assert_contains 'line 2: the same token as principal "alice"'
+	printf 'a b c\n' >"$BATS_TEST_TMPDIR/bad"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/bad"
+	assert_contains "line 1: want TOKEN or NAME TOKEN"
+	printf 'x tok\n' >"$BATS_TEST_TMPDIR/loose"
+	chmod 644 "$BATS_TEST_TMPDIR/loose"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/loose"
+	grep -q "warning: token file .* can be read by other users" "$ACP_LOG"
+}
+
+@test "a session is its creator's: another principal's prompt, load and cancel look like an unknown session" {
+	printf 'alice tok-alice-0123456789\nbob tok-bob-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	chmod 600 "$BATS_TEST_TMPDIR/t"
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	drive principals --alice tok-alice-0123456789 --bob tok-bob-0123456789
+	assert_status 0
+	upd '.bobPrompt == .unknownPrompt and .bobPrompt.code == -32002'
+	upd '.bobLoad == .unknownLoad and .bobLoad.code == -32002'
+	upd '.alice == "end_turn" and (.aliceOutput | startswith("stdout:\nmine\n")) and .bobUpdates == 0'
+	# after a restart the record says whose it is
+	sid=$(printf '%s' "$output" | jq -r .sid)
+	grep -q "\"id\":\"$sid\",\"principal\":\"alice\"" "$XDG_STATE_HOME/sbx/.acp-server/sessions.jsonl"
+	stop_server
+	start_server -auth-token-file "$BATS_TEST_TMPDIR/t"
+	drive principals --alice tok-alice-0123456789 --bob tok-bob-0123456789 --load "$sid"
+	assert_status 0
+	upd '.bobLoad.code == -32002 and .aliceLoad == null'
+}
+
+@test "a second connection that loads a session takes it over: the first is told, its turn stops, nothing interleaves" {
+	start_server
+	drive takeover --prompt "run: sleep 317"
+	assert_status 0
+	upd '.loaded.modes.currentModeId == "ask" and .aStop == "cancelled"'
+	upd '.replay == ["user_message_chunk","agent_message_chunk","user_message_chunk","tool_call"]'
+	upd '.told == [{"sessionId":.sid}]'
+	upd '.aAfter.code == -32002 and (.aAfter.message | test("not open on this connection"))'
+	upd '.bStop == "end_turn" and .bText == "What do you think it means when you say '"'now mine'"'?"'
+	grep -q "session acp[0-9a-f]* taken over by remote=" "$ACP_LOG"
+	run ! pgrep -f "^sleep 317"
+}
+
+@test "only sessions this server issued can be loaded: agent-loop's default is not found until imported" {
+	echo hello | agent-loop -backend local >/dev/null 2>&1
+	[ -s "$HOME/.local/sandboxed-tools/default/sessions/latest.jsonl" ]
+	start_server
+	drive load --session default
+	assert_status 1
+	assert_contains 'unknown sessionId \"default\"'
+	stop_server
+	start_server -import-session default
+	grep -q 'imported session default for principal operator' "$ACP_LOG"
+	drive load --session default
+	assert_status 0
+	upd '.updates[0] == {"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"hello"}}'
+	# imported for someone else: still not ours
+	stop_server
+	printf 'alice tok-alice-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/t" -import-session default=mallory
+	assert_status 100
+	assert_contains 'no principal "mallory" in the token file'
+}
+
+@test "connection hygiene: a silent connection is closed after -auth-timeout; a logged-in one stays" {
+	start_server -auth-timeout 1s
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" idle "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.closed and .after >= 0.5 and .after < 5 and .login.result == {} and .authenticated_still_served'
+	grep -q 'closing connection remote="127.0.0.1:[0-9]*": not authenticated within 1s' "$ACP_LOG"
+}
+
+@test "connection hygiene: per-source connection cap, logged" {
+	start_server -max-conns-per-source 3
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" conncap "$ACP_ADDR" 3
+	assert_status 0
+	assert_json '.extra_closed and .held_open == 3'
+	grep -q 'refusing connection remote="127.0.0.1:[0-9]*": 3 connections open from 127.0.0.1' "$ACP_LOG"
+}
+
+@test "connection hygiene: failed authentications block the source address, logged; the right token then waits too" {
+	start_server -max-auth-failures 5
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" authfail "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.failures == 5 and .refused_at_once and (.right_token_served | not)'
+	grep -q 'failed authentication remote="127.0.0.1:[0-9]*" (5 from 127.0.0.1 in the last minute): wrong token' "$ACP_LOG"
+	grep -q 'blocking 127.0.0.1 for 10s after 5 failed authentications' "$ACP_LOG"
+	grep -q 'refusing connections from 127.0.0.1 for [0-9]*s: too many failed authentications' "$ACP_LOG"
+}
+
+# ---- what an editor gets (issue 18) ----
+
+@test "tool calls: agent-made unique ids, titles, kinds, client-path locations, diffs, failed on a non-zero exit; auto-read asks only for changes; the replay is the same" {
+	{
+		stub_call call_1 ls '{"path":"."}'
+		stub_call call_1 write '{"path":"notes.txt","content":"a\nb\n"}'
+		stub_call call_1 run_command '{"command":"pwd; cat notes.txt; exit 3"}'
+		stub_text "done"
+		stub_call call_1 read '{"path":"notes.txt"}'
+		stub_text "read it"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"new":{"cwd":"/work/proj"}},{"mode":"auto-read"},{"prompt":"go"},{"prompt":"again"},
+		{"connect":{}},{"load":{"cwd":"/work/proj"}}]' --
+	assert_status 0
+	calls='[.steps[2].updates[] | select(.sessionUpdate == "tool_call")]'
+	upd "$calls"' | map(.toolCallId) == ["call_2_0","call_4_0","call_6_0"]'
+	upd "$calls"' | map(.title) == ["List .","Write notes.txt","Run `pwd; cat notes.txt; exit 3`"]'
+	upd "$calls"' | map(.kind) == ["search","edit","execute"]'
+	upd "$calls"' | map(.locations) == [[{"path":"/work/proj"}],[{"path":"/work/proj/notes.txt"}],null]'
+	# auto-read: the listing ran without asking, the write and the command were asked
+	upd '[.steps[2].permissions[].toolCallId] == ["call_4_0","call_6_0"]'
+	upd '.steps[1].updates == [{"sessionUpdate":"current_mode_update","currentModeId":"auto-read"},{"sessionUpdate":"config_option_update","configOptions":.steps[1].updates[1].configOptions}]'
+	final='[.steps[2].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | map(.status) == ["completed","completed","failed"]'
+	upd "$final"' | .[1].content[0] == {"type":"diff","path":"/work/proj/notes.txt","newText":"a\nb\n"}'
+	# the tools ran in the sandbox directory the cwd maps to, made for them
+	upd "$final"' | .[2].rawOutput == {"stdout":"/home/clawtainer/proj\na\nb\n","stderr":"","exit_code":3}'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "tool_call")] | map([.toolCallId, .title, .locations[0].path]) == [["call_10_0","Read notes.txt","/work/proj/notes.txt"]]'
+	# session/load: every call again, whole, with its final status and content, in order
+	upd '[.steps[5].updates[] | select(.sessionUpdate == "tool_call") | [.toolCallId, .title, .status]] == [["call_2_0","List .","completed"],["call_4_0","Write notes.txt","completed"],["call_6_0","Run `pwd; cat notes.txt; exit 3`","failed"],["call_10_0","Read notes.txt","completed"]]'
+	upd '[.steps[5].updates[] | select(.toolCallId == "call_4_0")][0].content[0].type == "diff"'
+	upd '[.steps[5].updates[].sessionUpdate] | map(select(. != "tool_call")) == ["user_message_chunk","agent_message_chunk","user_message_chunk","agent_message_chunk"]'
+	upd '.steps[5].result.modes.currentModeId == "auto-read"'
+}
+
+@test "the model's reasoning as thought chunks, usage_update, and length / content_filter as max_tokens / refusal" {
+	{
+		echo '{"sse":[{"id":"s","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me"}}]},{"id":"s","choices":[{"index":0,"delta":{"reasoning_content":" think."}}]},{"id":"s","choices":[{"index":0,"delta":{"content":"Answer."},"finish_reason":"stop"}]},{"id":"s","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}},"data: [DONE]\n\n"]}'
+		stub_finish "cut off" length
+		stub_finish "" content_filter
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"new":{}},{"prompt":"think"},{"prompt":"go on"},{"prompt":"bad"},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '[.steps[1].updates[] | [.sessionUpdate, (.content.text // .used)]] == [["session_info_update",null],["agent_thought_chunk","Let me"],["agent_thought_chunk"," think."],["agent_message_chunk","Answer."],["usage_update",15]]'
+	upd '[.steps[1].updates[] | select(.sessionUpdate == "usage_update")][0] == {"sessionUpdate":"usage_update","used":15,"size":128000}'
+	upd '[.steps[1,2,3].result.stopReason] == ["end_turn","max_tokens","refusal"]'
+	upd '[.steps[5].updates[] | [.sessionUpdate, .content.text]] | .[0:3] == [["user_message_chunk","think"],["agent_thought_chunk","Let me think."],["agent_message_chunk","Answer."]]'
+	# usage is asked for; the reasoning is kept for the replay but never sent back
+	jq -s -e '.[0].body.stream_options == {"include_usage":true}' "$STUB_DIR/requests.jsonl"
+	jq -s -e '.[1].body.messages | map(select(.role == "assistant")) | length == 1 and (.[0] | has("reasoning_content") | not)' "$STUB_DIR/requests.jsonl"
+	sid=$(printf '%s' "$output" | jq -r .sid)
+	grep -q '"reasoning_content":"Let me think."' "$HOME/.local/sandboxed-tools/$sid/sessions/latest.jsonl"
+}
+
+@test "prompt blocks: text as paragraphs, resource links read through fs/read_text_file or named, embedded resources; images and audio refused for a model without them" {
+	{ stub_text one; stub_text two; } >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	steps '[{"connect":{"fs":{"readTextFile":true}}},{"files":{"/work/proj/a.txt":"file A\n"}},{"new":{"cwd":"/work/proj"}},
+		{"prompt":[{"type":"text","text":"alpha"},{"type":"text","text":"beta"},
+			{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"},
+			{"type":"resource_link","uri":"file:///work/proj/gone%20.txt","name":"gone .txt"},
+			{"type":"resource_link","uri":"https://example.com/spec","name":"spec","description":"the spec"},
+			{"type":"resource","resource":{"uri":"mem://x","text":"embedded","mimeType":"text/plain"}}]},
+		{"prompt":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]},
+		{"prompt":[{"type":"audio","data":"AAAA","mimeType":"audio/wav"}]},
+		{"connect":{}},{"load":{"cwd":"/work/proj"}},{"prompt":[{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"}]}]'
+	assert_status 0
+	upd '.reads == [{"sessionId":.sid,"path":"/work/proj/a.txt"},{"sessionId":.sid,"path":"/work/proj/gone .txt"}]'
+	upd '.steps[0].result.agentCapabilities.promptCapabilities == {"image":false,"audio":false,"embeddedContext":true}'
+	upd '.steps[4].error.code == -32602 and (.steps[4].error.message | test("does not take images"))'
+	upd '.steps[5].error.code == -32602 and .steps[5].error.message == "audio prompts are not accepted"'
+	run jq -s -r '.[0].body.messages[-1].content' "$STUB_DIR/requests.jsonl"
+	[ "$output" = 'alpha
+
+beta
+
+<resource uri="file:///work/proj/a.txt" name="a.txt">
+file A
+</resource>
+
+[Resource: gone .txt <file:///work/proj/gone%20.txt> (could not be read: Resource not found: /work/proj/gone .txt)]
+
+[Resource: spec <https://example.com/spec>: the spec]
+
+<resource uri="mem://x">
+embedded
+</resource>' ]
+	# a client without fs/read_text_file: the link is named, not read
+	run jq -s -r '.[1].body.messages[-1].content' "$STUB_DIR/requests.jsonl"
+	[ "$output" = '[Resource: a.txt <file:///work/proj/a.txt>]' ]
+}
+
+@test "images go to a model that takes them as image_url parts, and come back in the replay" {
+	stub_text "a picture" >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -images yes
+	steps '[{"new":{}},{"prompt":[{"type":"text","text":"look"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '.steps[2].result.agentCapabilities.promptCapabilities.image == true'
+	upd '.steps[1].result.stopReason == "end_turn"'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "user_message_chunk") | .content] == [{"type":"text","text":"look"},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]'
+	jq -s -e '.[0].body.messages[-1].content == [{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]' "$STUB_DIR/requests.jsonl"
+}
+
+@test "session/list, session/close and session/resume; the mode and model options; unknown values refused" {
+	start_server -models other-model
+	steps '[{"new":{"cwd":"/a"}},{"prompt":"hello one"},{"new":{"cwd":"/b"}},{"prompt":"hello two"},
+		{"list":{}},{"list":{"cwd":"/a"}},
+		{"config":["model","nope"]},{"config":["model","other-model"]},{"config":["mode","never-ask"]},{"mode":"bogus"},
+		{"prompt":"run: echo unasked"},
+		{"close":{}},{"prompt":"after close"},
+		{"connect":{}},{"resume":{"cwd":"/b"}},{"prompt":"back"},{"close":{"sessionId":"acp0"}}]'
+	assert_status 0
+	upd '[.steps[4].result.sessions[] | [.cwd, .title]] == [["/b","hello two"],["/a","hello one"]]'
+	upd '.steps[4].result.sessions | all(.updatedAt | test("^20[0-9-]{8}T"))'
+	upd '[.steps[5].result.sessions[] | .cwd] == ["/a"] and (.steps[5].result | has("nextCursor") | not)'
+	upd '.steps[6].error.code == -32602 and (.steps[6].error.message | test("not offered"))'
+	# a real model needs a key: the offer is there, the switch refused with why
+	upd '.steps[7].error.code == -32602 and (.steps[7].error.message | test("API_KEY"))'
+	upd '[.steps[8].result.configOptions[] | [.id, .currentValue]] == [["mode","never-ask"],["model","fake-eliza"]]'
+	upd '[.steps[8].result.configOptions[1].options[].value] == ["fake-eliza","other-model"]'
+	upd '.steps[8].updates == [{"sessionUpdate":"current_mode_update","currentModeId":"never-ask"}]'
+	upd '.steps[9].error.code == -32602'
+	# never-ask: the command ran without a permission request
+	upd '(.steps[10].permissions | length) == 0 and ([.steps[10].updates[] | select(.sessionUpdate == "tool_call_update") | .status] == ["in_progress","completed"])'
+	upd '.steps[11].result == {} and .steps[12].error.code == -32002'
+	# resume: no replay, the mode it had, and it prompts again
+	upd '.steps[14].updates == [] and .steps[14].result.modes.currentModeId == "never-ask"'
+	upd '.steps[15].result.stopReason == "end_turn"'
+	# closing an unknown session is -32002, which the SDK takes as a successful close
+	upd '.steps[16].result == {}'
+}
+
+@test "-max-tool-rounds: the limit message names acp-server's flag" {
+	start_server -max-tool-rounds 1
+	steps '[{"new":{}},{"mode":"never-ask"},{"prompt":"run: echo once"}]'
+	assert_status 0
+	upd '.steps[2].result.stopReason == "max_turn_requests"'
+	upd '.steps[2].updates[-1].content.text | test("-max-tool-rounds 1")'
+	run acp-server -max-tool-rounds 0
+	assert_status 100
 }

@@ -207,10 +207,12 @@ expire_between() {
 }
 
 @test "an LLM error ends the CLI with upstream's text; the session stays usable" {
-	start_stub '{"status": 400, "body": "{\"error\":\"bad model\"}"}' "$(answer_text 'back again')"
+	start_stub '{"status": 400, "body": "{\n  \"error\": {\n    \"message\": \"bad model\"\n  }\n}\n"}' "$(answer_text 'back again')"
 	run agent-loop -session llmerr <<<'hello'
 	assert_status 111
-	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): {"error":"bad model"}'
+	# a multi-line body: the vendor's message, on one line
+	assert_contains 'agent-loop: failed to call LLM: llm: api error (status 400): bad model'
+	[[ $output != *'failed to call LLM: }'* ]]
 	jq -s -e 'map(.role) == ["system","user"]' "$(hist llmerr)"
 	run agent-loop -session llmerr <<<'hello again'
 	assert_status 0
@@ -493,7 +495,8 @@ EOF
 	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
-	OPENAI_MODEL=fake-eliza acp-server -stdio <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
+	# (a session agent-loop made is acp-server's to load only once imported)
+	OPENAI_MODEL=fake-eliza acp-server -stdio -import-session acpheld <"$BATS_TEST_TMPDIR/acpin" >"$BATS_TEST_TMPDIR/acpout" 2>/dev/null 3>&- &
 	acp=$!
 	exec 6>"$BATS_TEST_TMPDIR/acpin"
 	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' \

@@ -26,30 +26,32 @@ teardown() {
 	teardown_sbx_env
 }
 
-# The eight calls, in order: "name<TAB>arguments".
-CALLS=(
-	"run_shell_command	{\"command\":\"mkdir -p src && printf 'alpha\\\\nbeta\\\\n' > src/a.txt && echo made\"}"
-	"list_directory	{\"dir_path\":\"$H/src\"}"
-	"read_file	{\"file_path\":\"src/a.txt\"}"
-	"write_file	{\"file_path\":\"src/b.txt\",\"content\":\"gamma\\n\"}"
-	"replace	{\"file_path\":\"src/a.txt\",\"instruction\":\"capitalise beta\",\"old_string\":\"beta\",\"new_string\":\"BETA\"}"
-	"glob	{\"pattern\":\"src/*.txt\"}"
-	"grep_search	{\"pattern\":\"BETA\"}"
-	"read_many_files	{\"include\":[\"src/b.txt\"]}"
-)
-
-# gemini-cli's output for each call above, in the same order (printf formats; N stands for
-# the process group id).
-WANT=(
-	'<untrusted_context>\nOutput: made\nProcess Group PGID: N\n</untrusted_context>'
-	"Directory listing for $H/src:\na.txt (11 bytes)\n"
-	'alpha\nbeta\n'
-	"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
-	"Successfully modified file: $H/src/a.txt (1 replacements). Here is the updated code:\nalpha\nBETA\n"
-	"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s\n"
-	'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---\n'
-	"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---\n"
-)
+# calls_for DIR: the eight calls, in order ("name<TAB>arguments"), and gemini-cli's output for
+# each (printf formats; N stands for the process group id), for tools working in DIR.
+calls_for() {
+	local H=$1
+	CALLS=(
+		"run_shell_command	{\"command\":\"mkdir -p src && printf 'alpha\\\\nbeta\\\\n' > src/a.txt && echo made\"}"
+		"list_directory	{\"dir_path\":\"$H/src\"}"
+		"read_file	{\"file_path\":\"src/a.txt\"}"
+		"write_file	{\"file_path\":\"src/b.txt\",\"content\":\"gamma\\n\"}"
+		"replace	{\"file_path\":\"src/a.txt\",\"instruction\":\"capitalise beta\",\"old_string\":\"beta\",\"new_string\":\"BETA\"}"
+		"glob	{\"pattern\":\"src/*.txt\"}"
+		"grep_search	{\"pattern\":\"BETA\"}"
+		"read_many_files	{\"include\":[\"src/b.txt\"]}"
+	)
+	WANT=(
+		'<untrusted_context>\nOutput: made\nProcess Group PGID: N\n</untrusted_context>'
+		"Directory listing for $H/src:\na.txt (11 bytes)\n"
+		'alpha\nbeta\n'
+		"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
+		"Successfully modified file: $H/src/a.txt (1 replacements). Here is the updated code:\nalpha\nBETA\n"
+		"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s\n"
+		'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---\n'
+		"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---\n"
+	)
+}
+calls_for "$H"
 
 # The stub's script: the eight tool calls (ids gc-1 … gc-8), then a closing text.
 script() {
@@ -127,12 +129,15 @@ check_session() {
 }
 
 @test "acp-server -toolset geminicli via acp-client -yolo: the eight tools in one turn" {
+	# the tools work where the client's cwd maps to in the sandbox: <home>/<its last name>
+	calls_for "$H/w"
+	mkdir -p "$BATS_TEST_TMPDIR/w"
 	start_stub < <(script)
 	start_server -toolset geminicli
-	run acp-client -addr "$ACP_ADDR" -yolo -prompt "use every tool"
+	run acp-client -addr "$ACP_ADDR" -cwd "$BATS_TEST_TMPDIR/w" -yolo -prompt "use every tool"
 	assert_status 0
-	assert_contains '[tool: execute] run_shell_command('
-	assert_contains '[tool] read_many_files({"include":["src/b.txt"]}) → completed'
+	assert_contains '[tool: execute] Run `mkdir -p src && printf'
+	assert_contains '[tool] Read src/b.txt → completed'
 	assert_contains "all eight tools done"
 	assert_contains "[turn ended: end_turn]"
 	# the one session of the server (acp<16 hex>)

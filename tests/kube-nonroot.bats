@@ -135,3 +135,16 @@ upstream
 0 0
 0 0" ]
 }
+
+@test "as uid 1000: sbx-cp puts a directory's contents and a tar stream into the home" {
+	sbx-create nr >/dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/src/sub"
+	echo a >"$BATS_TEST_TMPDIR/src/sub/f"
+	run sbx-cp "$BATS_TEST_TMPDIR/src/." nr:.
+	assert_status 0
+	tar -C "$BATS_TEST_TMPDIR/src" -cf - . | sbx-cp - nr:.
+	run sbx-exec -raw nr -- sh -c 'cat sub/f; stat -c "%u %a" sub .'
+	[ "$output" = "a
+1000 755
+0 2777" ]
+}

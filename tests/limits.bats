@@ -394,3 +394,20 @@ PY
 	stop_server
 	[ "$ACP_STATUS" -eq 0 ]
 }
+
+@test "sandboxes created at the same moment each get their own cgroup and capped home" {
+	for i in 1 2 3 4 5 6 7 8; do sbx-create -disk 64M "par$i" >"$BATS_TEST_TMPDIR/out.$i" 2>&1 & done
+	wait
+	cat "$BATS_TEST_TMPDIR"/out.*
+	[ "$(cat "$BATS_TEST_TMPDIR"/out.* | jq -s 'map(select(.limits.enforced)) | length')" = 8 ]
+	all=$(for i in 1 2 3 4 5 6 7 8; do cg_dirs "par$i"; done)
+	[ "$(printf '%s\n' "$all" | sort -u | wc -l)" -eq "$(printf '%s\n' "$all" | wc -l)" ]
+	if [ "$(id -u)" = 0 ]; then
+		[ "$(grep -cF "$XDG_STATE_HOME/sbx/default/par" /proc/self/mountinfo)" = 8 ]
+	fi
+	for i in 1 2 3 4 5 6 7 8; do sbx-delete "par$i" >/dev/null & done
+	wait
+	# shellcheck disable=SC2086
+	gone $all
+	[ "$(grep -cF "$XDG_STATE_HOME/sbx/default/par" /proc/self/mountinfo)" = 0 ]
+}

@@ -5,50 +5,17 @@
 
 bats_require_minimum_version 1.5.0
 
-KEY=sk-test-SECRET-0123456789
-
 setup() {
 	load helpers
+	load stub
 	setup_sbx_env
 	STUB_DIR=$BATS_TEST_TMPDIR/stub
-	mkdir -p "$STUB_DIR"
 	STUB_PID=
+	KEY=$STUB_KEY
 }
 
 teardown() {
-	if [ -n "$STUB_PID" ]; then
-		kill "$STUB_PID" 2>/dev/null || true
-		wait "$STUB_PID" 2>/dev/null || true
-	fi
-}
-
-# start_stub: the answers (JSON lines) come on stdin; points OPENAI_BASE_URL at the stub.
-start_stub() {
-	local i
-	cat >"$STUB_DIR/script.jsonl"
-	python3 "$BATS_TEST_DIRNAME/openai-stub.py" "$STUB_DIR" >"$STUB_DIR/stub.log" 2>&1 3>&- &
-	STUB_PID=$!
-	for i in $(seq 200); do
-		[ -s "$STUB_DIR/port" ] && break
-		sleep 0.05
-	done
-	[ -s "$STUB_DIR/port" ] || { cat "$STUB_DIR/stub.log" >&2; return 1; }
-	export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$STUB_DIR/port")/v1"
-	export OPENAI_API_KEY=$KEY
-}
-
-# The requests the stub received, one JSON line each.
-requests() { cat "$STUB_DIR/requests.jsonl" 2>/dev/null; }
-request_count() { requests | wc -l | tr -d ' '; }
-
-# Waits (bounded) until the stub has received n requests.
-wait_requests() {
-	local i
-	for i in $(seq 200); do
-		[ "$(request_count)" -ge "$1" ] && return 0
-		sleep 0.05
-	done
-	return 1
+	stop_stub
 }
 
 user_req() { printf '{"messages":[{"role":"user","content":"%s"}]}' "$1"; }
@@ -362,7 +329,7 @@ EOF
 	[ "$(request_count)" = 5 ]
 }
 
-@test "400 fails at once with the API's own error body" {
+@test "400 fails at once with the API's own message, on one line" {
 	start_stub <<'EOF'
 {"status":400,"body":"{\"error\":{\"code\":400,\"message\":\"Invalid JSON payload\",\"status\":\"INVALID_ARGUMENT\"}}"}
 {"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"never"},"finish_reason":"stop"}]}}
@@ -370,7 +337,7 @@ EOF
 	run --separate-stderr llm-chat -backoff 10ms <<<"$(user_req hi)"
 	assert_status 111
 	[ -z "$output" ]
-	[ "$stderr" = 'llm-chat: llm: api error (status 400): {"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}' ]
+	[ "$stderr" = 'llm-chat: llm: api error (status 400): Invalid JSON payload (INVALID_ARGUMENT)' ]
 	[ "$(request_count)" = 1 ]
 }
 
@@ -405,7 +372,7 @@ EOF
 	case $stderr in "llm-chat: llm: failed to decode stream event: "*) ;; *) echo "$stderr" >&2; return 1 ;; esac
 	run --separate-stderr llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
 	assert_status 111
-	[ "$stderr" = 'llm-chat: llm: api error in event stream: {"error":{"message":"overloaded","code":503}}' ]
+	[ "$stderr" = 'llm-chat: llm: api error in event stream: overloaded' ]
 	run --separate-stderr llm-chat -stream -backoff 10ms -retries 0 <<<"$(user_req hi)"
 	assert_status 111
 	[ "$output" = '{"delta":"part"}' ]
@@ -435,6 +402,75 @@ EOF
 	[ "${lines[0]}" = '{"delta":"second try"}' ]
 	[ "${lines[1]}" = '{"message":{"role":"assistant","content":"second try"},"finish_reason":"stop"}' ]
 	[ "$(request_count)" = 2 ]
+}
+
+@test "every 5xx (Cloudflare's 520-524 too), 408 and 409 are retried; x-should-retry decides first" {
+	start_stub <<'EOF'
+{"status":520,"headers":{"Content-Type":"text/html"},"body":"<!DOCTYPE html>\n<html><head><title>api.example.com | 520: Web server is returning an unknown error</title></head></html>"}
+{"status":524,"body":"timeout"}
+{"status":501,"body":"nope"}
+{"status":409,"body":"{\"error\":{\"message\":\"lock timeout\"}}"}
+{"status":408,"body":"slow"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"at last"},"finish_reason":"stop"}]}}
+{"status":503,"headers":{"x-should-retry":"false"},"body":"busy, do not retry"}
+{"status":400,"headers":{"x-should-retry":"true"},"body":"try again"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"again"},"finish_reason":"stop"}]}}
+EOF
+	run --separate-stderr llm-chat -v -backoff 1ms -retries 5 <<<"$(user_req hi)"
+	assert_status 0
+	assert_json '.content == "at last"'
+	[[ $stderr == *'after: llm: api error (status 520): api.example.com | 520: Web server is returning an unknown error'* ]]
+	[ "$(request_count)" = 6 ]
+	run --separate-stderr llm-chat -backoff 1ms <<<"$(user_req hi)"
+	assert_status 111
+	[ "$stderr" = "llm-chat: llm: api error (status 503): busy, do not retry" ]
+	[ "$(request_count)" = 7 ]
+	run llm-chat -backoff 1ms <<<"$(user_req hi)"
+	assert_status 0
+	assert_json '.content == "again"'
+	[ "$(request_count)" = 9 ]
+}
+
+@test "a base URL with a query keeps it after the path; -auth-header sends the bare key" {
+	start_stub <<'EOF'
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}]}}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]}}
+EOF
+	local base=${OPENAI_BASE_URL%/v1}
+	run llm-chat -base-url "$base/openai/deployments/gpt4o/?api-version=2024-10-21" -auth-header api-key <<<"$(user_req hi)"
+	assert_status 0
+	output=$(request 1)
+	assert_json '.path == "/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21"'
+	assert_json '.headers["api-key"] == "'$KEY'" and (.headers | has("authorization") | not)'
+	LLM_AUTH_HEADER=X-Api-Key run llm-chat -base-url "$base/v1?a=1&b=2#frag" <<<"$(user_req hi)"
+	assert_status 0
+	output=$(request 2)
+	assert_json '.path == "/v1/chat/completions?a=1&b=2" and .headers["x-api-key"] == "'$KEY'"'
+	run llm-chat -auth-header $'api-key\r\nX: y' <<<"$(user_req hi)"
+	assert_status 100
+	assert_contains "auth header name is not a header name"
+	run llm-chat -vendor nosuch <<<"$(user_req hi)"
+	assert_status 100
+	assert_contains 'unknown vendor "nosuch" (known: openai, azure, gemini'
+	LLM_VENDOR=nosuch run llm-chat <<<"$(user_req hi)"
+	assert_status 100
+}
+
+@test "-vendor shapes the request: Groq gets no reasoning, generic keeps it; -v names the policy" {
+	start_stub <<'EOF'
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}]}}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]}}
+EOF
+	local doc='{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"x","reasoning":"r","index":0},{"role":"user","content":"q2"}]}'
+	run --separate-stderr llm-chat -vendor groq -v <<<"$doc"
+	assert_status 0
+	[[ $stderr == *"request policy: groq"* ]]
+	run llm-chat <<<"$doc"
+	assert_status 0
+	output=$(request 1)
+	assert_json '.body.messages[1] == {"role":"assistant","content":"x"}'
+	output=$(request 2)
+	assert_json '.body.messages[1] == {"role":"assistant","content":"x","reasoning":"r"}'
 }
 
 @test "a server that never answers times out, is retried, then fails" {
@@ -479,7 +515,7 @@ EOF
 	[[ $stderr != *"$KEY"* && $output != *"$KEY"* ]]
 	run --separate-stderr llm-chat -v <<<"$(user_req hi)"
 	assert_status 111
-	[[ $stderr == *'llm: api error (status 401): {"error":"bad key [REDACTED]"}'* ]]
+	[[ $stderr == *'llm: api error (status 401): bad key [REDACTED]'* ]]
 	[[ $stderr != *"$KEY"* && $output != *"$KEY"* ]]
 	# The stub did get the key, in the header only.
 	output=$(requests | sed -n 1p)

@@ -11,10 +11,16 @@ DIR/script.jsonl, one JSON object per line, used in order; when they run out the
   headers     extra response headers {name: value}
   json        a JSON body
   body        a raw text body
+  file        a file whose bytes are the body, verbatim (a recorded answer); a name ending in
+              .sse is sent as text/event-stream, others as application/json
   sse         a list of events: an object is sent as "data: <json>\\n\\n", a string verbatim
-  split       with sse: send the stream in pieces of this many bytes (awkward boundaries)
-  chunks      with sse: a list of byte counts to send, one piece each (the rest after)
-  cut         with sse: drop the connection after the stream, with no final chunk
+  split       with sse or file: send the body in pieces of this many bytes (awkward
+              boundaries), each its own HTTP chunk
+  chunks      with sse or file: a list of byte counts to send, one piece each (the rest after)
+  random      with sse or file: [seed, max]: pieces of 1..max bytes, sizes drawn from seed
+  gap_ms      pause between pieces (default 5 for sse, 0 for file)
+  limit       with sse or file: send only the body's first this many bytes
+  cut         with sse or file: drop the connection after the body, with no final chunk
   hang        never answer (the connection stays open until the client gives up)
   delay_ms    wait before answering
   repeat      on the last answer: use it again for every later request
@@ -24,6 +30,7 @@ before its teardown cannot leave it running for long.
 """
 import json
 import os
+import random
 import socket
 import sys
 import threading
@@ -83,7 +90,14 @@ class Handler(BaseHTTPRequestHandler):
         status = a.get("status", 200)
         headers = a.get("headers", {})
         if "sse" in a:
-            return self.send_sse(status, headers, a)
+            text = "".join(e if isinstance(e, str) else "data: " + json.dumps(e) + "\n\n"
+                           for e in a["sse"])
+            return self.send_pieces(status, headers, text.encode(), a, "text/event-stream", 0.005)
+        if "file" in a:
+            with open(a["file"], "rb") as f:
+                data = f.read()
+            ctype = "text/event-stream" if a["file"].endswith(".sse") else "application/json"
+            return self.send_pieces(status, headers, data, a, ctype, 0)
         if "json" in a:
             data = json.dumps(a["json"]).encode()
         else:
@@ -101,18 +115,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def send_sse(self, status, headers, a):
-        text = "".join(e if isinstance(e, str) else "data: " + json.dumps(e) + "\n\n"
-                       for e in a["sse"])
-        data = text.encode()
+    def send_pieces(self, status, headers, data, a, ctype, gap):
+        """Sends data chunked, in the pieces the answer asks for (see the module text)."""
         self.send_response(status)
         if not any(k.lower() == "content-type" for k in headers):
-            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Type", ctype)
         for k, v in headers.items():
             self.send_header(k, v)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.flush()
+        if "limit" in a:
+            data = data[:a["limit"]]
         pieces = []
         if a.get("chunks"):
             at = 0
@@ -123,15 +137,22 @@ class Handler(BaseHTTPRequestHandler):
         elif a.get("split"):
             k = a["split"]
             pieces = [data[j:j + k] for j in range(0, len(data), k)]
+        elif a.get("random"):
+            rnd, at = random.Random(a["random"][0]), 0
+            while at < len(data):
+                k = rnd.randint(1, a["random"][1])
+                pieces.append(data[at:at + k])
+                at += k
         else:
             pieces = [data]
+        gap = a.get("gap_ms", gap * 1000) / 1000
         for p in pieces:
             if not p:
                 continue
             self.wfile.write(b"%x\r\n%s\r\n" % (len(p), p))
             self.wfile.flush()
-            if len(pieces) > 1:
-                time.sleep(PIECE_GAP)
+            if len(pieces) > 1 and gap > 0:
+                time.sleep(gap)
         if a.get("cut"):
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True

@@ -128,16 +128,25 @@ start_stub() {
 	vg_clean
 }
 
-@test "llm-chat: fake-eliza, the OpenAI stub, and a server error" {
+@test "llm-chat: fake-eliza, the OpenAI stub, vendors' streams, and a server error" {
 	run vg llm-chat -model fake-eliza <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	run vg llm-chat -model fake-eliza <<<'{"messages":'
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
 	start_stub '{"sse":[{"id":"r","choices":[{"index":0,"delta":{"role":"assistant","content":"hi "}}]},{"id":"r","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}' \
+		"{\"file\":\"$SBX_TOP/tests/llm/mistral/reasoning.sse\",\"split\":3}" \
+		"{\"file\":\"$SBX_TOP/tests/llm/dashscope/tool-call.sse\",\"random\":[5,9]}" \
 		'{"status":500,"json":{"error":{"message":"boom"}}}'
 	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	assert_contains 'there'
+	# content parts, reasoning deltas, "id":"" repeats, a vendor's request policy
+	run vg llm-chat -stream -vendor mistral <<<'{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a","index":0,"reasoning_content":"r"},{"role":"user","content":"q"}]}'
+	assert_status 0
+	assert_contains '"reasoning_content":"Count the files first."'
+	run vg llm-chat -stream -vendor dashscope <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	assert_status 0
+	assert_contains '"id":"call_sbxreplaydashscope0016"'
 	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
 	assert_contains 'status 500'

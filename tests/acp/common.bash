@@ -24,15 +24,17 @@ acp_sdk() {
 	) 9>"$ACP_SDK_DIR.lock"
 }
 
-# drive SCENARIO ARGS...: runs tests/acp/drive.mjs against the server started by start_server.
+# drive SCENARIO ARGS...: runs tests/acp/drive.mjs against the server started by start_server,
+# authenticating with the token it generated (if it did).
 drive() {
 	local s=$1
 	shift
-	run timeout 120 node "$SBX_TOP/tests/acp/drive.mjs" "$s" --addr "$ACP_ADDR" "$@"
+	run timeout 120 node "$SBX_TOP/tests/acp/drive.mjs" "$s" --addr "$ACP_ADDR" \
+		${ACP_TOKEN_FILE:+--token-file "$ACP_TOKEN_FILE"} "$@"
 }
 
 # start_server ARGS...: acp-server on 127.0.0.1 at a free port (the kernel picks it); sets
-# ACP_ADDR, ACP_PID and ACP_LOG.
+# ACP_ADDR, ACP_PID, ACP_LOG and ACP_TOKEN_FILE (the token it generated, when it did).
 start_server() {
 	local i
 	# A new log per start: a restarted server must not be found at the old address.
@@ -43,7 +45,10 @@ start_server() {
 	ACP_PID=$!
 	for i in $(seq 200); do
 		ACP_ADDR=$(sed -n 's/.*serving ACP address="\([^"]*\)".*/\1/p' "$ACP_LOG")
-		[ -n "$ACP_ADDR" ] && return 0
+		if [ -n "$ACP_ADDR" ]; then
+			ACP_TOKEN_FILE=$(sed -n 's/.*clients send the token in \([^ ]*\) .*/\1/p' "$ACP_LOG")
+			return 0
+		fi
 		kill -0 "$ACP_PID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -96,4 +101,22 @@ stop_stub() {
 # A chat completion answer for the stub's script with this text.
 stub_text() {
 	printf '{"json":{"id":"stub","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"stop"}]}}\n' "$1"
+}
+
+# A chat completion answer calling one tool: stub_call ID NAME ARGUMENTS-JSON.
+stub_call() {
+	jq -cn --arg id "$1" --arg n "$2" --arg a "$3" \
+		'{json:{id:"stub",choices:[{index:0,message:{role:"assistant",tool_calls:[{id:$id,type:"function",function:{name:$n,arguments:$a}}]},finish_reason:"tool_calls"}]}}'
+}
+
+# A text answer with this finish_reason: stub_finish TEXT REASON.
+stub_finish() {
+	jq -cn --arg t "$1" --arg f "$2" '{json:{id:"stub",choices:[{index:0,message:{role:"assistant",content:$t},finish_reason:$f}]}}'
+}
+
+# steps JSON...: drive's steps scenario with these steps (a JSON array).
+steps() {
+	printf '%s' "$1" >"$BATS_TEST_TMPDIR/steps.json"
+	shift
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json" "$@"
 }

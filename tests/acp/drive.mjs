@@ -97,12 +97,18 @@ function makeClient(state, answer) {
     });
 }
 
-async function initialize(ctx) {
-  return ctx.request("initialize", {
+// initialize, then authenticate with --token-file when the server asks for a token.
+async function initialize(ctx, caps) {
+  const init = await ctx.request("initialize", {
     protocolVersion: 1,
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: caps ?? { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
     clientInfo: { name: "sbx-tests", version: "1.0" },
   });
+  if (opt.tokenFile && init.authMethods?.length) {
+    const token = fs.readFileSync(opt.tokenFile, "utf8").trim();
+    await ctx.request("authenticate", { methodId: init.authMethods[0].id, _meta: { token } });
+  }
+  return init;
 }
 
 async function errorOf(p) {
@@ -130,7 +136,7 @@ async function turnScenario() {
         stops.push({ code: e.code, message: e.message });
       }
     }
-    return { init, sessionId: s.sessionId, stops };
+    return { init, newResult: s, sessionId: s.sessionId, stops };
   });
   transport.close();
   finish(v, { ...out, updates: state.updates, permissions: state.permissions, log: v.log });
@@ -151,7 +157,7 @@ async function loadScenario() {
   });
   transport.close();
   // Order on the wire: every replayed update precedes the session/load answer.
-  const loadAt = v.log.findIndex((m) => m.result && Object.keys(m.result).length === 0 && !("stopReason" in m.result));
+  const loadAt = v.log.findIndex((m) => m.result && v.sentMethods.get(JSON.stringify(m.id)) === "session/load");
   finish(v, { ...out, updates: state.updates, loadAt, log: v.log });
 }
 
@@ -289,18 +295,12 @@ async function disconnectScenario() {
   const second = openStream(v2);
   const out = await makeClient(state2, "allow-once").connectWith(second.stream, async (ctx) => {
     await initialize(ctx);
-    // The cancelled turn may still be unwinding: retry while the session reports busy.
-    let r;
-    for (let i = 0; i < 200; i++) {
-      try {
-        r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "still there?" }] });
-        break;
-      } catch (e) {
-        if (!String(e.message).includes("already processing")) throw e;
-        await new Promise((res) => setTimeout(res, 50));
-      }
-    }
-    return { sessionId, stop: r?.stopReason };
+    // The load waits for the cancelled turn to unwind, then drives the session from here.
+    const notOpen = await errorOf(ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "not loaded" }] }));
+    await ctx.request("session/load", { sessionId, cwd: CWD, mcpServers: [] });
+    state2.updates.length = 0;
+    const r = await ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "still there?" }] });
+    return { sessionId, notOpen, stop: r?.stopReason };
   });
   second.transport.close();
   finish(v2, { ...out, updates: state2.updates });
@@ -330,6 +330,177 @@ async function parallelScenario() {
   finish(v, { b: rb.stopReason, a: ra.stopReason, textB: b.updates.map((u) => u.content?.text).join("") });
 }
 
+// Opens a connection that authenticates with token (no token: none); its messages go through v.
+async function openAs(v, token, answer = "allow-once") {
+  const state = { updates: [], permissions: [] };
+  const { stream, transport } = openStream(v);
+  const conn = makeClient(state, answer).connect(stream);
+  const init = await conn.agent.request("initialize", {
+    protocolVersion: 1, clientCapabilities: {}, clientInfo: { name: "sbx-tests", version: "1.0" },
+  });
+  if (token) await conn.agent.request("authenticate", { methodId: init.authMethods[0].id, _meta: { token } });
+  return { agent: conn.agent, state, transport };
+}
+
+const prompt = (agent, sessionId, text) => agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+const load = (agent, sessionId) => agent.request("session/load", { sessionId, cwd: CWD, mcpServers: [] });
+// An error with the session id in it replaced, so two errors can be compared.
+const masked = (err, id) => err && JSON.parse(JSON.stringify(err).split(id).join("<id>"));
+
+// Two principals (--alice TOKEN --bob TOKEN): bob's prompt, load and cancel of alice's session
+// are answered exactly as for a session that does not exist, and do nothing to it.
+async function principalsScenario() {
+  const v = new Validator();
+  const a = await openAs(v, opt.alice), b = await openAs(v, opt.bob);
+  if (opt.load) {
+    // After a restart: the issued-sessions file still says the session is alice's.
+    const out = { bobLoad: await errorOf(load(b.agent, opt.load)), aliceLoad: await errorOf(load(a.agent, opt.load)) };
+    a.transport.close();
+    b.transport.close();
+    return finish(v, out);
+  }
+  const sid = (await a.agent.request("session/new", { cwd: CWD, mcpServers: [] })).sessionId;
+  const none = "acp" + "0".repeat(32);
+  const out = {
+    sid,
+    bobPrompt: masked(await errorOf(prompt(b.agent, sid, "hi")), sid),
+    unknownPrompt: masked(await errorOf(prompt(b.agent, none, "hi")), none),
+    bobLoad: masked(await errorOf(load(b.agent, sid)), sid),
+    unknownLoad: masked(await errorOf(load(b.agent, none)), none),
+  };
+  // bob cancels while alice's turn waits for her permission answer: it must not stop it.
+  let release;
+  a.state.holdPermission = new Promise((r) => { release = r; });
+  const asked = new Promise((r) => { a.state.onUpdate = (u) => { if (u.sessionUpdate === "tool_call") r(); }; });
+  const turn = prompt(a.agent, sid, "run: echo mine");
+  await asked;
+  await b.agent.notify("session/cancel", { sessionId: sid });
+  await errorOf(prompt(b.agent, none, "after cancel"));	// the cancel was handled before this
+  release();
+  out.alice = (await turn).stopReason;
+  out.aliceOutput = a.state.updates.find((u) => u.status === "completed")?.content?.[0]?.content?.text;
+  out.bobUpdates = b.state.updates.length;
+  a.transport.close();
+  b.transport.close();
+  finish(v, out);
+}
+
+// A second connection loads a session whose turn runs on the first: that turn is cancelled,
+// the first connection is told and can no longer drive the session; the second replays it and
+// prompts it. Nothing of one connection's turn reaches the other.
+async function takeoverScenario() {
+  const va = new Validator(), vb = new Validator();
+  const tok = opt.tokenFile ? fs.readFileSync(opt.tokenFile, "utf8").trim() : null;
+  const a = await openAs(va, tok);
+  const sid = (await a.agent.request("session/new", { cwd: CWD, mcpServers: [] })).sessionId;
+  await prompt(a.agent, sid, "first words");
+  const running = new Promise((r) => { a.state.onUpdate = (u) => { if (u.status === "in_progress") r(); }; });
+  const turn = prompt(a.agent, sid, opt.prompt);
+  await running;
+  const b = await openAs(vb, tok);
+  const loaded = await load(b.agent, sid);
+  const replay = b.state.updates.map((u) => u.sessionUpdate);
+  const aStop = (await turn).stopReason;
+  // The notification may trail the prompt's answer by a moment.
+  for (let i = 0; i < 100 && !va.log.some((m) => m.method === "_sbx/session_taken_over"); i++)
+    await new Promise((r) => setTimeout(r, 20));
+  const told = va.log.filter((m) => m.method === "_sbx/session_taken_over").map((m) => m.params);
+  const aAfter = await errorOf(prompt(a.agent, sid, "still mine?"));
+  b.state.updates.length = 0;
+  const bStop = (await prompt(b.agent, sid, "now mine")).stopReason;
+  const bText = b.state.updates.filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+  a.transport.close();
+  b.transport.close();
+  const v = new Validator();
+  v.errors = [...va.errors, ...vb.errors];
+  finish(v, { sid, loaded, replay, aStop, told, aAfter: masked(aAfter, sid), bStop, bText });
+}
+
+// steps: --steps FILE, a JSON array of steps run in order, each recorded with its result (or
+// error) and the session updates that came while it ran:
+//   {"connect": CAPS}   a new connection (clientCapabilities CAPS; fs.readTextFile serves
+//                       "files"), authenticated with --token-file; later steps use it
+//   {"files": {PATH: TEXT}}            what fs/read_text_file serves (others: -32002)
+//   {"answer": OPTION}                 how permission requests are answered from now on
+//   {"new": PARAMS} {"load": PARAMS} {"resume": PARAMS}   cwd/mcpServers defaulted; the
+//                       session id (of the last new/load) filled in
+//   {"prompt": BLOCKS | TEXT} {"mode": ID} {"config": [ID, VALUE]} {"list": PARAMS}
+//   {"close": {}} {"raw": [METHOD, PARAMS]}
+async function stepsScenario() {
+  const v = new Validator();
+  const steps = JSON.parse(fs.readFileSync(opt.steps, "utf8"));
+  const shared = { files: {}, answer: "allow-once", reads: [] };
+  const tok = opt.tokenFile ? fs.readFileSync(opt.tokenFile, "utf8").trim() : null;
+  let conn = null, sid = null;
+  const out = [];
+  const open = async (caps) => {
+    const state = { updates: [], permissions: [] };
+    const { stream, transport } = openStream(v);
+    const app = acp.client({ name: "sbx-tests" })
+      .onNotification("session/update", ({ params }) => state.updates.push(params.update))
+      .onRequest("session/request_permission", async ({ params }) => {
+        state.permissions.push(params.toolCall);
+        if (shared.answer === "cancelled") return { outcome: { outcome: "cancelled" } };
+        return { outcome: { outcome: "selected", optionId: shared.answer } };
+      })
+      .onRequest("fs/read_text_file", async ({ params }) => {
+        shared.reads.push(params);
+        if (!(params.path in shared.files)) throw acp.RequestError.resourceNotFound(params.path);
+        return { content: shared.files[params.path] };
+      });
+    const c = app.connect(stream);
+    const init = await c.agent.request("initialize", {
+      protocolVersion: 1, clientCapabilities: caps ?? {}, clientInfo: { name: "sbx-tests", version: "1.0" },
+    });
+    if (tok && init.authMethods?.length)
+      await c.agent.request("authenticate", { methodId: init.authMethods[0].id, _meta: { token: tok } });
+    return { agent: c.agent, state, transport, init };
+  };
+  for (const st of steps) {
+    const [kind, arg] = Object.entries(st)[0];
+    if (kind === "files" || kind === "answer") {
+      if (kind === "files") Object.assign(shared.files, arg);
+      else shared.answer = arg;
+      out.push({ step: kind });
+      continue;
+    }
+    if (kind === "connect") {
+      conn?.transport.close();
+      conn = await open(arg);
+      out.push({ step: kind, result: conn.init });
+      continue;
+    }
+    conn ??= await open({});
+    conn.state.updates.length = 0;
+    conn.state.permissions.length = 0;
+    const setup = (p) => ({ cwd: CWD, mcpServers: [], ...p, sessionId: p?.sessionId ?? sid });
+    let call;
+    switch (kind) {
+    case "new": call = conn.agent.request("session/new", { cwd: CWD, mcpServers: [], ...arg }); break;
+    case "load": call = conn.agent.request("session/load", setup(arg)); break;
+    case "resume": call = conn.agent.request("session/resume", setup(arg)); break;
+    case "prompt":
+      call = conn.agent.request("session/prompt", { sessionId: sid, prompt: typeof arg === "string" ? [{ type: "text", text: arg }] : arg });
+      break;
+    case "mode": call = conn.agent.request("session/set_mode", { sessionId: sid, modeId: arg }); break;
+    case "config": call = conn.agent.request("session/set_config_option", { sessionId: sid, configId: arg[0], value: arg[1] }); break;
+    case "list": call = conn.agent.request("session/list", arg ?? {}); break;
+    case "close": call = conn.agent.request("session/close", { sessionId: arg?.sessionId ?? sid }); break;
+    case "raw": call = conn.agent.request(arg[0], arg[1]); break;
+    default: throw new Error(`unknown step ${kind}`);
+    }
+    const rec = { step: kind };
+    try { rec.result = await call; } catch (e) { rec.error = { code: e.code, message: e.message, data: e.data }; }
+    if (kind === "new" && rec.result) sid = rec.result.sessionId;
+    if ((kind === "load" || kind === "resume") && arg?.sessionId && rec.result) sid = arg.sessionId;
+    rec.updates = [...conn.state.updates];
+    rec.permissions = [...conn.state.permissions];
+    out.push(rec);
+  }
+  conn?.transport.close();
+  finish(v, { sid, steps: out, reads: shared.reads });
+}
+
 // The validator must be able to fail: known-wrong shapes (acp.md §12) are each reported.
 async function selftestScenario() {
   const v = new Validator();
@@ -349,7 +520,7 @@ async function selftestScenario() {
 }
 
 const scenarios = {
-  selftest: selftestScenario,
+  selftest: selftestScenario, steps: stepsScenario, principals: principalsScenario, takeover: takeoverScenario,
   disconnect: disconnectScenario,
   parallel: parallelScenario, turn: turnScenario, load: loadScenario, cancel: cancelScenario, auth: authScenario, concurrent: concurrentScenario, raw: rawScenario };
 if (!scenarios[scenario]) fail(`unknown scenario ${scenario}`);

@@ -21,7 +21,11 @@ const def = (name) => {
   return v;
 };
 
-const requestParams = { "session/request_permission": "RequestPermissionRequest" };
+const requestParams = {
+  "session/request_permission": "RequestPermissionRequest",
+  "fs/read_text_file": "ReadTextFileRequest",
+  "fs/write_text_file": "WriteTextFileRequest",
+};
 const notificationParams = { "session/update": "SessionNotification" };
 const responseResults = {
   initialize: "InitializeResponse",
@@ -29,6 +33,11 @@ const responseResults = {
   "session/new": "NewSessionResponse",
   "session/load": "LoadSessionResponse",
   "session/prompt": "PromptResponse",
+  "session/resume": "ResumeSessionResponse",
+  "session/close": "CloseSessionResponse",
+  "session/list": "ListSessionsResponse",
+  "session/set_mode": "SetSessionModeResponse",
+  "session/set_config_option": "SetSessionConfigOptionResponse",
 };
 
 // A line splitter that validates each complete line; sent() records our own requests.
@@ -67,6 +76,11 @@ export class Validator {
     if (m.jsonrpc !== "2.0") this.fail("jsonrpc is not 2.0", line);
     if (typeof m.method === "string") {
       const isReq = m.id !== undefined;
+      // Extension methods (ACP: names starting with "_") have no schema beyond the envelope.
+      if (m.method.startsWith("_")) {
+        if (isReq) return this.fail(`unexpected extension request ${m.method}`, line);
+        return;
+      }
       const name = isReq ? requestParams[m.method] : notificationParams[m.method];
       if (!name) return this.fail(`unexpected ${isReq ? "request" : "notification"} ${m.method}`, line);
       const v = def(name);

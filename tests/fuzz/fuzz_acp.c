@@ -16,6 +16,7 @@
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 static struct acp_server *open_srv, *token_srv;
+static struct acp_auth auth;
 
 static struct acp_server *server(bool token)
 {
@@ -25,12 +26,15 @@ static struct acp_server *server(bool token)
 		.toolset = "default",
 		.model = "fake-eliza",
 		.tool_timeout_ns = 1000000000,
-		.auth_token = token ? "fuzz-token-0123456789" : NULL,
+		.auth = token ? &auth : NULL,
 	};
 	struct acp_server **s = token ? &token_srv : &open_srv;
+	struct sbx_err e;
 
-	if (*s == NULL)
-		*s = acp_server_new(&cfg);
+	if (auth.n == 0)
+		acp_auth_single(&auth, "fuzzer", "fuzz-token-0123456789");
+	if (*s == NULL && (*s = acp_server_new(&cfg, &e)) == NULL)
+		abort();
 	return *s;
 }
 

@@ -204,7 +204,7 @@ static void pending(void)
 
 static void acp_helpers(void)
 {
-	char id[20];
+	char id[ACP_SESSION_ID_LEN + 1];
 	struct sbx_err e;
 	size_t i;
 	bool hex = true;
@@ -214,10 +214,10 @@ static void acp_helpers(void)
 	is_str(acp_tool_kind("read_many_files"), "read", "read_many_files → read");
 	is_str(acp_tool_kind("replace"), "edit", "replace → edit");
 	is_str(acp_tool_kind("web_fetch"), "other", "unknown → other");
-	ok(acp_new_session_id(id, &e) == 0 && strlen(id) == 19 && strncmp(id, "acp", 3) == 0, "id %s", id);
-	for (i = 3; i < 19; i++)
+	ok(acp_new_session_id(id, &e) == 0 && strlen(id) == 35 && strncmp(id, "acp", 3) == 0, "id %s", id);
+	for (i = 3; i < ACP_SESSION_ID_LEN; i++)
 		hex = hex && ((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f'));
-	ok(hex, "16 lowercase hex digits");
+	ok(hex, "32 lowercase hex digits (128 random bits)");
 	ok(acp_token_equal("abc", "abc"), "equal tokens");
 	ok(!acp_token_equal("abc", "abd") && !acp_token_equal("abc", "abcd") && !acp_token_equal("", "a"),
 	   "different tokens");

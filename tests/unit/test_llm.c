@@ -1,5 +1,5 @@
-/* test_llm.c — the event-stream parser, fake-eliza's rules, retry decisions, delta assembly
- * and request checks. */
+/* test_llm.c — the event-stream parser, fake-eliza's rules, retry decisions, delta assembly,
+ * content parts, vendor error bodies, the per-vendor request policy and request checks. */
 #include <stdlib.h>
 
 #include <curl/curl.h>
@@ -7,7 +7,9 @@
 #include "../../lib/eliza.h"
 #include "../../lib/gojson.h"
 #include "../../lib/llm.h"
+#include "../../lib/llmmsg.h"
 #include "../../lib/sse.h"
+#include "../../lib/vendor.h"
 #include "tap.h"
 
 /* Collects events as "type|id|data\n" lines. */
@@ -228,15 +230,16 @@ static void eliza_rules(void)
 
 static void retries(void)
 {
-	static const long yes[] = {408, 429, 500, 502, 503, 504};
-	static const long no[] = {200, 400, 401, 403, 404, 413, 422, 501};
+	static const long yes[] = {408, 409, 429, 500, 501, 502, 503, 504, 520, 521, 522, 523, 524,
+				   529, 599};
+	static const long no[] = {200, 400, 401, 403, 404, 413, 422, 499, 600};
 	size_t i;
 	int64_t d;
 	bool all;
 
 	for (all = true, i = 0; i < sizeof yes / sizeof yes[0]; i++)
 		all = all && llm_retryable_status(yes[i]);
-	ok(all, "retry: 408 429 500 502 503 504");
+	ok(all, "retry: 408 409 429 and every 5xx (Cloudflare's 520-524 included)");
 	for (all = true, i = 0; i < sizeof no / sizeof no[0]; i++)
 		all = all && !llm_retryable_status(no[i]);
 	ok(all, "retry: not on other statuses");
@@ -298,7 +301,7 @@ static void deltas(void)
 
 	for (i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
 		d = parse(chunks[i]);
-		llm_delta_merge(acc, d);
+		llmmsg_merge(acc, d);
 		json_object_put(d);
 	}
 	s = gojson_encode(acc);
@@ -310,6 +313,296 @@ static void deltas(void)
 	       "delta: text appended, calls merged by index, unknown fields kept, role not doubled");
 	free(s);
 	json_object_put(acc);
+}
+
+/* Folds the JSON deltas (NULL-terminated) and returns the result's encoding. */
+static char *fold(const char *const *chunks)
+{
+	struct json_object *acc = json_object_new_object(), *d;
+	char *s;
+
+	for (; *chunks; chunks++) {
+		d = parse(*chunks);
+		llmmsg_flatten_content(d);
+		llmmsg_merge(acc, d);
+		json_object_put(d);
+	}
+	s = gojson_encode(acc);
+	json_object_put(acc);
+	return s;
+}
+
+static void merge_rules(void)
+{
+	/* DashScope (qwen3-max): later deltas repeat "id":"" for the same index. */
+	static const char *const dashscope[] = {
+		"{\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_eee1\",\"type\":\"function\","
+		"\"function\":{\"name\":\"weather\",\"arguments\":\"\"}}],\"role\":\"assistant\"}",
+		"{\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"\",\"type\":\"function\","
+		"\"function\":{\"arguments\":\"{\\\"location\\\": \\\"SF\"}}]}",
+		"{\"tool_calls\":[{\"function\":{\"arguments\":\"\\\"}\"},\"index\":0,\"id\":\"\",\"type\":\"function\"}]}",
+		NULL};
+	/* Mistral (zai-glm-5-2): "name":"" in a later delta, "index" at the delta's top. */
+	static const char *const mistral[] = {
+		"{\"tool_calls\":[{\"id\":\"chatcmpl-tool-9f\",\"type\":\"function\",\"function\":{\"name\":"
+		"\"webSearchTool\",\"arguments\":\"\"},\"index\":0}],\"index\":0,\"content\":\"\"}",
+		"{\"tool_calls\":[{\"type\":\"function\",\"function\":{\"name\":\"\",\"arguments\":"
+		"\"{\\\"query\\\": \\\"Berlin\\\"}\"},\"index\":0}],\"index\":0,\"content\":\"\"}",
+		"{\"index\":0,\"content\":\"\"}", NULL};
+	/* OpenRouter: reasoning_details by index; only text is a fragment. */
+	static const char *const openrouter[] = {
+		"{\"reasoning\":\"Let\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"Let\","
+		"\"format\":\"unknown\",\"index\":0}]}",
+		"{\"reasoning\":\" me\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\" me\","
+		"\"format\":\"unknown\",\"index\":0}]}",
+		"{\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"\",\"signature\":\"c2ln\","
+		"\"format\":\"unknown\",\"index\":0},{\"type\":\"reasoning.encrypted\",\"data\":\"ZW5j\","
+		"\"format\":\"unknown\",\"index\":1}]}",
+		NULL};
+	/* Mistral magistral: content as parts, thinking and text. */
+	static const char *const magistral[] = {
+		"{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\","
+		"\"text\":\"The user\"}]}]}",
+		"{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\" asks.\"}]}]}",
+		"{\"content\":[{\"type\":\"text\",\"text\":\"2 + 2 = 4\"}]}", "{\"content\":\"\"}", NULL};
+	/* Gemini: a thought signature given whole, perhaps repeated; numbers replaced. */
+	static const char *const gemini[] = {
+		"{\"role\":\"assistant\",\"content\":\"I can\",\"extra_content\":{\"google\":"
+		"{\"thought_signature\":\"CrIC\"}}}",
+		"{\"content\":\" call it.\",\"extra_content\":{\"google\":{\"thought_signature\":\"CrIC\"}}}",
+		NULL};
+	char *s;
+
+	s = fold(dashscope);
+	is_str(s, "{\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_eee1\",\"type\":\"function\","
+	       "\"function\":{\"name\":\"weather\",\"arguments\":\"{\\\"location\\\": \\\"SF\\\"}\"}}],"
+	       "\"role\":\"assistant\"}", "merge: an empty id in a later delta keeps the first id");
+	free(s);
+	s = fold(mistral);
+	is_str(s, "{\"tool_calls\":[{\"id\":\"chatcmpl-tool-9f\",\"type\":\"function\",\"function\":"
+	       "{\"name\":\"webSearchTool\",\"arguments\":\"{\\\"query\\\": \\\"Berlin\\\"}\"},\"index\":0}],"
+	       "\"index\":0,\"content\":\"\"}", "merge: an empty name in a later delta keeps the first name");
+	free(s);
+	s = fold(openrouter);
+	is_str(s, "{\"reasoning\":\"Let me\",\"reasoning_details\":[{\"type\":\"reasoning.text\","
+	       "\"text\":\"Let me\",\"format\":\"unknown\",\"index\":0,\"signature\":\"c2ln\"},"
+	       "{\"type\":\"reasoning.encrypted\",\"data\":\"ZW5j\",\"format\":\"unknown\",\"index\":1}]}",
+	       "merge: indexed fragments join only their text; format, type, signature stay whole");
+	free(s);
+	s = fold(magistral);
+	is_str(s, "{\"role\":\"assistant\",\"content\":\"2 + 2 = 4\",\"reasoning_content\":\"The user asks.\"}",
+	       "merge: streamed content parts become text and reasoning_content");
+	free(s);
+	s = fold(gemini);
+	is_str(s, "{\"role\":\"assistant\",\"content\":\"I can call it.\",\"extra_content\":{\"google\":"
+	       "{\"thought_signature\":\"CrIC\"}}}", "merge: a repeated thought signature is not doubled");
+	free(s);
+}
+
+static void flatten(void)
+{
+	struct json_object *m;
+	char *s;
+
+	m = parse("{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\","
+		  "\"text\":\"hmm\"}]},{\"type\":\"text\",\"text\":\"4\"},{\"type\":\"reference\","
+		  "\"reference_ids\":[1]}],\"reasoning_content\":\"a \"}");
+	ok(llmmsg_flatten_content(m) == 1, "flatten: parts are flattened");
+	s = gojson_encode(m);
+	is_str(s, "{\"role\":\"assistant\",\"content\":\"4\",\"reasoning_content\":\"a hmm\"}",
+	       "flatten: text parts to content, thinking appended to reasoning_content");
+	free(s);
+	ok(llmmsg_flatten_content(m) == 0, "flatten: a string content is left alone");
+	is_str(llmmsg_reasoning(m), "a hmm", "reasoning: reasoning_content first");
+	json_object_put(m);
+	m = parse("{\"reasoning\":\"r\",\"reasoning_content\":\"\"}");
+	is_str(llmmsg_reasoning(m), "r", "reasoning: else reasoning");
+	json_object_put(m);
+}
+
+static void error_texts(void)
+{
+	static const struct {
+		const char *body, *want, *name;
+	} cases[] = {
+		{"{\"error\":{\"message\":\"Unsupported parameter: 'max_tokens' is not supported with this model.\","
+		 "\"type\":\"invalid_request_error\",\"param\":\"max_tokens\",\"code\":\"unsupported_parameter\"}}",
+		 "Unsupported parameter: 'max_tokens' is not supported with this model. (unsupported_parameter)",
+		 "OpenAI: message and code"},
+		{"[{\n  \"error\": {\n    \"code\": 400,\n    \"message\": \"Function call is missing a thought_signature.\",\n"
+		 "    \"status\": \"INVALID_ARGUMENT\"\n  }\n}\n]\n",
+		 "Function call is missing a thought_signature. (INVALID_ARGUMENT)", "Gemini: an array"},
+		{"{\"error\":{\"message\":\"property 'reasoning' is unsupported\",\"type\":\"invalid_request_error\"}}",
+		 "property 'reasoning' is unsupported", "Groq: type is not a code"},
+		{"{\"object\":\"error\",\"message\":{\"detail\":[{\"type\":\"extra_forbidden\",\"loc\":[\"body\","
+		 "\"messages\",2,\"assistant\",\"index\"],\"msg\":\"Extra inputs are not permitted\",\"input\":0}]},"
+		 "\"type\":\"invalid_request_message_error\",\"param\":null,\"code\":null}",
+		 "Extra inputs are not permitted (body.messages.2.assistant.index)", "Mistral: detail list"},
+		{"{\"detail\":[{\"msg\":\"a\",\"loc\":[\"x\"]},{\"msg\":\"b\"},{\"msg\":\"c\"},{\"msg\":\"d\"},{\"msg\":\"e\"}]}",
+		 "a (x); b; c; and 2 more", "FastAPI detail, capped"},
+		{"{\"error\":\"model \\\"llama3\\\" not found, try pulling it first\"}",
+		 "model \"llama3\" not found, try pulling it first", "Ollama native: error string"},
+		{"{\"object\":\"error\",\"message\":\"This model's maximum context length is 4096 tokens.\","
+		 "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}",
+		 "This model's maximum context length is 4096 tokens.", "vLLM: top-level message"},
+		{"{\"success\":false,\"errors\":[{\"code\":5006,\"message\":\"Bad input\"}]}", "Bad input",
+		 "Cloudflare API"},
+		{"<!DOCTYPE html>\n<html><head>\n<title>api.example.com | 520: Web server is returning an unknown"
+		 " error</title></head><body>…</body></html>",
+		 "api.example.com | 520: Web server is returning an unknown error", "an HTML page's title"},
+		{"upstream connect error\r\nor disconnect\tbefore headers", "upstream connect error or disconnect before headers",
+		 "plain text on one line"},
+		{"}\n", "}", "a lone brace"},
+		{"{\"id\":\"x\"}", "{\"id\":\"x\"}", "JSON without a message: its start"},
+	};
+	char big[1000], *s;
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		s = llmmsg_error_text(cases[i].body, strlen(cases[i].body));
+		is_str(s, cases[i].want, "error text: %s", cases[i].name);
+		free(s);
+	}
+	memset(big, 'x', sizeof big);
+	memcpy(big + LLMMSG_ERROR_TEXT_MAX - 4, "\xc3\xa9", 2);
+	s = llmmsg_error_text(big, sizeof big);
+	ok(strlen(s) == LLMMSG_ERROR_TEXT_MAX - 1 && strcmp(s + strlen(s) - 4, "x…") == 0,
+	   "error text: cut within the cap on a character boundary, marked");
+	free(s);
+	memset(big, ' ', sizeof big);
+	big[0] = 'a', big[sizeof big - 1] = 'b';
+	s = llmmsg_error_text(big, sizeof big);
+	is_str(s, "a b", "error text: white space runs become one space");
+	free(s);
+}
+
+/* The request messages v sends for the history hist (JSON), encoded. */
+static char *sent(const char *vendor, const char *hist)
+{
+	struct json_object *h = parse(hist), *out = vendor_messages(vendor_by_name(vendor), h);
+	char *s = gojson_encode(out);
+
+	json_object_put(out);
+	json_object_put(h);
+	return s;
+}
+
+static void vendors(void)
+{
+	static const char hist[] =
+		"[{\"role\":\"user\",\"content\":\"q\"},"
+		"{\"role\":\"assistant\",\"content\":\"\",\"index\":0,\"reasoning\":\"r\",\"reasoning_content\":\"rc\","
+		"\"refusal\":null,\"extra_content\":{\"google\":{\"thought_signature\":\"S\"}},"
+		"\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\","
+		"\"arguments\":\"{}\",\"thought_signature\":\"F\"},\"extra_content\":{\"google\":"
+		"{\"thought_signature\":\"T\"}}}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"a\"},"
+		"{\"role\":\"assistant\",\"content\":\"done\",\"reasoning_content\":\"rc2\"},"
+		"{\"role\":\"user\",\"content\":\"again\"},"
+		"{\"role\":\"assistant\",\"content\":\"ok\",\"reasoning_content\":\"rc3\"}]";
+	static const struct {
+		const char *vendor, *assistant1, *assistant2, *assistant3;
+	} want[] = {
+		{"openai", "{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null,\"tool_calls\":[{\"id\":\"c1\","
+		 "\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}",
+		 "{\"role\":\"assistant\",\"content\":\"done\"}", "{\"role\":\"assistant\",\"content\":\"ok\"}"},
+		{"groq", "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+		 "\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}",
+		 "{\"role\":\"assistant\",\"content\":\"done\"}", "{\"role\":\"assistant\",\"content\":\"ok\"}"},
+		{"mistral", "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+		 "\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}",
+		 "{\"role\":\"assistant\",\"content\":\"done\"}", "{\"role\":\"assistant\",\"content\":\"ok\"}"},
+		{"deepseek", "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\","
+		 "\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}],\"reasoning_content\":\"rc\"}",
+		 "{\"role\":\"assistant\",\"content\":\"done\",\"reasoning_content\":\"rc2\"}",
+		 "{\"role\":\"assistant\",\"content\":\"ok\"}"},
+		{"gemini", "{\"role\":\"assistant\",\"content\":\"\",\"extra_content\":{\"google\":{\"thought_signature\":"
+		 "\"S\"}},\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\","
+		 "\"arguments\":\"{}\",\"thought_signature\":\"F\"},\"extra_content\":{\"google\":{\"thought_signature\":"
+		 "\"T\"}}}]}", "{\"role\":\"assistant\",\"content\":\"done\"}",
+		 "{\"role\":\"assistant\",\"content\":\"ok\"}"},
+		{"openrouter", "{\"role\":\"assistant\",\"content\":\"\",\"reasoning\":\"r\",\"reasoning_content\":\"rc\","
+		 "\"refusal\":null,\"extra_content\":{\"google\":{\"thought_signature\":\"S\"}},\"tool_calls\":[{\"id\":"
+		 "\"c1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\",\"thought_signature\":"
+		 "\"F\"},\"extra_content\":{\"google\":{\"thought_signature\":\"T\"}}}]}",
+		 "{\"role\":\"assistant\",\"content\":\"done\",\"reasoning_content\":\"rc2\"}",
+		 "{\"role\":\"assistant\",\"content\":\"ok\",\"reasoning_content\":\"rc3\"}"},
+	};
+	struct json_object *out;
+	size_t i;
+	char *s;
+
+	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char *got = sent(want[i].vendor, hist);
+
+		out = parse(got);
+		s = gojson_encode(json_object_array_get_idx(out, 1));
+		is_str(s, want[i].assistant1, "policy %s: the tool-calling answer", want[i].vendor);
+		free(s);
+		s = gojson_encode(json_object_array_get_idx(out, 3));
+		is_str(s, want[i].assistant2, "policy %s: the answer after the tool", want[i].vendor);
+		free(s);
+		s = gojson_encode(json_object_array_get_idx(out, 5));
+		is_str(s, want[i].assistant3, "policy %s: an answer in a turn without tools", want[i].vendor);
+		free(s);
+		s = gojson_encode(json_object_array_get_idx(out, 2));
+		is_str(s, "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"a\"}",
+		       "policy %s: the tool result untouched", want[i].vendor);
+		free(s);
+		json_object_put(out);
+		free(got);
+	}
+	ok(vendor_by_name("GROQ") == vendor_by_name("groq") && vendor_by_name("nope") == NULL,
+	   "vendor names: case-insensitive, unknown refused");
+	{
+		static const struct {
+			const char *url, *vendor;
+		} hosts[] = {
+			{"https://api.openai.com/v1", "openai"},
+			{"https://generativelanguage.googleapis.com/v1beta/openai", "gemini"},
+			{"https://api.groq.com/openai/v1", "groq"},
+			{"https://api.deepseek.com", "deepseek"},
+			{"https://openrouter.ai/api/v1", "openrouter"},
+			{"https://api.mistral.ai/v1", "mistral"},
+			{"https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "dashscope"},
+			{"https://my-res.openai.azure.com/openai/deployments/gpt/?api-version=2024-10-21", "azure"},
+			{"https://my-res.services.ai.azure.com/openai/v1", "azure"},
+			{"https://API.GROQ.COM.:443/openai/v1", "groq"},
+			{"https://user:pw@api.mistral.ai/v1", "mistral"},
+			{"https://openai.azure.com.evil.example/v1", "generic"},
+			{"https://evilapi.openai.com/v1", "generic"},
+			{"http://127.0.0.1:11434/v1", "generic"},
+			{"not a url", "generic"},
+		};
+
+		for (i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
+			is_str(vendor_name(vendor_for_url(hosts[i].url)), hosts[i].vendor, "vendor of %s",
+			       hosts[i].url);
+	}
+	is_str(vendor_auth_header(vendor_by_name("azure")), "api-key", "azure sends its key as api-key");
+	is_str(vendor_auth_header(vendor_by_name("openai")), "Authorization", "others as a Bearer token");
+}
+
+static void endpoints(void)
+{
+	static const struct {
+		const char *base, *want;
+	} cases[] = {
+		{"http://h/v1", "http://h/v1/chat/completions"},
+		{"https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21",
+		 "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21"},
+		{"https://r.openai.azure.com/openai/deployments/d/?api-version=1&x=2#frag",
+		 "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=1&x=2"},
+		{"http://h/v1#x", "http://h/v1/chat/completions"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = llm_endpoint(cases[i].base);
+
+		is_str(s, cases[i].want, "endpoint of %s", cases[i].base);
+		free(s);
+	}
 }
 
 static void requests(void)
@@ -344,7 +637,7 @@ static void requests(void)
 	doc = parse("{\"tools\":[],\"temperature\":0.20,\"messages\":[{\"role\":\"user\",\"content\":\"a&b\","
 		    "\"extra_content\":{\"x\":[1,2]}}],\"model\":\"m\",\"stream\":false}");
 	ok(llm_check_request(doc, &e) == 0, "request accepted");
-	s = llm_request_body(doc, "gem<1>", true);
+	s = llm_request_body(doc, "gem<1>", true, NULL);
 	is_str(s, "{\"model\":\"gem\\u003c1\\u003e\",\"messages\":[{\"role\":\"user\",\"content\":\"a\\u0026b\","
 	       "\"extra_content\":{\"x\":[1,2]}}],\"temperature\":0.20,\"stream\":true}",
 	       "request body: messages verbatim, empty tools dropped, other fields kept, stream set");
@@ -389,6 +682,11 @@ int main(void)
 	eliza_rules();
 	retries();
 	deltas();
+	merge_rules();
+	flatten();
+	error_texts();
+	vendors();
+	endpoints();
 	requests();
 	return done_testing();
 }

@@ -1,0 +1,175 @@
+/* acp_int.h — what the parts of the ACP agent share (lib/acp.c: server, connections and
+ * dispatch; lib/acpsess.c: the session registry and the session lifecycle methods;
+ * lib/acpturn.c: prompts and their turns). Not for other modules.
+ * Locking: srv->mu guards the session list, every session's attachment and busy state, and
+ * every connection's counters; fields marked "turn" belong to the thread running the session's
+ * turn or replay (the one that set busy). */
+#ifndef SBX_ACP_INT_H
+#define SBX_ACP_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "acp.h"
+#include "acpauth.h"
+#include "acpreg.h"
+#include "acptool.h"
+#include "agent.h"
+#include "name.h"
+#include "net.h"
+
+/* Tool names remembered per session for an "always" answer: a toolset has a handful. */
+#define ACP_ALWAYS_MAX 64
+/* A resource read for a prompt (resource_link via fs/read_text_file, embedded resource) is
+ * cut here: context for the model, not a way to fill its window. */
+#define ACP_RESOURCE_MAX ((size_t)1 << 20)
+/* MCP servers one session may ask for (each is a process in its sandbox). */
+#define ACP_MCP_SERVERS_MAX 16
+/* Session titles: the first line of the first prompt, cut to this many bytes. */
+#define ACP_TITLE_MAX 80
+
+/* When the agent asks before running a tool. */
+enum acp_mode {
+	ACP_MODE_ASK,		/* before every tool */
+	ACP_MODE_AUTO_READ,	/* before edits and commands; read and search tools just run */
+	ACP_MODE_NEVER_ASK,	/* never */
+	ACP_MODE_COUNT
+};
+struct acp_mode_info {
+	const char *id, *name, *description;
+};
+extern const struct acp_mode_info acp_modes[ACP_MODE_COUNT];
+
+struct acp_session {
+	struct acp_session *next;
+	char id[NAME_MAX_LEN + 1];
+	char *principal;		/* its owner */
+	struct agent_session *as;
+	char *cwd;			/* the client's working directory for it */
+	char *workdir;			/* the sandbox directory cwd maps to */
+	enum acp_mode mode;
+	char *model;
+	bool titled;			/* it has a title (session_info_update sent) */
+	/* Guarded by srv->mu: */
+	int refs;			/* threads holding it outside the lock */
+	bool closed;			/* out of the list; the last holder frees it */
+	struct acp_conn *conn;		/* the connection driving it; NULL: detached */
+	bool busy;			/* a turn or a replay is running */
+	struct acp_conn *turn_conn;	/* the connection whose prompt or replay is running */
+	int cancel_pipe[2];		/* written to cancel the running turn */
+	volatile int cancel;
+	bool tool_ran;			/* a sandbox may exist for it */
+	/* turn: */
+	char *always[ACP_ALWAYS_MAX];	/* tool names answered "always" */
+	bool always_allow[ACP_ALWAYS_MAX];
+	size_t nalways;
+	bool streamed;			/* the current assistant message was sent as deltas */
+	char *open_call;		/* announced tool call not yet ended (calls are sequential) */
+	struct peer *out;		/* where the running turn's updates go */
+	bool thought_streamed;		/* the current message's reasoning was sent as deltas */
+	size_t cur_msg;			/* history index of the assistant message whose calls run */
+	struct json_object *cur_calls;	/* its tool_calls (borrowed from the history) */
+	char finish[32];		/* the last model call's finish_reason */
+};
+
+struct acp_conn {
+	struct acp_server *srv;
+	struct peer *p;
+	bool initialized, authenticated;
+	const char *principal;		/* who this is; NULL until authenticated (borrowed) */
+	int auth_failures;
+	/* Guarded by srv->mu: */
+	size_t nsessions;		/* sessions attached to this connection */
+	int workers;
+	int64_t deadline;		/* monotonic ns: closed unless authenticated by then; 0 none */
+	bool guarded;			/* counted under source in srv->guard */
+	bool notices;			/* the client takes `notice` session updates */
+	bool fs_read;			/* the client serves fs/read_text_file */
+	char remote[NET_ADDR_MAX];	/* "host:port" or "stdio" (logs) */
+	char source[NET_ADDR_MAX];	/* what the per-source guard counts it under */
+};
+
+struct acp_server {
+	struct acp_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* workers, connections or a session's busy state changed */
+	struct acp_conn *conns[ACP_CONN_MAX];	/* open connections (acp_server_run) */
+	int nconns;
+	int stdio_done;			/* eventfd: the stdio connection ended */
+	int wakefd;			/* eventfd: a connection deadline was set */
+	struct acp_session *sessions;
+	size_t nsessions;
+	int workers;			/* prompt/load threads running, all connections */
+	bool draining;
+	struct acpreg *reg;		/* issued sessions; NULL: only this process's */
+	struct acp_guard *guard;
+};
+
+/* A request or notification being handled. */
+struct req {
+	struct acp_conn *c;
+	struct json_object *id;		/* NULL for notifications */
+	struct json_object *params;	/* an object (possibly empty) */
+};
+
+/* ---- lib/acp.c ---- */
+void acp_log(struct acp_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void acp_reply(struct peer *p, struct json_object *id, struct json_object *result);
+void acp_reply_error(struct peer *p, struct json_object *id, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* -32002 with data {sessionId}: the answer for a session that does not exist, is someone
+ * else's, or is not open on this connection. */
+void acp_reply_no_session(struct peer *p, struct json_object *id, const char *sid,
+			  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* params.key as a string, or NULL. */
+const char *acp_param_str(struct json_object *params, const char *key);
+/* Sends session/update {sessionId, update} (update taken). */
+void acp_send_update(struct peer *p, const char *sid, struct json_object *update);
+struct json_object *acp_text_block(const char *text, size_t len);
+void acp_send_chunk(struct peer *p, const char *sid, const char *kind, const char *text,
+		    size_t len);
+
+/* ---- lib/acpsess.c ---- */
+/* Caller holds srv->mu. */
+struct acp_session *acp_find_session(struct acp_server *srv, const char *id);
+/* The session id of a prompt or cancel if it exists, is c's principal's and is open on c;
+ * else answers (requests) why not and returns NULL. Caller does not hold srv->mu. */
+struct acp_session *acp_session_of(const struct req *r, const char *id);
+/* The release of acp_session_of. */
+void acp_session_done(struct acp_server *srv, struct acp_session *s);
+/* Marks s busy for c's turn (cancel pipe pipefd, may be NULL); the reason on failure. */
+bool acp_claim(struct acp_server *srv, struct acp_session *s, struct acp_conn *c,
+	       const int pipefd[2], int *code, char *why, size_t whysz);
+void acp_release(struct acp_server *srv, struct acp_session *s);
+/* Cancels the running turn of s. Caller holds srv->mu. */
+void acp_cancel_locked(struct acp_session *s);
+/* Detaches every session attached to c (its running turns cancelled). Caller holds srv->mu. */
+void acp_detach_all(struct acp_conn *c);
+void acp_session_free(struct acp_session *s);
+void m_session_new(const struct req *r);
+void m_session_load(const struct req *r);
+void m_session_cancel(const struct req *r);
+
+/* The pieces of a session/new, load or resume answer: modes and configOptions. */
+void acp_session_setup_result(struct acp_server *srv, struct acp_session *s,
+			      struct json_object *res);
+/* Records fields (strings) of s in the issued-sessions file, updated_at added. */
+void acp_session_record(struct acp_server *srv, struct acp_session *s, struct json_object *f);
+/* The client ⇄ sandbox path mapping of s. */
+struct acp_pathmap acp_session_paths(const struct acp_session *s);
+void m_session_resume(const struct req *r);
+void m_session_close(const struct req *r);
+void m_session_list(const struct req *r);
+void m_session_set_mode(const struct req *r);
+void m_session_set_config_option(const struct req *r);
+
+/* ---- lib/acpturn.c ---- */
+void m_session_prompt(const struct req *r);
+/* Whether the model takes image parts (cfg.images, else what its name says). */
+bool acp_model_images(const struct acp_server *srv, const char *model);
+/* session/load's replay of one history message (after index i, for tool results). Returns
+ * false when the peer went away or the replay was cancelled. */
+bool acp_replay_message(struct acp_session *s, struct peer *p, struct json_object *hist,
+			size_t i);
+
+#endif
