@@ -487,17 +487,23 @@ int local_bwrap_harden(void)
 	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* Every capability gone from every set, the bounding set included, so that not even an exec
- * as uid 0 gives one back. */
-static int drop_all_caps(void)
+/* Empties the bounding set, so that not even an exec as uid 0 gives a capability back. The
+ * service does it once at start (it never execs, and keeps what it holds); every command
+ * inherits the empty set. */
+static int drop_bounding_set(void)
+{
+	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -1;
+	return 0;
+}
+
+/* Every capability this process holds gone: effective, permitted, inheritable, ambient. */
+static int drop_held_caps(void)
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2];
-	int cap;
 
-	for (cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			return -1;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -1;
 	memset(d, 0, sizeof d);
@@ -545,7 +551,7 @@ static int cmd_init(void *arg)
 	if (ready > 3)
 		close_range(3, (unsigned)ready - 1, 0);
 	close_range((unsigned)ready + 1, ~0U, 0);
-	if (drop_all_caps() < 0 || write(ready, &ok, 1) != 1)
+	if (drop_bounding_set() < 0 || drop_held_caps() < 0 || write(ready, &ok, 1) != 1)
 		_exit(111);
 	close(ready);
 	sigfillset(&all);
@@ -594,8 +600,10 @@ int local_bwrap_cmdns_start(int procfd, struct local_cmdns *ns)
 	ns->pidns = open_ns(procfd, ns->init, "pid");
 	mnt = open_ns(procfd, ns->init, "mnt");
 	/* The service joins the commands' mount namespace (its /proc shows P1, where the service
-	 * is not: it looks at itself through procfd), so commands start there. */
-	if (ns->init_fd < 0 || ns->pidns < 0 || mnt < 0 || setns(mnt, CLONE_NEWNS) < 0)
+	 * is not: it looks at itself through procfd), so commands start there; and empties its
+	 * bounding set for them all. */
+	if (ns->init_fd < 0 || ns->pidns < 0 || mnt < 0 || setns(mnt, CLONE_NEWNS) < 0 ||
+	    drop_bounding_set() < 0)
 		goto out;
 	rc = 0;
 out:
@@ -640,7 +648,7 @@ int local_bwrap_marked(int procfd, const char *pid, const struct local_mark *mar
 
 int local_bwrap_confine(const struct sock_fprog *filter)
 {
-	if (drop_all_caps() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	if (drop_held_caps() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) < 0)
 		return -errno;
 	return 0;
@@ -760,7 +768,10 @@ int local_bwrap_filter_fd(int cmds)
 	int fd = -1, ok = ctx != NULL;
 
 	if (ok)
-		ok = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)) == 0;
+		ok = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)) == 0 &&
+		     /* a binary tree of the system call numbers: every call of every command
+		      * runs through the filter, most of them allowed */
+		     seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2) == 0;
 	for (size_t i = 0; ok && i < sizeof deny_table / sizeof deny_table[0]; i++)
 		if (deny_table[i].scope == ALL || cmds)
 			ok = add_deny(ctx, &deny_table[i]) == 0;

@@ -29,17 +29,17 @@ int local_bwrap_become(uid_t uid, gid_t gid);
 /* Service, first thing: makes itself non-dumpable (no ptrace, pidfd_getfd,
  * process_vm_readv or /proc/PID/environ by anything without CAP_SYS_PTRACE over it). */
 int local_bwrap_harden(void);
-/* Service: makes the commands' namespaces and moves itself into their mount namespace
- * (procfd: an open /proc of the service's own pid namespace, for what it must still see).
- * Returns 0 or -1 (errno). */
+/* Service: makes the commands' namespaces, moves itself into their mount namespace (procfd:
+ * an open /proc of the service's own pid namespace, for what it must still see) and empties
+ * its bounding set (so no exec of a command regains a capability). 0 or -1 (errno). */
 int local_bwrap_cmdns_start(int procfd, struct local_cmdns *ns);
 /* Shepherd, before forking the command: gives it its mark and its pid namespace. procfd as
  * above. Returns 0 or -1. */
 int local_bwrap_shepherd(int procfd, const struct local_cmdns *ns, struct local_mark *mark);
 /* 1 when the process procfd/pid (a decimal string) carries mark. */
 int local_bwrap_marked(int procfd, const char *pid, const struct local_mark *mark);
-/* The command, between fork and exec: drops every capability, sets no_new_privs and loads
- * the commands' filter. Returns 0 or -errno. */
+/* The command, between fork and exec: drops every capability it holds (the bounding set is
+ * empty already), sets no_new_privs and loads the commands' filter. 0 or -errno. */
 int local_bwrap_confine(const struct sock_fprog *filter);
 
 /* A syscall filter (cmds 0: the sandbox's, for bubblewrap's --seccomp; 1: the commands')
