@@ -44,7 +44,9 @@ struct acp_session {
 	struct acp_session *next;
 	char id[NAME_MAX_LEN + 1];
 	char *principal;		/* its owner */
+	struct acp_server *srv;
 	struct agent_session *as;
+	struct acp_mcp *mcp;		/* its mcpServers (lib/acpmcp.c); NULL: none */
 	char *cwd;			/* the client's working directory for it */
 	char *workdir;			/* the sandbox directory cwd maps to */
 	enum acp_mode mode;
@@ -162,6 +164,17 @@ void m_session_close(const struct req *r);
 void m_session_list(const struct req *r);
 void m_session_set_mode(const struct req *r);
 void m_session_set_config_option(const struct req *r);
+
+/* ---- lib/acpmcp.c ---- */
+/* Takes the mcpServers of a session/new, load or resume (NULL: none): the servers running
+ * for an earlier configuration are stopped. The session is busy or not yet shared. */
+void acp_mcp_configure(struct acp_session *s, struct json_object *servers);
+/* At a prompt (the session busy): starts the servers in the sandbox once per configuration
+ * and offers their tools; what failed goes to report. -1 when cancelled. */
+int acp_mcp_start(struct acp_session *s, struct buf *report);
+/* Wakes calls waiting on the session's servers (caller holds srv->mu). */
+void acp_mcp_wake_locked(struct acp_session *s);
+void acp_mcp_free(struct acp_session *s);
 
 /* ---- lib/acpturn.c ---- */
 void m_session_prompt(const struct req *r);

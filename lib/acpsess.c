@@ -99,6 +99,7 @@ static struct acp_session *new_session(struct acp_server *srv, const char *id,
 
 	snprintf(s->id, sizeof s->id, "%s", id);
 	s->as = as;
+	s->srv = srv;
 	s->principal = xstrdup(principal);
 	s->cancel_pipe[0] = s->cancel_pipe[1] = -1;
 	s->mode = mode_of(acp_param_str(rec, "mode"));
@@ -205,6 +206,7 @@ void acp_session_free(struct acp_session *s)
 
 	for (i = 0; i < s->nalways; i++)
 		free(s->always[i]);
+	acp_mcp_free(s);
 	free(s->open_call);
 	free(s->principal);
 	free(s->cwd);
@@ -268,12 +270,12 @@ void acp_detach_all(struct acp_conn *c)
 	}
 }
 
-/* Drops a reference taken outside the lock; a closed session goes with the last one. */
-static void unref_locked(struct acp_session *s)
+/* Drops a reference taken outside the lock. True for the last one of a closed session: the
+ * caller frees it once the lock is released (freeing stops its MCP servers, which locks). */
+static bool unref_locked(struct acp_session *s)
 {
 	s->refs--;
-	if (s->closed && s->refs == 0 && !s->busy)
-		acp_session_free(s);
+	return s->closed && s->refs == 0 && !s->busy;
 }
 
 struct acp_session *acp_session_of(const struct req *r, const char *id)
@@ -308,9 +310,13 @@ struct acp_session *acp_session_of(const struct req *r, const char *id)
 /* The matching release of acp_session_of. */
 static void session_put(struct acp_server *srv, struct acp_session *s)
 {
+	bool last;
+
 	pthread_mutex_lock(&srv->mu);
-	unref_locked(s);
+	last = unref_locked(s);
 	pthread_mutex_unlock(&srv->mu);
+	if (last)
+		acp_session_free(s);
 }
 
 /* Marks s busy (caller holds srv->mu). */
@@ -379,6 +385,7 @@ void acp_cancel_locked(struct acp_session *s)
 	}
 	if (s->out)
 		peer_wake_calls(s->out);
+	acp_mcp_wake_locked(s);
 }
 
 /* ---- session/new --------------------------------------------------------------------------- */
@@ -505,6 +512,7 @@ void m_session_new(const struct req *r)
 	if (acp_new_session_id(id, &e) == 0 && (as = open_agent(srv, id, false, &e)) != NULL) {
 		s = new_session(srv, id, as, c->principal, NULL);
 		set_cwd(s, acp_param_str(r->params, "cwd"));
+		acp_mcp_configure(s, json_object_object_get(r->params, "mcpServers"));
 		f = json_object_new_object();
 		json_object_object_add(f, "principal", json_object_new_string(c->principal));
 		json_object_object_add(f, "cwd", json_object_new_string(s->cwd));
@@ -586,8 +594,9 @@ static struct acp_session *loadable_locked(const struct req *r, const char *id)
 }
 
 /* Makes c the connection driving s: a turn another connection runs on it is cancelled and
- * waited for, then that connection is told. Caller holds srv->mu; false when answered. */
-static bool take_over_locked(const struct req *r, struct acp_session *s)
+ * waited for, then that connection is told. Caller holds srv->mu; false when answered, with
+ * *gone set when s was closed meanwhile and is the caller's to free after unlocking. */
+static bool take_over_locked(const struct req *r, struct acp_session *s, struct acp_session **gone)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
@@ -613,7 +622,8 @@ static bool take_over_locked(const struct req *r, struct acp_session *s)
 	}
 	if (s->closed) {
 		acp_reply_no_session(c->p, r->id, s->id, "unknown sessionId \"%s\"", s->id);
-		unref_locked(s);	/* closed meanwhile: the last holder frees it */
+		if (unref_locked(s))	/* closed meanwhile: the last holder frees it */
+			*gone = s;
 		return false;
 	}
 	s->refs--;
@@ -641,7 +651,7 @@ static void load_or_resume(const struct req *r, bool replay)
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
 	const char *id = acp_param_str(r->params, "sessionId");
-	struct acp_session *s;
+	struct acp_session *s, *gone = NULL;
 	struct json_object *hist, *res;
 	struct sbx_err e;
 	char why[256];
@@ -662,8 +672,10 @@ static void load_or_resume(const struct req *r, bool replay)
 	if (!setup_params_ok(r, replay))
 		return;
 	pthread_mutex_lock(&srv->mu);
-	if ((s = loadable_locked(r, id)) == NULL || !take_over_locked(r, s)) {
+	if ((s = loadable_locked(r, id)) == NULL || !take_over_locked(r, s, &gone)) {
 		pthread_mutex_unlock(&srv->mu);
+		if (gone)
+			acp_session_free(gone);
 		return;
 	}
 	if (!claim_locked(srv, s, c, NULL, &code, why, sizeof why)) {
@@ -674,6 +686,7 @@ static void load_or_resume(const struct req *r, bool replay)
 	s->refs++;
 	pthread_mutex_unlock(&srv->mu);
 	set_cwd(s, acp_param_str(r->params, "cwd"));
+	acp_mcp_configure(s, json_object_object_get(r->params, "mcpServers"));
 	if (replay) {
 		hist = agent_session_history(s->as);
 		n = json_object_array_length(hist);

@@ -131,6 +131,8 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 	struct json_object *inc;
 	const char *p;
 
+	if (v == NULL && strncmp(name, "mcp__", 5) == 0 && (p = strstr(name + 5, "__")) != NULL)
+		return xasprintf("%s (MCP %.*s)", p + 2, (int)(p - name - 5), name + 5);
 	if (v == NULL)
 		return xstrdup(name);
 	if (strcmp(v->primary, "include") == 0 && json_object_object_get_ex(args, "include", &inc) &&

@@ -639,6 +639,30 @@ void m_session_prompt(const struct req *r)
 		close(pipefd[1]);
 		goto out;
 	}
+	/* MCP servers start in the sandbox at the first prompt; what failed is said first. */
+	{
+		struct buf report = {0};
+		int mrc = acp_mcp_start(s, &report);
+		if (report.len > 0) {
+			acp_send_chunk(s->out, s->id, "agent_message_chunk", report.data, report.len);
+			if (c->notices) {
+				struct json_object *u = json_object_new_object();
+				json_object_object_add(u, "sessionUpdate", json_object_new_string("notice"));
+				json_object_object_add(u, "severity", json_object_new_string("error"));
+				json_object_object_add(u, "title", json_object_new_string("MCP servers"));
+				json_object_object_add(u, "description", json_object_new_string(report.data));
+				acp_send_update(s->out, s->id, u);
+			}
+		}
+		buf_free(&report);
+		if (mrc < 0) {
+			acp_release(srv, s);
+			res = json_object_new_object();
+			json_object_object_add(res, "stopReason", json_object_new_string("cancelled"));
+			acp_reply(c->p, r->id, res);
+			goto out;
+		}
+	}
 	/* Resources are read through the client once the session is ours (a cancel stops it). */
 	if ((content = prompt_content(s, c, r->params, &title, &code, msg, sizeof msg)) == NULL) {
 		bool cancelled = s->cancel;

@@ -43,6 +43,7 @@ struct agent_session {
 	struct json_object *tools;	/* the toolset's declarations */
 	bool is_new;
 	char *workdir;			/* tools' working directory; NULL: the backend's */
+	struct agent_extra_tools extra;	/* beyond the toolset's (run NULL: none) */
 	bool workdir_made;		/* made in the live sandbox */
 	bool want_usage;
 	bool active;			/* a sandbox this session made is believed alive */
@@ -706,28 +707,6 @@ struct llm_read {
 	struct json_object *last;	/* the whole {"message":…,"finish_reason":…} line */
 };
 
-/* The history as the model is sent it: reasoning_content stays out (servers that produce it
- * refuse it back), everything else as stored. A new array. */
-static struct json_object *model_messages(struct json_object *hist)
-{
-	struct json_object *out = json_object_new_array();
-	size_t i, n = json_object_array_length(hist);
-
-	for (i = 0; i < n; i++) {
-		struct json_object *m = json_object_array_get_idx(hist, i), *c;
-		if (!json_object_object_get_ex(m, "reasoning_content", NULL)) {
-			json_object_array_add(out, json_object_get(m));
-			continue;
-		}
-		c = json_object_new_object();
-		json_object_object_foreach(m, k, v)
-			if (strcmp(k, "reasoning_content") != 0)
-				json_object_object_add(c, k, json_object_get(v));
-		json_object_array_add(out, c);
-	}
-	return out;
-}
-
 static int on_llm_line(void *arg, char *line, size_t len)
 {
 	struct llm_read *r = arg;
@@ -770,9 +749,21 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	char *body, *msg;
 
 	json_object_object_add(req, "model", json_object_new_string(s->model));
-	json_object_object_add(req, "messages", model_messages(history_messages(s->h)));
-	if (json_object_array_length(s->tools) > 0)
+	/* Every stored field goes to llm-chat, whose vendor policy (lib/vendor.c) sends each vendor
+	 * what it requires back (DeepSeek's reasoning_content in a tool-call turn) and nothing
+	 * it refuses. */
+	json_object_object_add(req, "messages", json_object_get(history_messages(s->h)));
+	if (s->extra.decls && json_object_array_length(s->extra.decls) > 0) {
+		struct json_object *all = json_object_new_array();
+		size_t i;
+		for (i = 0; i < json_object_array_length(s->tools); i++)
+			json_object_array_add(all, json_object_get(json_object_array_get_idx(s->tools, i)));
+		for (i = 0; i < json_object_array_length(s->extra.decls); i++)
+			json_object_array_add(all, json_object_get(json_object_array_get_idx(s->extra.decls, i)));
+		json_object_object_add(req, "tools", all);
+	} else if (json_object_array_length(s->tools) > 0) {
 		json_object_object_add(req, "tools", json_object_get(s->tools));
+	}
 	if (s->want_usage) {
 		struct json_object *so = json_object_new_object();
 		json_object_object_add(so, "include_usage", json_object_new_boolean(1));
@@ -1003,6 +994,38 @@ static int append1(struct agent_session *s, struct json_object *m, struct sbx_er
 	return history_append(s->h, &m, 1, e);
 }
 
+/* Whether name is one of the session's extra tools. */
+static bool is_extra(const struct agent_session *s, const char *name)
+{
+	size_t i, n = s->extra.run && s->extra.decls ? json_object_array_length(s->extra.decls) : 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *fn = NULL;
+		json_object_object_get_ex(json_object_array_get_idx(s->extra.decls, i), "function", &fn);
+		if (strcmp(str_field(fn, "name"), name) == 0)
+			return true;
+	}
+	return false;
+}
+
+void agent_session_set_extra_tools(struct agent_session *s, const struct agent_extra_tools *x)
+{
+	if (x)
+		s->extra = *x;
+	else
+		memset(&s->extra, 0, sizeof s->extra);
+}
+
+int agent_session_ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	return ensure_sandbox(s, cancel_fd, e);
+}
+
+const char *agent_session_namespace(const struct agent_session *s)
+{
+	return s->ns;
+}
+
 /* One approved call with the sandbox lifecycle: ensure the sandbox (touch, or create +
  * restore), run the call, once more after remaking a sandbox that vanished in between, then
  * touch it again. *started tells whether on_tool_start was called. Returns the content (newly
@@ -1019,6 +1042,12 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		if (!*started && cb && cb->on_tool_start)
 			cb->on_tool_start(cb->arg, c);
 		*started = true;
+		if (is_extra(s, c->name)) {
+			content = s->extra.run(s->extra.arg, c, cancel_fd, failed, e);
+			if (content == NULL)
+				return NULL;	/* only a cancellation */
+			break;
+		}
 		content = run_tool(s, c, cancel_fd, failed, structured, e);
 		if (content == NULL && e->code == SBX_ECANCELED)
 			return NULL;

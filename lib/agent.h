@@ -168,6 +168,22 @@ enum agent_status agent_turn(struct agent_session *s, const char *user_text,
 enum agent_status agent_turn_content(struct agent_session *s, struct json_object *content,
 				     const struct agent_callbacks *cb, int cancel_fd, char **reply,
 				     struct sbx_err *e);
+/* Tools beyond the toolset's (an MCP server's, say): decls (chat-request declarations,
+ * borrowed until replaced) are offered to the model with the toolset's, and a call to one of
+ * them goes to run instead of sbx-tool, approved and with the sandbox ensured like any other.
+ * run returns the tool message's text with *failed, or NULL with e only when cancelled. */
+struct agent_extra_tools {
+	struct json_object *decls;
+	char *(*run)(void *arg, const struct agent_tool_call *call, int cancel_fd, bool *failed,
+		     struct sbx_err *e);
+	void *arg;
+};
+/* Sets (NULL: clears) the session's extra tools. */
+void agent_session_set_extra_tools(struct agent_session *s, const struct agent_extra_tools *x);
+/* Makes sure the session's sandbox exists (touched, or made and restored) and its tools'
+ * working directory too, as before a tool call. */
+int agent_session_ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e);
+const char *agent_session_namespace(const struct agent_session *s);
 /* Switches the session's model for its next calls; a real model needs an API key. */
 int agent_session_set_model(struct agent_session *s, const char *model, struct sbx_err *e);
 /* Changes the tools' working directory (made before the next tool runs); NULL: the default. */

@@ -1,6 +1,8 @@
 /* jsonrpc.c — NDJSON framing, message classification and building, pending requests. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gojson.h"
 #include "jsonrpc.h"
@@ -363,7 +365,16 @@ static void unlink_slot(struct jsonrpc_pending *p, struct jsonrpc_pending_slot *
 int jsonrpc_pending_wait(struct jsonrpc_pending *p, int64_t id, const volatile int *stop,
 			 struct json_object **result, struct json_object **error, struct sbx_err *e)
 {
+	return jsonrpc_pending_wait_until(p, id, stop, 0, result, error, e);
+}
+
+int jsonrpc_pending_wait_until(struct jsonrpc_pending *p, int64_t id, const volatile int *stop,
+			       int64_t deadline, struct json_object **result,
+			       struct json_object **error, struct sbx_err *e)
+{
 	struct jsonrpc_pending_slot **sp;
+	struct timespec until = {.tv_sec = (time_t)(deadline / 1000000000),
+				 .tv_nsec = (long)(deadline % 1000000000)};
 	int rc = -1;
 
 	*result = *error = NULL;
@@ -389,7 +400,12 @@ int jsonrpc_pending_wait(struct jsonrpc_pending *p, int64_t id, const volatile i
 			err_set(e, SBX_ECANCELED, "canceled");
 			break;
 		}
-		pthread_cond_wait(&p->cv, &p->mu);
+		if (deadline == 0) {
+			pthread_cond_wait(&p->cv, &p->mu);
+		} else if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT) {
+			err_set(e, SBX_ETIMEDOUT, "no answer in time");
+			break;
+		}
 	}
 	unlink_slot(p, sp);
 out:

@@ -109,6 +109,11 @@ int jsonrpc_pending_resolve(struct jsonrpc_pending *p, const struct jsonrpc_msg 
  * jsonrpc_pending_wake), SBX_EIO when the peer went away. */
 int jsonrpc_pending_wait(struct jsonrpc_pending *p, int64_t id, const volatile int *stop,
 			 struct json_object **result, struct json_object **error, struct sbx_err *e);
+/* jsonrpc_pending_wait that also gives up at deadline (CLOCK_REALTIME ns; 0: never) with
+ * SBX_ETIMEDOUT. */
+int jsonrpc_pending_wait_until(struct jsonrpc_pending *p, int64_t id, const volatile int *stop,
+			       int64_t deadline, struct json_object **result,
+			       struct json_object **error, struct sbx_err *e);
 /* Forgets a reserved id whose request could not be sent. */
 void jsonrpc_pending_drop(struct jsonrpc_pending *p, int64_t id);
 /* Wakes every waiter so it rechecks its stop flag. */

@@ -403,6 +403,8 @@ static int emit(const struct llm_config *c, struct assembly *as, const char *key
 static int emit_delta(const struct llm_config *c, struct assembly *as, struct json_object *delta,
 		      bool number_calls, struct sbx_err *e)
 {
+	/* The model's reasoning, as servers that show it send it (reasoning_content; OpenRouter
+	 * and vLLM: reasoning): one event per delta. */
 	const char *r = llmmsg_reasoning(delta);
 	struct json_object *v;
 	size_t i;
@@ -411,14 +413,6 @@ static int emit_delta(const struct llm_config *c, struct assembly *as, struct js
 		return -1;
 	if (json_object_object_get_ex(delta, "content", &v) && json_object_is_type(v, json_type_string) &&
 	    json_object_get_string_len(v) > 0 && emit(c, as, "delta", json_object_get(v), e) < 0)
-		return -1;
-	/* The model's reasoning, as servers that show it send it (reasoning_content; OpenRouter
-	 * and vLLM: reasoning). */
-	if (((json_object_object_get_ex(delta, "reasoning_content", &v) &&
-	      json_object_is_type(v, json_type_string)) ||
-	     (json_object_object_get_ex(delta, "reasoning", &v) &&
-	      json_object_is_type(v, json_type_string))) &&
-	    json_object_get_string_len(v) > 0 && emit(c, as, "reasoning_delta", json_object_get(v), e) < 0)
 		return -1;
 	if (!json_object_object_get_ex(delta, "tool_calls", &v) || !json_object_is_type(v, json_type_array))
 		return 0;

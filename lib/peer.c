@@ -186,6 +186,13 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 	      const volatile int *stop, struct json_object **result, struct json_object **error,
 	      struct sbx_err *e)
 {
+	return peer_call_until(p, method, params, stop, 0, result, error, e);
+}
+
+int peer_call_until(struct peer *p, const char *method, struct json_object *params,
+		    const volatile int *stop, int64_t deadline, struct json_object **result,
+		    struct json_object **error, struct sbx_err *e)
+{
 	int64_t id;
 
 	*result = *error = NULL;
@@ -195,7 +202,7 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 		jsonrpc_pending_drop(&p->pending, id);
 		return err_set(e, SBX_EIO, "connection closed");
 	}
-	return jsonrpc_pending_wait(&p->pending, id, stop, result, error, e);
+	return jsonrpc_pending_wait_until(&p->pending, id, stop, deadline, result, error, e);
 }
 
 void peer_wake_calls(struct peer *p)

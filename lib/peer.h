@@ -54,6 +54,10 @@ bool peer_wait_room(struct peer *p, size_t below);
 int peer_call(struct peer *p, const char *method, struct json_object *params,
 	      const volatile int *stop, struct json_object **result, struct json_object **error,
 	      struct sbx_err *e);
+/* peer_call giving up at deadline (CLOCK_REALTIME ns; 0: never) with SBX_ETIMEDOUT. */
+int peer_call_until(struct peer *p, const char *method, struct json_object *params,
+		    const volatile int *stop, int64_t deadline, struct json_object **result,
+		    struct json_object **error, struct sbx_err *e);
 /* Wakes every peer_call waiting on this peer so it rechecks its stop flag. */
 void peer_wake_calls(struct peer *p);
 /* Calls fn with ">" and each line sent, "<" and each line received (debugging). Set before

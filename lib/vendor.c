@@ -46,7 +46,7 @@ static const char *const deepseek_hosts[] = {"api.deepseek.com", NULL};
 static const char *const openrouter_hosts[] = {"openrouter.ai", NULL};
 static const char *const mistral_hosts[] = {"api.mistral.ai", "codestral.mistral.ai", NULL};
 static const char *const dashscope_hosts[] = {"dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com",
-					      "dashscope-us.aliyuncs.com", NULL};
+					      "dashscope-us.aliyuncs.com", ".maas.aliyuncs.com", NULL};
 static const char *const ollama_hosts[] = {"ollama.com", NULL};
 static const char *const no_hosts[] = {NULL};
 

@@ -54,8 +54,8 @@ sandbox_names() {
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
 	assert_contains "Connected to ACP agent (protocol v1)"
-	assert_contains '[tool: execute] run_command({"command":"uname -a"}) (pending)'
-	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains '[tool: execute] Run `uname -a` (pending)'
+	assert_contains '[tool] Run `uname -a` → completed'
 	assert_contains "The tool told me:"
 	assert_contains "Linux"
 	assert_contains "[turn ended: end_turn]"
@@ -85,7 +85,7 @@ sandbox_names() {
 	grep -q 'backend="kubernetes"' "$ACP_LOG"
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
-	assert_contains '[tool] run_command({"command":"uname -a"}) → completed'
+	assert_contains '[tool] Run `uname -a` → completed'
 	assert_contains "Linux"
 	[[ "$(sandbox_names)" =~ ^acp[0-9a-f]{32}$ ]]
 	# the service account's token was the credential

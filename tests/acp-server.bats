@@ -435,6 +435,11 @@ PY
 	# loads run on worker threads: their answers come in any order
 	upd '[.answers[] | select(.id >= 100) | .error.code] == [range(10) | -32002]'
 	upd '[.answers[] | select(.id == 65)][0] == {"jsonrpc":"2.0","id":65,"error":{"code":-32600,"message":"too many sessions on this connection (limit 64)"}}'
+	# a closed session gives its slot back
+	jq -n '[range(64) | {"new":{}}] + [{"new":{}}, {"close":{}}, {"new":{}}]' >"$BATS_TEST_TMPDIR/steps.json"
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json"
+	assert_status 0
+	upd '[.steps[64,65,66] | .error.code // "ok"] == [-32600,"ok","ok"]'
 }
 
 @test "a failing model call answers the prompt with -32603 and upstream's text; the session stays usable" {
@@ -561,6 +566,7 @@ PY
 	upd '.bobPrompt == .unknownPrompt and .bobPrompt.code == -32002'
 	upd '.bobLoad == .unknownLoad and .bobLoad.code == -32002'
 	upd '.alice == "end_turn" and (.aliceOutput | startswith("stdout:\nmine\n")) and .bobUpdates == 0'
+	upd '.bobList == [] and .aliceList == [.sid] and .aliceAfter == "end_turn"'
 	# after a restart the record says whose it is
 	sid=$(printf '%s' "$output" | jq -r .sid)
 	grep -q "\"id\":\"$sid\",\"principal\":\"alice\"" "$XDG_STATE_HOME/sbx/.acp-server/sessions.jsonl"
@@ -675,14 +681,16 @@ PY
 		stub_finish "" content_filter
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
-	start_server
+	# (a vendor that refuses reasoning_content back outside a tool-call turn: llm-chat's
+	# policy, lib/vendor.c, decides what each vendor is sent)
+	LLM_VENDOR=deepseek start_server
 	steps '[{"new":{}},{"prompt":"think"},{"prompt":"go on"},{"prompt":"bad"},{"connect":{}},{"load":{}}]'
 	assert_status 0
 	upd '[.steps[1].updates[] | [.sessionUpdate, (.content.text // .used)]] == [["session_info_update",null],["agent_thought_chunk","Let me"],["agent_thought_chunk"," think."],["agent_message_chunk","Answer."],["usage_update",15]]'
 	upd '[.steps[1].updates[] | select(.sessionUpdate == "usage_update")][0] == {"sessionUpdate":"usage_update","used":15,"size":128000}'
 	upd '[.steps[1,2,3].result.stopReason] == ["end_turn","max_tokens","refusal"]'
 	upd '[.steps[5].updates[] | [.sessionUpdate, .content.text]] | .[0:3] == [["user_message_chunk","think"],["agent_thought_chunk","Let me think."],["agent_message_chunk","Answer."]]'
-	# usage is asked for; the reasoning is kept for the replay but never sent back
+	# usage is asked for; the reasoning is kept for the replay but not sent back to this vendor
 	jq -s -e '.[0].body.stream_options == {"include_usage":true}' "$STUB_DIR/requests.jsonl"
 	jq -s -e '.[1].body.messages | map(select(.role == "assistant")) | length == 1 and (.[0] | has("reasoning_content") | not)' "$STUB_DIR/requests.jsonl"
 	sid=$(printf '%s' "$output" | jq -r .sid)
@@ -777,4 +785,44 @@ embedded
 	upd '.steps[2].updates[-1].content.text | test("-max-tool-rounds 1")'
 	run acp-server -max-tool-rounds 0
 	assert_status 100
+}
+
+@test "mcpServers: stdio servers start inside the session's sandbox, their tools offered as mcp__<server>__<tool> through the permission flow; a server that fails is reported" {
+	{
+		stub_call c1 mcp__echo__where '{}'
+		stub_call c1 mcp__echo__shout '{"text":"hi"}'
+		stub_call c1 mcp__echo__fail '{}'
+		stub_text "done"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	jq -n --rawfile py "$SBX_TOP/tests/acp/mcp-echo.py" '[
+		{"new":{"cwd":"/work/proj","mcpServers":[
+			{"name":"echo","command":"/usr/bin/python3","args":["-c",$py],"env":[{"name":"ECHO_FOO","value":"bar"}]},
+			{"name":"broken","command":"/nonexistent/mcp-server","args":[],"env":[]}]}},
+		{"prompt":"use the tools"},
+		{"close":{}},
+		{"new":{"mcpServers":[{"name":"x","command":"relative","args":[],"env":[]}]}},
+		{"new":{"mcpServers":[{"type":"http","name":"h","url":"http://example.com","headers":[]}]}},
+		{"new":{"mcpServers":[1]}}]' >"$BATS_TEST_TMPDIR/steps.json"
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json"
+	assert_status 0
+	sid=$(printf '%s' "$output" | jq -r .steps[0].result.sessionId)
+	# the failure is said at the start of the turn, the turn goes on
+	upd '.steps[1].updates[0] == {"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"MCP server \"broken\" (/nonexistent/mcp-server) did not start: connection closed; its last words: sbx-exec: cannot run /nonexistent/mcp-server: No such file or directory\n"}}'
+	upd '[.steps[1].permissions[].title] == ["where (MCP echo)","shout (MCP echo)","fail (MCP echo)"]'
+	final='[.steps[1].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	# it ran in the sandbox (named after the session), in the tools' directory, with its env
+	upd "$final"' | .[0].content[0].content.text | startswith("host='"$sid"' home=/home/clawtainer cwd=/home/clawtainer/proj foo=bar pidns=")'
+	# in the sandbox's pid namespace, not this host's
+	upd "$final"' | .[0].content[0].content.text | endswith("pidns='"$(readlink /proc/self/ns/pid)"'") | not'
+	upd "$final"' | [.[].status] == ["completed","completed","failed"] and .[1].content[0].content.text == "HI"'
+	upd '.steps[1].result.stopReason == "end_turn"'
+	jq -s -e '.[0].body.tools | map(.function.name) | index("mcp__echo__shout") and (map(select(startswith("mcp__broken"))) == [])' "$STUB_DIR/requests.jsonl"
+	upd '.steps[3].error.code == -32602 and (.steps[3].error.message | test("absolute command"))'
+	upd '.steps[4].error.code == -32602 and (.steps[4].error.message | test("only stdio"))'
+	upd '.steps[5].error.code == -32602'
+	# session/close stopped it
+	upd '.steps[2].result == {}'
+	run ! pgrep -f "import json, os, socket"
 }

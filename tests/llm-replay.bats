@@ -45,6 +45,14 @@ stream() {
 		return 1
 	fi
 	EVENTS=("${lines[@]}")
+	# Each piece of reasoning is streamed once: the events add up to the message's reasoning.
+	local streamed final
+	streamed=$(printf '%s\n' "${lines[@]:0:${#lines[@]}-1}" | jq -rj 'select(.reasoning_delta) | .reasoning_delta')
+	final=$(jq -rj '.message.reasoning_content // .message.reasoning // ""' <<<"$whole")
+	if [ "$streamed" != "$final" ]; then
+		printf 'reasoning streamed: %s\nin the message: %s\n' "$streamed" "$final" >&2
+		return 1
+	fi
 	output=$whole
 }
 
@@ -108,8 +116,12 @@ sent() { request "$1" | jq -c '.body.messages'; }
 }
 
 @test "OpenAI round trip: parallel calls go back whole and each result answers its id" {
-	round_trip openai openai/parallel.sse <<<'what system is this?'
+	round_trip openai openai/parallel.sse openai/text.json <<<$'what system is this?\nthanks'
 	assert_status 0
+	# the answer's annotations (and any field OpenAI does not define) stay in the history
+	output=$(sent 3)
+	assert_json '.[5] == {"role":"assistant","content":"Sandboxes keep tool calls apart."}'
+	jq -s -e '.[5].annotations == []' "$(hist rt)"
 	output=$(sent 2)
 	assert_json '.[2] == {"role":"assistant","tool_calls":[{"id":"call_SbxReplayParallelA0001","type":"function","function":{"name":"run_command","arguments":"{\"command\": \"uname -a\"}"}},{"id":"call_SbxReplayParallelB0001","type":"function","function":{"name":"ls","arguments":"{\"path\": \".\"}"}}]}'
 	assert_json '[.[3,4] | .tool_call_id] == ["call_SbxReplayParallelA0001","call_SbxReplayParallelB0001"]'

@@ -379,6 +379,11 @@ async function principalsScenario() {
   release();
   out.alice = (await turn).stopReason;
   out.aliceOutput = a.state.updates.find((u) => u.status === "completed")?.content?.[0]?.content?.text;
+  // bob's list does not show it, his close does not close it
+  out.bobList = (await b.agent.request("session/list", {})).sessions.map((x) => x.sessionId);
+  out.aliceList = (await a.agent.request("session/list", {})).sessions.map((x) => x.sessionId);
+  out.bobClose = await errorOf(b.agent.request("session/close", { sessionId: sid }));
+  out.aliceAfter = (await prompt(a.agent, sid, "still mine")).stopReason;
   out.bobUpdates = b.state.updates.length;
   a.transport.close();
   b.transport.close();

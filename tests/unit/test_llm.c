@@ -565,6 +565,7 @@ static void vendors(void)
 			{"https://openrouter.ai/api/v1", "openrouter"},
 			{"https://api.mistral.ai/v1", "mistral"},
 			{"https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "dashscope"},
+			{"https://token-plan.cn-beijing.maas.aliyuncs.com/compatible-mode/v1", "dashscope"},
 			{"https://my-res.openai.azure.com/openai/deployments/gpt/?api-version=2024-10-21", "azure"},
 			{"https://my-res.services.ai.azure.com/openai/v1", "azure"},
 			{"https://API.GROQ.COM.:443/openai/v1", "groq"},
