@@ -246,6 +246,47 @@ static void teardown(const char *dir, pid_t bwrap)
 	fs_remove_tree(trash);
 }
 
+/* Until the sandbox ends: its deadline (re-read when it passes, under the namespace lock, as
+ * a touch may have moved it), SIGTERM or SIGINT (sbx-delete), or bubblewrap's own end. Then
+ * tears it down. Returns the exit status. */
+static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
+{
+	for (;;) {
+		int64_t left = read_deadline(dir) - now_ns();
+		struct pollfd p = {.fd = sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		int timeout, st;
+
+		if (left <= 0) {
+			int nl = take_nslock(nslock, sfd);
+			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
+			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
+				close(nl);
+				continue;
+			}
+			teardown(dir, bwrap);
+			return 0;
+		}
+		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
+		if (poll(&p, 1, timeout) <= 0)
+			continue;
+		while (read(sfd, &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				teardown(dir, bwrap);
+				return 0;
+			}
+			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
+				/* The sandbox ended by itself: nothing can run in it any more. */
+				int nl = take_nslock(nslock, sfd);
+				teardown(dir, -1);
+				if (nl >= 0)
+					close(nl);
+				return 0;
+			}
+		}
+	}
+}
+
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
 		   const char *const stage_src[4], char **bwrap_argv)
 {
@@ -307,39 +348,5 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		release_outside(dir);
 		return 111;
 	}
-
-	for (;;) {
-		int64_t left = read_deadline(dir) - now_ns();
-		struct pollfd p = {.fd = sfd, .events = POLLIN};
-		struct signalfd_siginfo si;
-		int timeout, st;
-
-		if (left <= 0) {
-			int nl = take_nslock(nslock, sfd);
-			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
-			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
-				close(nl);
-				continue;
-			}
-			teardown(dir, bwrap);
-			return 0;
-		}
-		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
-		if (poll(&p, 1, timeout) <= 0)
-			continue;
-		while (read(sfd, &si, sizeof si) == sizeof si) {
-			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-				teardown(dir, bwrap);
-				return 0;
-			}
-			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
-				/* The sandbox ended by itself: nothing can run in it any more. */
-				int nl = take_nslock(nslock, sfd);
-				teardown(dir, -1);
-				if (nl >= 0)
-					close(nl);
-				return 0;
-			}
-		}
-	}
+	return watch(dir, nslock, sfd, bwrap);
 }
