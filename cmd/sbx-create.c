@@ -73,6 +73,8 @@ int main(int argc, char **argv)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if ((b = backend_open(backend, ns, &e)) == NULL)
 		cli_die_err("", &e);
+	if (!specflags_given(&sf, SPECF_MEMORY))
+		spec.limits.memory = backend_default_memory_of(b);
 	if (sbx_create(b, &spec, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to create sandbox %s: %s", spec.name, e.msg);
 	o = sbx_info_json(&info);

@@ -142,6 +142,7 @@ check_session() {
 	assert_contains "[turn ended: end_turn]"
 	# the one session of the server (acp<16 hex>)
 	hists=("$HOME"/.local/sandboxed-tools/acp*/sessions/latest.jsonl)
-	[ "${#hists[@]}" -eq 1 ] && [ -s "${hists[0]}" ]
+	[ "${#hists[@]}" -eq 1 ]
+	[ -s "${hists[0]}" ]
 	check_session "${hists[0]}"
 }

@@ -90,6 +90,15 @@ static void flags(void)
 	ok(flag_parse(table, 2, argv3, &e) == FLAG_HELP, "--help");
 	ok(flag_parse(table, 2, argv4, &e) < 0 && strstr(e.msg, "needs an argument"), "missing value");
 	ok(flag_parse(table, 4, argv5, &e) == 3 && !b, "bool =false and --");
+	ok(flag_parse_size("1T", &n) == 0 && n == 1LL << 40, "size: T suffix");
+	ok(flag_parse_size("2GiB", &n) == 0 && n == 2LL << 30, "size: GiB");
+	ok(flag_parse_size("8388607T", &n) == 0 && n == 8388607LL << 40, "size: the largest T");
+	ok(flag_parse_size("8388608T", &n) < 0, "size: 2^63 does not fit");
+	ok(flag_parse_size("17179869185G", &n) < 0, "size: 2^64 + 1G refused, not wrapped to 1G");
+	ok(flag_parse_size("99999999999999999999", &n) < 0, "size: beyond long long refused");
+	ok(flag_parse_size("1P", &n) < 0 && flag_parse_size("-1M", &n) < 0 &&
+	   flag_parse_size("1.5G", &n) < 0 && flag_parse_size("", &n) < 0 && flag_parse_size("M", &n) < 0,
+	   "size: bad text refused");
 }
 
 static void json(void)
