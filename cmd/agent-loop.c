@@ -210,13 +210,13 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
-	if (specflags_check(&sf, &e) < 0)
+	if (backend == NULL || *backend == '\0')
+		backend = backend_default(&why);
+	if (specflags_check_backend(&sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	create_args = specflags_argv(&sf);
 	if (image == NULL || *image == '\0')
 		image = getenv("SANDBOX_IMAGE");
-	if (backend == NULL || *backend == '\0')
-		backend = backend_default(&why);
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));

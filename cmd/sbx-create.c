@@ -55,6 +55,8 @@ int main(int argc, char **argv)
 	if (specflags_apply(&sb.sf, &spec, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	b = cli_backend_open(&sb);
+	if (!specflags_given(&sb.sf, SPECF_MEMORY))
+		spec.limits.memory = backend_default_memory_of(b);
 	if (sbx_create(b, &spec, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to create sandbox %s: %s", spec.name, e.msg);
 	o = sbx_info_json(&info);

@@ -174,11 +174,11 @@ int main(int argc, char **argv)
 				"gets its own");
 	if (token_file && !listen_addr)
 		cli_usage_error(usage, "-auth-token-file goes with -listen");
-	if (specflags_check(&sf, &e) < 0)
+	cfg.backend = backend && *backend ? backend : backend_default(&why);
+	if (specflags_check_backend(&sf, cfg.backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (cfg.tool_timeout_ns < 0)
 		cfg.tool_timeout_ns = 0;
-	cfg.backend = backend && *backend ? backend : backend_default(&why);
 	cfg.snapshot_delay_ns = snap;
 	cfg.trace = verbose ? on_trace : NULL;
 	cfg.create_args = specflags_argv(&sf);

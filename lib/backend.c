@@ -190,6 +190,33 @@ int64_t backend_default_memory(void)
 	return half < SBX_DEFAULT_MEMORY ? half : SBX_DEFAULT_MEMORY;
 }
 
+int64_t backend_default_memory_of(const struct sbx_backend *b)
+{
+	/* A pod runs on a node, not on the machine that asks for it: this machine's RAM says
+	 * nothing there, and a default that followed it would make the same Sandbox look
+	 * different (so not reusable) from two machines. */
+	return b->ops == &local_backend_ops ? backend_default_memory() : SBX_DEFAULT_MEMORY;
+}
+
+int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx_err *e)
+{
+	bool kube = kind && strcmp(kind, "kubernetes") == 0, local = kind && strcmp(kind, "local") == 0;
+
+	if (kube && spec->allow_hosts[0])
+		return err_set(e, SBX_EINVAL, "-allow-host is not available on the kubernetes backend: "
+			       "its proxy runs on the sandbox's host, which a pod does not share; use "
+			       "-network (public addresses only, through the Sandbox's NetworkPolicy) "
+			       "and, for a list of hosts, the cluster's own egress control (an "
+			       "FQDN-aware network policy such as Cilium's or Calico's, or an egress "
+			       "gateway)");
+	if (local && spec->runtime_class[0])
+		return err_set(e, SBX_EINVAL, "-runtime-class is a kubernetes setting: a local "
+			       "sandbox always runs under bubblewrap on this machine's kernel, so "
+			       "there is no runtime to choose (use -backend kubernetes, or leave "
+			       "-runtime-class and SANDBOX_RUNTIME_CLASS unset)");
+	return 0;
+}
+
 static int check_homedir(const char *h, struct sbx_err *e)
 {
 	if (h[0] != '/')
@@ -209,6 +236,8 @@ int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_in
 		return -1;
 	if (spec->ttl_ns <= 0)
 		return err_set(e, SBX_EINVAL, "ttl must be positive");
+	if (backend_spec_check(b->ops == &local_backend_ops ? "local" : "kubernetes", spec, e) < 0)
+		return -1;
 	return b->ops->create(b, spec, out, e);
 }
 

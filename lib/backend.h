@@ -105,6 +105,9 @@ struct sbx_backend;
 
 struct backend_ops {
 	const char *name;
+	/* The backend hands exec's descriptors into the sandbox (local): lib/relay.c then passes
+	 * pipes of its own instead of the caller's. */
+	bool passes_fds;
 	/* Creates the sandbox or reuses a ready one with the same spec; waits until ready. */
 	int (*create)(struct sbx_backend *, const struct sbx_spec *, struct sbx_info *,
 		      struct sbx_err *);
@@ -159,6 +162,14 @@ void backend_close(struct sbx_backend *b);
 void backend_spec_init(struct sbx_spec *spec);
 /* SBX_DEFAULT_MEMORY, or half of this machine's RAM when that is less. */
 int64_t backend_default_memory(void);
+/* The default memory limit of a sandbox on b: backend_default_memory() on the local backend;
+ * SBX_DEFAULT_MEMORY on kubernetes, whose pods run on nodes this machine knows nothing of. */
+int64_t backend_default_memory_of(const struct sbx_backend *b);
+/* Refuses what backend KIND ("local", "kubernetes"; any other: nothing) cannot honour rather
+ * than ignore it:
+ * -allow-host on kubernetes (its proxy runs on the sandbox's host), -runtime-class on local
+ * (no runtime to choose). SBX_EINVAL naming what to use instead; sbx_create checks it too. */
+int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx_err *e);
 
 /* Convenience wrappers that validate the name first. */
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,

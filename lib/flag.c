@@ -2,6 +2,7 @@
 #include "flag.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@ int flag_parse_size(const char *s, long long *out)
 {
 	char *end;
 	long long v;
+	int shift;
 
 	if (s == NULL || *s < '0' || *s > '9')
 		return -1;
@@ -19,11 +21,18 @@ int flag_parse_size(const char *s, long long *out)
 	if (errno)
 		return -1;
 	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case '\0': shift = 0; break;
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
 	default: return -1;
+	}
+	if (shift) {
+		if (v > LLONG_MAX >> shift)
+			return -1;	/* would not fit: never a wrapped, smaller size */
+		v <<= shift;
+		end++;
 	}
 	if (*end == 'i' || *end == 'B')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;

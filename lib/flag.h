@@ -30,7 +30,8 @@ struct flag {
 #define FLAG_HELP (-2)
 int flag_parse(const struct flag *flags, int argc, char **argv, struct sbx_err *e);
 
-/* Parses "8M", "1024", "2G" into bytes. Returns 0 or -1. */
+/* Parses "8M", "1024", "2G", "1T" (powers of 1024, an optional "i"/"iB"/"B" after the
+ * suffix) into bytes. Returns 0, or -1 on bad text or a size that does not fit. */
 int flag_parse_size(const char *s, long long *out);
 
 #endif

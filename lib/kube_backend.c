@@ -263,13 +263,6 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	char full[64];
 	int rc = -1;
 
-	if (s->allow_hosts[0])
-		return err_set(e, SBX_EINVAL, "-allow-host is not available on the kubernetes backend: "
-			       "its proxy runs on the sandbox's host, which a pod does not share; use "
-			       "-network (public addresses only, through the Sandbox's NetworkPolicy) "
-			       "and, for a list of hosts, the cluster's own egress control (an "
-			       "FQDN-aware network policy such as Cilium's or Calico's, or an egress "
-			       "gateway)");
 	if ((ver = kb_version(b, e)) == NULL)
 		return err_prefix(e, "failed to create Sandbox");
 	snprintf(full, sizeof full, KB_GROUP "/%s", ver);

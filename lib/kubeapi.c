@@ -129,7 +129,9 @@ void kubeapi_describe(const char *method, const char *path, char *verb, size_t v
 		v = named ? "delete" : "deletecollection";
 	else
 		v = method;
-	/* Subresources like pods/exec are reached with GET/POST but authorised as "create". */
+	/* pods/exec: "create" for kubectl's old SPDY POST; a WebSocket exec (sbx's) is a GET, which
+	 * API servers authorise as "get" and, from 1.35 (AuthorizePodWebsocketUpgradeCreate-
+	 * Permission), as "create" too, so a Role needs both (the 403 message says so). */
 	if (sub && strcmp(sub, "exec") == 0)
 		v = "create";
 	snprintf(verb, verb_len, "%s", v);
@@ -181,9 +183,15 @@ int kubeapi_status_error(long http, const char *body, size_t len, const char *me
 			     "the API server rejected our credentials (401 Unauthorized): %s", msg);
 		break;
 	case 403:
-		rc = err_set(e, SBX_EPERM,
-			     "forbidden (403): the credentials may not %s %s%s%s (RBAC needs verb \"%s\" on \"%s\"): %s",
-			     verb, res, *ns ? " in namespace " : "", ns, verb, res, msg);
+		if (strcmp(res, "pods/exec") == 0)	/* see kubeapi_describe */
+			rc = err_set(e, SBX_EPERM,
+				     "forbidden (403): the credentials may not exec into pods%s%s (RBAC "
+				     "needs verbs \"get\" and \"create\" on \"pods/exec\"): %s",
+				     *ns ? " in namespace " : "", ns, msg);
+		else
+			rc = err_set(e, SBX_EPERM,
+				     "forbidden (403): the credentials may not %s %s%s%s (RBAC needs verb \"%s\" on \"%s\"): %s",
+				     verb, res, *ns ? " in namespace " : "", ns, verb, res, msg);
 		break;
 	case 404:
 		rc = err_set(e, SBX_ENOTFOUND, "%s", msg);

@@ -85,15 +85,19 @@ static int apply_pids(struct sbx_spec *spec, const char *text, struct sbx_err *e
 	return 0;
 }
 
-/* CPUs as a decimal ("0.5", "2"); 0 is unlimited, the default. */
+/* CPUs as a plain decimal ("0.5", "2": digits and at most one point, so neither strtod's
+ * exponents nor its hexadecimal); 0 is unlimited, the default. */
 static int apply_cpus(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
+	size_t digits = strspn(text, "0123456789"), frac = 0;
 	char *end;
 	double v;
 
+	if (text[digits] == '.')
+		frac = strspn(text + digits + 1, "0123456789") + 1;
 	errno = 0;
 	v = strtod(text, &end);
-	if (errno || end == text || *end || !isfinite(v) || (*text != '.' && (*text < '0' || *text > '9')))
+	if (text[digits + frac] || digits + frac - (frac > 0) == 0 || errno || *end || !isfinite(v))
 		return err_set(e, SBX_EINVAL, "not a number of CPUs such as 0.5 or 2");
 	if (v != 0 && (v < 0.01 || v * 1000 > SPECF_CPUS_MAX_MILLI))
 		return err_set(e, SBX_EINVAL, "must be 0 (unlimited) or between 0.01 and %d",
@@ -211,10 +215,24 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 
 int specflags_check(const struct specflags *sf, struct sbx_err *e)
 {
+	return specflags_check_backend(sf, NULL, e);
+}
+
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e)
+{
 	struct sbx_spec scratch;
 
 	backend_spec_init(&scratch);
-	return specflags_apply(sf, &scratch, e);
+	if (specflags_apply(sf, &scratch, e) < 0)
+		return -1;
+	return backend ? backend_spec_check(backend, &scratch, e) : 0;
+}
+
+bool specflags_given(const struct specflags *sf, enum specflag_id id)
+{
+	const char *env = defs[id].env ? getenv(defs[id].env) : NULL;
+
+	return sf->seen[id] || (env && *env);
 }
 
 char **specflags_argv(const struct specflags *sf)

@@ -38,7 +38,7 @@ enum specflag_id {
 	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
 	"                        env SANDBOX_ALLOW_HOSTS\n" \
 	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
-	"                        default 2G or half of the RAM if less\n" \
+	"                        default 2G (local: half of the RAM if less)\n" \
 	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
 	"                        default 1024\n" \
 	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
@@ -70,6 +70,11 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 /* Checks the flags given (and their variables) as sbx-create would, so a program that hands
  * them on can refuse a bad value at start rather than at its first sandbox. */
 int specflags_check(const struct specflags *sf, struct sbx_err *e);
+/* The same, and what the backend named ("local", "kubernetes"; NULL: either) would refuse
+ * at create (backend_spec_check): -allow-host on kubernetes, -runtime-class on local. */
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e);
+/* Whether flag id was given, on the command line or through its environment variable. */
+bool specflags_given(const struct specflags *sf, enum specflag_id id);
 /* Bounds of the limit flags, so a typo cannot make a sandbox that cannot start its own init
  * (below the minimums) or a quantity that overflows a kernel interface (above the maximums). */
 #define SPECF_MEMORY_MIN (INT64_C(32) << 20)

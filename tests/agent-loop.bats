@@ -125,23 +125,36 @@ EOF
 	[ "$(grep -c '"role":"user"' "$(hist inp)")" -eq 1 ]
 }
 
-@test "an expired sandbox is recreated and restored on the next tool call" {
+# expire_between SESSION FIRST SECOND: agent-loop with a 3 s sandbox lifetime runs the tool
+# call "run: FIRST", lets the sandbox expire, runs "run: SECOND" and exits; its stderr is in
+# $BATS_TEST_TMPDIR/err.
+expire_between() {
 	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session exp -ttl 3s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
+	OPENAI_MODEL=fake-eliza agent-loop -session "$1" -ttl 3s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	local pid=$!
 	exec 4>"$BATS_TEST_TMPDIR/in"
-	echo "run: echo kept > ~/kept.txt" >&4
+	echo "run: $2" >&4
 	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
-	wait_until no_sandbox exp		# the 3 s lifetime passes
-	echo "run: cat ~/kept.txt" >&4
+	wait_until no_sandbox "$1"		# the 3 s lifetime passes
+	echo "run: $3" >&4
 	echo "/exit" >&4
 	exec 4>&-
 	finish "$pid"
+}
+
+@test "an expired sandbox is recreated and restored on the next tool call" {
+	expire_between exp "echo kept > ~/kept.txt" "cat ~/kept.txt"
 	run cat "$BATS_TEST_TMPDIR/err"
 	assert_contains "Active sandbox was deleted or expired, will recreate it"
 	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
 	assert_contains "restoring filesystem from latest backup"
 	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist exp)"
+}
+
+@test "a file written with a relative path is in the home: it survives expiry and restore" {
+	expire_between rel "echo hi > greeting.txt" "cat greeting.txt; pwd"
+	grep -q "restoring filesystem from latest backup" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content == "stdout:\nhi\n/home/clawtainer\n\nstderr:\n\nexit_code: 0"' "$(hist rel)"
 }
 
 @test "a sandbox deleted behind its back is recreated with the home restored" {

@@ -93,3 +93,17 @@ finish() {
 hist() {
 	echo "$HOME/.local/sandboxed-tools/$1/sessions/latest.jsonl"
 }
+
+# with_small_ram CMD...: runs CMD as on a machine with 1 GiB of RAM (a preload library, built
+# once per test, makes sysconf(_SC_PHYS_PAGES) say so), for the defaults that follow the RAM.
+with_small_ram() {
+	local so=$BATS_TEST_TMPDIR/small-ram.so
+	if [ ! -e "$so" ]; then
+		printf '%s\n' '#define _GNU_SOURCE' '#include <dlfcn.h>' '#include <unistd.h>' \
+			'long sysconf(int n)' '{' '	static long (*real)(int);' \
+			'	if (!real) real = (long (*)(int))dlsym(RTLD_NEXT, "sysconf");' \
+			'	return n == _SC_PHYS_PAGES ? (1L << 30) / real(_SC_PAGESIZE) : real(n);' '}' |
+			cc -shared -fPIC -x c -o "$so" - -ldl || return 1
+	fi
+	LD_PRELOAD=$so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
+}

@@ -55,7 +55,8 @@ check_acp_server() {
 	assert_status 0
 	run sbx-exec -raw "$1" -- sh -c 'id -u; echo $HOME'
 	assert_status 0
-	[ "${lines[0]}" != 0 ] && [ "${lines[1]}" = /data ]
+	[ "${lines[0]}" != 0 ]
+	[ "${lines[1]}" = /data ]
 	run sbx-exec -raw "$1" -- acp-server -h
 	assert_status 0
 	assert_contains "usage: acp-server"

@@ -129,6 +129,13 @@ remote_gone() {
 	assert_json '.limits == {"enforced": false}'
 	run ks -kubeconfig "$KS/kc" -ctl requests
 	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec | (.containers[0] | has("resources") | not) and ([.volumes[].emptyDir] == [{}, {}])'
+	# the default memory does not follow the RAM of the machine running sbx-create (a pod
+	# runs on a node), so the same Sandbox is reused from a machine with less
+	run with_small_ram sbx-create k30
+	assert_status 0
+	assert_json '.limits.memory == 2147483648'
+	run sbx-create k30
+	assert_json '.reused == true'
 }
 
 @test "every object sbx posts validates against the Kubernetes schemas (kubernetes-models) and the CRD" {
@@ -333,7 +340,7 @@ done" ]
 	ctl faults '{"forbid": ["create pods/exec"]}'
 	run sbx-exec k10 -- true
 	assert_status 111
-	assert_contains "pods/exec"
+	assert_contains 'may not exec into pods in namespace default (RBAC needs verbs "get" and "create" on "pods/exec")'
 	ctl reset
 	ctl faults '{"fail_requests": 1, "fail_status": 422, "fail_match": "^POST "}'
 	run sbx-create k11

@@ -138,6 +138,13 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	SANDBOX_ALLOW_HOSTS=pypi.org run sbx-create n8
 	assert_status 100
 	assert_contains "-allow-host is not available on the kubernetes backend"
+	# the programs that hand it on refuse it at start, not at their first tool call
+	run agent-loop -allow-host pypi.org -session n8 <<<'run: true'
+	assert_status 100
+	assert_contains "agent-loop: -allow-host is not available on the kubernetes backend"
+	SANDBOX_ALLOW_HOSTS=pypi.org run sbx-mcp -session n8 </dev/null
+	assert_status 100
+	assert_contains "sbx-mcp: -allow-host is not available on the kubernetes backend"
 	run kts_ctl requests
 	[ -z "$(printf '%s' "$output" | jq -c 'select(.method == "POST")')" ]
 	run k get sandbox n8

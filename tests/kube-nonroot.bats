@@ -35,7 +35,9 @@ tool() {
 	assert_json '.pod_security == "restricted"'
 	run sbx-exec -raw nr -- sh -c 'id -u; id -g; id -G; pwd; grep -E "^(CapEff|CapBnd|NoNewPrivs):" /proc/self/status'
 	assert_status 0
-	[ "${lines[0]}" = 1000 ] && [ "${lines[1]}" = 1000 ] && [ "${lines[2]}" = 1000 ]
+	[ "${lines[0]}" = 1000 ]
+	[ "${lines[1]}" = 1000 ]
+	[ "${lines[2]}" = 1000 ]
 	[ "${lines[3]}" = "$H" ]
 	assert_contains "CapEff:	0000000000000000"
 	assert_contains "CapBnd:	0000000000000000"

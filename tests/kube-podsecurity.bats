@@ -143,7 +143,17 @@ UPSTREAM_VIOLATIONS='violates PodSecurity "restricted:latest": allowPrivilegeEsc
 	run sbx-create p5
 	assert_status 100
 	assert_contains "its RuntimeClass is gvisor, not (none)"
-	run sbx-create -runtime-class Bad_Name p6
+	for bad in Bad_Name '' -gvisor gvisor- .gvisor gvisor. a..b a.-b "$(printf 'a%.0s' $(seq 254))"; do
+		run sbx-create -runtime-class "$bad" p6
+		assert_status 100
+		assert_contains "invalid value \"$bad\" for flag -runtime-class: a RuntimeClass name "
+	done
+	# the local backend has no runtime to choose: refused, never silently ignored
+	run sbx-create -backend local -runtime-class gvisor p7
 	assert_status 100
-	assert_contains 'invalid value "Bad_Name" for flag -runtime-class: a RuntimeClass name is a DNS-1123 subdomain'
+	assert_contains "-runtime-class is a kubernetes setting"
+	SANDBOX_RUNTIME_CLASS=gvisor run agent-loop -backend local -session p7 <<<'run: true'
+	assert_status 100
+	assert_contains "agent-loop: -runtime-class is a kubernetes setting"
+	[ -z "$(sbx-list -backend local)" ]
 }

@@ -42,9 +42,17 @@ teardown() { teardown_sbx_env; }
 	SANDBOX_LIMITS=maybe run sbx-create demo
 	assert_status 100
 	assert_contains 'invalid SANDBOX_LIMITS: must be on or none'
+	run sbx-create -memory 17179869185G demo	# 2^64 + 1G: never wrapped round to 1G
+	assert_status 100
+	assert_contains 'invalid value "17179869185G" for flag -memory: not a size such as 512M or 2G'
+	for bad in 0x10 1e3 . 1.2.3 inf ' 1'; do
+		run sbx-create -cpus "$bad" demo
+		assert_status 100
+		assert_contains "invalid value \"$bad\" for flag -cpus: not a number of CPUs such as 0.5 or 2"
+	done
 	run sbx-create -h
 	assert_contains '-memory SIZE'
-	assert_contains 'default 2G or half of the RAM if less'
+	assert_contains 'default 2G (local: half of the RAM if less)'
 	[ -z "$(sbx-list)" ]
 }
 
@@ -110,6 +118,19 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	# shellcheck disable=SC2086
 	gone $dirs
 	unmounted "$home"
+}
+
+@test "on a machine with less than 4G of RAM the default memory limit is half of it" {
+	run with_small_ram sbx-create demo
+	assert_status 0
+	assert_json '.limits.memory == 536870912'
+	[ "$(cat "$(cg_file demo memory.limit_in_bytes 2>/dev/null || cg_file demo memory.max)")" = 536870912 ]
+	run sbx-exec -raw demo -- sh -c 'df -k /tmp | tail -1'
+	[ "$(echo "$output" | awk '{print $2}')" -eq $(((512 << 10) / 4)) ]
+	# a limit given is kept as given, whatever the RAM (T is a size suffix too)
+	run with_small_ram sbx-create -memory 1T -disk 64M big
+	assert_status 0
+	assert_json '.limits.memory == 1099511627776'
 }
 
 @test "-limits none: the handle says so, no cgroup or disk image is made, tmpfs still have sizes" {
@@ -318,7 +339,8 @@ while True:
 	if [ "$(id -u)" = 0 ]; then
 		disk=$(printf '%s\n' "$output" | sed -n 's/.*"disk":\([0-9]*\).*/\1/p')
 		# 7/8 of what is free, in whole MiB: at most 56M of the 64M
-		[ "$disk" -le $((56 << 20)) ] && [ "$disk" -ge $((32 << 20)) ]
+		[ "$disk" -le $((56 << 20)) ]
+		[ "$disk" -ge $((32 << 20)) ]
 		assert_contains "No space left on device"
 	fi
 	assert_contains '"enforced":true'

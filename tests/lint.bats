@@ -2,14 +2,16 @@
 # lint.bats — checks of the test suite itself. bats runs a test with `set -e`, which ignores
 # the status of a negated command: `! grep -q x file` fails nothing unless it is the test's
 # last command. Such a line is an assertion that cannot fail; write `run ! cmd` instead (or
-# end the line with `|| false`).
+# end the line with `|| false`). So does `set -e` for every command of an && list but the
+# last: in `[ -e a ] && [ -e b ]` a missing a fails nothing; write one test a line.
 
 load helpers
 
 setup() { setup_sbx_env; }
 
-# dead_negations FILE...: prints FILE:LINE: TEXT for each `! cmd` line inside a @test that
-# another command follows (blank lines, comments and here-documents do not count).
+# dead_negations FILE...: prints FILE:LINE: TEXT for each `! cmd` line, and each line made of
+# tests joined by && (`[ a ] && [ b ]`), inside a @test that another command follows (blank
+# lines, comments and here-documents do not count).
 dead_negations() {
 	awk '
 		FNR == 1 { intest = 0; eot = "" }
@@ -23,6 +25,8 @@ dead_negations() {
 		}
 		intest {
 			if (last ~ /^[[:space:]]*![[:space:]]/ && last !~ /\|\|[[:space:]]*(false|return 1|exit 1)[[:space:]]*$/)
+				print FILENAME ":" lastn ": " last
+			else if (last ~ /^[[:space:]]*\[\[? .*\][[:space:]]*&&[[:space:]]*\[/ && last ~ /\][[:space:]]*$/ && last !~ /\|\|/)
 				print FILENAME ":" lastn ": " last
 			last = $0; lastn = FNR
 		}
@@ -38,7 +42,7 @@ bats_files() {
 	fi
 }
 
-@test "no bats test negates a command that is not its last (use run ! or || false)" {
+@test "no bats test negates a command, or joins tests with &&, but on its last line (use run ! or || false)" {
 	mapfile -t files < <(bats_files)
 	[ "${#files[@]}" -gt 20 ]
 	run dead_negations "${files[@]}"
@@ -74,10 +78,19 @@ ATtest "a here-string is no here-document" {
 	NOT false
 	true
 }
+
+ATtest "tests joined by &&" {
+	[ -e /nonexistent ] && [ -e / ]
+	[ -e / ] && rm -f /nonexistent/x
+	[ -n "$x" ] && [ -e / ] || false
+	true
+	[ -e / ] && [ -e / ]
+}
 EOF
 	run dead_negations "$BATS_TEST_TMPDIR/sample.bats"
-	[ "${#lines[@]}" = 3 ]
+	[ "${#lines[@]}" = 4 ]
 	[[ "${lines[0]}" == *"sample.bats:2: "*"! grep -q x /dev/null" ]]
 	[[ "${lines[1]}" == *"sample.bats:17: "*"! false" ]]
 	[[ "${lines[2]}" == *"sample.bats:23: "*"! false" ]]
+	[[ "${lines[3]}" == *"sample.bats:28: "*'[ -e /nonexistent ] && [ -e / ]' ]]
 }

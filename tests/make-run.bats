@@ -14,7 +14,8 @@ teardown() { teardown_sbx_env; }
 	mkdir -p "$clone"
 	# what a clone holds: the tracked files (as they are in this working tree)
 	git -C "$SBX_TOP" ls-files -z | (cd "$SBX_TOP" && tar --null -T - -cf -) | tar -xf - -C "$clone"
-	[ ! -e "$clone/bin" ] && [ ! -e "$clone/build" ]
+	[ ! -e "$clone/bin" ]
+	[ ! -e "$clone/build" ]
 	# the clone's own programs, not the ones under test on PATH
 	local path
 	path=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$SBX_BIN" | paste -sd:)

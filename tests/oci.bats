@@ -145,7 +145,9 @@ assert_cache_clean() {
 	run sbx-image "oci-archive:$BATS_TEST_TMPDIR/h8.tar"
 	assert_contains "is a device node"
 	[ -z "$(ls -A "$out")" ]
-	[ ! -e "$BATS_TEST_TMPDIR/escape" ] && [ ! -e "$XDG_STATE_HOME/escape" ] && [ ! -e /abs-escape ]
+	[ ! -e "$BATS_TEST_TMPDIR/escape" ]
+	[ ! -e "$XDG_STATE_HOME/escape" ]
+	[ ! -e /abs-escape ]
 	assert_cache_clean
 }
 

@@ -116,13 +116,16 @@ run_block() {
 }
 
 @test "a README block runs in a private machine: own /tmp, network and processes, the tree untouched" {
-	printf '%s\n' '# t' 'touch /tmp/mine readme-scratch' 'sleep 300 &' \
+	# a sleep no other process on this machine runs (a fraction of a second unique to this run)
+	local nap="300.$$$RANDOM"
+	printf '%s\n' '# t' 'touch /tmp/mine readme-scratch' "sleep $nap &" \
 		'python3 -m http.server -b 127.0.0.1 8090 >/dev/null 2>&1 & echo started' >"$BATS_TEST_TMPDIR/b.sh"
 	run run_block "$BATS_TEST_TMPDIR/b.sh"
 	assert_status 0
 	assert_contains started
-	[ ! -e /tmp/mine ] && [ ! -e "$SBX_TOP/readme-scratch" ]
-	run ! pgrep -f -x 'sleep 300'
+	[ ! -e /tmp/mine ]
+	[ ! -e "$SBX_TOP/readme-scratch" ]
+	run ! pgrep -f -x "sleep $nap"
 	printf '%s\n' '# t' 'false' 'echo not reached' >"$BATS_TEST_TMPDIR/f.sh"
 	run run_block "$BATS_TEST_TMPDIR/f.sh"
 	[ "$status" -ne 0 ]

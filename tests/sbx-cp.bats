@@ -133,7 +133,8 @@ sandbox_tree_of() {	# $1 = sandbox, $2 = directory
 	[ "$(cat into/b-copy.txt)" = two ]
 	run --separate-stderr sbx-cp cp:/home/clawtainer/src/d/. into/
 	assert_json '.to == "into/" and .files == 4'
-	[ -f into/big.bin ] && [ -d into/e ]
+	[ -f into/big.bin ]
+	[ -d into/e ]
 	run sbx-cp cp:src into/b-copy.txt
 	assert_status 100
 	assert_contains "cannot copy a directory onto the file into/b-copy.txt"
@@ -187,7 +188,9 @@ PY
 		run sbx-cp liar:src "$W/back"
 		assert_status 111
 		assert_contains "refusing entry"
-		[ ! -e "$W/back" ] && [ ! -e "$BATS_TEST_TMPDIR/escaped.txt" ] && [ ! -e "$W/escaped.txt" ]
+		[ ! -e "$W/back" ]
+		[ ! -e "$BATS_TEST_TMPDIR/escaped.txt" ]
+		[ ! -e "$W/escaped.txt" ]
 		mkdir "$W/into"
 		run sbx-cp liar:src "$W/into"
 		assert_status 111

@@ -57,7 +57,8 @@ turn() {	# turn SESSION TEXT: one agent-loop turn with fake-eliza
 	assert_status 111
 	[ "$stderr" = "sbx-sessions: unable to delete session busy: session \"busy\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
 	[ "$output" = '{"name":"other","deleted":true}' ]
-	[ -s "$(hist busy)" ] && [ ! -e "$HOME/.local/sandboxed-tools/other" ]
+	[ -s "$(hist busy)" ]
+	[ ! -e "$HOME/.local/sandboxed-tools/other" ]
 	echo /exit >&4
 	exec 4>&-
 	finish "$pid"

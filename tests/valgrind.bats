@@ -77,8 +77,13 @@ start_stub() {
 	run vg sbx-create vg1
 	assert_status 0
 	assert_json '.name == "vg1"'
+	# the same spec is reused (its shutdown time moved); another one is refused
 	run vg sbx-create vg1
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	assert_status 0
+	assert_json '.reused == true'
+	run vg sbx-create -pids 100 vg1
+	assert_status 100
+	assert_contains "exists with pids 1024"
 	run vg sbx-create 'Bad Name'
 	assert_status 100
 	run vg sbx-list
@@ -108,7 +113,8 @@ start_stub() {
 	run vg sbx-exec vg2 <<<'{"command":["sleep","5"],"timeout":"200ms"}'
 	assert_status 124
 	run vg sbx-exec vg2 <<<'{"command":'
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	run vg sbx-exec nosuch -- true
 	assert_status 101
 	vg_clean
@@ -124,7 +130,8 @@ start_stub() {
 	run vg sbx-tool vg3 <<<'{"id":"c1","type":"function","function":{"name":"nope","arguments":"{}"}}'
 	[ "$status" -ne 99 ]
 	run vg sbx-tool vg3 <<<'not json'
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	vg_clean
 }
 
@@ -132,7 +139,8 @@ start_stub() {
 	run vg llm-chat -model fake-eliza <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	run vg llm-chat -model fake-eliza <<<'{"messages":'
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	start_stub '{"sse":[{"id":"r","choices":[{"index":0,"delta":{"role":"assistant","content":"hi "}}]},{"id":"r","choices":[{"index":0,"delta":{"content":"there"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}' \
 		"{\"file\":\"$SBX_TOP/tests/llm/mistral/reasoning.sse\",\"split\":3}" \
 		"{\"file\":\"$SBX_TOP/tests/llm/dashscope/tool-call.sse\",\"random\":[5,9]}" \
@@ -148,7 +156,8 @@ start_stub() {
 	assert_status 0
 	assert_contains '"id":"call_sbxreplaydashscope0016"'
 	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	assert_contains 'status 500'
 	vg_clean
 }
@@ -167,7 +176,8 @@ start_stub() {
 	run vg sbx-restore -max-size lots vg4
 	assert_status 100
 	run vg sbx-snapshot nosuch
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	vg_clean
 }
 
@@ -224,7 +234,8 @@ start_stub() {
 	assert_status 0
 	assert_contains "What do you think it means when you say 'hello'?"
 	run vg acp-client -session-id acp0000000000000000 -prompt 'x' -cmd "$VG_BIN/acp-server -stdio"
-	[ "$status" -ne 0 ] && [ "$status" -ne 99 ]
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 99 ]
 	vg_clean
 }
 

@@ -54,6 +54,11 @@ static void status(void)
 	kubeapi_status_error(403, forbidden, strlen(forbidden), "PUT", p, &e);
 	ok(e.code == SBX_EPERM && strstr(e.msg, "may not update sandboxes.agents.x-k8s.io in namespace default") &&
 	   strstr(e.msg, "cannot update resource"), "403 names verb, resource and namespace: %s", e.msg);
+	kubeapi_status_error(403, forbidden, strlen(forbidden), "GET",
+			     "/api/v1/namespaces/ns1/pods/demo/exec?command=true", &e);
+	ok(e.code == SBX_EPERM && strstr(e.msg, "may not exec into pods in namespace ns1 (RBAC needs "
+	   "verbs \"get\" and \"create\" on \"pods/exec\")"), "403 on a WebSocket exec names both verbs: %s",
+	   e.msg);
 	kubeapi_status_error(404, nf, strlen(nf), "GET", p, &e);
 	ok(e.code == SBX_ENOTFOUND && strcmp(e.msg, "sandboxes.agents.x-k8s.io \"demo\" not found") == 0,
 	   "404 is not found with the server's message: %s", e.msg);
