@@ -162,6 +162,13 @@ struct acp_pathmap acp_session_paths(const struct acp_session *s);
 void m_session_resume(const struct req *r);
 void m_session_close(const struct req *r);
 void m_session_list(const struct req *r);
+/* Sets the mode (config "mode", by id) or the model of s; NULL when done, else why not.
+ * claimed: the caller's own turn holds s busy (a slash command). Caller holds a reference. */
+const char *acp_set_option(struct acp_server *srv, struct acp_session *s, const char *config,
+			   const char *value, bool claimed, bool *mode_changed, struct sbx_err *e);
+/* current_mode_update and config_option_update of s, to p. */
+void acp_send_mode(struct acp_session *s, struct peer *p);
+void acp_send_options(struct acp_server *srv, struct acp_session *s, struct peer *p);
 void m_session_set_mode(const struct req *r);
 void m_session_set_config_option(const struct req *r);
 
@@ -175,6 +182,14 @@ int acp_mcp_start(struct acp_session *s, struct buf *report);
 /* Wakes calls waiting on the session's servers (caller holds srv->mu). */
 void acp_mcp_wake_locked(struct acp_session *s);
 void acp_mcp_free(struct acp_session *s);
+
+/* ---- lib/acpcmd.c ---- */
+/* available_commands_update for s, to p: the slash commands acp-server answers itself. */
+void acp_send_commands(struct acp_server *srv, struct acp_session *s, struct peer *p);
+/* If the prompt (params.prompt) is one text block naming an offered command, runs it (the
+ * session claimed by the caller's turn), its answer put in out, and returns true; else false
+ * (the prompt goes to the model). */
+bool acp_command_run(struct acp_session *s, struct json_object *params, struct buf *out);
 
 /* ---- lib/acpturn.c ---- */
 void m_session_prompt(const struct req *r);

@@ -639,6 +639,20 @@ void m_session_prompt(const struct req *r)
 		close(pipefd[1]);
 		goto out;
 	}
+	/* A slash command is answered here: no model, no MCP servers, no history. */
+	{
+		struct buf said = {0};
+		if (acp_command_run(s, r->params, &said)) {
+			if (said.len > 0)
+				acp_send_chunk(s->out, s->id, "agent_message_chunk", said.data, said.len);
+			buf_free(&said);
+			acp_release(srv, s);
+			res = json_object_new_object();
+			json_object_object_add(res, "stopReason", json_object_new_string("end_turn"));
+			acp_reply(c->p, r->id, res);
+			goto out;
+		}
+	}
 	/* MCP servers start in the sandbox at the first prompt; what failed is said first. */
 	{
 		struct buf report = {0};

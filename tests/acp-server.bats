@@ -862,3 +862,74 @@ embedded
 	upd '.steps[2].result == {}'
 	run ! pgrep -f "import json, os, socket"
 }
+
+@test "slash commands: advertised after session/new and load; /mode, /model and /sandbox answered by the server, never the model; others go to the model" {
+	stub_text "model saw it" >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -models other-model
+	steps '[{"new":{"cwd":"/work/proj"}},{"commands":1},
+		{"prompt":"/mode"},{"prompt":"  /mode never-ask "},{"prompt":"/mode bogus"},
+		{"prompt":"/model other-model"},{"prompt":"/sandbox"},{"prompt":"/sandbox now"},
+		{"prompt":"/nosuch thing"},
+		{"connect":{}},{"load":{}},{"commands":2}]'
+	assert_status 0
+	upd '.sid as $s | .commands | length == 2 and (.[0].sessionId == $s) and (.[1].sessionId == $s)'
+	upd '.commands[0].update == {"sessionUpdate":"available_commands_update","availableCommands":[
+		{"name":"mode","description":"Show or set when tool calls are asked for (ask, auto-read, never-ask)","input":{"hint":"ask | auto-read | never-ask"}},
+		{"name":"model","description":"Show or set the model of this session (those acp-server -models offers)","input":{"hint":"model name"}},
+		{"name":"sandbox","description":"Show this session'"'"'s sandbox: its name, backend, and where tools run"}]}'
+	upd '.commands[1].update == .commands[0].update'
+	upd '.steps[2].result.stopReason == "end_turn" and .steps[2].updates == [{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Mode: ask (Ask before every tool call).\nModes: ask auto-read never-ask\n"}}]'
+	upd '[.steps[3].updates[].sessionUpdate] == ["current_mode_update","config_option_update","agent_message_chunk"]'
+	upd '.steps[3].updates[0].currentModeId == "never-ask" and .steps[3].updates[2].content.text == "Mode: never-ask (Run every tool call without asking).\n"'
+	upd '.steps[4].updates[0].content.text | startswith("mode bogus: unknown mode (available: ask, auto-read, never-ask)\nMode: never-ask")'
+	upd '[.steps[5].updates[].sessionUpdate] == ["config_option_update","agent_message_chunk"] and .steps[5].updates[1].content.text == "Model: other-model.\n"'
+	upd '.steps[5].updates[0].configOptions[1].currentValue == "other-model"'
+	upd '.sid as $s | .steps[6].updates[0].content.text == "Sandbox: \($s), local backend; not made yet: the first approved tool call makes it.\nTools run in /home/clawtainer/proj there; paths shown to you are under /work/proj.\n"'
+	upd '.steps[7].updates[0].content.text == "/sandbox takes no input.\n"'
+	# an unknown command is the model's, with the model the command chose
+	upd '.steps[8].result.stopReason == "end_turn" and ([.steps[8].updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["model saw it"])'
+	# commands are no part of the conversation: the replay holds only the model's exchange
+	upd '[.steps[10].updates[] | [.sessionUpdate, .content.text]] == [["user_message_chunk","/nosuch thing"],["agent_message_chunk","model saw it"]]'
+	run jq -s -c '[length, .[0].body.model, .[0].body.messages[-1].content]' "$STUB_DIR/requests.jsonl"
+	[ "$output" = '[1,"other-model","/nosuch thing"]' ]
+	# without -models there is no choice to offer: no /model, and "/model x" is the model's
+	stop_server
+	export OPENAI_MODEL=fake-eliza
+	start_server
+	steps '[{"new":{}},{"commands":1},{"prompt":"/model x"}]'
+	assert_status 0
+	upd '[.commands[0].update.availableCommands[].name] == ["mode","sandbox"]'
+	upd '.steps[2].updates[-1].content.text == "What do you think it means when you say '"'/model x'"'?"'
+}
+
+@test "an MCP tool call given up on is cancelled at its server: notifications/cancelled with the request's id, on session/cancel and on -tool-timeout" {
+	{
+		stub_call c1 mcp__echo__hang '{}'
+		stub_call c2 mcp__echo__cancels '{}'
+		stub_text "done"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	jq -n --rawfile py "$SBX_TOP/tests/acp/mcp-echo.py" \
+		'[{"name":"echo","command":"/usr/bin/python3","args":["-c",$py],"env":[]}]' >"$BATS_TEST_TMPDIR/mcp.json"
+	drive cancel --prompt "hang" --cancel-on tool --mcp-servers "$BATS_TEST_TMPDIR/mcp.json"
+	assert_status 0
+	upd '.stop == "cancelled" and .again == "end_turn"'
+	# the server, asked afterwards in the same session, saw the call and then its cancellation
+	seen='[.updates[] | select(.sessionUpdate == "tool_call_update" and .status == "completed")][-1].content[0].content.text | fromjson'
+	upd "$seen"' | (.hung | length) == 1 and .cancelled == [{"requestId":.hung[0],"reason":"cancelled by the user"}]'
+	stop_server
+	stop_stub
+	rm -r "$STUB_DIR"
+	# a call that outlives -tool-timeout is cancelled too, and the turn goes on
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -tool-timeout 1s
+	jq -n --slurpfile m "$BATS_TEST_TMPDIR/mcp.json" '[{"new":{"mcpServers":$m[0]}},{"answer":"allow-once"},{"prompt":"hang"}]' >"$BATS_TEST_TMPDIR/steps.json"
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json"
+	assert_status 0
+	final='[.steps[2].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | .[0].status == "failed" and (.[0].content[0].content.text | test("no answer in time"))'
+	upd "$final"' | .[1].content[0].content.text | fromjson | (.hung | length) == 1 and .cancelled == [{"requestId":.hung[0],"reason":"timed out"}]'
+	upd '.steps[2].result.stopReason == "end_turn"'
+}
