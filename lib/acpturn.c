@@ -503,8 +503,8 @@ static bool mode_allows(const struct acp_session *s, const char *name)
 {
 	const char *kind = toolset_tool_kind(name);
 
-	if (s->mode == ACP_MODE_NEVER_ASK)
-		return true;
+	if (s->mode == ACP_MODE_NEVER_ASK || acp_plan_offered(s->srv, name))
+		return true;	/* the plan tool only changes what the client shows */
 	/* read and search tools never change the sandbox's files (toolset.h) */
 	return s->mode == ACP_MODE_AUTO_READ && (strcmp(kind, "read") == 0 || strcmp(kind, "search") == 0);
 }
@@ -677,6 +677,7 @@ void m_session_prompt(const struct req *r)
 			goto out;
 		}
 	}
+	acp_extra_tools_update(s);
 	/* Resources are read through the client once the session is ours (a cancel stops it). */
 	if ((content = prompt_content(s, c, r->params, &title, &code, msg, sizeof msg)) == NULL) {
 		bool cancelled = s->cancel;
@@ -846,6 +847,10 @@ static bool replay_calls(struct acp_session *s, struct peer *p, struct json_obje
 		else
 			json_object_object_add(u, "status", json_object_new_string("failed"));
 		if (!send_replay(s, p, u))
+			return false;
+		/* The plan it sent, again. */
+		if (content && !harness_failed(name, content) && acp_plan_offered(s->srv, name) &&
+		    (u = acp_plan_update(args)) != NULL && !send_replay(s, p, u))
 			return false;
 	}
 	return true;

@@ -893,6 +893,8 @@ embedded
 	upd '[.steps[10].updates[] | [.sessionUpdate, .content.text]] == [["user_message_chunk","/nosuch thing"],["agent_message_chunk","model saw it"]]'
 	run jq -s -c '[length, .[0].body.model, .[0].body.messages[-1].content]' "$STUB_DIR/requests.jsonl"
 	[ "$output" = '[1,"other-model","/nosuch thing"]' ]
+	# the basic toolset has no plan tool
+	jq -s -e '.[0].body.tools | map(.function.name) | index("write_todos") == null' "$STUB_DIR/requests.jsonl"
 	# without -models there is no choice to offer: no /model, and "/model x" is the model's
 	stop_server
 	export OPENAI_MODEL=fake-eliza
@@ -932,4 +934,40 @@ embedded
 	upd "$final"' | .[0].status == "failed" and (.[0].content[0].content.text | test("no answer in time"))'
 	upd "$final"' | .[1].content[0].content.text | fromjson | (.hung | length) == 1 and .cancelled == [{"requestId":.hung[0],"reason":"timed out"}]'
 	upd '.steps[2].result.stopReason == "end_turn"'
+}
+
+@test "plan: -toolset geminicli offers write_todos, answered by the server as a plan update (no sandbox, never asked), checked as gemini-cli does, replayed" {
+	{
+		stub_call c1 write_todos '{"todos":[{"description":"Read the code","status":"completed"},{"description":"Fix the bug","status":"in_progress"},{"description":"Update the docs","status":"cancelled"},{"description":"Run the tests","status":"blocked"}]}'
+		stub_call c2 write_todos '{"todos":[{"description":"a","status":"in_progress"},{"description":"b","status":"in_progress"}]}'
+		stub_call c3 write_todos '{"todos":[]}'
+		stub_text "planned"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -toolset geminicli
+	steps '[{"new":{"cwd":"/work/proj"}},{"prompt":"plan it"},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '(.steps[1].permissions | length) == 0 and .steps[1].result.stopReason == "end_turn"'
+	upd '[.steps[1].updates[] | select(.sessionUpdate == "tool_call") | [.title, .kind]] == [["Plan 4 steps","think"],["Plan 2 steps","think"],["Clear the plan","think"]]'
+	plans='[.steps[1].updates[] | select(.sessionUpdate == "plan") | .entries]'
+	upd "$plans"' == [[
+		{"content":"Read the code","priority":"medium","status":"completed"},
+		{"content":"Fix the bug","priority":"medium","status":"in_progress"},
+		{"content":"Update the docs (cancelled)","priority":"medium","status":"completed"},
+		{"content":"Run the tests (blocked)","priority":"medium","status":"pending"}], []]'
+	final='[.steps[1].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | map(.status) == ["completed","failed","completed"]'
+	upd "$final"' | .[0].content[0].content.text == "Successfully updated the todo list. The current list is now:\n1. [completed] Read the code\n2. [in_progress] Fix the bug\n3. [cancelled] Update the docs\n4. [blocked] Run the tests"'
+	upd "$final"' | .[1].content[0].content.text == "Error calling tool \"write_todos\": Invalid parameters: Only one task can be \"in_progress\" at a time."'
+	upd "$final"' | .[2].content[0].content.text == "Successfully cleared the todo list."'
+	# the plan is sent between the call's start and its end
+	upd '[.steps[1].updates[] | .sessionUpdate] | index("plan") > index("tool_call")'
+	# the model was offered it and got gemini-cli's answer
+	jq -s -e '.[0].body.tools | map(.function.name) | index("write_todos") and index("run_shell_command")' "$STUB_DIR/requests.jsonl"
+	jq -s -e '.[0].body.tools[] | select(.function.name == "write_todos") | .function.parameters.properties.todos.items.properties.status.enum == ["pending","in_progress","completed","cancelled","blocked"]' "$STUB_DIR/requests.jsonl"
+	# nothing ran in a sandbox: none was made
+	[ -z "$(sbx-list)" ]
+	# session/load replays the calls and the plans they sent, in order
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "plan" or .sessionUpdate == "tool_call") | .sessionUpdate] == ["tool_call","plan","tool_call","tool_call","plan"]'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "plan") | .entries] == '"$plans"
 }
