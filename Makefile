@@ -37,14 +37,20 @@ KUBE_OBJ := $(KUBE_SRC:%.c=$(B)/%.o)
 CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+# What tests/attacks.bats runs inside sandboxes: static, no sanitizer, any root filesystem.
+PROBE := $(B)/tests/sbx-probe
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
-sbx-init_STATIC_LIBS :=
-sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c
+sbx-init_STATIC_LIBS := -lseccomp
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c
+# lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
+# sbx-init carries out of the plan) into sbx-init.
+$(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+geminicli-toolbox_LIBSRC := lib/utf8.c lib/gcpath.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
-all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN)
+all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)
 
 # Header dependencies are computed by the compiler (-MMD -MP): an edit rebuilds exactly the
 # objects that include what changed, headers under cmd/*/ included.
@@ -72,7 +78,7 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 # Objects for static programs are built without sanitizers (they cannot link them statically).
 $(B)/static/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE $(STATIC_DEFS) -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 
 define dyn_prog
 $(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a
@@ -87,6 +93,10 @@ $(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cm
 	$$(CC) -static -o $$@ $$^ $$($(1)_STATIC_LIBS)
 endef
 $(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
+
+$(PROBE): tests/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -static -o $@ $<
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/libsbx.a $(B)/libsbxkube.a
 	@mkdir -p $(dir $@)

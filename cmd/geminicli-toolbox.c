@@ -1,9 +1,10 @@
 /* geminicli-toolbox — the in-sandbox helper behind `-toolset geminicli`: runs one gemini-cli
  * file tool with its JSON parameters on stdin and prints the model-visible result. Statically
  * linked and self-contained so it works in any image. Contract (upstream cmd/geminicli-toolbox):
- * success → result on stdout (newline added if missing), exit 0; the tool's failure (the
- * model sees "failed (exit code 1)") → the message on stderr, nothing on stdout, exit 1. The
- * helper's own troubles use the sbx table: 100 usage, 111 its input or output failed. */
+ * success → the result on stdout exactly as gemini-cli gives it to the model (no newline
+ * added), exit 0; the tool's failure (the model sees "failed (exit code 1)") → the message on
+ * stderr, nothing on stdout, exit 1. The helper's own troubles use the sbx table: 100 usage,
+ * 111 its input or output failed. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,8 +153,6 @@ int main(int argc, char **argv)
 	}
 	if (!c.out.data)
 		tb_put(&c.out, "", 0);
-	if (c.out.len == 0 || c.out.data[c.out.len - 1] != '\n')
-		tb_puts(&c.out, "\n");
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
 		fail("failed to write the result");
 		rc = TB_EXIT_FAIL;

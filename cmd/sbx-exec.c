@@ -12,6 +12,7 @@
 #include "../lib/duration.h"
 #include "../lib/flag.h"
 #include "../lib/gojson.h"
+#include "../lib/relay.h"
 #include "../lib/reslimit.h"
 #include "cli.h"
 
@@ -28,7 +29,7 @@ static const char usage[] =
 	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -timeout D      kill every process the command started after D (Go duration); exit 124\n"
-	"  -workdir W      working directory inside (default /)\n"
+	"  -workdir W      working directory inside (default: the home)\n"
 	"  -raw            stream stdin/stdout/stderr as bytes, no JSON\n"
 	"  -stdin          JSON mode: pass this program's standard input to the command\n"
 	"  -max-output N   JSON mode: keep at most N bytes per stream (default 8M)\n"
@@ -186,7 +187,8 @@ int main(int argc, char **argv)
 				     .in_fd = 0, .out_fd = 1, .err_fd = 2,
 				     .timeout_ns = rq.timeout, .cancel_fd = cancel};
 		struct sbx_exec_result r;
-		if (sbx_exec(b, name, &x, &r, &e) < 0) {
+		/* The sandbox gets pipes of ours, never our caller's descriptors. */
+		if (relay_exec(b, name, &x, NULL, &r, &e) < 0) {
 			backend_close(b);	/* exit() does not free it: valgrind counts it lost */
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
 				name, e.msg);

@@ -83,6 +83,7 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int i, failed, rc, cancel;
 	char *content, *args_text = NULL;
+	size_t content_len;
 	struct flag flags[] = {
 		{"backend", FLAG_STRING, &backend, NULL},
 		{"namespace", FLAG_STRING, &ns, NULL},
@@ -159,8 +160,8 @@ int main(int argc, char **argv)
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
 				       .workdir = workdir && *workdir ? workdir : NULL,
 				       .timeout_ns = timeout > 0 ? timeout : 0,
-				       .cancel_fd = cancel};
-		content = toolset_call(ts, &ctx, fname, fargs, &failed, &e);
+				       .cancel_fd = cancel, .call_id = id};
+		content = toolset_call(ts, &ctx, fname, fargs, &content_len, &failed, &e);
 	}
 	if (content == NULL) {
 		if (e.code == SBX_ECANCELED && cancel_signal())
@@ -170,7 +171,8 @@ int main(int argc, char **argv)
 	}
 	msg = json_object_new_object();
 	json_object_object_add(msg, "role", json_object_new_string("tool"));
-	json_object_object_add(msg, "content", json_object_new_string(content));
+	/* NUL bytes in a result travel as \u0000 */
+	json_object_object_add(msg, "content", json_object_new_string_len(content, (int)content_len));
 	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
 	rc = cli_print_json(msg) < 0 ? EXIT_FAIL
 	     : failed == TOOL_SANDBOX_GONE ? EXIT_GONE : failed ? 1 : EXIT_OK;

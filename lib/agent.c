@@ -828,12 +828,13 @@ static void call_of(struct json_object *raw, struct agent_tool_call *c)
 	c->raw = raw;
 }
 
-static struct json_object *tool_message(const char *id, const char *content)
+/* content[0..len) may hold NUL bytes (a tool's binary output): kept, as \u0000. */
+static struct json_object *tool_message(const char *id, const char *content, size_t len)
 {
 	struct json_object *m = json_object_new_object();
 
 	json_object_object_add(m, "role", json_object_new_string("tool"));
-	json_object_object_add(m, "content", json_object_new_string(content));
+	json_object_object_add(m, "content", json_object_new_string_len(content, (int)len));
 	json_object_object_add(m, "tool_call_id", json_object_new_string(id));
 	return m;
 }
@@ -859,23 +860,28 @@ static char *call_doc(const struct agent_tool_call *c)
 
 /* sbx-tool's work in this process: the same content, failure flag and errors. */
 static char *run_tool_direct(struct agent_session *s, const struct agent_tool_call *c,
-			     int cancel_fd, bool *failed, struct json_object **structured,
-			     struct sbx_err *e)
+			     int cancel_fd, size_t *len, bool *failed,
+			     struct json_object **structured, struct sbx_err *e)
 {
 	struct sbx_backend *b = backend_of(s, e);
 	struct tool_ctx ctx = {.b = b, .sandbox = s->name, .homedir = s->homedir,
 			       .timeout_ns = s->tool_timeout_ns, .cancel_fd = cancel_fd,
-			       .structured = structured};
+			       .structured = structured, .call_id = c->id};
 	char *out;
 	int f = 1;
 
 	*failed = true;
-	if (b == NULL)
-		return xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
-	if ((out = toolset_call(s->ts, &ctx, c->name, c->arguments, &f, e)) == NULL) {
-		if (e->code != SBX_ECANCELED && e->code != SBX_ENOTFOUND)
+	if (b == NULL) {
+		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		*len = strlen(out);
+		return out;
+	}
+	if ((out = toolset_call(s->ts, &ctx, c->name, c->arguments, len, &f, e)) == NULL) {
+		if (e->code != SBX_ECANCELED && e->code != SBX_ENOTFOUND) {
 			out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name,
 					e->msg);
+			*len = strlen(out);
+		}
 		return out;
 	}
 	*failed = f != 0;
@@ -885,7 +891,7 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
 		s->active = false;
 	}
 	if (s->trace) {
-		struct json_object *m = tool_message(c->id, out);
+		struct json_object *m = tool_message(c->id, out, *len);
 		char *t = gojson_encode(m);
 		trace(s, "sbx-tool >", t);
 		free(t);
@@ -901,13 +907,14 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
  * makes it inactive. structured: NULL, or where an in-process call puts the tool's structured
  * result. */
 static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, int cancel_fd,
-		      bool *failed, struct json_object **structured, struct sbx_err *e)
+		      size_t *len, bool *failed, struct json_object **structured, struct sbx_err *e)
 {
 	struct child_result res;
 	struct json_object *doc = NULL;
 	struct strvec a;
 	const char *why;
 	char *in = call_doc(c), *out = NULL, *msg;
+	bool sized = false;
 
 	trace(s, "sbx-tool <", in);
 	argv_sbx(s, &a, "sbx-tool");
@@ -924,7 +931,8 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	*failed = true;
 	if (s->in_process) {
 		trace_argv(s, &a);
-		out = run_tool_direct(s, c, cancel_fd, failed, structured, e);
+		out = run_tool_direct(s, c, cancel_fd, len, failed, structured, e);
+		sized = true;
 		goto done;
 	}
 	if (run(s, &a, in, strlen(in), cancel_fd, NULL, NULL, &res, e) < 0) {
@@ -941,7 +949,15 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS || res.status == GONE_STATUS) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
-		out = xstrdup(str_field(doc, "content"));
+		struct json_object *v = NULL;
+		size_t n = 0;
+		if (json_object_object_get_ex(doc, "content", &v) && json_object_is_type(v, json_type_string))
+			n = (size_t)json_object_get_string_len(v);
+		out = xmalloc(n + 1);
+		memcpy(out, n ? json_object_get_string(v) : "", n);
+		out[n] = '\0';
+		*len = n;
+		sized = true;
 		*failed = res.status != 0;
 		if (res.status == GONE_STATUS) {
 			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
@@ -955,6 +971,8 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 	}
 	child_result_free(&res);
 done:
+	if (out && !sized)
+		*len = strlen(out);
 	json_object_put(doc);
 	argv_free(&a);
 	free(in);
@@ -979,7 +997,7 @@ static void close_calls(struct agent_session *s, struct json_object *calls, size
 			       : xasprintf(AGENT_CANCELLED_FMT, c.name);
 		if (i == from && started && cb && cb->on_tool_end)
 			cb->on_tool_end(cb->arg, &c, true, content);
-		msgs[k++] = tool_message(c.id, content);
+		msgs[k++] = tool_message(c.id, content, strlen(content));
 		free(content);
 	}
 	if (k > 0 && history_append(s->h, msgs, k, &e) < 0)
@@ -1032,7 +1050,8 @@ const char *agent_session_namespace(const struct agent_session *s)
  * allocated) with *failed, or NULL with e: SBX_ECANCELED, or the sandbox could not be made. */
 static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_call *c,
 			     const struct agent_callbacks *cb, int cancel_fd, bool *started,
-			     bool *failed, struct json_object **structured, struct sbx_err *e)
+			     size_t *len, bool *failed, struct json_object **structured,
+			     struct sbx_err *e)
 {
 	char *content = NULL;
 
@@ -1046,9 +1065,10 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 			content = s->extra.run(s->extra.arg, c, cancel_fd, failed, e);
 			if (content == NULL)
 				return NULL;	/* only a cancellation */
+			*len = strlen(content);	/* an MCP server's text */
 			break;
 		}
-		content = run_tool(s, c, cancel_fd, failed, structured, e);
+		content = run_tool(s, c, cancel_fd, len, failed, structured, e);
 		if (content == NULL && e->code == SBX_ECANCELED)
 			return NULL;
 		if (content == NULL) {	/* not there before the call started */
@@ -1056,8 +1076,10 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 			s->active = false;
 		}
 	}
-	if (content == NULL)
+	if (content == NULL) {
 		content = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		*len = strlen(content);
+	}
 	if (cb && cb->on_tool_end)
 		cb->on_tool_end(cb->arg, c, *failed, content);
 	/* Upstream touches again after every call; a tools-only session's caller does it once
@@ -1079,6 +1101,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		struct json_object *m;
 		bool failed = true, started = false;
 		char *content = NULL;
+		size_t len = 0;		/* content may hold NUL bytes */
 		int ok = 1;
 
 		call_of(json_object_array_get_idx(calls, i), &c);
@@ -1096,8 +1119,9 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		}
 		if (ok == 0) {
 			content = xasprintf(AGENT_DENIED_FMT, c.name);
+			len = strlen(content);
 		} else {
-			content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &failed, NULL, e);
+			content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &len, &failed, NULL, e);
 			*executed = *executed || started;
 			if (content == NULL && e->code == SBX_ECANCELED)
 				goto cancelled;
@@ -1106,7 +1130,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 				return AGENT_ERROR;
 			}
 		}
-		m = tool_message(c.id, content);
+		m = tool_message(c.id, content, len);
 		free(content);
 		if (append1(s, m, e) < 0) {
 			json_object_put(m);
@@ -1146,8 +1170,8 @@ int agent_tool_run(struct agent_session *s, const struct agent_tool_call *call,
 	}
 	if (c.id == NULL)
 		c.id = "";
-	out->content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &out->failed,
-				       s->in_process ? &out->structured : NULL, e);
+	out->content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &out->content_len,
+				       &out->failed, s->in_process ? &out->structured : NULL, e);
 	kind = toolset_tool_kind(c.name);
 	if (started && strcmp(kind, "read") != 0 && strcmp(kind, "search") != 0)
 		s->dirty = true;

@@ -193,6 +193,7 @@ const char *agent_session_workdir(const struct agent_session *s);
 /* One tool call's outcome (agent_tool_run). */
 struct agent_tool_result {
 	char *content;			/* the tool message's text (newly allocated) */
+	size_t content_len;		/* its length: it may hold NUL bytes */
 	bool failed;			/* the registry reported an error (ACP "failed", MCP isError) */
 	struct json_object *structured;	/* the tool's structured result, or NULL (new reference) */
 };

@@ -105,6 +105,9 @@ struct sbx_backend;
 
 struct backend_ops {
 	const char *name;
+	/* The backend hands exec's descriptors into the sandbox (local): lib/relay.c then passes
+	 * pipes of its own instead of the caller's. */
+	bool passes_fds;
 	/* Creates the sandbox or reuses a ready one with the same spec; waits until ready. */
 	int (*create)(struct sbx_backend *, const struct sbx_spec *, struct sbx_info *,
 		      struct sbx_err *);

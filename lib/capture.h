@@ -17,6 +17,7 @@ struct capture {
 	char *out, *err;		/* NUL-terminated, at most max bytes each */
 	size_t out_len, err_len;
 	bool out_truncated, err_truncated;
+	size_t out_dropped, err_dropped;	/* bytes read but not kept */
 	struct sbx_exec_result res;
 };
 
@@ -32,6 +33,7 @@ struct capture_req {
 	size_t max;			/* per-stream cap; 0 = CAPTURE_DEFAULT_MAX */
 	bool merge;			/* stderr goes into out too (one shared cap) */
 	bool keep_tail;			/* over the cap, keep the last max bytes, not the first */
+	size_t head;			/* with keep_tail: the first head bytes are kept too */
 };
 
 /* Runs the command; 0 when it ran (whatever its status), -1 with e otherwise. */

@@ -8,11 +8,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "relay.h"
+
 static void *job_main(void *arg)
 {
 	struct execjob *j = arg;
 
-	j->rc = sbx_exec(j->b, j->name, &j->x, &j->res, &j->err);
+	/* Its output goes to sbx's own pipes and memfds; its stdin may be the caller's (sbx-cp's
+	 * "-"), which the relay keeps out of the sandbox. */
+	static const struct relay_opts own_out = {.out_own = true};
+
+	j->rc = relay_exec(j->b, j->name, &j->x, &own_out, &j->res, &j->err);
 	if (j->close_after >= 0)
 		close(j->close_after);
 	return NULL;

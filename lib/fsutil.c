@@ -1,10 +1,10 @@
-/* fsutil.c — remove trees, write files atomically, read small files. libc only. */
+/* fsutil.c — remove trees whatever they hold, write files atomically, read small files. libc
+ * only. */
 #include "fsutil.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,42 +12,221 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int rm_one(const char *p, const struct stat *st, int type, struct FTW *ftw)
+/* ---- fs_remove_tree: an openat/unlinkat walk ----
+ * A sandbox's home may hold anything: trees deeper than PATH_MAX, directories without any
+ * permission, names of any bytes. The walk never builds a path (each step is relative to an
+ * open directory), never follows a symbolic link, keeps at most REMOVE_FDS directories open
+ * (deeper ones are found again through ".." and checked by device and inode, so a tree moved
+ * meanwhile makes it start over from the top rather than step outside), and gives a
+ * directory its owner's rwx back when it lacks them. */
+
+/* Directories kept open at once (the rest are reopened through ".."): far below any
+ * RLIMIT_NOFILE. */
+#define REMOVE_FDS 32
+/* Fresh starts from the top after the tree moved under the walk: a tree nobody else is
+ * changing needs none. */
+#define REMOVE_RESTARTS 64
+
+struct rm_level {
+	char *name;		/* its name in the parent (NULL at the top) */
+	dev_t dev;
+	ino_t ino;
+	DIR *d;			/* open, or NULL when closed to spare descriptors */
+};
+
+struct rm_walk {
+	struct rm_level *lv;
+	size_t depth, cap;	/* lv[0 .. depth] are in use */
+};
+
+/* Gives the directory open as fd (O_PATH or not) its owner's rwx when it lacks them. */
+static void rm_fix_perms(int fd, const struct stat *st)
 {
-	(void)st, (void)ftw;
-	if (type == FTW_DP || type == FTW_D || type == FTW_DNR) {
-		if (rmdir(p) < 0 && errno != ENOENT)
-			return -1;
-	} else if (unlink(p) < 0 && errno != ENOENT) {
+	char path[64];
+
+	if ((st->st_mode & S_IRWXU) == S_IRWXU)
+		return;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	chmod(path, (st->st_mode & 07777) | S_IRWXU);	/* the inode fd holds: no race */
+}
+
+/* Opens the directory name in dirfd without following links, making it readable first if
+ * need be; checks it is the directory want describes (NULL: any). Returns a DIR or NULL. */
+static DIR *rm_open(int dirfd, const char *name, const struct stat *want, struct stat *got)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0 && errno == EACCES) {
+		int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (pfd < 0)
+			return NULL;
+		if (fstat(pfd, &st) == 0)
+			rm_fix_perms(pfd, &st);
+		fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(pfd);
+	}
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, got) < 0 || (want && (got->st_dev != want->st_dev || got->st_ino != want->st_ino))) {
+		close(fd);
+		errno = ESTALE;
+		return NULL;
+	}
+	rm_fix_perms(fd, got);
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
+}
+
+/* Removes name (not a directory, or an empty one) from the open directory d. */
+static int rm_entry(DIR *d, const char *name, int is_dir)
+{
+	int fd = dirfd(d);
+
+	if (unlinkat(fd, name, is_dir ? AT_REMOVEDIR : 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno == EACCES || errno == EPERM) {
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+			if (unlinkat(fd, name, is_dir ? AT_REMOVEDIR : 0) == 0 || errno == ENOENT)
+				return 0;
+		}
+	}
+	return -1;
+}
+
+static void rm_walk_free(struct rm_walk *w)
+{
+	for (size_t i = 0; w->lv && i <= w->depth; i++) {
+		if (w->lv[i].d)
+			closedir(w->lv[i].d);
+		free(w->lv[i].name);
+	}
+	free(w->lv);
+	memset(w, 0, sizeof *w);
+}
+
+/* Goes down into the directory name of the current level. 0, or -1. */
+static int rm_descend(struct rm_walk *w, const char *name, const struct stat *st)
+{
+	struct rm_level *cur = &w->lv[w->depth], *next;
+	struct stat got;
+	DIR *d = rm_open(dirfd(cur->d), name, st, &got);
+
+	if (d == NULL)
 		return -1;
+	if (w->depth + 1 >= w->cap) {
+		size_t cap = w->cap * 2;
+		struct rm_level *lv = realloc(w->lv, cap * sizeof *lv);
+		if (lv == NULL) {
+			closedir(d);
+			return -1;
+		}
+		w->lv = lv;
+		w->cap = cap;
+	}
+	next = &w->lv[++w->depth];
+	*next = (struct rm_level){strdup(name), got.st_dev, got.st_ino, d};
+	if (next->name == NULL)
+		return -1;
+	if (w->depth >= REMOVE_FDS && w->lv[w->depth - REMOVE_FDS].d) {
+		closedir(w->lv[w->depth - REMOVE_FDS].d);
+		w->lv[w->depth - REMOVE_FDS].d = NULL;
 	}
 	return 0;
 }
 
-/* A sandbox may leave directories without write or search permission; give them back to the
- * owner first, without following links. */
-static int fix_perms(const char *p, const struct stat *st, int type, struct FTW *ftw)
+/* The current level is empty: goes back up (reopening the parent through ".." when it was
+ * closed) and removes it. 0; 1 when the tree moved and the walk must start over; -1. */
+static int rm_ascend(struct rm_walk *w)
 {
-	(void)ftw;
-	if (type == FTW_D || type == FTW_DNR)
-		chmod(p, (st->st_mode & 07777) | S_IRWXU);
-	return 0;
+	struct rm_level *cur = &w->lv[w->depth], *up = &w->lv[w->depth - 1];
+	struct stat st = {.st_dev = up->dev, .st_ino = up->ino}, got;
+	int rc = 0;
+
+	if (up->d == NULL && (up->d = rm_open(dirfd(cur->d), "..", &st, &got)) == NULL)
+		rc = errno == ESTALE ? 1 : -1;
+	closedir(cur->d);
+	cur->d = NULL;
+	if (rc == 0 && rm_entry(up->d, cur->name, 1) < 0)
+		rc = -1;
+	free(cur->name);
+	cur->name = NULL;
+	w->depth--;
+	return rc;
+}
+
+/* Empties the tree open as w->lv[0]. 0, 1 (start over), or -1. */
+static int rm_walk_run(struct rm_walk *w, dev_t top_dev)
+{
+	for (;;) {
+		struct rm_level *cur = &w->lv[w->depth];
+		struct dirent *de;
+		struct stat st;
+		int r;
+
+		errno = 0;
+		if ((de = readdir(cur->d)) == NULL) {
+			if (errno)
+				return -1;
+			if (w->depth == 0)
+				return 0;
+			if ((r = rm_ascend(w)) != 0)
+				return r;
+			continue;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(cur->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode) || st.st_dev != top_dev) {
+			/* a mount point is not walked (nor removed: that fails) */
+			if (rm_entry(cur->d, de->d_name, S_ISDIR(st.st_mode)) < 0)
+				return -1;
+			continue;
+		}
+		if (rm_entry(cur->d, de->d_name, 1) == 0)
+			continue;	/* it was empty */
+		if (errno != ENOTEMPTY && errno != EEXIST)
+			return -1;
+		if (rm_descend(w, de->d_name, &st) < 0)
+			return errno == ESTALE ? 1 : -1;
+	}
 }
 
 int fs_remove_tree(const char *path)
 {
-	struct stat st;
+	struct rm_walk w = {0};
+	struct stat st, got;
+	int rc = -1, saved, round;
 
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISDIR(st.st_mode))
 		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
+	for (round = 0; round < REMOVE_RESTARTS; round++) {
+		if ((w.lv = calloc(REMOVE_FDS * 2, sizeof *w.lv)) == NULL)
+			return -1;
+		w.cap = REMOVE_FDS * 2;
+		w.lv[0] = (struct rm_level){NULL, st.st_dev, st.st_ino, rm_open(AT_FDCWD, path, &st, &got)};
+		rc = w.lv[0].d ? rm_walk_run(&w, st.st_dev) : -1;
+		saved = errno;
+		rm_walk_free(&w);
+		if (rc != 1)
+			break;
+	}
+	if (rc == 0 && (rmdir(path) == 0 || errno == ENOENT))
 		return 0;
-	nftw(path, fix_perms, 32, FTW_PHYS | FTW_MOUNT);
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
-		return 0;
-	return lstat(path, &st) < 0 && errno == ENOENT ? 0 : -1;
+	if (rc == 0)
+		saved = errno;
+	errno = saved;
+	return -1;
 }
 
 int fs_clear_dir(const char *path)

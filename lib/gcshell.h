@@ -31,11 +31,16 @@ bool gcshell_has_substitution(const char *command);
  * "$1.code" (its absence tells a killed shell from an exit) and becomes the exit status. */
 char *gcshell_script(const char *command);
 
-/* Removes ANSI escape sequences (CSI, OSC, two-byte escapes, C1 CSI) from s[0..len) in place;
- * returns the new length. */
+/* Removes ANSI escape sequences from valid UTF-8 s[0..len) in place, as gemini-cli's
+ * strip-ansi (ansi-regex 6.6) does: OSC, control strings, CSI, other escapes, their C1
+ * forms. Returns the new length. */
 size_t gcshell_strip_ansi(char *s, size_t len);
 
-/* Appends `<untrusted_context>\n` + text (any `</untrusted_context>` escaped) + `\n</untrusted_context>`. */
-void gcshell_untrusted(struct buf *b, const char *text);
+/* String#trim on valid UTF-8 s[0..len): returns the end, *start the start. */
+size_t gcshell_trim(const char *s, size_t len, size_t *start);
+
+/* Appends `<untrusted_context>\n` + text[0..len) (any `</untrusted_context>` escaped) +
+ * `\n</untrusted_context>`. */
+void gcshell_untrusted(struct buf *b, const char *text, size_t len);
 
 #endif

@@ -21,6 +21,14 @@ struct sbx_paths {
 
 /* ---- local_bwrap.c: the privileged door ---- */
 
+/* The host identity a sandbox runs as. */
+struct local_ids {
+	uid_t uid;
+	gid_t gid;
+	int drop;			/* 1: this process is root and the sandbox runs as uid:gid */
+	int lock;			/* held while the sandbox has uid:gid (-1: none); see below */
+};
+
 /* What the door needs to start one sandbox. */
 struct local_start {
 	const struct sbx_spec *spec;
@@ -28,15 +36,17 @@ struct local_start {
 	const char *home;		/* host directory bound as the sandbox's home */
 	const struct oci_image *img;	/* NULL: no OCI image */
 	int lsock;			/* the exec service's listening socket (stays the caller's) */
+	const struct local_ids *ids;	/* ids->lock goes to the supervisor, which holds it */
 };
 
 /* 0 when the local backend can run image ("host", a root filesystem directory, an OCI ref). */
 int local_bwrap_check_image(const char *image, struct sbx_err *e);
 /* Has sbx-image unpack (or find in its cache) the OCI image the spec names. NULL on failure. */
 struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx_err *e);
-/* The host uid and gid the sandbox's files belong to; *drop is 1 when this process is root
- * and the sandbox must run as that other identity. */
-void local_bwrap_ids(uid_t *uid, gid_t *gid, int *drop);
+/* Chooses the host identity of a new sandbox: as root, a uid and gid of its own from the
+ * documented range, reserved by ids->lock (close it, or hand it to local_bwrap_start);
+ * otherwise this process's own. 0 or -1. */
+int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e);
 /* Starts the supervisor (and through it bubblewrap) detached; returns once it runs. */
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e);
 

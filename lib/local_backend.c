@@ -217,19 +217,17 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 }
 
 /* Makes dir, dir/home (owned by the sandbox's host identity) and dir/lock. */
-static int make_dirs(const struct sbx_paths *p, const char *home, struct sbx_err *e)
+static int make_dirs(const struct sbx_paths *p, const char *home, const struct local_ids *ids,
+		     struct sbx_err *e)
 {
 	char *lockp = xasprintf("%s/lock", p->dir);
-	uid_t uid;
-	gid_t gid;
-	int drop, fd, rc = -1;
+	int fd, rc = -1;
 
-	local_bwrap_ids(&uid, &gid, &drop);
 	if (mkdir(p->dir, 0700) < 0) {
 		err_sys(e, errno, "cannot create %s", p->dir);
 		goto out;
 	}
-	if (mkdir(home, 0755) < 0 || (drop && chown(home, uid, gid) < 0)) {
+	if (mkdir(home, 0755) < 0 || (ids->drop && chown(home, ids->uid, ids->gid) < 0)) {
 		err_sys(e, errno, "cannot create %s", home);
 		goto out;
 	}
@@ -254,21 +252,19 @@ static int remove_dead(const char *dir)
 
 /* Puts the spec's limits in force (lib/reslimit) for the sandbox being made in p->dir. */
 static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
-			   const struct sbx_paths *p, struct sbx_limits *in_force, struct sbx_err *e)
+			   const struct sbx_paths *p, const struct local_ids *ids,
+			   struct sbx_limits *in_force, struct sbx_err *e)
 {
 	unsigned char rnd[4];
 	char leaf[128], *root, *cache;
 	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf};
-	int drop, rc;
+	int rc;
 
 	if (!spec->limits.enforced)
 		return 0;
-	local_bwrap_ids(&c.uid, &c.gid, &drop);
-	c.can_mount = drop;
-	if (!drop) {
-		c.uid = geteuid();
-		c.gid = getegid();
-	}
+	c.uid = ids->uid;
+	c.gid = ids->gid;
+	c.can_mount = ids->drop;
 	/* A random part: two state directories (two users, two test runs) may hold sandboxes
 	 * of the same namespace and name under one parent cgroup. */
 	if (getentropy(rnd, sizeof rnd) < 0)
@@ -290,15 +286,16 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 {
 	char *home = xasprintf("%s/home", p->dir);
 	struct oci_image *img = NULL;
-	struct local_start st = {spec, p, home, NULL, -1};
+	struct local_ids ids = {.lock = -1};
+	struct local_start st = {spec, p, home, NULL, -1, &ids};
 	int lsock = -1, rc = -1;
 
 	if (oci_is_ref(spec->image) && (img = local_bwrap_open_image(spec, e)) == NULL)
 		goto out;
-	if (make_dirs(p, home, e) < 0)
+	if (local_bwrap_ids(&ids, e) < 0 || make_dirs(p, home, &ids, e) < 0)
 		goto out;
 	new_info(b, spec, out);
-	if (limits_in_force(b, spec, p, &out->limits, e) < 0)
+	if (limits_in_force(b, spec, p, &ids, &out->limits, e) < 0)
 		goto out;
 	if (write_spec(p->dir, out, e) < 0)
 		goto out;
@@ -323,6 +320,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 out:
 	if (lsock >= 0)
 		close(lsock);
+	if (ids.lock >= 0)
+		close(ids.lock);	/* the supervisor has its own copy */
 	oci_image_free(img);
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
 		remove_dead(p->dir);
@@ -342,6 +341,41 @@ static int supervisor_pid(const char *dir)
 	pid = atoi(s);
 	free(s);
 	return pid > 1 ? pid : -1;
+}
+
+/* A .trash.NAME.PID directory is a sandbox its supervisor is removing (holding its lock) or
+ * one whose removal was cut short (a killed supervisor, a reboot): nobody holds its lock, and
+ * it is removed here. With name, only that sandbox's, waiting for a removal under way. */
+static void sweep_trash(const char *nsdir, const char *name)
+{
+	char prefix[NAME_MAX_LEN + 16];
+	DIR *d = opendir(nsdir);
+	struct dirent *de;
+
+	if (d == NULL)
+		return;
+	if (name)
+		snprintf(prefix, sizeof prefix, ".trash.%s.", name);
+	else
+		snprintf(prefix, sizeof prefix, ".trash.");
+	while ((de = readdir(d)) != NULL) {
+		char *dir, *lock;
+		int fd;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		dir = xasprintf("%s/%s", nsdir, de->d_name);
+		lock = xasprintf("%s/lock", dir);
+		/* No lock file: the removal took it last, so at most an empty directory is left. */
+		fd = open(lock, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || flock(fd, name ? LOCK_EX : LOCK_EX | LOCK_NB) == 0)
+			remove_dead(dir);	/* its limits too */
+		if (fd >= 0)
+			close(fd);
+		free(lock);
+		free(dir);
+	}
+	closedir(d);
 }
 
 /* Under the name lock: is there a live sandbox? Cleans a stale directory. */
@@ -431,6 +465,7 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 		return -1;
 	if ((lk = lock_name(&p, e)) < 0)
 		goto out;
+	sweep_trash(p.nsdir, NULL);
 	if (check_live(&p)) {
 		if (read_spec(p.dir, out, e) < 0 || spec_matches(out, spec, e) < 0)
 			goto out;
@@ -495,6 +530,8 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 				usleep(5000);
 		}
 	}
+	/* Gone from the namespace at once; done when its home is gone too. */
+	sweep_trash(p.nsdir, name);
 	if (remove_dead(p.dir) < 0)
 		err_sys(e, errno, "cannot remove %s", p.dir);
 	else
@@ -535,6 +572,7 @@ static int l_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, void
 		return -1;
 	nsdir = xasprintf("%s/%s", root, b->namespace);
 	free(root);
+	sweep_trash(nsdir, NULL);
 	n = scandir(nsdir, &ents, NULL, alphasort);
 	if (n < 0) {
 		rc = errno == ENOENT ? 0 : err_sys(e, errno, "cannot read %s", nsdir);
@@ -645,6 +683,7 @@ out:
 
 const struct backend_ops local_backend_ops = {
 	.name = "local",
+	.passes_fds = true,
 	.create = l_create,
 	.exec = l_exec,
 	.touch = l_touch,

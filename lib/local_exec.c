@@ -228,12 +228,19 @@ static void decode_result(const struct lp_result *res, const struct sbx_exec *x,
 			  struct sbx_exec_result *r)
 {
 	if (res->exec_errno) {
-		r->exit_code = res->exec_errno == ENOENT ? 127 : 126;
+		int chdir_err = res->exec_errno < 0;
+		r->exit_code = !chdir_err && res->exec_errno == ENOENT ? 127 : 126;
 		if (!res->killed) {
-			char msg[512];
-			int m = snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s%s\n", x->argv[0],
-					 strerror(res->exec_errno), res->exec_errno == EAGAIN
-					 ? " (the sandbox has as many processes as its -pids limit)" : "");
+			char msg[SBX_PATH_MAX + 512];
+			int m = chdir_err
+				? snprintf(msg, sizeof msg, "sbx-exec: cannot enter working directory "
+					   "%s: %s\n", x->workdir ? x->workdir : "(the default)",
+					   strerror(-res->exec_errno))
+				: snprintf(msg, sizeof msg, "sbx-exec: cannot run %s: %s%s\n", x->argv[0],
+					   strerror(res->exec_errno), res->exec_errno == EAGAIN
+					   ? " (the sandbox has as many processes as its -pids limit)" : "");
+			if (m > (int)sizeof msg - 1)
+				m = (int)sizeof msg - 1;
 			if (write(x->err_fd, msg, (size_t)m) < 0) {
 				/* the caller's stderr is gone; the status still says it */
 			}

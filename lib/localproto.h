@@ -31,7 +31,7 @@ struct lp_hdr {
 struct lp_result {
 	uint32_t magic;
 	int32_t wstatus;	/* waitpid status of the command */
-	int32_t exec_errno;	/* non-zero: the command could not be started (chdir/exec) */
+	int32_t exec_errno;	/* > 0: exec failed with this errno; < 0: -errno of chdir */
 	uint32_t killed;	/* 1: killed on request (LP_KILL or hang-up) */
 };
 

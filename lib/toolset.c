@@ -10,6 +10,8 @@
 #include "duration.h"
 #include "gojson.h"
 #include "reslimit.h"
+#include "toolcap.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
@@ -127,17 +129,23 @@ static int check_types(const struct tool *t, struct json_object *args, struct sb
 }
 
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
-		   const char *arguments, int *failed, struct sbx_err *e)
+		   const char *arguments, size_t *len, int *failed, struct sbx_err *e)
 {
 	const struct tool *t = toolset_tool(ts, name);
 	struct json_object *args = NULL;
 	struct sbx_err te;
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
+	size_t n = 0;
+	bool sized = false;
 
 	*failed = TOOL_FAILED;
-	if (t == NULL)
-		return xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
+	*len = 0;
+	if (t == NULL) {
+		out = xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
+		*len = strlen(out);
+		return out;
+	}
 	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
 	if (args == NULL || !json_object_is_type(args, json_type_object)) {
 		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name,
@@ -145,14 +153,15 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 				     : (arguments && *arguments ? why : "unexpected end of JSON input"));
 		goto done;
 	}
-	if (check_types(t, args, &te) < 0) {
+	if (!ts->own_validation && check_types(t, args, &te) < 0) {
 		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name, te.msg);
 		goto done;
 	}
 	err_clear(&te);
-	out = t->run(ctx, args, &te);
+	out = t->run(ctx, args, &n, &te);
 	if (out != NULL) {
 		*failed = TOOL_OK;
+		sized = true;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
 	} else if (te.code == SBX_ETIMEDOUT) {
@@ -169,6 +178,15 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
 	}
 done:
+	if (out) {
+		*len = sized ? n : strlen(out);
+		/* the arguments quoted in a message may not be valid UTF-8 */
+		if (!utf8_valid(out, *len)) {
+			char *fixed = toolcap_utf8(out, *len, len);
+			free(out);
+			out = fixed;
+		}
+	}
 	json_object_put(args);
 	return out;
 }
@@ -209,13 +227,20 @@ static char *go_quote(const char *s)
 	return buf_steal(&b);
 }
 
+/* What run_command, ls and read keep of each stream: the first and the last part (the
+ * model sees at most TOOLCAP_MAX characters of the report; the file keeping the whole report
+ * gets this much), 8 MiB in all as upstream's limited writer. */
+#define BASIC_KEEP_HEAD (4u << 20)
+#define BASIC_KEEP_TAIL (4u << 20)
+
 /* Runs argv in the sandbox; NULL with e on a harness failure (timeout: SBX_ETIMEDOUT). */
 static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, size_t in_len,
 	       struct capture *c, struct sbx_err *e)
 {
 	struct capture_req rq = {.argv = argv, .in = in, .in_len = in_len, .in_fd = -1,
 				 .workdir = ctx->workdir, .timeout_ns = ctx->timeout_ns,
-				 .cancel_fd = ctx->cancel_fd};
+				 .cancel_fd = ctx->cancel_fd, .max = BASIC_KEEP_TAIL, .keep_tail = true,
+				 .head = BASIC_KEEP_HEAD};
 
 	if (capture_run(ctx->b, ctx->sandbox, &rq, c, e) < 0)
 		return -1;
@@ -242,17 +267,65 @@ const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t 
 	return buf;
 }
 
-/* Upstream's result text, plus the reason when the memory limit killed the command. */
-static char *report(const char *head, const struct capture *c)
+/* One stream as the model gets it: valid UTF-8, a note where the middle was not kept. */
+static void put_stream(struct buf *b, const char *p, size_t n, size_t dropped)
 {
+	size_t cut = dropped ? BASIC_KEEP_HEAD : n, len;
+	char *t;
+
+	if (cut > n)
+		cut = n;
+	/* the kept head may end inside a character: the repair marks it, as it would any
+	 * invalid byte */
+	t = toolcap_utf8(p, cut, &len);
+	buf_append(b, t, len);
+	free(t);
+	if (cut < n) {
+		buf_printf(b, "\n... [%zu bytes not kept] ...\n", dropped);
+		t = toolcap_utf8(p + cut, n - cut, &len);
+		buf_append(b, t, len);
+		free(t);
+	}
+}
+
+/* Upstream's report, with each stream put_stream'd, plus the reason when the memory limit
+ * killed the command, then capped for the model. */
+static char *report(const struct tool_ctx *ctx, const char *tool, const char *head,
+		    const struct capture *c, size_t *len)
+{
+	struct buf b = {0};
 	char oom[256];
 
 	toolset_oom_text(&c->res, oom, sizeof oom);
-	return xasprintf("%sstdout:\n%s\nstderr:\n%s\nexit_code: %d%s%s", head, c->out, c->err,
-			 c->res.exit_code, oom[0] ? "\n" : "", oom);
+	buf_puts(&b, head);
+	buf_puts(&b, "stdout:\n");
+	put_stream(&b, c->out, c->out_len, c->out_dropped);
+	buf_puts(&b, "\nstderr:\n");
+	put_stream(&b, c->err, c->err_len, c->err_dropped);
+	buf_printf(&b, "\nexit_code: %d%s%s", c->res.exit_code, oom[0] ? "\n" : "", oom);
+	*len = b.len;
+	return toolcap_apply(ctx, tool, buf_steal(&b), len);
 }
 
-static char *run_command(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+/* One stream of run_command's structured result: the model-facing text of that stream alone
+ * (valid UTF-8, cut as the text result is; the whole of it is in the text result's file). */
+static struct json_object *structured_stream(const char *p, size_t n, size_t dropped)
+{
+	struct buf b = {0};
+	struct json_object *s;
+	size_t len;
+	char *t;
+
+	put_stream(&b, p, n, dropped);
+	len = b.len;
+	t = toolcap_cut(buf_steal(&b), &len, "the text result's file");
+	s = json_object_new_string_len(t, (int)len);
+	free(t);
+	return s;
+}
+
+static char *run_command(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+			 struct sbx_err *e)
 {
 	const char *cmd = arg_str(args, "command");
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL}, *out;
@@ -264,11 +337,11 @@ static char *run_command(const struct tool_ctx *ctx, struct json_object *args, s
 	}
 	if (run(ctx, argv, NULL, 0, &c, e) < 0)
 		return NULL;
-	out = report("", &c);
+	out = report(ctx, "run_command", "", &c, len);
 	if (ctx->structured) {
 		struct json_object *o = json_object_new_object();
-		json_object_object_add(o, "stdout", json_object_new_string_len(c.out, (int)c.out_len));
-		json_object_object_add(o, "stderr", json_object_new_string_len(c.err, (int)c.err_len));
+		json_object_object_add(o, "stdout", structured_stream(c.out, c.out_len, c.out_dropped));
+		json_object_object_add(o, "stderr", structured_stream(c.err, c.err_len, c.err_dropped));
 		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
 		*ctx->structured = o;
 	}
@@ -284,7 +357,7 @@ static const char run_command_output[] =
 	"\"required\":[\"stdout\",\"stderr\",\"exit_code\"]}";
 
 static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, int is_read,
-			struct sbx_err *e)
+			size_t *len, struct sbx_err *e)
 {
 	const char *path = arg_str(args, "path");
 	char *argv[] = {is_read ? "cat" : "ls", is_read ? "--" : "-p", is_read ? (char *)path : "--",
@@ -299,11 +372,14 @@ static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, in
 	if (run(ctx, argv, NULL, 0, &c, e) < 0)
 		return NULL;
 	if (c.res.exit_code == 0) {
-		out = xstrdup(c.out);
+		struct buf b = {0};
+		put_stream(&b, c.out, c.out_len, c.out_dropped);
+		*len = b.len;
+		out = toolcap_apply(ctx, is_read ? "read" : "ls", buf_steal(&b), len);
 	} else {
 		q = go_quote(is_read ? path : (*path ? path : "."));
 		head = xasprintf("Failed to %s %s:\n", is_read ? "read" : "list", q);
-		out = report(head, &c);
+		out = report(ctx, is_read ? "read" : "ls", head, &c, len);
 		free(q);
 		free(head);
 	}
@@ -311,14 +387,16 @@ static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, in
 	return out;
 }
 
-static char *ls_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+static char *ls_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+		     struct sbx_err *e)
 {
-	return ls_or_read(ctx, args, 0, e);
+	return ls_or_read(ctx, args, 0, len, e);
 }
 
-static char *read_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+static char *read_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+		       struct sbx_err *e)
 {
-	return ls_or_read(ctx, args, 1, e);
+	return ls_or_read(ctx, args, 1, len, e);
 }
 
 /* Go's filepath.Dir: "foo" → ".", "/a/b" → "/a", "/a" → "/". */
@@ -335,13 +413,14 @@ static char *go_dir(const char *p)
 	return xstrndup(p, (size_t)(slash - p));
 }
 
-static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+			struct sbx_err *e)
 {
 	const char *path = arg_str(args, "path"), *content;
 	struct json_object *v;
 	char *dir, *q, *out, *head;
 	struct capture c;
-	size_t len = 0;
+	size_t clen = 0;
 
 	if (*path == '\0') {
 		err_set(e, SBX_EINVAL, "path is required");
@@ -351,7 +430,7 @@ static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, st
 	if (content == NULL)
 		content = "";
 	else if (v)
-		len = (size_t)json_object_get_string_len(v);
+		clen = (size_t)json_object_get_string_len(v);
 	dir = go_dir(path);
 	{
 		char *argv[] = {"mkdir", "-p", "--", dir, NULL};
@@ -367,15 +446,16 @@ static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, st
 	free(dir);
 	{
 		char *argv[] = {"sh", "-c", "cat > \"$1\"", "--", (char *)path, NULL};
-		if (run(ctx, argv, content, len, &c, e) < 0)
+		if (run(ctx, argv, content, clen, &c, e) < 0)
 			return NULL;
 	}
 	q = go_quote(path);
 	if (c.res.exit_code == 0) {
 		out = xasprintf("Wrote file %s", q);
+		*len = strlen(out);
 	} else {
 		head = xasprintf("failed to write file %s:\n", q);
-		out = report(head, &c);
+		out = report(ctx, "write", head, &c, len);
 		free(head);
 	}
 	free(q);

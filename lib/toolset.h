@@ -9,6 +9,8 @@
 #define SBX_TOOLSET_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -24,16 +26,20 @@ struct tool_ctx {
 	/* NULL, or where a tool with an output schema (toolset_output_schema) puts its result as a new JSON object
 	 * (MCP's structuredContent) besides the text it returns. */
 	struct json_object **structured;
+	const char *call_id;		/* the model's id for the call, NULL or "": none (names
+					 * the file a cut output is kept in) */
 };
 
 struct tool {
 	const char *name;
 	const char *description;
 	const char *parameters;		/* JSON Schema text of the arguments object */
-	/* Runs the call with decoded arguments. Returns the model-visible content, or NULL with e
-	 * set (a harness error: the caller turns it into `Error calling tool "<name>": <why>`).
-	 * On a deadline, e->code is SBX_ETIMEDOUT. */
-	char *(*run)(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e);
+	/* Runs the call with decoded arguments. Returns the model-visible content, *len bytes of
+	 * valid UTF-8 that may hold NUL bytes, or NULL with e set (a harness error: the caller
+	 * turns it into `Error calling tool "<name>": <why>`). On a deadline, e->code is
+	 * SBX_ETIMEDOUT. */
+	char *(*run)(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
+		     struct sbx_err *e);
 };
 
 struct toolset {
@@ -43,6 +49,9 @@ struct toolset {
 	size_t ntools;
 	/* The system prompt for a new session; newly allocated. */
 	char *(*system_prompt)(struct sbx_err *e);
+	/* The tools check their arguments themselves, with gemini-cli's schema messages; the
+	 * registry does not decode them Go-style first. */
+	bool own_validation;
 };
 
 extern const struct toolset toolset_basic;
@@ -61,15 +70,15 @@ const char *toolset_tool_kind(const char *name);
  * when it puts nothing there. */
 const char *toolset_output_schema(const char *name);
 /* Runs one tool call through the registry rules. Returns the content of the tool message
- * (either the tool's result or the `Error calling tool …` text); NULL only for failures that
- * must abort the turn (cancellation, or a sandbox that was not there: SBX_ENOTFOUND, nothing
- * ran, safe to recreate it and call again), with e set. *failed is TOOL_FAILED when the
- * registry reported an error (ACP's "failed" status), TOOL_SANDBOX_GONE when the sandbox went
- * away while the tool ran (the content says so; the call may have run in part, so it must not
- * be repeated). */
+ * (either the tool's result or the `Error calling tool …` text), *len bytes of valid UTF-8
+ * that may hold NUL bytes; NULL only for failures that must abort the turn (cancellation,
+ * or a sandbox that was not there: SBX_ENOTFOUND, nothing ran, safe to recreate it and call
+ * again), with e set. *failed is TOOL_FAILED when the registry reported an error (ACP's
+ * "failed" status), TOOL_SANDBOX_GONE when the sandbox went away while the tool ran (the
+ * content says so; the call may have run in part, so it must not be repeated). */
 enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_SANDBOX_GONE = 2 };
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,
-		   const char *arguments, int *failed, struct sbx_err *e);
+		   const char *arguments, size_t *len, int *failed, struct sbx_err *e);
 /* What a tool result tells the model when the sandbox's memory limit killed its command
  * ("The command ran out of memory: …, naming the limit"), in buf; "" when it did not. */
 const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap);

@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "gcpath.h"
 #include "gcshell.h"
+#include "toolcap.h"
 #include "xalloc.h"
 
-/* gemini-cli's output buffer for run_shell_command: the last 16 MiB of merged output. */
+/* gemini-cli's output buffer for run_shell_command: the last 16 MiB of merged output
+ * (gemini-cli counts characters; bytes here, the same for ASCII). */
 #define SHELL_OUTPUT_MAX (16u << 20)
 /* A system prompt file larger than this is not a prompt. */
 #define PROMPT_FILE_MAX (1u << 20)
@@ -92,19 +95,30 @@ static const char params_write_file[] =
 	"\"content\":{\"description\":\"The content to write to the file.\",\"type\":\"string\"}"
 	"},\"required\":[\"file_path\",\"content\"]}";
 
-/* The foreground script: $1 = dir_path ("" = home), $2 = the command, never interpolated. */
-/* The foreground script: $1 dir_path, $2 the script from gcshell_script(), $3 a marker.
- * bash runs it as a job of its own (job control on: its own process group, PGID = its pid,
- * signals at their defaults; the job notices go to /dev/null), stdin from /dev/null. Then a
- * trailer line: marker, pid, status, and the signal when the shell was killed (no status
- * file), then the background PIDs its EXIT trap recorded. */
+/* Both scripts start alike: $1 dir_path, $2 the script from gcshell_script(), $3 a marker.
+ * bash is resolved on PATH as gemini-cli resolves it (its messages then name
+ * /usr/bin/bash); a dir_path that is missing, not a directory or not enterable is what
+ * Node's spawn would fail on: one line "<marker> spawn <code> <bash>" and nothing runs. */
+#define SHELL_PROLOGUE                                                                        \
+	"cd \"${HOME:-/}\" || exit 1\n"                                                           \
+	"b=$(command -v bash) || b=bash\n"                                                        \
+	"if [ -n \"$1\" ]; then\n"                                                                \
+	"  if [ ! -e \"$1\" ]; then printf '%s spawn ENOENT %s\\n' \"$3\" \"$b\"; exit 0; fi\n"       \
+	"  if [ ! -d \"$1\" ]; then printf '%s spawn ENOTDIR %s\\n' \"$3\" \"$b\"; exit 0; fi\n"      \
+	"  cd \"$1\" 2>/dev/null || { printf '%s spawn EACCES %s\\n' \"$3\" \"$b\"; exit 0; }\n"       \
+	"fi\n"
+
+/* The foreground script. bash runs the command as a job of its own (job control on: its own
+ * process group, PGID = its pid, signals at their defaults; the job notices go to
+ * /dev/null), stdin from /dev/null. Then a trailer line: marker, pid, status, and the signal
+ * when the shell was killed (no status file), then the background PIDs its EXIT trap
+ * recorded. */
 static const char shell_script[] =
-	"cd \"${HOME:-/}\" || exit 1\n"
-	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
+	SHELL_PROLOGUE
 	"d=$(mktemp -d /tmp/gemini-shell-XXXXXX) || exit 1\n"
 	"set -m\n"
 	"exec 3>&2 2>/dev/null\n"
-	"bash -c \"$2\" bash \"$d/bgpids.tmp\" </dev/null 2>&3 3>&- &\n"
+	"\"$b\" -c \"$2\" \"$b\" \"$d/bgpids.tmp\" </dev/null 2>&3 3>&- &\n"
 	"pid=$!\n"
 	"wait $pid\n"
 	"code=$? sig= bg=\n"
@@ -114,20 +128,23 @@ static const char shell_script[] =
 	"printf '\\n%s %s %s %s%s\\n' \"$3\" \"$pid\" \"$code\" \"${sig:--}\" \"$bg\"\n"
 	"exit $code\n";
 
-/* The background script: $1 dir_path, $2 the command, $3 the delay in seconds. The command
- * runs in its own session (PGID = its PID) with its output in a log file in /tmp; after the
- * delay, one line "PID running|done LOGFILE", then the first output. */
+/* The background script ($4: the delay in seconds). The command runs in its own session
+ * (PGID = its PID), its output going to SHELL_BG_DIR/background-<pid>.log as gemini-cli
+ * keeps it (there under ~/.gemini/tmp): the log is opened before the command starts and
+ * named once its pid is known. After the delay, one line "<marker> <pid>". */
+#define SHELL_BG_DIR "/tmp/sbx/background-processes"
 static const char shell_bg_script[] =
-	"cd \"${HOME:-/}\" || exit 1\n"
-	"if [ -n \"$1\" ]; then cd \"$1\" || exit 1; fi\n"
-	"logfile=$(mktemp /tmp/shell-bg-XXXXXX.log) || exit 1\n"
-	"setsid bash -c \"$2\" </dev/null >\"$logfile\" 2>&1 &\n"
+	SHELL_PROLOGUE
+	"l=" SHELL_BG_DIR "\n"
+	"mkdir -p -m 700 \"$l\" && t=$(mktemp \"$l/starting-XXXXXX\") || exit 1\n"
+	"d=$(mktemp -d /tmp/gemini-shell-XXXXXX) || exit 1\n"
+	"exec 4>\"$t\"\n"
+	"setsid \"$b\" -c \"$2\" \"$b\" \"$d/bgpids.tmp\" </dev/null >&4 2>&1 4>&- &\n"
 	"pid=$!\n"
-	"sleep \"$3\"\n"
-	"st=done\n"
-	"if read -r l 2>/dev/null </proc/$pid/stat; then set -- ${l##*) }; [ \"$1\" = Z ] || st=running; fi\n"
-	"echo \"$pid $st $logfile\"\n"
-	"tail -c 2000 -- \"$logfile\"\n";
+	"exec 4>&-\n"
+	"mv -f \"$t\" \"$l/background-$pid.log\"\n"
+	"sleep \"$4\"\n"
+	"printf '%s %s\\n' \"$3\" \"$pid\"\n";
 
 /* gemini-cli's non-interactive environment for shell commands: pagers off, no prompts, no
  * user or system git configuration, git's helper programs blanked. */
@@ -169,6 +186,9 @@ static int run_capture(const struct tool_ctx *ctx, struct capture_req *rq, struc
 	return 0;
 }
 
+static const struct tool *find_tool(const char *name);
+
+
 static const char *arg_str(struct json_object *args, const char *key)
 {
 	struct json_object *v;
@@ -184,18 +204,58 @@ static bool arg_bool(struct json_object *args, const char *key)
 	       json_object_get_boolean(v);
 }
 
-/* The trailer of shell_script: finds the last "\n<marker> " in out and reads it; the
- * output is cut there. False when it is missing (output capped, shell killed early). */
+/* AJV's first error for args against a tool's schema (the keywords run_shell_command's
+ * uses: required, type), in gemini-cli's words; NULL when they are valid. */
+static char *schema_error(const char *schema_text, struct json_object *args)
+{
+	struct json_object *schema = json_tokener_parse(schema_text), *props = NULL, *req = NULL;
+	char *err = NULL;
+
+	json_object_object_get_ex(schema, "properties", &props);
+	json_object_object_get_ex(schema, "required", &req);
+	for (size_t i = 0; req && !err && i < json_object_array_length(req); i++) {
+		const char *k = json_object_get_string(json_object_array_get_idx(req, i));
+		if (!json_object_object_get_ex(args, k, NULL))
+			err = xasprintf("params must have required property '%s'", k);
+	}
+	json_object_object_foreach(props, key, spec) {
+		struct json_object *v, *ty = NULL;
+		const char *t;
+		bool ok = true;
+		if (err || !json_object_object_get_ex(args, key, &v))
+			continue;
+		json_object_object_get_ex(spec, "type", &ty);
+		t = ty ? json_object_get_string(ty) : "";
+		if (!strcmp(t, "string"))
+			ok = json_object_is_type(v, json_type_string);
+		else if (!strcmp(t, "boolean"))
+			ok = json_object_is_type(v, json_type_boolean);
+		else if (!strcmp(t, "integer"))
+			ok = json_object_is_type(v, json_type_int) ||
+			     (json_object_is_type(v, json_type_double) &&
+			      json_object_get_double(v) == (double)(int64_t)json_object_get_double(v));
+		if (!ok)
+			err = xasprintf("params/%s must be %s", key, t);
+	}
+	json_object_put(schema);
+	return err;
+}
+
+/* The trailer of shell_script: finds the last "\n<marker> " in out[0..*len) (NUL bytes
+ * allowed) and reads it; the output is cut there. False when it is missing (output capped,
+ * shell killed early). */
 static bool shell_trailer(char *out, size_t *len, const char *marker, long *pid, int *code,
 			  int *sig, char **bg)
 {
 	size_t ml = strlen(marker);
-	char *p = NULL, *q, *end;
+	char *p = NULL, *q = out, *end, *stop = out + *len;
 
-	for (q = out; (q = strstr(q, marker)) != NULL; q += ml)
-		if (q > out && q[-1] == '\n' && q[ml] == ' ')
+	while ((q = memmem(q, (size_t)(stop - q), marker, ml)) != NULL) {
+		if (q > out && q[-1] == '\n' && q + ml < stop && q[ml] == ' ')
 			p = q;
-	if (p == NULL)
+		q += ml;
+	}
+	if (p == NULL || !memchr(p, '\n', (size_t)(stop - p)))
 		return false;
 	q = p + ml + 1;
 	*pid = strtol(q, &end, 10);
@@ -212,8 +272,25 @@ static bool shell_trailer(char *out, size_t *len, const char *marker, long *pid,
 	return true;
 }
 
-/* The delay before a background command's first output is reported: delay_ms (gemini-cli's
- * default 200 ms), at most SHELL_BG_DELAY_MAX_MS. */
+/* The spawn failure line of SHELL_PROLOGUE: gemini-cli's error `spawn <bash> <code>`. */
+static bool spawn_failed(const char *out, size_t len, const char *marker, struct sbx_err *e)
+{
+	char code[16], bash[1024];
+	size_t ml = strlen(marker);
+	if (len < ml + 8 || strncmp(out, marker, ml) != 0 || strncmp(out + ml, " spawn ", 7) != 0 ||
+	    sscanf(out + ml + 7, "%15s %1023s", code, bash) != 2)
+		return false;
+	/* Node names the program for the errors it reports late (ENOENT, EACCES), not for
+	 * the ones spawn throws at once */
+	if (!strcmp(code, "ENOENT") || !strcmp(code, "EACCES"))
+		err_set(e, SBX_EINVAL, "spawn %s %s", bash, code);
+	else
+		err_set(e, SBX_EINVAL, "spawn %s", code);
+	return true;
+}
+
+/* The delay before a background command is reported: delay_ms (gemini-cli's default
+ * 200 ms), at most SHELL_BG_DELAY_MAX_MS. */
 #define SHELL_BG_DELAY_MS 200
 #define SHELL_BG_DELAY_MAX_MS 60000
 
@@ -228,21 +305,19 @@ static char *shell_dir(const struct tool_ctx *ctx, struct json_object *args)
 	return d[0] ? xasprintf("%s/%s", ctx->workdir, d) : xstrdup(ctx->workdir);
 }
 
-static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, const char *command,
-			  struct sbx_err *e)
+static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, char *script,
+			  const char *marker, size_t *len, struct sbx_err *e)
 {
 	struct json_object *v;
 	int64_t delay = SHELL_BG_DELAY_MS;
 	char *dir = shell_dir(ctx, args);
 	char secs[32], *argv[] = {"bash", "-c", (char *)shell_bg_script, "run_shell_command",
-				  dir, (char *)command, secs, NULL};
-	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
-				 .merge = true};
+				  dir, script, (char *)marker, secs, NULL};
+	struct capture_req rq = {.argv = argv, .env = shell_env, .merge = true};
 	struct capture c;
 	struct buf b = {0}, t = {0};
-	char state[16] = "", logfile[256] = "";
 	long pid = 0;
-	int n = 0;
+	size_t ml = strlen(marker);
 
 	if (json_object_object_get_ex(args, "delay_ms", &v) && json_object_is_type(v, json_type_int))
 		delay = json_object_get_int64(v);
@@ -256,62 +331,112 @@ static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, 
 		return NULL;
 	}
 	free(dir);
-	if (c.res.exit_code != 0 ||
-	    sscanf(c.out, "%ld %15s %255s%n", &pid, state, logfile, &n) != 3) {
-		/* the directory or the log file could not be made: what the shell said */
-		buf_printf(&b, "Output: %s\nExit Code: %d", *c.out ? c.out : "(empty)",
-			   c.res.exit_code ? c.res.exit_code : 1);
+	if (spawn_failed(c.out, c.out_len, marker, e)) {
 		capture_free(&c);
-		return buf_steal(&b);
+		return NULL;
 	}
-	if (strcmp(state, "running") == 0) {
-		const char *first = c.out + n + (c.out[n] == '\n');
-		int flen = (int)strlen(first);
-		while (flen > 0 && first[flen - 1] == '\n')
-			flen--;
-		buf_printf(&b, "Command is running in background. PID: %ld. Initial output:\n%.*s", pid,
-			   flen, first);
-		buf_printf(&b, "\nOutput is being logged to %s.", logfile);
-	} else {
-		buf_printf(&t, "Command moved to background (PID: %ld). Output hidden. Press Ctrl+B to view.\n"
-			   "Output is being logged to %s.", pid, logfile);
-		buf_append(&t, "", 0);
-		gcshell_untrusted(&b, t.data);
-		buf_free(&t);
+	if (c.res.exit_code != 0 || c.out_len <= ml || strncmp(c.out, marker, ml) != 0 ||
+	    (pid = strtol(c.out + ml, NULL, 10)) <= 0) {
+		/* the log could not be made: what the shell said */
+		err_set(e, SBX_EIO, "cannot start the command in the background: %.*s",
+			(int)strcspn(c.out, "\n"), *c.out ? c.out : "no output");
+		capture_free(&c);
+		return NULL;
 	}
+	buf_printf(&t, "Command moved to background (PID: %ld). Output hidden. Press Ctrl+B to view.", pid);
+	gcshell_untrusted(&b, t.data, t.len);
+	buf_free(&t);
 	capture_free(&c);
+	*len = b.len;
 	return buf_steal(&b);
 }
 
-static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
-			       struct sbx_err *e)
+/* gemini-cli's child-process output rules on the merged output c->out[0..len): a NUL byte
+ * among the first bytes makes it binary (nothing is shown); otherwise UTF-8 text (invalid
+ * bytes U+FFFD, NUL bytes kept), the last SHELL_OUTPUT_MAX of it with a warning when there
+ * was more, ANSI escapes removed, trimmed. Appends the text to b. */
+#define SHELL_SNIFF_BYTES 512
+/* Room for the trailer line beyond the output kept (so the trailer never costs output). */
+#define SHELL_TRAILER_MAX 4096
+static void shell_output(struct buf *b, const struct capture *c, size_t len)
 {
-	char *command = gcshell_strip_wrapper(arg_str(args, "command")), *script = NULL, *bg = NULL;
+	size_t from = c->out_dropped ? SHELL_SNIFF_BYTES : 0, n, start, end;
+	bool truncated = c->out_dropped > 0;
+	char *text;
+
+	if (memchr(c->out, '\0', len < SHELL_SNIFF_BYTES ? len : SHELL_SNIFF_BYTES))
+		return;	/* binary: gemini-cli stops collecting at the first chunk */
+	if (from > len)
+		from = len;
+	if (len - from > SHELL_OUTPUT_MAX) {
+		from = len - SHELL_OUTPUT_MAX;
+		truncated = true;
+	}
+	text = toolcap_utf8(c->out + from, len - from, &n);
+	if (truncated) {
+		text = xrealloc(text, n + 80);
+		n += (size_t)sprintf(text + n,
+				     "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
+				     SHELL_OUTPUT_MAX >> 20);
+	}
+	n = gcshell_strip_ansi(text, n);
+	end = gcshell_trim(text, n, &start);
+	buf_append(b, text + start, end - start);
+	free(text);
+}
+
+/* gemini-cli's validation of a call: the schema, a command, a valid dir_path. */
+static int shell_check(const struct tool_ctx *ctx, struct json_object *args, struct sbx_err *e)
+{
+	const char *cmd, *dp;
+	char *why, pathbuf[256];
+	size_t st;
+
+	if ((why = schema_error(find_tool("run_shell_command")->parameters, args)) != NULL) {
+		err_set(e, SBX_EINVAL, "%s", why);
+		free(why);
+		return -1;
+	}
+	cmd = arg_str(args, "command");
+	if (gcshell_trim(cmd, strlen(cmd), &st) == st)
+		return err_set(e, SBX_EINVAL, "Command cannot be empty.");
+	if (*(dp = arg_str(args, "dir_path"))) {
+		char *abs = dp[0] == '/' ? xstrdup(dp)
+			    : xasprintf("%s/%s", ctx->workdir ? ctx->workdir : ctx->homedir, dp);
+		const char *bad = gcpath_invalid(abs, pathbuf, sizeof pathbuf);
+		free(abs);
+		if (bad)
+			return err_set(e, SBX_EINVAL, "Invalid path: %s", bad);
+	}
+	return 0;
+}
+
+static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
+			       size_t *outlen, struct sbx_err *e)
+{
+	char *command = NULL, *script = NULL, *bg = NULL;
 	char *dir = shell_dir(ctx, args);
 	char marker[40], *argv[] = {"bash", "-c", (char *)shell_script, "run_shell_command",
 				    dir, NULL, marker, NULL};
-	struct capture_req rq = {.argv = argv, .env = shell_env, .max = SHELL_OUTPUT_MAX,
-				 .merge = true, .keep_tail = true};
+	struct capture_req rq = {.argv = argv, .env = shell_env,
+				 .max = SHELL_OUTPUT_MAX + SHELL_TRAILER_MAX, .merge = true,
+				 .keep_tail = true, .head = SHELL_SNIFF_BYTES};
 	struct capture c;
 	struct buf b = {0}, t = {0};
 	unsigned char rnd[12];
-	char *res = NULL, *p;
-	size_t len;
+	char *res = NULL;
+	size_t len, n, before;
 	long pid = 0;
 	int code = 0, sig = 0;
 	bool have;
 	char oom[256];
 
-	if (*command == '\0') {
-		err_set(e, SBX_EINVAL, "Command cannot be empty.");
-		goto out;
-	}
+	if (shell_check(ctx, args, e) < 0)
+		return NULL;
+	command = gcshell_strip_wrapper(arg_str(args, "command"));
 	if (gcshell_has_substitution(command)) {
 		res = xstrdup(GCSHELL_BLOCKED_TEXT);
-		goto out;
-	}
-	if (arg_bool(args, "is_background")) {
-		res = run_shell_bg(ctx, args, command, e);
+		*outlen = strlen(res);
 		goto out;
 	}
 	if (getentropy(rnd, sizeof rnd) < 0) {
@@ -322,23 +447,27 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	for (size_t i = 0; i < sizeof rnd; i++)
 		snprintf(marker + strlen(marker), 3, "%02x", rnd[i]);
 	script = gcshell_script(command);
+	if (arg_bool(args, "is_background")) {
+		res = run_shell_bg(ctx, args, script, marker, outlen, e);
+		goto out;
+	}
 	argv[5] = script;
 	if (run_capture(ctx, &rq, &c, e) < 0)
 		goto out;
+	if (spawn_failed(c.out, c.out_len, marker, e)) {
+		capture_free(&c);
+		goto out;
+	}
 	len = c.out_len;
 	have = shell_trailer(c.out, &len, marker, &pid, &code, &sig, &bg);
 	if (!have)
 		code = c.res.exit_code;
-	len = gcshell_strip_ansi(c.out, len);
-	c.out[len] = '\0';
-	for (p = c.out; *p && strchr(" \t\r\n\v\f", *p); p++)
-		;
-	while (len > 0 && strchr(" \t\r\n\v\f", c.out[len - 1]))
-		c.out[--len] = '\0';
-	buf_printf(&t, "Output: %s", *p ? p : "(empty)");
-	if (c.out_truncated)
-		buf_printf(&t, "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
-			   SHELL_OUTPUT_MAX >> 20);
+	buf_puts(&t, "Output: ");
+	before = t.len;
+	shell_output(&t, &c, len);
+	if (t.len == before)
+		buf_puts(&t, "(empty)");
+	/* where gemini-cli puts a process-level error */
 	if (c.res.oom_killed)
 		buf_printf(&t, "\nError: %s", toolset_oom_text(&c.res, oom, sizeof oom));
 	if (sig > 0)
@@ -360,11 +489,13 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	}
 	if (have && pid > 0)
 		buf_printf(&t, "\nProcess Group PGID: %ld", pid);
-	buf_append(&t, "", 0);
-	gcshell_untrusted(&b, t.data);
+	gcshell_untrusted(&b, t.data, t.len);
 	buf_free(&t);
 	capture_free(&c);
-	res = buf_steal(&b);
+	/* the scheduler's cut of run_shell_command results (truncateToolOutputThreshold) */
+	n = b.len;
+	res = toolcap_apply(ctx, "run_shell_command", buf_steal(&b), &n);
+	*outlen = n;
 out:
 	free(command);
 	free(script);
@@ -373,46 +504,20 @@ out:
 	return res;
 }
 
-/* A parameter as upstream's Go structs send it: required ones always (zero value when
- * absent), optional ones only when not zero-valued. */
-static bool zero_valued(struct json_object *v)
-{
-	switch (json_object_get_type(v)) {
-	case json_type_null: return true;
-	case json_type_boolean: return !json_object_get_boolean(v);
-	case json_type_int: return json_object_get_int64(v) == 0;
-	case json_type_double: return json_object_get_double(v) == 0;
-	case json_type_string: return json_object_get_string_len(v) == 0;
-	case json_type_array: return json_object_array_length(v) == 0;
-	default: return false;
-	}
-}
-
-/* The toolbox's stdin: the known parameters of the tool's schema. */
+/* The toolbox's stdin: the arguments the tool's schema declares, as the model sent them
+ * (the toolbox checks them with gemini-cli's messages); others are dropped, as gemini-cli's
+ * tools never read them. */
 static char *toolbox_input(const struct tool *t, struct json_object *args)
 {
-	struct json_object *schema = json_tokener_parse(t->parameters), *props, *req, *in;
+	struct json_object *schema = json_tokener_parse(t->parameters), *props, *in, *v;
 	char *s;
 
 	in = json_object_new_object();
 	json_object_object_get_ex(schema, "properties", &props);
-	json_object_object_get_ex(schema, "required", &req);
 	json_object_object_foreach(props, key, spec) {
-		struct json_object *v = NULL, *ty = NULL, *dflt = NULL;
-		bool required = false, keep_false;
-		for (size_t i = 0; req && i < json_object_array_length(req); i++)
-			if (strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key) == 0)
-				required = true;
-		json_object_object_get_ex(args, key, &v);
-		json_object_object_get_ex(spec, "type", &ty);
-		/* false is meaningful where the default is true (read_many_files' useDefaultExcludes) */
-		keep_false = json_object_object_get_ex(spec, "default", &dflt) &&
-			     json_object_is_type(dflt, json_type_boolean) && json_object_get_boolean(dflt);
-		if (v && !json_object_is_type(v, json_type_null) &&
-		    (required || keep_false || !zero_valued(v)))
+		(void)spec;
+		if (json_object_object_get_ex(args, key, &v))
 			json_object_object_add(in, key, json_object_get(v));
-		else if (required && ty && strcmp(json_object_get_string(ty), "string") == 0)
-			json_object_object_add(in, key, json_object_new_string(""));
 	}
 	s = xstrdup(json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN |
 							   JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -421,11 +526,9 @@ static char *toolbox_input(const struct tool *t, struct json_object *args)
 	return s;
 }
 
-static const struct tool *find_tool(const char *name);
-
 /* Every file tool: `geminicli-toolbox <name>` with the parameters on stdin. */
 static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct json_object *args,
-			 struct sbx_err *e)
+			 size_t *len, struct sbx_err *e)
 {
 	const struct tool *t = find_tool(name);
 	char *wd = ctx->workdir ? xasprintf("--workdir=%s", ctx->workdir) : NULL;
@@ -445,7 +548,8 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 	free(in);
 	free(wd);
 	if (c.res.exit_code == 0) {
-		out = xstrdup(c.out);
+		/* the toolbox writes valid UTF-8; a foreign helper on PATH might not */
+		out = toolcap_utf8(c.out, c.out_len, len);
 		capture_free(&c);
 		return out;
 	}
@@ -457,6 +561,7 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 	out = xasprintf("Error: tool \"%s\" failed (exit code %d): %.*s%s%s", name, c.res.exit_code,
 			(int)(z - a), msg.data + a, c.res.oom_killed ? "\n" : "",
 			toolset_oom_text(&c.res, oomtext, sizeof oomtext));
+	*len = strlen(out);
 	buf_free(&msg);
 	capture_free(&c);
 	return out;
@@ -464,9 +569,9 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 
 #define TOOLBOX_RUN(tool)                                                                     \
 	static char *run_##tool(const struct tool_ctx *ctx, struct json_object *args,         \
-				struct sbx_err *e)                                            \
+				size_t *len, struct sbx_err *e)                               \
 	{                                                                                     \
-		return run_toolbox(#tool, ctx, args, e);                                      \
+		return run_toolbox(#tool, ctx, args, len, e);                                 \
 	}
 TOOLBOX_RUN(glob)
 TOOLBOX_RUN(grep_search)
@@ -671,4 +776,5 @@ const struct toolset toolset_geminicli = {
 	.tools = tools,
 	.ntools = NTOOLS,
 	.system_prompt = system_prompt,
+	.own_validation = true,
 };

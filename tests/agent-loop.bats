@@ -92,20 +92,32 @@ EOF
 	[ "$(grep -c '"role":"user"' "$(hist inp)")" -eq 1 ]
 }
 
-@test "an expired sandbox is recreated and restored on the next tool call" {
-	agent_fed -session exp -ttl 3s
-	pid=$FED_PID
-	echo "run: echo kept > ~/kept.txt" >&4
+# expire_between SESSION FIRST SECOND: agent-loop with a 3 s sandbox lifetime runs the tool
+# call "run: FIRST", lets the sandbox expire, runs "run: SECOND" and exits; its stderr is in
+# $BATS_TEST_TMPDIR/err.
+expire_between() {
+	agent_fed -session "$1" -ttl 3s
+	echo "run: $2" >&4
 	wait_snapshot
-	wait_until no_sandbox exp		# the 3 s lifetime passes
-	echo "run: cat ~/kept.txt" >&4
+	wait_until no_sandbox "$1"		# the 3 s lifetime passes
+	echo "run: $3" >&4
 	echo "/exit" >&4
 	fed_end
+}
+
+@test "an expired sandbox is recreated and restored on the next tool call" {
+	expire_between exp "echo kept > ~/kept.txt" "cat ~/kept.txt"
 	run cat "$BATS_TEST_TMPDIR/err"
 	assert_contains "Active sandbox was deleted or expired, will recreate it"
 	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
 	assert_contains "restoring filesystem from latest backup"
 	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist exp)"
+}
+
+@test "a file written with a relative path is in the home: it survives expiry and restore" {
+	expire_between rel "echo hi > greeting.txt" "cat greeting.txt; pwd"
+	grep -q "restoring filesystem from latest backup" "$BATS_TEST_TMPDIR/err"
+	jq -s -e '.[-2].content == "stdout:\nhi\n/home/clawtainer\n\nstderr:\n\nexit_code: 0"' "$(hist rel)"
 }
 
 @test "a sandbox deleted behind its back is recreated with the home restored" {

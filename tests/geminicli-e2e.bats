@@ -42,13 +42,13 @@ calls_for() {
 	)
 	WANT=(
 		'<untrusted_context>\nOutput: made\nProcess Group PGID: N\n</untrusted_context>'
-		"Directory listing for $H/src:\na.txt (11 bytes)\n"
+		"Directory listing for $H/src:\na.txt (11 bytes)"
 		'alpha\nbeta\n'
 		"Successfully created and wrote to new file: $H/src/b.txt. Here is the updated code:\ngamma\n"
 		"Successfully modified file: $H/src/a.txt (1 replacements). Here is the updated code:\nalpha\nBETA\n"
-		"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s\n"
-		'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---\n'
-		"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---\n"
+		"Found 2 file(s) matching \"src/*.txt\" within $H, sorted by modification time (newest first):\n$H/src/%s\n$H/src/%s"
+		'Found 1 match for pattern "BETA" in path ".":\n---\nFile: src/a.txt\nL1- alpha\nL2: BETA\n---'
+		"--- $H/src/b.txt ---\n\ngamma\n\n\n\n\n--- End of content ---"
 	)
 }
 calls_for "$H"
@@ -145,4 +145,20 @@ check_session() {
 	[ "${#hists[@]}" -eq 1 ]
 	[ -s "${hists[0]}" ]
 	check_session "${hists[0]}"
+}
+
+@test "agent-loop: a NUL byte in a tool result reaches the history and the next request whole" {
+	nul_script() {
+		local args='{"command":"head -c 600 /dev/zero | tr \"\\\\0\" x; printf \"\\\\0after nul\\\\n\""}'
+		jq -cn --arg a "$args" '{json: {id: "r", choices: [{index: 0, finish_reason: "tool_calls",
+			message: {role: "assistant", tool_calls: [{id: "nul-1", type: "function",
+			function: {name: "run_shell_command", arguments: $a}}]}}]}}'
+		stub_text "seen"
+	}
+	start_stub < <(nul_script)
+	run --separate-stderr agent-loop -toolset geminicli -session nul <<<'print a NUL'
+	assert_status 0
+	hist="$HOME/.local/sandboxed-tools/nul/sessions/latest.jsonl"
+	jq -s -e '[.[] | select(.role == "tool")][0].content | test("^<untrusted_context>\nOutput: x{600}\u0000after nul\nProcess Group PGID: [0-9]+\n</untrusted_context>$")' "$hist"
+	sed -n 2p "$STUB_DIR/requests.jsonl" | jq -e '.body.messages[-1].content | contains("x\u0000after nul")'
 }

@@ -4,8 +4,9 @@
 # and through `sbx-tool -toolset geminicli` in a local sandbox; the invocation contract; the
 # declarations against gemini-cli-core 0.61.0.
 
-load helpers
 bats_require_minimum_version 1.5.0
+load helpers
+load gemini-core
 
 setup() {
 	setup_sbx_env
@@ -92,7 +93,7 @@ run_cases() {
 	[ "$output" = "params must have required property 'file_path'" ]
 }
 
-@test "workdir defaults to HOME; relative --workdir; result ends with a newline" {
+@test "workdir defaults to HOME; relative --workdir; the result is gemini-cli's, byte for byte" {
 	echo hello >"$HOME/h.txt"
 	run geminicli-toolbox read_file <<<'{"file_path":"h.txt"}'
 	assert_status 0
@@ -100,8 +101,13 @@ run_cases() {
 	mkdir -p "$BATS_TEST_TMPDIR/rel"
 	printf 'no newline' >"$BATS_TEST_TMPDIR/rel/n.txt"
 	cd "$BATS_TEST_TMPDIR"
+	# no newline is added to a result that has none
 	geminicli-toolbox --workdir=rel read_file <<<'{"file_path":"n.txt"}' >out
-	[ "$(od -An -c out | tr -d ' \n')" = 'nonewline\n' ]
+	[ "$(od -An -c out | tr -d ' \n')" = 'nonewline' ]
+	# invalid UTF-8 in a file reaches the model as U+FFFD, as Node decodes it
+	printf 'caf\351 cr\350me, a Latin-1 line among plain text\n' >rel/l.txt
+	geminicli-toolbox --workdir=rel read_file <<<'{"file_path":"l.txt"}' >out
+	[ "$(head -c 10 out | od -An -tx1 | tr -d ' \n')" = '636166efbfbd206372ef' ]
 }
 
 @test "garbage input never crashes the helper" {
@@ -131,8 +137,8 @@ run_cases() {
 	assert_status 0
 	assert_contains "L1: hi"
 	run tb grep_search <<<'{"pattern":"hi","dir_path":"p"}'
-	assert_status 0
-	assert_contains "Path is not a valid directory or file: $w/p"
+	assert_status 1
+	[ "$output" = "Path is not a valid directory or file: $w/p" ]
 	run tb read_many_files <<<'{"include":["*"]}'
 	assert_status 0
 	assert_contains "--- $w/a.txt ---"
@@ -143,13 +149,34 @@ run_cases() {
 }
 
 @test "ICU ordering matches Node's localeCompare" {
-	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü')
-	local d="$BATS_TEST_TMPDIR/order" n want got
+	local names=(_x.txt .hidden 10.txt 9.txt a.txt B.txt é.txt Z.txt ab aB Ab a-b a_b a~b ä e E f '#1' '$x' '@y' 'x.y.z' 'X.Y' 'über' 'Ü'
+		ß ss Ss æ ae af ð d þ z th Ω ω Σ σ ς α β á à â ǎ ł l ļ ŀ ø o õ ő ǫ œ oe ĳ ij я Я ё е ſ ş ı İ ī ŋ ĸ q đ ď … — « © € 😀 🎉 中)
+	local d="$BATS_TEST_TMPDIR/order" n want got seed
 	mkdir -p "$d"
 	for n in "${names[@]}"; do : >"$d/$n"; done
 	want=$(node -e 'console.log(process.argv.slice(1).sort((a,b)=>a.localeCompare(b)).join("\n"))' "${names[@]}")
 	got=$(geminicli-toolbox --workdir="$d" list_directory <<<'{"dir_path":"."}' | tail -n +2 | sed 's/ ([0-9]* bytes)$//')
 	diff <(echo "$want") <(echo "$got")
+	# and names made of those characters at random
+	for seed in 1 2 3; do
+		rm -rf "$d" && mkdir -p "$d"
+		python3 - "$d" "$seed" <<'PY'
+import os, random, sys
+r = random.Random(int(sys.argv[2]))
+alpha = list("aAbBeEiIoOsSzZ09_-.~ $#!'(") + list("éÉèàÀäÄöÖüÜßæÆøØåÅçÇñÑłŁđĐþıœŒĳſǎǖ") + \
+    list("αΑσΣςωΩбБёЁяЯ") + ["😀", "🎉", "中", "→", "—", "«", "©", "€", "…", "¿"]
+names = set()
+while len(names) < 300:
+    n = "".join(r.choice(alpha) for _ in range(r.randint(1, 6))).strip()
+    if n and n not in (".", ".."):
+        names.add(n)
+for n in names:
+    open(os.path.join(sys.argv[1], n), "w").close()
+PY
+		want=$(cd "$d" && node -e 'console.log(require("fs").readdirSync(".").sort((a,b)=>a.localeCompare(b)).join("\n"))')
+		got=$(geminicli-toolbox --workdir="$d" list_directory <<<'{"dir_path":"."}' | tail -n +2 | sed 's/ ([0-9]* bytes)$//')
+		diff <(echo "$want") <(echo "$got") || { echo "seed $seed"; return 1; }
+	done
 }
 
 # One sandbox per test; every case of the tool runs through sbx-tool in it.
@@ -165,11 +192,7 @@ run_cases_sandboxed() {
 		got=$(sbx-tool -toolset geminicli tb <"$BATS_TEST_TMPDIR/call" | jq -j .content; echo .)
 		got=${got%.}
 		exp=$(cat "$d/status" 2>/dev/null || echo 0)
-		if [ -f "$d/sandboxed.expected" ]; then
-			# wrong JSON types stop at the registry's Go-style decoding before the helper
-			want=$(cat "$d/sandboxed.expected"; echo .)
-			want=${want%.}
-		elif [ "$exp" = 0 ]; then
+		if [ "$exp" = 0 ]; then
 			want=$(sed "s|@WORKDIR@|$h|g" "$d/expected"; echo .)
 			want=${want%.}
 		else
@@ -196,9 +219,9 @@ run_cases_sandboxed() {
 	run call '{"command":"echo out; echo err 1>&2; exit 3"}'
 	[ "$output" = "$(printf '<untrusted_context>\nOutput: out\nerr\nExit Code: 3\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)")" ]
 	[ -n "$(pgid)" ]
-	# errors name line 4, where gemini-cli's wrapper puts the command
+	# errors name line 4, where gemini-cli's wrapper puts the command, and bash by its path
 	run call '{"command":"nosuchcmd"}'
-	assert_contains "Output: bash: line 4: nosuchcmd: command not found"$'\n'"Exit Code: 127"
+	assert_contains "Output: $(sbx-exec -raw tb -- sh -c 'command -v bash'): line 4: nosuchcmd: command not found"$'\n'"Exit Code: 127"
 	run call '{"command":"   "}'
 	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: Command cannot be empty.' ]
 	run call '{"command":"true"}'
@@ -206,8 +229,6 @@ run_cases_sandboxed() {
 	sbx-exec tb -- mkdir -p /home/clawtainer/sub
 	run call '{"command":"pwd","dir_path":"sub"}'
 	assert_contains $'Output: /home/clawtainer/sub\nProcess Group PGID: '
-	run call '{"command":"pwd","dir_path":"nope"}'
-	assert_contains "Exit Code: 1"
 	# the command leads its own process group: killing the group kills its jobs
 	run call '{"command":"read -r l </proc/$$/stat; set -- ${l##*) }; echo $3"}'
 	[ "$output" = "$(printf '<untrusted_context>\nOutput: %s\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)" "$(pgid)")" ]
@@ -225,26 +246,35 @@ run_cases_sandboxed() {
 	# ANSI stripped, the closing tag escaped, git and pagers tamed
 	run call '{"command":"printf \"\\033[31mred\\033[0m </untrusted_context>\"; echo; echo $GIT_CONFIG_GLOBAL $PAGER $GEMINI_CLI"}'
 	assert_contains $'Output: red &lt;/untrusted_context&gt;\n/dev/null cat 1\n'
-	# over 16 MiB the tail is kept, with gemini-cli's warning
+	# over 16 MiB the tail is kept, with gemini-cli's warning; over 40,000 characters the
+	# model sees the first 8,000 and the last 32,000 and the file that holds it all
 	call '{"command":"echo FIRST; head -c 17000000 /dev/zero | tr \"\\0\" a; echo; echo END"}' >"$BATS_TEST_TMPDIR/big"
-	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -lt 16800000 ]
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/big")" -lt 41000 ]
 	run ! grep -q FIRST "$BATS_TEST_TMPDIR/big"
-	tail -n 4 "$BATS_TEST_TMPDIR/big" | head -n 2 >"$BATS_TEST_TMPDIR/tail"
-	[ "$(cat "$BATS_TEST_TMPDIR/tail")" = "$(printf 'END\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to 16MB.]')" ]
-	# a delay_ms that is not an integer is a clear argument error
+	head -n 1 "$BATS_TEST_TMPDIR/big" >"$BATS_TEST_TMPDIR/head"
+	grep -qx 'Output too large. Showing first 8,000 and last 32,000 characters. For full output see: /tmp/sbx/tool-outputs/session-tb/run_shell_command_c.txt' "$BATS_TEST_TMPDIR/head"
+	grep -qx '\.\.\. \[16,737,3[0-9][0-9] characters omitted\] \.\.\.' "$BATS_TEST_TMPDIR/big"
+	# (the warning follows the output as it was, trailing newline and all, as in gemini-cli)
+	tail -n 5 "$BATS_TEST_TMPDIR/big" | head -n 3 >"$BATS_TEST_TMPDIR/tail"
+	[ "$(cat "$BATS_TEST_TMPDIR/tail")" = "$(printf 'END\n\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to 16MB.]')" ]
+	run sbx-exec -raw tb -- sh -c 'wc -c </tmp/sbx/tool-outputs/session-tb/run_shell_command_c.txt; head -c 40 /tmp/sbx/tool-outputs/session-tb/run_shell_command_c.txt'
+	[[ "${lines[0]}" -gt 16777216 && "${lines[1]}" == "<untrusted_context>" && "${lines[2]}" == "Output: aaaaaaaaaaaa" ]]
+	# a delay_ms that is not an integer is gemini-cli's schema error
 	run call '{"command":"echo hi","is_background":true,"delay_ms":"soon"}'
-	assert_contains 'Error calling tool "run_shell_command": failed to parse arguments:'
-	assert_contains 'delay_ms'
-	# background: still running after delay_ms, or finished (output hidden)
+	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: params/delay_ms must be integer' ]
+	# background: gemini-cli's answer whether it still runs or not; the output goes to its log
 	run call '{"command":"echo started; sleep 30","is_background":true}'
-	assert_contains "Command is running in background. PID: "
-	assert_contains $'. Initial output:\nstarted\nOutput is being logged to /tmp/shell-bg-'
+	[[ "$output" =~ ^'<untrusted_context>'$'\n''Command moved to background (PID: '([0-9]+)'). Output hidden. Press Ctrl+B to view.'$'\n''</untrusted_context>'$ ]]
+	pid=${BASH_REMATCH[1]}
+	run sbx-exec -raw tb -- sh -c "cat /tmp/sbx/background-processes/background-$pid.log; ps -o pgid= -p $pid"
+	[[ "$output" == "started"$'\n'*"$pid" ]]
 	run call '{"command":"echo quick","is_background":true,"delay_ms":500}'
-	assert_contains $'<untrusted_context>\nCommand moved to background (PID: '
-	assert_contains "). Output hidden. Press Ctrl+B to view."
-	log=$(printf '%s\n' "$output" | sed -n 's/^Output is being logged to \(.*\)\.$/\1/p')
-	run sbx-exec tb -- cat "$log"
-	assert_json '.stdout == "quick\n"'
+	[[ "$output" =~ ^'<untrusted_context>'$'\n''Command moved to background (PID: '([0-9]+)'). Output hidden. Press Ctrl+B to view.'$'\n''</untrusted_context>'$ ]]
+	run sbx-exec -raw tb -- cat "/tmp/sbx/background-processes/background-${BASH_REMATCH[1]}.log"
+	[ "$output" = quick ]
+	# a dir_path that does not exist fails as gemini-cli's spawn does
+	run call '{"command":"true","dir_path":"nowhere"}'
+	[ "$output" = "Error calling tool \"run_shell_command\": failed to run tool: spawn $(sbx-exec -raw tb -- sh -c 'command -v bash') ENOENT" ]
 }
 
 @test "GEMINI_SYSTEM_MD: built-in, file, true, ~, missing" {
@@ -269,18 +299,6 @@ run_cases_sandboxed() {
 	GEMINI_SYSTEM_MD=/nonexistent/x.md run "$SBX_UNIT/test_geminicli" prompt
 	assert_status 1
 	[ "$output" = "missing system prompt file '/nonexistent/x.md'" ]
-}
-
-# gemini-cli-core 0.61.0 from npm, installed once into tests/.cache (bounded by a timeout).
-gemini_core() {
-	local cache="$SBX_TOP/tests/.cache/gemini-cli-core"
-	if [ ! -d "$cache/node_modules/@google/gemini-cli-core/dist" ]; then
-		mkdir -p "$cache"
-		(cd "$cache" && timeout 600 npm install --silent --no-audit --no-fund --ignore-scripts \
-			--omit=optional @google/gemini-cli-core@0.61.0 >/dev/null 2>&1)
-	fi
-	[ -d "$cache/node_modules/@google/gemini-cli-core/dist" ] || return 1
-	echo "$cache"
 }
 
 @test "declarations match @google/gemini-cli-core@0.61.0" {
@@ -309,29 +327,25 @@ gemini_core() {
 @test "write_file snippets match gemini-cli's getDiffContextSnippet" {
 	local cache i w="$BATS_TEST_TMPDIR/snip" bad=0
 	cache=$(gemini_core)
-	mkdir -p "$w"
+	python3 "$BATS_TEST_DIRNAME/unit/snippet-case.py" 60 "$w"
+	(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/snippet.mjs" "$w" 60)
 	for i in $(seq 1 60); do
-		python3 "$BATS_TEST_DIRNAME/unit/snippet-case.py" "$i" "$w"
-		cp "$w/old" "$w/f"
-		geminicli-toolbox --workdir="$w" write_file <"$w/in.json" | tail -n +2 >"$w/got"
-		(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/snippet.mjs" "$w/old" "$w/new") >"$w/want"
-		[ -s "$w/want" ] && [ "$(tail -c1 "$w/want" | od -An -c | tr -d ' ')" != '\n' ] && echo >>"$w/want"
-		[ -s "$w/want" ] || echo >"$w/want"
-		cmp -s "$w/want" "$w/got" || { echo "seed $i differs"; diff "$w/want" "$w/got"; bad=1; }
+		cp "$w/$i/old" "$w/$i/f"
+		geminicli-toolbox --workdir="$w/$i" write_file <"$w/$i/in.json" | tail -n +2 >"$w/$i/got"
+		cmp -s "$w/$i/want" "$w/$i/got" || { echo "seed $i differs"; diff "$w/$i/want" "$w/$i/got"; bad=1; }
 	done
 	return $bad
 }
 
 @test "replace picks the same matches as gemini-cli's calculateReplacement" {
-	local cache n i want occ multi out got w="$BATS_TEST_TMPDIR/rc" bad=0
+	local cache n i occ multi out got w="$BATS_TEST_TMPDIR/rc" bad=0
 	cache=$(gemini_core)
 	mkdir -p "$w/cases"
 	n=$(python3 "$BATS_TEST_DIRNAME/unit/replace-cases.py" "$w/cases")
 	[ "$n" -ge 40 ]
+	(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/replace-calc.mjs" "$w/cases" "$n")
 	for i in $(seq 0 $((n - 1))); do
-		want=$(cd "$cache" && node "$BATS_TEST_DIRNAME/unit/replace-calc.mjs" "$w/cases/$i.txt" "$w/cases/$i.json")
-		occ=$(jq -r .occurrences <<<"$want")
-		multi=$(jq -r '.allow_multiple // false' "$w/cases/$i.json")
+		read -r occ multi <"$w/cases/$i.occ"
 		rm -rf "$w/run" && mkdir "$w/run" && cp "$w/cases/$i.txt" "$w/run/f"
 		out=$(geminicli-toolbox --workdir="$w/run" replace <"$w/cases/$i.json" 2>&1) || true
 		if [ "$occ" = 0 ]; then
@@ -340,7 +354,7 @@ gemini_core() {
 			[[ $out == "Failed to edit, Expected 1 occurrence but found $occ "* ]] || { echo "case $i: want $occ: $out"; bad=1; }
 		else
 			got=$(cat "$w/run/f"; echo .)
-			[ "$got" = "$(jq -j .newContent <<<"$want"; echo .)" ] && [[ $out == *"($occ replacements)"* ]] ||
+			[ "$got" = "$(cat "$w/cases/$i.new"; echo .)" ] && [[ $out == *"($occ replacements)"* ]] ||
 				{ echo "case $i differs: $out"; bad=1; }
 		fi
 	done

@@ -93,7 +93,7 @@ except OSError as e:
 	sup=$(cat "$(sandbox_dir web)/supervisor.pid")
 	helper=$(pgrep -P "$sup" -f "pasta -f")
 	[ -n "$helper" ]
-	[ "$(stat -c %u /proc/$helper)" = 65534 ]
+	[ "$(stat -c %u /proc/$helper)" = "$(stat -c %u "$(sandbox_dir web)/home")" ]	# the sandbox's host uid
 	sbx-delete web >/dev/null
 	wait_until gone "$helper"
 	# and when the supervisor is killed outright
@@ -124,7 +124,7 @@ except OSError as e:
 	done
 	sup=$(cat "$(sandbox_dir slirp)/supervisor.pid")
 	helper=$(pgrep -P "$sup" -x slirp4netns)
-	[ "$(stat -c %u /proc/$helper)" = 65534 ]
+	[ "$(stat -c %u /proc/$helper)" = "$(stat -c %u "$(sandbox_dir slirp)/home")" ]
 	sbx-delete slirp >/dev/null
 	wait_until gone "$helper"
 }

@@ -14,7 +14,7 @@ teardown() { teardown_sbx_env; }
 	assert_json '.shutdown_time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$")'
 	run sbx-exec -raw demo -- sh -c 'echo $HOME; pwd'
 	assert_status 0
-	[ "$output" = "$(printf '/home/clawtainer\n/')" ]
+	[ "$output" = "$(printf '/home/clawtainer\n/home/clawtainer')" ]	# commands start in the home
 }
 
 @test "a second create with the same spec reuses the sandbox; another spec is an error" {

@@ -91,6 +91,19 @@ teardown() { teardown_sbx_env; }
 	assert_contains "Permission denied"
 }
 
+@test "commands start in the home; a -workdir that cannot be entered is named, status 126" {
+	run sbx-exec -raw demo -- sh -c 'pwd; echo hi > greeting.txt'
+	assert_status 0
+	[ "$output" = /home/clawtainer ]
+	[ "$(cat "$XDG_STATE_HOME/sbx/default/demo/home/greeting.txt")" = hi ]
+	run sbx-exec -raw -workdir /nonexistent demo -- true
+	assert_status 126
+	[ "$output" = "sbx-exec: cannot enter working directory /nonexistent: No such file or directory" ]
+	run sbx-exec demo <<<'{"command":["true"],"workdir":"/etc/hostname"}'
+	assert_status 126
+	assert_json '.exit_code == 126 and .stderr == "sbx-exec: cannot enter working directory /etc/hostname: Not a directory\n"'
+}
+
 @test "output beyond the cap is dropped and reported" {
 	run sbx-exec -max-output 1K demo -- sh -c 'head -c 100000 /dev/zero | tr "\0" x; echo done >&2'
 	assert_status 0

@@ -24,7 +24,7 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	[ "$(printf '%s' "$output" | jq -r 'keys_unsorted | join(",")')" = "role,content,tool_call_id" ]
 }
 
-@test "write then read and ls, relative to /, with parents created" {
+@test "write then read and ls, relative to the home, with parents created" {
 	run call write '{"path":"/home/clawtainer/a/b/c.txt","content":"hello\nworld\n"}'
 	assert_json '.content == "Wrote file \"/home/clawtainer/a/b/c.txt\""'
 	run call read '{"path":"/home/clawtainer/a/b/c.txt"}'
@@ -32,7 +32,9 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	run call ls '{"path":"/home/clawtainer/a"}'
 	assert_json '.content == "b/\n"'
 	run call ls '{}'
-	assert_json '.content | contains("home/")'
+	assert_json '.content == "a/\n"'	# tools start in the home (upstream: in /)
+	run call read '{"path":"a/b/c.txt"}'
+	assert_json '.content == "hello\nworld\n"'
 }
 
 @test "failures carry upstream's texts" {
@@ -132,4 +134,36 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	run sbx-tool demo <<<'{"id":"c","type":"function","function":{"name":"run_command","arguments":["echo"]}}'
 	assert_status 100
 	[ "$output" = 'sbx-tool: invalid tool call: "function.arguments" must be a JSON string or object' ]
+}
+
+@test "large outputs: head and tail with gemini-cli's notice, the whole report kept in the sandbox" {
+	run call run_command '{"command":"seq 1 100000; echo done >&2"}'
+	assert_status 0
+	assert_json '.content | startswith("Output too large. Showing first 8,000 and last 32,000 characters. For full output see: /tmp/sbx/tool-outputs/session-demo/run_command_call-1.txt\nstdout:\n1\n2\n3\n")'
+	assert_json '.content | test("\n\n\\.\\.\\. \\[548,930 characters omitted\\] \\.\\.\\.\n\n")'
+	assert_json '.content | endswith("99999\n100000\n\nstderr:\ndone\n\nexit_code: 0")'
+	assert_json '.content | length < 40200'
+	run sbx-exec -raw demo -- sh -c 'head -c 11 /tmp/sbx/tool-outputs/session-demo/run_command_call-1.txt; tail -c 13 /tmp/sbx/tool-outputs/session-demo/run_command_call-1.txt; wc -c </tmp/sbx/tool-outputs/session-demo/run_command_call-1.txt'
+	[ "$output" = "$(printf 'stdout:\n1\n2\nexit_code: 0588930')" ]
+	# read is cut the same way
+	sbx-exec demo -- sh -c 'seq 1 100000 >/home/clawtainer/big.txt' >/dev/null
+	run call read '{"path":"/home/clawtainer/big.txt"}'
+	assert_json '.content | startswith("Output too large. Showing first 8,000 and last 32,000 characters. For full output see: /tmp/sbx/tool-outputs/session-demo/read_call-1.txt\n1\n2\n")'
+	assert_json '.content | endswith("\n100000\n")'
+}
+
+@test "binary output: NUL bytes travel as \\u0000, invalid UTF-8 as U+FFFD, 16 MiB stay small" {
+	run call run_command '{"command":"printf \"a\\000b\\377c\""}'
+	assert_status 0
+	[[ "$output" == *'a\u0000b'* ]]
+	assert_json '.content == "stdout:\na\u0000b\ufffdc\nstderr:\n\nexit_code: 0"'
+	# 16 MiB of random bytes: a valid message of at most a few hundred kilobytes, not an error
+	call run_command '{"command":"head -c 16777216 /dev/urandom"}' >"$BATS_TEST_TMPDIR/msg"
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/msg")" -lt 400000 ]
+	iconv -f UTF-8 -t UTF-8 "$BATS_TEST_TMPDIR/msg" >/dev/null
+	run jq -r '.content | startswith("Output too large. Showing first 8,000 and last 32,000 characters.") and endswith("\nstderr:\n\nexit_code: 0")' "$BATS_TEST_TMPDIR/msg"
+	[ "$output" = true ]
+	# the whole output (8 MiB of it, as upstream keeps) is in the file the notice names
+	run sbx-exec -raw demo -- sh -c 'wc -c </tmp/sbx/tool-outputs/session-demo/run_command_call-1.txt'
+	[ "$output" -gt 8000000 ]
 }

@@ -24,6 +24,7 @@ struct hit {
 	uint32_t *key;		/* collation key, for the hits sorted by path */
 	long long mtime_ms;
 	size_t order;		/* walk order: ties keep it */
+	bool link;		/* a symbolic link (the walk enters no linked directory) */
 };
 
 struct state {
@@ -56,7 +57,10 @@ static int add(const char *abs, const char *rel, void *arg)
 {
 	struct state *s = arg;
 	struct stat st;
-	if (!tb_glob_match(s->g, rel) || stat(abs, &st) < 0)
+	bool link;
+	if (!tb_glob_match(s->g, rel) || lstat(abs, &st) < 0)
+		return 0;
+	if ((link = S_ISLNK(st.st_mode)) && stat(abs, &st) < 0)
 		return 0;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 64;
@@ -65,36 +69,41 @@ static int add(const char *abs, const char *rel, void *arg)
 	s->hits[s->n].path = tb_xstrdup(abs);
 	s->hits[s->n].order = s->n;
 	s->hits[s->n].key = NULL;
+	s->hits[s->n].link = link;
 	s->hits[s->n].mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 	s->n++;
 	return 0;
 }
 
-/* Drops the hits the ignore files exclude (paths relative to the real working directory);
- * returns how many. */
-static size_t drop_ignored(struct tb_call *c, struct state *s)
+/* gemini-cli's filtering of the hits: each is judged by the ignore files at its real path
+ * relative to the real working directory (counted when ignored), then kept only when that
+ * path, resolved from the working directory, is the hit itself, which drops every symbolic
+ * link (and anything reached through one). Returns the number ignored. */
+static size_t filter_hits(struct tb_call *c, struct state *s)
 {
 	struct tb_ignore *ig = tb_ignore_open(c->workdir, tb_bool(c, "respect_git_ignore", true),
 					      tb_bool(c, "respect_gemini_ignore", true));
 	char *root = tb_real_or_same(c->workdir);
-	size_t kept = 0, dropped = 0;
-	/* hits are real paths already: the walk starts at a real directory and never follows a
-	 * directory link */
-	for (size_t i = 0; tb_ignore_active(ig) && i < s->n; i++) {
-		char *rel = tb_relative(root, s->hits[i].path);
-		if (tb_ignore_match(ig, rel, false)) {
-			free(s->hits[i].path);
-			dropped++;
-		} else {
+	size_t kept = 0, ignored = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		/* the walk starts at a real directory and enters no link: only a link's own path
+		 * is not real */
+		char *real = s->hits[i].link ? tb_real_or_same(s->hits[i].path) : tb_xstrdup(s->hits[i].path);
+		char *rel = tb_relative(root, real), *back = tb_resolve(c->workdir, rel);
+		bool ign = tb_ignore_path(ig, rel, false, 0);
+		ignored += ign;
+		if (!ign && !strcmp(back, s->hits[i].path))
 			s->hits[kept++] = s->hits[i];
-		}
+		else
+			free(s->hits[i].path);
+		free(real);
 		free(rel);
+		free(back);
 	}
-	if (tb_ignore_active(ig))
-		s->n = kept;
+	s->n = kept;
 	free(root);
 	tb_ignore_close(ig);
-	return dropped;
+	return ignored;
 }
 
 static long long g_now_ms;
@@ -166,7 +175,7 @@ static int run(struct tb_call *c)
 	w.fn = add;
 	w.arg = &s;
 	tb_walk(&w);
-	nignored = drop_ignored(c, &s);
+	nignored = filter_hits(c, &s);
 	if (s.n == 0) {
 		tb_printf(&c->out, "No files found matching pattern \"%s\" within %s", pattern, dir);
 		if (nignored)

@@ -53,6 +53,8 @@ struct search {
 	pcre2_match_data *md;
 	struct tb_glob *include;
 	bool include_path;	/* the include glob has a `/`: match the relative path */
+	bool include_negated;	/* `!glob`: everything but what it matches */
+	const char *cwd;	/* rg's globs are relative to its working directory */
 	bool no_ignore;
 	int64_t before, after, per_file, total;
 	int64_t found;		/* matches so far (context lines not counted) */
@@ -87,7 +89,7 @@ static pcre2_code *compile(const char *pat, bool caseless, bool literal, bool mu
 	if (!re) {
 		PCRE2_UCHAR msg[256];
 		pcre2_get_error_message(code, msg, sizeof msg);
-		snprintf(why, whylen, "Invalid regular expression: /%s/: %s", pat, (char *)msg);
+		snprintf(why, whylen, "regex parse error: %s (in /%s/)", (char *)msg, pat);
 		return NULL;
 	}
 	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);	/* falls back to the interpreter */
@@ -373,8 +375,15 @@ static int search_file(struct search *s, const char *abs)
 static int walk_fn(const char *abs, const char *rel, void *arg)
 {
 	struct search *s = arg;
-	if (s->include && !tb_glob_match(s->include, s->include_path ? rel : tb_basename(rel)))
-		return 0;
+	if (s->include) {
+		/* rg --glob: a glob with a slash is matched against the path from rg's working
+		 * directory (gemini-cli's), not from the searched directory; `!` excludes */
+		char *from_cwd = tb_relative(s->cwd, abs);
+		bool hit = tb_glob_match(s->include, s->include_path ? from_cwd : tb_basename(rel));
+		free(from_cwd);
+		if (hit == s->include_negated)
+			return 0;
+	}
 	if (ignored_abs(s, abs, false))
 		return 0;
 	if (past_deadline(s))
@@ -406,6 +415,7 @@ static void run_search(struct search *s, const char *target, bool is_file)
 	} else {
 		struct tb_walk w = {0};
 		w.root = target;
+		w.no_links = true;
 		w.skip_dir = skip_dir;
 		w.skip_file = skip_file;
 		w.fn = walk_fn;
@@ -497,6 +507,7 @@ static int run(struct tb_call *c)
 	bool has_a = tb_int(c, "after", &after);
 	struct search s = {0};
 	char why[1024], *target = NULL, *loc = NULL;
+	const char *q;
 	struct stat st;
 	struct timespec now;
 	int rc = -1;
@@ -505,19 +516,22 @@ static int run(struct tb_call *c)
 		include = NULL;
 	if (exclude && !*exclude)
 		exclude = NULL;
-	if (!(s.re = compile(pattern, !cs, fixed, true, why, sizeof why))) {
-		tb_fail(c, "Invalid regular expression pattern provided: %s. Error: %s", pattern, why);
-		goto out;
-	}
-	if (exclude && !(s.exclude = compile(exclude, !cs, false, false, why, sizeof why))) {
-		tb_fail(c, "Invalid exclude regular expression pattern provided: %s. Error: %s",
-			exclude, why);
-		goto out;
-	}
+	/* gemini-cli's validation: both patterns must compile as JavaScript regular expressions */
+	if (!fixed && (q = tb_jsre_error(pattern)))
+		return tb_fail(c, "Invalid regular expression pattern provided: %s. Error: Invalid "
+			       "regular expression: /%s/: %s", pattern, pattern, q);
+	if (exclude && (q = tb_jsre_error(exclude)))
+		return tb_fail(c, "Invalid exclude regular expression pattern provided: %s. Error: "
+			       "Invalid regular expression: /%s/: %s", exclude, exclude, q);
 	{
-		char *r = tb_resolve(c->workdir, dp && *dp ? dp : ".");
-		target = tb_real_or_same(r);
+		char *r = tb_resolve(c->workdir, dp && *dp ? dp : "."), *err;
+		target = tb_realpath(r, &err);
 		free(r);
+		if (!target) {
+			tb_fail(c, "%s", err);
+			free(err);
+			goto out;
+		}
 	}
 	if (tb_check_path(c, target) < 0)
 		goto out;
@@ -529,7 +543,19 @@ static int run(struct tb_call *c)
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-		tb_printf(&c->out, "Path is not a valid directory or file: %s", target);
+		/* an error when dir_path was given (validation), plain output otherwise */
+		if (dp && *dp)
+			tb_fail(c, "Path is not a valid directory or file: %s", target);
+		else
+			tb_printf(&c->out, "Path is not a valid directory or file: %s", target);
+		rc = dp && *dp ? -1 : 0;
+		goto out;
+	}
+	/* valid JavaScript the search engine cannot take fails as gemini-cli's rg run fails: as
+	 * output, not as an error */
+	if (!(s.re = compile(pattern, !cs, fixed, true, why, sizeof why)) ||
+	    (exclude && !(s.exclude = compile(exclude, !cs, false, false, why, sizeof why)))) {
+		tb_printf(&c->out, "Error during grep search operation: %s", why);
 		rc = 0;
 		goto out;
 	}
@@ -553,8 +579,12 @@ static int run(struct tb_call *c)
 	}
 	if (include) {
 		char *w2 = NULL;
-		s.include_path = strchr(include, '/') != NULL;
-		s.include = tb_glob_compile(include[0] == '/' ? include + 1 : include, false, &w2);
+		const char *g = include;
+		if ((s.include_negated = g[0] == '!'))
+			g++;
+		s.include_path = strchr(g, '/') != NULL;
+		s.include = tb_glob_compile(g[0] == '/' ? g + 1 : g, false, &w2);
+		s.cwd = c->workdir;
 		free(w2);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);

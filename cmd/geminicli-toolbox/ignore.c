@@ -241,3 +241,44 @@ bool tb_ignore_match(struct tb_ignore *ig, const char *rel, bool is_dir)
 	free(sets);
 	return out;
 }
+
+/* Whether abs is root or below it (isWithinRoot / isSubpath, lexical). */
+static bool within(const char *root, const char *abs)
+{
+	size_t n = strlen(root);
+	if (!strcmp(root, "/"))
+		return true;
+	return !strncmp(abs, root, n) && (abs[n] == '\0' || abs[n] == '/');
+}
+
+/* FileDiscoveryService._shouldIgnore on a path relative to the root (or absolute). */
+bool tb_ignore_path(struct tb_ignore *ig, const char *path, bool is_dir, int is_link)
+{
+	char *abs = tb_resolve(ig->root, path), *rel = NULL, *real = NULL, *rroot = NULL, *err = NULL;
+	struct stat st;
+	bool out = false;
+	if (within(ig->root, abs)) {
+		rel = tb_relative(ig->root, abs);
+		out = *rel && tb_ignore_match(ig, rel, is_dir);
+	}
+	/* a link counts where it points: outside the real root is ignored, inside as its target */
+	if (!out && is_link < 0)
+		is_link = lstat(abs, &st) == 0 && S_ISLNK(st.st_mode);
+	if (!out && is_link && (real = tb_realpath(abs, &err))) {
+		rroot = tb_real_or_same(ig->root);
+		if (!within(rroot, real)) {
+			out = true;
+		} else if (within(ig->root, real)) {
+			bool dir = stat(real, &st) == 0 ? S_ISDIR(st.st_mode) : is_dir;
+			free(rel);
+			rel = tb_relative(ig->root, real);
+			out = *rel && tb_ignore_match(ig, rel, dir);
+		}
+	}
+	free(abs);
+	free(rel);
+	free(real);
+	free(rroot);
+	free(err);
+	return out;
+}

@@ -2,7 +2,6 @@
  * in localeCompare order, with sizes; `ignore` globs match base names. */
 #include <dirent.h>
 #include <errno.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,33 +20,44 @@ struct entry {
 	long long size;
 };
 
-/* gemini-cli's shouldIgnore: only `*` and `?` are special, anchored, case-sensitive. */
+/* What `.` in a JavaScript regular expression does not match. */
+static bool line_terminator(uint16_t u)
+{
+	return u == '\n' || u == '\r' || u == 0x2028 || u == 0x2029;
+}
+
+/* One pattern of gemini-cli's shouldIgnore: the regular expression `^…$` where `*` is `.*`,
+ * `?` is `.` and everything else literal, matched in UTF-16 units. */
+static bool wild(const uint16_t *p, size_t np, const uint16_t *s, size_t ns)
+{
+	size_t i = 0, j = 0, star = (size_t)-1, mark = 0;
+	while (j < ns) {
+		if (i < np && p[i] == '*') {
+			star = i++;
+			mark = j;
+		} else if (i < np && (p[i] == s[j] || p[i] == '?') && !(p[i] == '?' && line_terminator(s[j]))) {
+			i++;
+			j++;
+		} else if (star != (size_t)-1 && !line_terminator(s[mark])) {
+			i = star + 1;
+			j = ++mark;
+		} else {
+			return false;
+		}
+	}
+	while (i < np && p[i] == '*')
+		i++;
+	return i == np;
+}
+
 static bool ignored(const char *name, const char **pats, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct tbuf re = {0};
-		regex_t rx;
-		bool hit = false;
-		tb_puts(&re, "^");
-		for (const char *p = pats[i]; *p; p++) {
-			if (*p == '*')
-				tb_puts(&re, ".*");
-			else if (*p == '?')
-				tb_puts(&re, ".");
-			else if (strchr(".[]()+^$|\\{}", *p))
-				tb_printf(&re, "\\%c", *p);
-			else
-				tb_put(&re, p, 1);
-		}
-		tb_puts(&re, "$");
-		if (regcomp(&rx, re.data, REG_EXTENDED | REG_NOSUB) == 0) {
-			hit = regexec(&rx, name, 0, NULL, 0) == 0;
-			regfree(&rx);
-		}
-		tb_free(&re);
-		if (hit)
+	uint16_t s[TB_NAME_MAX_UNITS], p[TB_NAME_MAX_UNITS];
+	long ns = tb_utf16(name, strlen(name), s, TB_NAME_MAX_UNITS), np;
+	for (size_t i = 0; ns >= 0 && i < n; i++)
+		if ((np = tb_utf16(pats[i], strlen(pats[i]), p, TB_NAME_MAX_UNITS)) >= 0 &&
+		    wild(p, (size_t)np, s, (size_t)ns))
 			return true;
-	}
 	return false;
 }
 
@@ -114,7 +124,7 @@ static int run(struct tb_call *c)
 		full = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", de->d_name);
 		/* ignore files first (counted), as filterFilesWithReport sees the names */
 		rel = tb_relative(c->workdir, full);
-		hit = tb_ignore_match(ig, rel, false);
+		hit = tb_ignore_path(ig, rel, false, -1);
 		free(rel);
 		if (hit) {
 			nignored++;

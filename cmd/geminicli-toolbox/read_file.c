@@ -12,11 +12,23 @@ static const struct tb_param params[] = {
 	{NULL, TB_STRING, false, -1, false},
 };
 
+/* gemini-cli's FileDiscoveryService refuses paths its ignore files name (as given and as
+ * resolved). */
+static bool ignored(struct tb_call *c, const char *given, const char *abs)
+{
+	struct tb_ignore *ig = tb_ignore_open(c->workdir, true, true);
+	char *lit = tb_tool_literal(c, given);
+	bool out = tb_ignore_path(ig, lit, false, -1) || tb_ignore_path(ig, abs, false, -1);
+	tb_ignore_close(ig);
+	free(lit);
+	return out;
+}
+
 static int run(struct tb_call *c)
 {
 	const char *fp = tb_str(c, "file_path");
 	int64_t start = 0, end = 0;
-	struct tb_read r;
+	struct tb_read r = {0};
 	char *abs = NULL;
 	const char *q;
 	int rc = -1;
@@ -27,10 +39,29 @@ static int run(struct tb_call *c)
 		return tb_fail(c, "The 'file_path' parameter must be non-empty.");
 	tb_int(c, "start_line", &start);
 	tb_int(c, "end_line", &end);
-	if (start > 0 && end > 0 && start > end)
-		return tb_fail(c, "start_line cannot be greater than end_line");
+	{
+		/* the path must resolve (a link loop does not) */
+		char *lit = tb_tool_literal(c, fp), *full = tb_resolve(c->workdir, lit), *err;
+		char *real = tb_realpath(full, &err);
+		free(lit);
+		free(full);
+		if (!real) {
+			tb_fail(c, "Failed to resolve path: %s", err);
+			free(err);
+			return -1;
+		}
+		free(real);
+	}
 	if (!(abs = tb_tool_path(c, fp)))
 		return -1;
+	if (start > 0 && end > 0 && start > end) {
+		tb_fail(c, "start_line cannot be greater than end_line");
+		goto out;
+	}
+	if (ignored(c, fp, abs)) {
+		tb_fail(c, "File path '%s' is ignored by configured ignore patterns.", abs);
+		goto out;
+	}
 	if (tb_read_file(c, abs, start, end, &r) < 0)
 		goto out;
 	if (r.truncated)

@@ -2,6 +2,7 @@
  * match first, then gemini-cli's flexible, regex and fuzzy matches (replace_match.c); one
  * occurrence unless allow_multiple. An empty old_string creates a new file. CRLF files stay
  * CRLF. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,91 @@ static char *replace_all(const char *hay, const char *old, const char *new_text)
 	return b.data;
 }
 
+/* gemini-cli's correctPath search: breadth first from the working directory, at most this
+ * many directories read, for regular files with the wanted name. */
+#define CORRECT_MAX_DIRS 50
+
+struct queue {
+	char **dirs;
+	size_t n, head;
+};
+
+/* The unique file (not ignored) named like rel's last component whose path ends with rel;
+ * NULL when there is none or more than one. */
+static char *find_unique(struct tb_call *c, const char *rel)
+{
+	struct tb_ignore *ig = tb_ignore_open(c->workdir, true, true);
+	struct queue q = {0};
+	char *found = NULL, *name = tb_xstrdup(tb_basename(rel));
+	size_t nfound = 0, scanned = 0, rl = strlen(rel);
+	q.dirs = tb_xmalloc(sizeof *q.dirs);
+	q.dirs[q.n++] = tb_xstrdup(c->workdir);
+	while (q.head < q.n && scanned < CORRECT_MAX_DIRS) {
+		char *dir = q.dirs[q.head++];
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		scanned++;
+		while (d && (de = readdir(d))) {
+			bool is_dir = de->d_type == DT_DIR, is_file = de->d_type == DT_REG;
+			char *full;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (!is_dir && !(is_file && !strcmp(de->d_name, name)))
+				continue;
+			full = tb_xasprintf("%s/%s", strcmp(dir, "/") ? dir : "", de->d_name);
+			if (tb_ignore_path(ig, full, false, -1)) {
+				free(full);
+			} else if (is_dir) {
+				q.dirs = tb_xrealloc(q.dirs, (q.n + 1) * sizeof *q.dirs);
+				q.dirs[q.n++] = full;
+			} else if (strlen(full) >= rl && !strcmp(full + strlen(full) - rl, rel) && nfound++ == 0) {
+				found = full;
+			} else {
+				free(full);
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	for (size_t i = 0; i < q.n; i++)
+		free(q.dirs[i]);
+	free(q.dirs);
+	free(name);
+	tb_ignore_close(ig);
+	if (nfound != 1) {
+		free(found);
+		return NULL;
+	}
+	return found;
+}
+
+/* The file replace edits, as EditTool resolves it: an absolute path as given; a relative one
+ * from the working directory when it exists there, else the one workspace file ending with
+ * it, else from the working directory. Real paths; NULL with c->err where resolving throws. */
+static char *edit_path(struct tb_call *c, const char *fp)
+{
+	char *lit, *abs, *corrected = NULL, *real, *err;
+	struct stat st;
+	if (fp[0] == '/') {
+		abs = tb_xstrdup(fp);
+	} else {
+		lit = tb_tool_literal(c, fp);
+		abs = tb_resolve(c->workdir, lit);
+		if (stat(abs, &st) < 0 && (corrected = find_unique(c, lit))) {
+			free(abs);
+			abs = corrected;
+		}
+		free(lit);
+	}
+	real = tb_realpath(abs, &err);
+	free(abs);
+	if (!real) {
+		tb_fail(c, "%s", err);
+		free(err);
+	}
+	return real;
+}
+
 /* The trailing-newline state of the original is kept. */
 static char *restore_newline(const char *orig, char *mod)
 {
@@ -65,16 +151,20 @@ static int run(struct tb_call *c)
 	struct stat st;
 	int rc = -1;
 
-	if (!(abs = tb_tool_path(c, fp)))
+	if (!*fp)
+		return tb_fail(c, "The 'file_path' parameter must be non-empty.");
+	if (!(abs = edit_path(c, fp)))
 		return -1;
 	if (tb_has_new_placeholder(tb_str(c, "new_string"), tb_str(c, "old_string"))) {
 		tb_fail(c, "`new_string` contains an omission placeholder (for example 'rest of methods "
 			   "...'). Provide exact literal replacement text.");
 		goto out;
 	}
+	if (tb_check_path(c, abs) < 0)
+		goto out;
 	old = tb_to_lf(tb_str(c, "old_string"), NULL);
 	new_text = tb_to_lf(tb_str(c, "new_string"), NULL);
-	if (stat(abs, &st) < 0) {
+	if (stat(abs, &st) < 0 && errno == ENOENT) {
 		if (*old) {
 			tb_fail(c, "File not found: %s", abs);
 			goto out;
@@ -86,15 +176,28 @@ static int run(struct tb_call *c)
 		rc = 0;
 		goto out;
 	}
-	if (S_ISDIR(st.st_mode) || !(raw = tb_read_all(abs, TB_MAX_FILE_BYTES, &rawlen))) {
-		tb_fail(c, "Failed to read content of existing file: %s", abs);
+	if (S_ISDIR(st.st_mode)) {
+		/* fs.readFile opens a directory and fails reading it */
+		tb_fail(c, "EISDIR: illegal operation on a directory, read");
+		goto out;
+	}
+	if (!(raw = tb_read_all(abs, TB_MAX_FILE_BYTES, &rawlen))) {
+		if (errno == EACCES || errno == ELOOP || errno == ENOTDIR) {
+			char *m = tb_node_err(errno, "open", abs);
+			tb_fail(c, "%s", m);
+			free(m);
+		} else {
+			tb_fail(c, "Failed to read content of existing file: %s", abs);
+		}
 		goto out;
 	}
 	if (!*old) {
 		tb_fail(c, "File already exists, cannot create: %s", abs);
 		goto out;
 	}
-	text = tb_decode_text(raw, rawlen, &n);
+	/* read as UTF-8 text, as fs.readFile(…, 'utf-8') does: a BOM stays, other encodings
+	 * are not guessed */
+	text = tb_utf8_text(raw, rawlen, &n);
 	code = tb_to_lf(text, NULL);
 	occ = count(code, old);
 	if (occ > 0 && (occ == 1 || multi))

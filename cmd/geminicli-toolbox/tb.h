@@ -77,17 +77,20 @@ const char **tb_strs(struct tb_call *c, const char *name, size_t *n);
 char *tb_resolve(const char *workdir, const char *p);
 /* Node's path.relative(from, to) for absolute normalised paths. */
 char *tb_relative(const char *from, const char *to);
-/* gemini-cli's resolveToRealPath: realpath, or the real path of the nearest existing parent
- * followed by the rest. */
+/* gemini-cli's resolveToRealPath: %XX escapes decoded (decodeURIComponent), then realpath,
+ * a dangling link followed, or the real path of the nearest existing parent followed by the
+ * rest. NULL with *err (newly allocated) where it throws (loops, EACCES). */
+char *tb_realpath(const char *p, char **err);
+/* The same, p itself where it would throw. */
 char *tb_real_or_same(const char *p);
 /* gemini-cli's validatePath on a resolved path (control characters, log fragments, lengths);
  * -1 with `Invalid path: …` in c->err. */
-#define TB_PATH_MAX_CHARS 4096
-#define TB_COMPONENT_MAX_CHARS 255
 int tb_check_path(struct tb_call *c, const char *abs);
 /* The user-facing path rules of gemini-cli's file tools: leading `@` stripped unless a
  * literal `@…` path exists; control characters rejected. NULL with c->err set on failure. */
 char *tb_tool_path(struct tb_call *c, const char *p);
+/* The path as resolveDefensiveToolPath leaves it (still relative when p is), `@` rule only. */
+char *tb_tool_literal(struct tb_call *c, const char *p);
 const char *tb_basename(const char *p);
 /* The extension with its dot, lower-cased into buf ("" when none), as Node's path.extname. */
 const char *tb_extname(const char *p, char *buf, size_t n);
@@ -100,8 +103,11 @@ enum tb_ftype { TB_TEXT, TB_SVG, TB_BINARY, TB_MEDIA };
 enum tb_ftype tb_file_type(const char *path);
 /* Reads a whole file (at most max bytes); returns NULL with errno set. */
 char *tb_read_all(const char *path, size_t max, size_t *len);
-/* Decodes per BOM (UTF-8/16/32, stripped) into UTF-8; newly allocated. */
+/* Decodes per BOM (UTF-8/16/32, stripped) into UTF-8; newly allocated. Invalid UTF-8
+ * becomes U+FFFD as Node's decoder makes it. */
 char *tb_decode_text(const char *buf, size_t len, size_t *outlen);
+/* Node's buf.toString('utf8'): no BOM handling (U+FEFF stays), invalid bytes → U+FFFD. */
+char *tb_utf8_text(const char *buf, size_t len, size_t *outlen);
 
 /* gemini-cli's processSingleFileContent for one path. Returns 0 with the model text in *text
  * (and *truncated, *shown_start, *shown_end, *total for text files), -1 with the error
@@ -124,6 +130,11 @@ size_t tb_utf8_len(const char *s, size_t n);
 /* Byte length of the first `chars` code points of s[0..n). */
 size_t tb_utf8_prefix(const char *s, size_t n, size_t chars);
 
+/* A name longer than this many UTF-16 units matches no pattern (no file system allows one). */
+#define TB_NAME_MAX_UNITS 1024
+/* UTF-8 → UTF-16 code units (invalid bytes become U+FFFD); -1 when more than max. */
+long tb_utf16(const char *s, size_t n, uint16_t *out, size_t max);
+
 /* Glob patterns as the `glob` npm package (minimatch) reads them: brace expansion, `**`,
  * `*`, `?`, `[...]`; `dot` semantics are always on (dotfiles match). */
 struct tb_glob;
@@ -135,6 +146,9 @@ bool tb_glob_may_descend(const struct tb_glob *g, const char *reldir);
 void tb_glob_free(struct tb_glob *g);
 /* glob's escape(): the pattern that matches the literal text. */
 char *tb_glob_escape(const char *s);
+
+/* V8's message when pattern does not compile as `new RegExp(pattern)` (jsre.c), else NULL. */
+const char *tb_jsre_error(const char *pattern);
 
 /* gemini-cli's "Here is the updated code" text: the whole new text when old is empty, else
  * the changed lines of new with 5 lines of context and `...` for the rest. */
@@ -162,17 +176,22 @@ int tb_write_file(struct tb_call *c, const char *abs, const char *data, size_t l
 struct tb_ignore;
 struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respect_gemini);
 bool tb_ignore_match(struct tb_ignore *ig, const char *rel, bool is_dir);
+/* FileDiscoveryService's verdict on a path relative to the root or absolute: the rules above,
+ * and a symbolic link is ignored when it points outside the real root, else judged as its
+ * target. is_link: 1 or 0 when the caller knows, -1 to look. */
+bool tb_ignore_path(struct tb_ignore *ig, const char *path, bool is_dir, int is_link);
 /* Whether any rule applies at all (else every match is false). */
 bool tb_ignore_active(const struct tb_ignore *ig);
 void tb_ignore_close(struct tb_ignore *ig);
 /* file_filtering_options.<key> (default true). */
 bool tb_filtering(struct tb_call *c, const char *key);
 
-/* A directory walk: calls fn for every regular file (and symlink to one when follow_files)
+/* A directory walk: calls fn for every regular file (and symlink to one unless no_links)
  * under root, in byte order of names; never follows directory symlinks. skip_dir decides
  * which directory names are not entered. fn returning non-zero stops the walk. */
 struct tb_walk {
 	const char *root;
+	bool no_links;		/* rg's walk: symbolic links are not searched at all */
 	bool (*skip_dir)(const char *name, const char *rel, void *arg);
 	bool (*skip_file)(const char *name, void *arg);
 	int (*fn)(const char *abs, const char *rel, void *arg);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tb.h"
+#include "../../lib/utf8.h"
 
 /* isbinaryfile looks at the first 512 bytes (plus 3 so a UTF-8 sequence is not cut). */
 #define SNIFF_BYTES 512
@@ -233,17 +234,26 @@ char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
 	else if (len >= 4 && p[0] == 0 && p[1] == 0 && p[2] == 0xfe && p[3] == 0xff)
 		decode32(&b, p + 4, len - 4, false);
 	else if (len >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf)
-		tb_put(&b, buf + 3, len - 3);
+		return tb_utf8_text(buf + 3, len - 3, outlen);
 	else if (len >= 2 && p[0] == 0xff && p[1] == 0xfe)
 		decode16(&b, p + 2, len - 2, true);
 	else if (len >= 2 && p[0] == 0xfe && p[1] == 0xff)
 		decode16(&b, p + 2, len - 2, false);
 	else
-		tb_put(&b, buf, len);
+		return tb_utf8_text(buf, len, outlen);
 	if (!b.data)
 		tb_put(&b, "", 0);
 	*outlen = b.len;
 	return b.data;
+}
+
+char *tb_utf8_text(const char *buf, size_t len, size_t *outlen)
+{
+	char *out = tb_xmalloc(utf8_repair_room(buf, len) + 1);
+
+	*outlen = utf8_repair(buf, len, out);
+	out[*outlen] = '\0';
+	return out;
 }
 
 size_t tb_utf8_len(const char *s, size_t n)
@@ -363,11 +373,17 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	{
 		struct tbuf body = {0};
 		for (size_t i = lo; i < hi; i++) {
-			size_t cut = tb_utf8_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS);
+			bool split;
+			/* String#length and #substring count UTF-16 units; a cut inside a pair leaves
+			 * half of it, which JSON can only carry as U+FFFD */
+			size_t cut = utf8_utf16_len(lines[i], lens[i]) > TB_MAX_LINE_CHARS
+				     ? utf8_utf16_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS, &split) : lens[i];
 			if (i > lo)
 				tb_puts(&body, "\n");
 			tb_put(&body, lines[i], cut);
 			if (cut < lens[i]) {
+				if (split)
+					tb_puts(&body, "\xef\xbf\xbd");
 				tb_puts(&body, "... [truncated]");
 				r->truncated = true;
 			}
@@ -397,148 +413,111 @@ out:
 
 /* ---- ICU root collation, enough of it for file names ---- */
 
-/* CLDR root order of printable ASCII below letters (space first, digits last). */
-static const char punct_order[] = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789";
+#include "collate_table.h"
 
 struct ckey {
 	uint32_t primary;
 	uint8_t secondary;	/* accent */
-	uint8_t tertiary;	/* 0 lower, 1 upper */
+	uint8_t tertiary;	/* 0 lower, 1 upper, 2 and 3 their variants (ß, æ, ς) */
 };
 
-/* Latin-1 letters (U+00C0..U+00FF): base letter and an accent class; upper and lower case
- * rows run parallel 0x20 apart. '?' marks a character that is not a plain accented letter. */
-static int latin1_base(uint32_t cp, uint8_t *accent)
+static int cmp_row(const void *key, const void *row)
 {
-	static const char base[] = "aaaaaa?ceeeeiiii?nooooo?ouuuuy??";
-	static const uint8_t acc[] = {1, 2, 3, 4, 5, 6, 0, 7, 1, 2, 3, 5, 1, 2, 3, 5,
-				      0, 4, 1, 2, 3, 4, 5, 0, 8, 1, 2, 3, 5, 2, 0, 0};
-	if (cp == 0xff) {
-		*accent = 5;
-		return 'y';
-	}
-	if (cp < 0xc0 || cp > 0xff || base[cp & 0x1f] == '?')
-		return -1;
-	*accent = acc[cp & 0x1f];
-	return base[cp & 0x1f];
+	uint32_t cp = *(const uint32_t *)key, r = ((const struct coll_row *)row)->cp;
+	return cp < r ? -1 : cp > r;
 }
 
-static uint32_t next_cp(const unsigned char **sp)
+static int cmp_punct(const void *key, const void *row)
 {
-	const unsigned char *s = *sp;
-	uint32_t cp;
-	int extra;
-	if (s[0] < 0x80) {
-		*sp = s + 1;
-		return s[0];
-	}
-	if ((s[0] & 0xe0) == 0xc0) {
-		cp = s[0] & 0x1f;
-		extra = 1;
-	} else if ((s[0] & 0xf0) == 0xe0) {
-		cp = s[0] & 0x0f;
-		extra = 2;
-	} else if ((s[0] & 0xf8) == 0xf0) {
-		cp = s[0] & 0x07;
-		extra = 3;
-	} else {
-		*sp = s + 1;
-		return 0xfffd;
-	}
-	for (int i = 1; i <= extra; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*sp = s + i;
-			return 0xfffd;
-		}
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	*sp = s + extra + 1;
-	return cp;
+	uint32_t cp = *(const uint32_t *)key, r = ((const struct coll_punct *)row)->cp;
+	return cp < r ? -1 : cp > r;
 }
 
-static struct ckey key_of(uint32_t cp)
+/* The collation elements of one code point (at most four); returns how many, 0 for an
+ * ignorable one (a control character). An element of primary 0 weighs at the secondary and
+ * tertiary levels only. */
+static int keys_of(uint32_t cp, struct ckey k[4])
 {
-	struct ckey k = {0, 0, 0};
-	const char *p;
-	int base;
-	uint8_t accent = 0;
-	static uint8_t punct_rank[128];	/* 1-based rank in punct_order, 0: not listed */
-	if (!punct_rank[(unsigned char)' '])
-		for (p = punct_order; *p; p++)
-			punct_rank[(unsigned char)*p] = (uint8_t)(1 + (p - punct_order));
-	if (cp < 0x20 || cp == 0x7f)
-		return k;	/* controls are ignorable */
-	if (cp < 0x80 && punct_rank[cp]) {
-		k.primary = punct_rank[cp];
-		return k;
+	static const uint32_t smiley = 0x1f600;	/* emoji sort where this one does */
+	const struct coll_row *r;
+	const struct coll_punct *p;
+	k[0] = (struct ckey){0, 0, 0};
+	if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+		return 0;	/* controls are ignorable */
+	if (cp >= '0' && cp <= '9') {
+		k[0].primary = COLL_DIGITS + (cp - '0');
+		return 1;
 	}
 	if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) {
-		k.primary = 100 + (uint32_t)((cp | 0x20) - 'a');
-		k.tertiary = cp <= 'Z';
-		return k;
+		k[0].primary = COLL_LATIN + 2 * (uint32_t)((cp | 0x20) - 'a');
+		k[0].tertiary = cp <= 'Z';
+		return 1;
 	}
-	if ((base = latin1_base(cp, &accent)) >= 0) {
-		k.primary = 100 + (uint32_t)(base - 'a');
-		k.secondary = accent;
-		k.tertiary = cp < 0xe0;
-		return k;
+	for (size_t i = 0; i < sizeof coll_expand / sizeof coll_expand[0]; i++)
+		if (coll_expand[i].cp == cp) {
+			/* … sorts as ... (a tertiary variant of it) */
+			int n = 0;
+			for (const char *a = coll_expand[i].as; *a && n < 4; a++) {
+				uint32_t c = (unsigned char)*a;
+				p = bsearch(&c, coll_punct, sizeof coll_punct / sizeof coll_punct[0],
+					    sizeof coll_punct[0], cmp_punct);
+				k[n++] = (struct ckey){p ? p->primary : 0, 0, 2};
+			}
+			return n;
+		}
+	p = bsearch(&cp, coll_punct, sizeof coll_punct / sizeof coll_punct[0], sizeof coll_punct[0],
+		    cmp_punct);
+	if (!p && cp >= 0x1f000 && cp <= 0x1faff)
+		p = bsearch(&smiley, coll_punct, sizeof coll_punct / sizeof coll_punct[0],
+			    sizeof coll_punct[0], cmp_punct);
+	if (p) {
+		k[0].primary = p->primary;
+		if (p->cp != cp)	/* another emoji: after the listed one, in code point order */
+			k[0].secondary = (uint8_t)(1 + (cp & 0x7f));
+		return 1;
 	}
-	k.primary = 1000 + cp;
-	return k;
-}
-
-static int cmp_level(const char *a, const char *b, int level)
-{
-	const unsigned char *pa = (const unsigned char *)a, *pb = (const unsigned char *)b;
-	for (;;) {
-		struct ckey ka = {0, 0, 0}, kb = {0, 0, 0};
-		uint32_t va = 0, vb = 0;
-		while (*pa) {
-			ka = key_of(next_cp(&pa));
-			if (ka.primary)
-				break;
-		}
-		while (*pb) {
-			kb = key_of(next_cp(&pb));
-			if (kb.primary)
-				break;
-		}
-		if (!ka.primary && !kb.primary)
-			return 0;
-		if (!ka.primary)
-			return -1;
-		if (!kb.primary)
-			return 1;
-		switch (level) {
-		case 1: va = ka.primary; vb = kb.primary; break;
-		case 2: va = ka.secondary; vb = kb.secondary; break;
-		default: va = ka.tertiary; vb = kb.tertiary; break;
-		}
-		if (va != vb)
-			return va < vb ? -1 : 1;
+	r = bsearch(&cp, coll_rows, sizeof coll_rows / sizeof coll_rows[0], sizeof coll_rows[0], cmp_row);
+	if (r) {
+		/* the letter, its accent as an element of its own (as DUCET has it, so "øa" and
+		 * "ŒØe" order right), then the second letter of an expansion */
+		int n = 0;
+		k[n++] = (struct ckey){r->primary, 0, r->tertiary};
+		if (r->secondary)
+			k[n++] = (struct ckey){0, r->secondary, 0};
+		if (r->mid)
+			k[n++] = (struct ckey){0, r->mid, r->tertiary};
+		if (r->primary2)
+			k[n++] = (struct ckey){r->primary2, 0, r->tertiary};
+		return n;
 	}
+	k[0].primary = 10000 + cp;	/* CJK and other scripts after these, by code point */
+	return 1;
 }
 
 uint32_t *tb_collate_key(const char *s)
 {
 	size_t n = 0, cap = 16, k = 0;
 	struct ckey *keys = tb_xmalloc(cap * sizeof *keys);
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
 	uint32_t *out;
-	while (*p) {
-		struct ckey c = key_of(next_cp(&p));
-		if (!c.primary)
-			continue;
-		if (n == cap) {
+	while (p < end) {
+		struct ckey c[4];
+		uint32_t cp;
+		int m;
+		p += utf8_decode(p, (size_t)(end - p), &cp);
+		m = keys_of(cp, c);
+		if (n + 4 > cap) {
 			cap *= 2;
 			keys = tb_xrealloc(keys, cap * sizeof *keys);
 		}
-		keys[n++] = c;
+		for (int i = 0; i < m; i++)
+			keys[n++] = c[i];
 	}
-	/* primaries, 0, secondaries + 1, 0, tertiaries + 1, 0: a shorter run sorts first */
+	/* primaries (but 0), 0, secondaries + 1, 0, tertiaries + 1, 0: a shorter run sorts first */
 	out = tb_xmalloc((3 * n + 3) * sizeof *out);
 	for (size_t i = 0; i < n; i++)
-		out[k++] = keys[i].primary;
+		if (keys[i].primary)
+			out[k++] = keys[i].primary;
 	out[k++] = 0;
 	for (size_t i = 0; i < n; i++)
 		out[k++] = keys[i].secondary + 1u;
@@ -563,9 +542,9 @@ int tb_collate_cmp(const uint32_t *a, const uint32_t *b)
 
 int tb_collate(const char *a, const char *b)
 {
-	int r;
-	for (int level = 1; level <= 3; level++)
-		if ((r = cmp_level(a, b, level)) != 0)
-			return r;
-	return 0;
+	uint32_t *ka = tb_collate_key(a), *kb = tb_collate_key(b);
+	int r = tb_collate_cmp(ka, kb);
+	free(ka);
+	free(kb);
+	return r;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "tb.h"
+#include "../../lib/gcpath.h"
 
 static _Noreturn void oom(void)
 {
@@ -193,16 +194,16 @@ static int check_one(struct tb_call *c, const struct tb_param *p, struct json_ob
 int tb_validate(struct tb_call *c, const struct tb_param *params)
 {
 	const struct tb_param *p;
+	struct json_object *v;
 	if (!json_object_is_type(c->params, json_type_object))
 		return tb_fail(c, "params must be object");
 	for (p = params; p->name; p++)
-		if (p->required && !param(c, p->name))
+		if (p->required && !json_object_object_get_ex(c->params, p->name, NULL))
 			return tb_fail(c, "params must have required property '%s'", p->name);
-	for (p = params; p->name; p++) {
-		struct json_object *v = param(c, p->name);
-		if (v && check_one(c, p, v) < 0)
+	/* a null is present and of no type, as AJV sees it */
+	for (p = params; p->name; p++)
+		if (json_object_object_get_ex(c->params, p->name, &v) && check_one(c, p, v) < 0)
 			return -1;
-	}
 	return 0;
 }
 
@@ -322,87 +323,180 @@ char *tb_relative(const char *from, const char *to)
 	return b.data ? b.data : tb_xstrdup("");
 }
 
-/* gemini-cli's robustRealpath: realpath, else the real parent plus the last component(s). */
-char *tb_real_or_same(const char *p)
+/* decodeURIComponent: %XX escapes of valid UTF-8 decoded; NULL when malformed (a lone `%`,
+ * bad hex, an invalid or overlong sequence), where JavaScript throws a URIError. */
+static int hex_byte(const char *s, unsigned *out)
 {
-	char *r = realpath(p, NULL), *parent, *rp, *out;
+	unsigned v = 0;
+	if (s[0] != '%')
+		return -1;
+	for (int k = 1; k <= 2; k++) {
+		char ch = s[k];
+		v <<= 4;
+		if (ch >= '0' && ch <= '9')
+			v |= (unsigned)(ch - '0');
+		else if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f')
+			v |= (unsigned)((ch | 0x20) - 'a' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *uri_decode(const char *s)
+{
+	struct tbuf b = {0};
+	for (size_t i = 0; s[i];) {
+		unsigned c[4], n, cp;
+		if (s[i] != '%') {
+			tb_put(&b, s + i++, 1);
+			continue;
+		}
+		if (hex_byte(s + i, &c[0]) < 0)
+			goto bad;
+		i += 3;
+		n = c[0] < 0x80 ? 1 : c[0] >= 0xc2 && c[0] <= 0xdf ? 2 : c[0] >= 0xe0 && c[0] <= 0xef ? 3
+		  : c[0] >= 0xf0 && c[0] <= 0xf4 ? 4 : 0;
+		if (n == 0)
+			goto bad;
+		cp = n == 1 ? c[0] : c[0] & (0x7fu >> n);
+		for (unsigned k = 1; k < n; k++) {
+			if (hex_byte(s + i, &c[k]) < 0 || (c[k] & 0xc0) != 0x80)
+				goto bad;
+			i += 3;
+			cp = cp << 6 | (c[k] & 0x3f);
+		}
+		if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			goto bad;
+		for (unsigned k = 0; k < n; k++) {
+			char ch = (char)c[k];
+			tb_put(&b, &ch, 1);
+		}
+	}
+	if (!b.data)
+		tb_put(&b, "", 0);
+	return b.data;
+bad:
+	tb_free(&b);
+	return NULL;
+}
+
+/* gemini-cli's robustRealpath: realpath; for a missing path, a dangling link is followed by
+ * hand and otherwise the real parent gets the last component back. visited catches loops. */
+static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
+{
+	char *r = realpath(p, NULL), *out;
 	const char *slash;
+	struct stat st;
+	int e = errno;
 	if (r)
 		return r;
-	if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG)
-		return tb_xstrdup(p);
+	for (size_t i = 0; i < visited->len; i += strlen(visited->data + i) + 1)
+		if (!strcmp(visited->data + i, p)) {
+			*err = tb_xasprintf("Infinite recursion detected in robustRealpath: %s", p);
+			return NULL;
+		}
+	tb_put(visited, p, strlen(p) + 1);
+	if (e != ENOENT && e != ENOTDIR && e != ENAMETOOLONG && e != EISDIR) {
+		/* Node's realpathSync walks the path with lstat and ends with a stat */
+		*err = tb_node_err(e, e == ELOOP ? "stat" : "lstat", p);
+		return NULL;
+	}
+	if (lstat(p, &st) < 0) {
+		if (errno != ENOENT && errno != ENOTDIR && errno != ENAMETOOLONG && errno != EISDIR) {
+			*err = tb_node_err(errno, "lstat", p);
+			return NULL;
+		}
+	} else if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX + 1], *dir, *next;
+		ssize_t n = readlink(p, target, PATH_MAX);
+		if (n >= 0) {
+			target[n] = '\0';
+			slash = strrchr(p, '/');
+			dir = tb_xasprintf("%.*s", slash && slash != p ? (int)(slash - p) : 1, slash ? p : "/");
+			next = tb_resolve(dir, target);
+			out = robust_realpath(next, visited, err);
+			free(dir);
+			free(next);
+			return out;
+		}
+	}
 	slash = strrchr(p, '/');
-	if (!slash || slash == p)
+	if (!slash || (slash == p && !p[1]))
 		return tb_xstrdup(p);
-	parent = tb_xasprintf("%.*s", (int)(slash - p), p);
-	rp = tb_real_or_same(parent);
-	out = tb_xasprintf("%s%s", strcmp(rp, "/") ? rp : "", slash);
-	free(parent);
-	free(rp);
+	{
+		char *parent = tb_xasprintf("%.*s", slash == p ? 1 : (int)(slash - p), p);
+		char *rp = robust_realpath(parent, visited, err);
+		free(parent);
+		if (!rp)
+			return NULL;
+		out = tb_xasprintf("%s%s", strcmp(rp, "/") ? rp : "", slash);
+		free(rp);
+	}
 	return out;
+}
+
+char *tb_realpath(const char *p, char **err)
+{
+	struct tbuf visited = {0};
+	char *dec = uri_decode(p), *abs, *out;
+	*err = NULL;
+	abs = tb_resolve("/", dec ? dec : p);
+	out = robust_realpath(abs, &visited, err);
+	free(dec);
+	free(abs);
+	tb_free(&visited);
+	return out;
+}
+
+char *tb_real_or_same(const char *p)
+{
+	char *err, *r = tb_realpath(p, &err);
+	free(err);
+	return r ? r : tb_xstrdup(p);
 }
 
 int tb_check_path(struct tb_call *c, const char *abs)
 {
-	static const char *const log_markers[] = {"AssertionError:", "FAIL ", "\u2713 ", "\u00d7 ",
-						  "TestingLibraryElementError:"};
-	size_t len = tb_utf8_len(abs, strlen(abs));
-	const char *why = NULL;
-	if (strpbrk(abs, "\n\r\t"))
-		why = "Path contains invalid characters (newlines or control characters).";
-	for (size_t i = 0; !why && i < sizeof log_markers / sizeof log_markers[0]; i++)
-		for (const char *q = abs; (q = strstr(q, log_markers[i])); q++)
-			if (q == abs || q[-1] == '/' || q[-1] == '\\') {
-				why = "Path appears to be a misinterpreted log fragment.";
-				break;
-			}
-	if (!why && (strchr(abs, '"') || strstr(abs, "...")) && len > 20)
-		why = "Path contains suspicious characters (double quotes or ellipses) and is too long "
-		      "to be a simple filename.";
-	if (!why && len > TB_PATH_MAX_CHARS)
-		why = "Path is too long (maximum 4096 characters).";
-	if (why)
-		return tb_fail(c, "Invalid path: %s", why);
-	for (const char *q = abs; *q;) {
-		size_t n = strcspn(q, "/\\");
-		if (tb_utf8_len(q, n) > TB_COMPONENT_MAX_CHARS)
-			return tb_fail(c, "Invalid path: Path component \"%.*s...\" is too long (maximum 255 characters).",
-				       (int)tb_utf8_prefix(q, n, 20), q);
-		q += n;
-		if (*q)
-			q++;
+	char buf[256];
+	const char *why = gcpath_invalid(abs, buf, sizeof buf);
+	return why ? tb_fail(c, "Invalid path: %s", why) : 0;
+}
+
+char *tb_tool_literal(struct tb_call *c, const char *p)
+{
+	struct stat st;
+	char *lit = tb_resolve(c->workdir, p), *out = NULL;
+	const char *stripped = p + 1;
+	/* resolveDefensiveToolPath: a leading `@` is dropped unless the path (or its first
+	 * segment) exists with it */
+	if (stat(lit, &st) == 0 || p[0] != '@' || !p[1]) {
+		free(lit);
+		return tb_xstrdup(p);
 	}
-	return 0;
+	free(lit);
+	while (*stripped == '/' || *stripped == '\\')
+		stripped++;
+	if (p[1] != '/' && p[1] != '\\') {
+		size_t n = strcspn(stripped, "/\\");
+		char *first = tb_xasprintf("@%.*s", (int)n, stripped);
+		char *firstabs = tb_resolve(c->workdir, first);
+		if (n > 0 && stat(firstabs, &st) == 0)
+			out = tb_xstrdup(p);
+		free(first);
+		free(firstabs);
+	}
+	return out ? out : tb_xstrdup(*stripped ? stripped : p);
 }
 
 char *tb_tool_path(struct tb_call *c, const char *p)
 {
-	struct stat st;
-	char *lit = tb_resolve(c->workdir, p), *abs, *real;
-	const char *use = p;
-	/* resolveDefensiveToolPath: a leading `@` is dropped unless the path (or its first
-	 * segment) exists with it */
-	if (lstat(lit, &st) < 0 && p[0] == '@' && p[1]) {
-		const char *stripped = p + 1;
-		while (*stripped == '/' || *stripped == '\\')
-			stripped++;
-		if (p[1] == '/' || p[1] == '\\') {
-			if (*stripped)
-				use = stripped;
-		} else {
-			size_t n = strcspn(stripped, "/\\");
-			char *first = tb_xasprintf("@%.*s", (int)n, stripped);
-			char *firstabs = tb_resolve(c->workdir, first);
-			if (n == 0 || lstat(firstabs, &st) < 0)
-				use = *stripped ? stripped : p;
-			free(first);
-			free(firstabs);
-		}
-	}
-	abs = tb_resolve(c->workdir, use);
+	char *use = tb_tool_literal(c, p), *abs = tb_resolve(c->workdir, use), *real;
 	real = tb_real_or_same(abs);
 	free(abs);
-	free(lit);
+	free(use);
 	if (tb_check_path(c, real) < 0) {
 		free(real);
 		return NULL;

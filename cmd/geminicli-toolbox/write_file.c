@@ -52,7 +52,7 @@ static int run(struct tb_call *c)
 			free(m);
 			goto out;
 		}
-		oldtext = tb_decode_text(old, oldlen, &n);
+		oldtext = tb_utf8_text(old, oldlen, &n);
 	}
 	final = oldtext && strstr(oldtext, "\r\n") ? tb_to_crlf(content) : tb_xstrdup(content);
 	if (tb_write_file(c, abs, final, strlen(final)) < 0)

@@ -1,6 +1,7 @@
-/* serve.c — the exec service inside a sandbox. One forked "shepherd" per connection: it
- * becomes a child subreaper, starts the command in a new session, and so can find and kill
- * every process the command started (they all stay below it, however they daemonize). */
+/* serve.c — the exec service inside a sandbox. It runs outside the commands' pid namespace
+ * (lib/local_bwrap.c says why and how); one forked "shepherd" per connection starts the
+ * command in that namespace, in a new session, with the command's mark, and kills every
+ * process carrying the mark when the caller gives up (LP_KILL, a hang-up, the timeout). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,27 +11,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/pidfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../lib/local_bwrap.h"
 #include "../../lib/localproto.h"
 #include "init.h"
 
 /* How long a client may take to send its request: it sends it at once, so this only guards
  * against a stuck peer holding a shepherd forever. */
 #define REQUEST_TIMEOUT_MS 10000
-/* Processes one kill_tree pass can track; a sandbox with more is a fork bomb, and the
- * repeated passes still get them all. */
-#define MAX_PROCS 32768
 /* Passes before kill_tree gives up; each pass kills everything it saw. */
 #define MAX_KILL_ROUNDS 2000
 
-struct proc {
-	pid_t pid, ppid;
-	char state;
+/* What every shepherd inherits from the service. */
+struct service {
+	int procfd;			/* /proc of the service's own pid namespace */
+	struct local_cmdns ns;		/* the commands' namespaces */
+	struct sock_fprog filter;	/* the commands' syscall filter */
+	const char *home;		/* where commands start by default */
 };
 
 static int read_full(int fd, void *buf, size_t len)
@@ -61,106 +63,70 @@ static void send_result(int conn, int wstatus, int exec_errno, int killed)
 	(void)n;
 }
 
-/* Reads the process table of this pid namespace. */
-static size_t scan_procs(struct proc *ps, size_t max)
+/* SIGKILLs every process but this one that carries the mark; returns how many it found.
+ * Each is killed through a pidfd opened and checked first, so a pid reused meanwhile is
+ * never hit. */
+static size_t kill_marked(const struct service *sv, const struct local_mark *mark)
 {
-	DIR *d = opendir("/proc");
+	int dfd = openat(sv->procfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	pid_t self = getpid();
 	struct dirent *de;
 	size_t n = 0;
 
-	if (d == NULL)
+	if (d == NULL) {
+		if (dfd >= 0)
+			close(dfd);
 		return 0;
-	while ((de = readdir(d)) != NULL && n < max) {
-		char path[64], buf[512], *rp;
-		int fd;
-		ssize_t len;
+	}
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid;
+		int pfd;
 
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		pid = atoi(de->d_name);
+		if (pid == self || !local_bwrap_marked(sv->procfd, de->d_name, mark))
 			continue;
-		len = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (len <= 0)
+		if ((pfd = pidfd_open(pid, 0)) < 0)
 			continue;
-		buf[len] = '\0';
-		rp = strrchr(buf, ')');	/* comm may hold spaces and parentheses */
-		if (rp == NULL || rp[1] != ' ')
-			continue;
-		ps[n].pid = atoi(de->d_name);
-		ps[n].state = rp[2];
-		ps[n].ppid = atoi(rp + 4);
-		n++;
+		if (local_bwrap_marked(sv->procfd, de->d_name, mark) &&
+		    pidfd_send_signal(pfd, SIGKILL, NULL, 0) == 0)
+			n++;
+		close(pfd);
 	}
 	closedir(d);
 	return n;
 }
 
-/* SIGKILLs every live descendant of this process; returns how many it found. */
-static size_t kill_descendants(struct proc *ps)
+/* Kills the command's whole tree and reaps the command, recording its status. A zombie has
+ * left its namespaces, so the mark finds only the living. */
+static void kill_tree(const struct service *sv, const struct local_mark *mark, pid_t child,
+		      int *done, int *wstatus)
 {
-	size_t n = scan_procs(ps, MAX_PROCS), i, live = 0;
-	static char mark[MAX_PROCS];
-	int changed = 1;
-
-	memset(mark, 0, n);
-	while (changed) {
-		changed = 0;
-		for (i = 0; i < n; i++) {
-			if (mark[i])
-				continue;
-			if (ps[i].ppid == getpid()) {
-				mark[i] = 1;
-				changed = 1;
-			} else {
-				size_t j;
-				for (j = 0; j < n; j++) {
-					if (mark[j] && ps[j].pid == ps[i].ppid) {
-						mark[i] = 1;
-						changed = 1;
-						break;
-					}
-				}
-			}
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (mark[i] && ps[i].state != 'Z' && ps[i].state != 'X') {
-			kill(ps[i].pid, SIGKILL);
-			live++;
-		}
-	}
-	return live;
-}
-
-/* Kills the command's whole tree and reaps it, recording the command's own status. */
-static void kill_tree(pid_t child, int *done, int *wstatus)
-{
-	static struct proc ps[MAX_PROCS];
 	int round;
 
 	kill(-child, SIGKILL);
 	for (round = 0; round < MAX_KILL_ROUNDS; round++) {
-		size_t live = kill_descendants(ps);
+		size_t live = kill_marked(sv, mark);
 		int st;
-		pid_t p;
 
-		while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (p == child) {
-				*done = 1;
-				*wstatus = st;
-			}
+		if (!*done && waitpid(child, &st, WNOHANG) == child) {
+			*done = 1;
+			*wstatus = st;
 		}
-		if (p < 0 && errno == ECHILD)
+		if (live == 0 && *done)
 			return;
 		if (live == 0)
 			usleep(1000);
 	}
 }
 
-static void start_child(char **argv, char **env, const char *workdir, int fds[3], int errw)
+/* The command, between fork and exec: its session, descriptors, environment and directory,
+ * then no capability left. A failure is written to errw as an errno (-errno for the
+ * directory) and nothing is run. */
+static void start_child(const struct service *sv, char **argv, char **env, const char *workdir,
+			int fds[3], int errw)
 {
 	sigset_t all;
 	int i, hi[3], err;
@@ -178,19 +144,22 @@ static void start_child(char **argv, char **env, const char *workdir, int fds[3]
 			goto fail;
 	for (i = 0; env[i]; i++)
 		putenv(env[i]);
-	/* No workdir: stay where the service runs (an image's WorkingDir, else "/"). */
+	/* No workdir: stay where the service runs (an image's WorkingDir, else the home). */
 	if (workdir[0] && chdir(workdir) < 0) {
-		err = errno;
-		if (write(errw, &err, sizeof err) < 0)
-			_exit(126);
-		_exit(126);
+		err = -errno;
+		goto report;
+	}
+	if ((err = local_bwrap_confine(&sv->filter)) < 0) {
+		errno = -err;
+		goto fail;
 	}
 	execvp(argv[0], argv);
 fail:
 	err = errno;
+report:
 	if (write(errw, &err, sizeof err) < 0)
 		_exit(127);
-	_exit(127);
+	_exit(err == ENOENT ? 127 : 126);
 }
 
 /* Splits the payload into workdir, argv and env; every string must end inside it. */
@@ -231,54 +200,101 @@ fail:
 	return -1;
 }
 
-static int shepherd(int conn)
-{
+/* One request: the header with the three descriptors, then the payload. */
+struct request {
 	struct lp_hdr h;
+	int fds[3], nfds;
+	char *payload, *workdir, **argv, **env;
+};
+
+/* Reads a request from conn. Returns 0 or -1 (a bad request: the connection is dropped). */
+static int read_request(int conn, struct request *rq)
+{
 	char cbuf[CMSG_SPACE(3 * sizeof(int))];
-	struct iovec iov = {&h, sizeof h};
+	struct iovec iov = {&rq->h, sizeof rq->h};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			    .msg_controllen = sizeof cbuf};
 	struct cmsghdr *c;
-	int fds[3] = {-1, -1, -1}, nfds = 0, errp[2], sfd, wstatus = 0, done = 0, exec_errno = 0;
-	char *payload, *workdir = NULL, **argv = NULL, **env = NULL;
-	sigset_t chld;
-	pid_t child;
-	ssize_t n;
+	ssize_t n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
 
-	n = recvmsg(conn, &mh, MSG_CMSG_CLOEXEC);
 	if (n <= 0)
-		return 1;
+		return -1;
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfds > 3)
-				nfds = 3;
-			memcpy(fds, CMSG_DATA(c), (size_t)nfds * sizeof(int));
+			rq->nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (rq->nfds > 3)
+				rq->nfds = 3;
+			memcpy(rq->fds, CMSG_DATA(c), (size_t)rq->nfds * sizeof(int));
 		}
 	}
-	if ((size_t)n < sizeof h && read_full(conn, (char *)&h + n, sizeof h - (size_t)n) < 0)
+	if ((size_t)n < sizeof rq->h &&
+	    read_full(conn, (char *)&rq->h + n, sizeof rq->h - (size_t)n) < 0)
+		return -1;
+	if (rq->h.magic != LP_MAGIC)
+		return -1;
+	if (rq->h.type == LP_PING)
+		return 0;
+	if (rq->h.type != LP_EXEC || rq->nfds != 3 || rq->h.len > LP_MAX_PAYLOAD)
+		return -1;
+	rq->payload = malloc((size_t)rq->h.len + 1);
+	if (rq->payload == NULL || read_full(conn, rq->payload, rq->h.len) < 0)
+		return -1;
+	return parse_payload(rq->payload, rq->h.len, &rq->workdir, &rq->argv, &rq->env);
+}
+
+/* Waits for the command's end or for the caller to give up (LP_KILL, a hang-up or garbage:
+ * then nothing the command started may outlive it). Sends the result. */
+static void watch(const struct service *sv, int conn, int sfd, pid_t child,
+		  const struct local_mark *mark, int exec_errno)
+{
+	int wstatus = 0, done = 0;
+
+	while (!done) {
+		struct pollfd p[2] = {{.fd = conn, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct signalfd_siginfo si;
+		char b;
+		int st;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[0].revents) {
+			if (read(conn, &b, 1) < 0) {
+				/* a hang-up: the same */
+			}
+			kill_tree(sv, mark, child, &done, &wstatus);
+			send_result(conn, wstatus, exec_errno, 1);
+			return;
+		}
+		while (read(sfd, &si, sizeof si) == sizeof si)
+			;
+		if (waitpid(child, &st, WNOHANG) == child) {
+			done = 1;
+			wstatus = st;
+		}
+	}
+	send_result(conn, wstatus, exec_errno, 0);
+}
+
+static int shepherd(const struct service *sv, int conn)
+{
+	struct request rq = {.fds = {-1, -1, -1}};
+	struct local_mark mark;
+	int errp[2], sfd, exec_errno = 0;
+	sigset_t chld;
+	pid_t child;
+
+	if (read_request(conn, &rq) < 0)
 		return 1;
-	if (h.magic != LP_MAGIC)
-		return 1;
-	if (h.type == LP_PING) {
+	if (rq.h.type == LP_PING) {
 		send_result(conn, 0, 0, 0);
 		return 0;
 	}
-	if (h.type != LP_EXEC || nfds != 3 || h.len > LP_MAX_PAYLOAD)
-		return 1;
-	payload = malloc((size_t)h.len + 1);
-	if (payload == NULL || read_full(conn, payload, h.len) < 0)
-		return 1;
-	if (parse_payload(payload, h.len, &workdir, &argv, &env) < 0)
-		return 1;
-
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	signal(SIGCHLD, SIG_DFL);
 	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || pipe2(errp, O_CLOEXEC) < 0)
+	if (sfd < 0 || pipe2(errp, O_CLOEXEC) < 0 || local_bwrap_shepherd(sv->procfd, &sv->ns, &mark) < 0)
 		return 1;
 	child = fork();
 	if (child < 0) {
@@ -288,54 +304,56 @@ static int shepherd(int conn)
 	if (child == 0) {
 		close(conn);
 		close(errp[0]);
-		start_child(argv, env, workdir, fds, errp[1]);
+		start_child(sv, rq.argv, rq.env, rq.workdir, rq.fds, errp[1]);
 	}
 	close(errp[1]);
-	close(fds[0]);
-	close(fds[1]);
-	close(fds[2]);
+	close(rq.fds[0]);
+	close(rq.fds[1]);
+	close(rq.fds[2]);
 	if (read(errp[0], &exec_errno, sizeof exec_errno) != sizeof exec_errno)
 		exec_errno = 0;
 	close(errp[0]);
-
-	while (!done) {
-		struct pollfd p[2] = {{.fd = conn, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		struct signalfd_siginfo si;
-		char b;
-		pid_t w;
-		int st;
-
-		if (poll(p, 2, -1) < 0)
-			continue;
-		if (p[0].revents) {
-			/* LP_KILL, a hang-up or garbage: the caller gave up; nothing may outlive it. */
-			n = read(conn, &b, 1);
-			(void)n;
-			kill_tree(child, &done, &wstatus);
-			send_result(conn, wstatus, exec_errno, 1);
-			return 0;
-		}
-		while (read(sfd, &si, sizeof si) == sizeof si)
-			;
-		while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
-			if (w == child) {
-				done = 1;
-				wstatus = st;
-			}
-		}
-	}
-	send_result(conn, wstatus, exec_errno, 0);
+	watch(sv, conn, sfd, child, &mark, exec_errno);
 	return 0;
+}
+
+/* Sets the service up: non-dumpable, the commands' namespaces made and their filter built,
+ * back in the directory bubblewrap started it in (the commands' default). */
+static int service_start(struct service *sv)
+{
+	static char home[4096];
+
+	if (local_bwrap_harden() < 0 || getcwd(home, sizeof home) == NULL)
+		return -1;
+	sv->home = home;
+	sv->procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sv->procfd < 0 || local_bwrap_cmdns_start(sv->procfd, &sv->ns) < 0 ||
+	    local_bwrap_filter_load(&sv->filter) < 0)
+		return -1;
+	return chdir(home);
 }
 
 int init_serve(int listen_fd)
 {
+	struct service sv;
+
 	signal(SIGCHLD, SIG_IGN);	/* shepherds are reaped by the kernel */
 	signal(SIGPIPE, SIG_IGN);
+	if (service_start(&sv) < 0) {
+		fprintf(stderr, "sbx-init: cannot make the commands' namespaces: %s\n", strerror(errno));
+		return 111;
+	}
 	for (;;) {
-		int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		pid_t p;
+		struct pollfd p[2] = {{.fd = listen_fd, .events = POLLIN},
+				      {.fd = sv.ns.init_fd, .events = POLLIN}};
+		int conn;
+		pid_t pid;
 
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents)
+			return 111;	/* the commands' init died: no command can run any more */
+		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
 			    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -345,12 +363,12 @@ int init_serve(int listen_fd)
 			}
 			return 111;
 		}
-		p = fork();
-		if (p == 0) {
+		pid = fork();
+		if (pid == 0) {
 			close(listen_fd);
-			_exit(shepherd(conn));
+			_exit(shepherd(&sv, conn));
 		}
-		if (p < 0)	/* EAGAIN: the sandbox's process limit is reached; say so */
+		if (pid < 0)	/* EAGAIN: the sandbox's process limit is reached; say so */
 			send_result(conn, 0, errno, 0);
 		close(conn);
 	}

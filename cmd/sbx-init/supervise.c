@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "../../lib/fsutil.h"
+#include "../../lib/local_bwrap.h"
 #include "../../lib/reslimit.h"
 #include "init.h"
 
@@ -29,6 +31,8 @@
 /* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
+/* Words of the command bubblewrap runs (after its options): "sbx-init serve" and a few. */
+#define ARGV_MAX 16
 
 static int64_t now_ns(void)
 {
@@ -90,12 +94,43 @@ static int stage(const char *const src[4])
 	return 0;
 }
 
+/* Puts bubblewrap's options (argv up to "--") in a memory file for its --args: then
+ * /proc/PID/cmdline of the sandbox's first process shows no host path, whoever may read it.
+ * Returns the fd (inherited by bubblewrap, which closes it once read) or -1; *rest is the
+ * "--" and the command, which bubblewrap wants on its own command line. */
+static int args_file(char **argv, char ***rest)
+{
+	int fd = memfd_create("bwrap-args", 0), i;
+
+	if (fd < 0)
+		return -1;
+	for (i = 1; argv[i] && strcmp(argv[i], "--") != 0; i++) {
+		size_t len = strlen(argv[i]) + 1, done = 0;
+		while (done < len) {
+			ssize_t n = write(fd, argv[i] + done, len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				close(fd);
+				return -1;
+			}
+			done += (size_t)n;
+		}
+	}
+	if (lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	*rest = argv + i;
+	return fd;
+}
+
 static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char **argv)
 {
 	pid_t p = fork();
-	char log[4096];
+	char log[4096], fdtext[16], sctext[16], **rest, *av[ARGV_MAX];
 	sigset_t none;
-	int fd, i;
+	int fd, i, n = 0;
 
 	if (p != 0)
 		return p;
@@ -118,19 +153,36 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 		_exit(111);
 	}
 	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
-	if (strcmp(uid, "-") != 0) {
-		uid_t u = (uid_t)strtoul(uid, NULL, 10);
-		gid_t g = (gid_t)strtoul(gid, NULL, 10);
-		if (setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, u) < 0) {
-			fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
-			_exit(111);
-		}
+	if (strcmp(uid, "-") != 0 &&
+	    local_bwrap_become((uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)) < 0) {
+		fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
+		_exit(111);
 	}
 	if (net_child_fds() < 0) {
 		fprintf(stderr, "sbx-init: cannot pass the network descriptors: %s\n", strerror(errno));
 		_exit(111);
 	}
-	execvp(argv[0], argv);
+	if ((fd = args_file(argv, &rest)) < 0) {
+		fprintf(stderr, "sbx-init: cannot pass bubblewrap its arguments: %s\n", strerror(errno));
+		_exit(111);
+	}
+	snprintf(fdtext, sizeof fdtext, "%d", fd);
+	/* The sandbox's syscall filter (lib/local_bwrap.c), under which bubblewrap starts the
+	 * service; inherited, so not close-on-exec. */
+	if ((fd = local_bwrap_filter_fd(0)) < 0 || fcntl(fd, F_SETFD, 0) < 0) {
+		fprintf(stderr, "sbx-init: cannot build the syscall filter\n");
+		_exit(111);
+	}
+	snprintf(sctext, sizeof sctext, "%d", fd);
+	av[n++] = argv[0];
+	av[n++] = "--args";
+	av[n++] = fdtext;
+	av[n++] = "--seccomp";
+	av[n++] = sctext;
+	for (i = 0; rest[i] && n < ARGV_MAX - 1; i++)
+		av[n++] = rest[i];
+	av[n] = NULL;
+	execv(argv[0], av);
 	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
@@ -170,7 +222,7 @@ static void release_outside(const char *dir)
 
 static void teardown(const char *dir, pid_t bwrap)
 {
-	char trash[4096];
+	char trash[4096], home[4096 + 8];
 	const char *base = strrchr(dir, '/');
 	int st;
 
@@ -181,13 +233,58 @@ static void teardown(const char *dir, pid_t bwrap)
 	}
 	net_stop();
 	release_outside(dir);
-	/* Rename first: the sandbox disappears at once; the removal may take a while. */
+	/* Rename first: the sandbox disappears at once; the removal may take a while. The home
+	 * goes first and the lock (held until this process exits) last, so a trash directory
+	 * whose lock nobody holds is one a removal left unfinished: the next sbx-create,
+	 * sbx-list or sbx-delete in the namespace finishes it. */
 	snprintf(trash, sizeof trash, "%.*s/.trash.%s.%ld", (int)(base - dir), dir, base + 1,
 		 (long)getpid());
-	if (rename(dir, trash) == 0)
-		fs_remove_tree(trash);
-	else
-		fs_remove_tree(dir);
+	if (rename(dir, trash) < 0)
+		snprintf(trash, sizeof trash, "%s", dir);
+	snprintf(home, sizeof home, "%s/home", trash);
+	fs_remove_tree(home);
+	fs_remove_tree(trash);
+}
+
+/* Until the sandbox ends: its deadline (re-read when it passes, under the namespace lock, as
+ * a touch may have moved it), SIGTERM or SIGINT (sbx-delete), or bubblewrap's own end. Then
+ * tears it down. Returns the exit status. */
+static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
+{
+	for (;;) {
+		int64_t left = read_deadline(dir) - now_ns();
+		struct pollfd p = {.fd = sfd, .events = POLLIN};
+		struct signalfd_siginfo si;
+		int timeout, st;
+
+		if (left <= 0) {
+			int nl = take_nslock(nslock, sfd);
+			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
+			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
+				close(nl);
+				continue;
+			}
+			teardown(dir, bwrap);
+			return 0;
+		}
+		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
+		if (poll(&p, 1, timeout) <= 0)
+			continue;
+		while (read(sfd, &si, sizeof si) == sizeof si) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				teardown(dir, bwrap);
+				return 0;
+			}
+			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
+				/* The sandbox ended by itself: nothing can run in it any more. */
+				int nl = take_nslock(nslock, sfd);
+				teardown(dir, -1);
+				if (nl >= 0)
+					close(nl);
+				return 0;
+			}
+		}
+	}
 }
 
 int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
@@ -198,6 +295,10 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	int lock, sfd;
 	pid_t bwrap;
 
+	/* fd 4, when the sandbox has a host id of its own: that id's lock, held until this
+	 * process ends (after the home is gone), never handed to bubblewrap. */
+	if (strcmp(uid, "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
+		return 111;
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
@@ -247,39 +348,5 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		release_outside(dir);
 		return 111;
 	}
-
-	for (;;) {
-		int64_t left = read_deadline(dir) - now_ns();
-		struct pollfd p = {.fd = sfd, .events = POLLIN};
-		struct signalfd_siginfo si;
-		int timeout, st;
-
-		if (left <= 0) {
-			int nl = take_nslock(nslock, sfd);
-			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
-			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
-				close(nl);
-				continue;
-			}
-			teardown(dir, bwrap);
-			return 0;
-		}
-		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
-		if (poll(&p, 1, timeout) <= 0)
-			continue;
-		while (read(sfd, &si, sizeof si) == sizeof si) {
-			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-				teardown(dir, bwrap);
-				return 0;
-			}
-			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
-				/* The sandbox ended by itself: nothing can run in it any more. */
-				int nl = take_nslock(nslock, sfd);
-				teardown(dir, -1);
-				if (nl >= 0)
-					close(nl);
-				return 0;
-			}
-		}
-	}
+	return watch(dir, nslock, sfd, bwrap);
 }

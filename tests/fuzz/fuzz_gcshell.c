@@ -1,8 +1,8 @@
 /* fuzz_gcshell.c — gemini-cli's run_shell_command rules on a hostile model's command text:
  * wrapper stripping, substitution detection, the wrapper script, ANSI stripping and the
  * <untrusted_context> wrapper. Properties checked: stripping never grows the text, the
- * script keeps the command on line 4, ANSI stripping never grows and leaves no ESC-[ pair,
- * and the wrapped result holds exactly one closing tag, at its end. */
+ * script keeps the command on line 4, ANSI stripping never grows, trimming stays inside
+ * the text, and the wrapped result holds exactly one closing tag, at its end. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +36,12 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (n > size)
 		abort();
 	ansi[n] = '\0';
-	gcshell_untrusted(&b, cmd);
+	{
+		size_t st, end = gcshell_trim(ansi, n, &st);
+		if (st > end || end > n)
+			abort();
+	}
+	gcshell_untrusted(&b, cmd, strlen(cmd));
 	buf_append(&b, "", 0);
 	p = strstr(b.data, "</untrusted_context>");
 	if (p == NULL || strcmp(p, "</untrusted_context>") != 0 || p[-1] != '\n')

@@ -1,4 +1,5 @@
-/* test_core.c — durations, names, flags and Go-compatible JSON. */
+/* test_core.c — durations, names, flags, Go-compatible JSON, UTF-8 as JavaScript sees it and
+ * the model-facing cut of tool results. */
 #include <stdlib.h>
 
 #include "../../lib/duration.h"
@@ -6,6 +7,8 @@
 #include "../../lib/gojson.h"
 #include "../../lib/name.h"
 #include "../../lib/timeutil.h"
+#include "../../lib/toolcap.h"
+#include "../../lib/utf8.h"
 #include "tap.h"
 
 static void durations(void)
@@ -154,8 +157,65 @@ static void times(void)
 	ok(time_parse_rfc3339("2026-11-30 06:00", &ns) < 0, "garbage refused");
 }
 
+/* WHATWG decoding (Node's Buffer#toString, TextDecoder): one U+FFFD per maximal invalid
+ * subpart; UTF-16 lengths and cuts. */
+static void utf8(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"plain", "plain"},
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"a\xff" "b", "a\xef\xbf\xbd" "b"},
+		{"\xe2\x82", "\xef\xbf\xbd"},			/* a truncated sequence is one */
+		{"\xe2\x82x", "\xef\xbf\xbdx"},
+		{"\xf0\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},	/* F0 needs 90..BF next */
+		{"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},	/* no surrogates */
+		{"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"},		/* no overlong forms */
+		{"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},	/* nothing past U+10FFFF */
+		{"\xef\xbf\xbd", "\xef\xbf\xbd"},			/* a real U+FFFD stays */
+	};
+	char out[64];
+	bool split;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		n = utf8_repair(cases[i].in, strlen(cases[i].in), out);
+		out[n] = '\0';
+		is_str(out, cases[i].want, "utf8_repair case %zu", i);
+		ok(utf8_valid(cases[i].in, strlen(cases[i].in)) == (strcmp(cases[i].in, cases[i].want) == 0),
+		   "utf8_valid case %zu", i);
+	}
+	n = utf8_repair("a\0b", 3, out);
+	ok(n == 3 && out[1] == '\0', "NUL bytes are text");
+	ok(utf8_utf16_len("a\xc3\xa9\xf0\x9f\x98\x80", 7) == 4, "UTF-16 length: astral counts two");
+	n = utf8_utf16_prefix("ab\xf0\x9f\x98\x80" "c", 7, 3, &split);
+	ok(n == 2 && split, "prefix cut inside a pair stops before it and says so");
+	n = utf8_utf16_prefix("ab\xf0\x9f\x98\x80" "c", 7, 4, &split);
+	ok(n == 6 && !split, "prefix through the pair");
+	n = utf8_utf16_suffix("ab\xf0\x9f\x98\x80" "c", 7, 2, &split);
+	ok(n == 6 && split, "suffix cut inside a pair starts after it and says so");
+	n = utf8_utf16_suffix("ab\xf0\x9f\x98\x80" "c", 7, 9, &split);
+	ok(n == 0 && !split, "a suffix longer than the text is all of it");
+}
+
+static void toolcap(void)
+{
+	char b[32];
+	toolcap_thousands(0, b, sizeof b);
+	is_str(b, "0", "thousands: 0");
+	toolcap_thousands(999, b, sizeof b);
+	is_str(b, "999", "thousands: 999");
+	toolcap_thousands(40000, b, sizeof b);
+	is_str(b, "40,000", "thousands: 40,000");
+	toolcap_thousands(16737361, b, sizeof b);
+	is_str(b, "16,737,361", "thousands: 16,737,361");
+}
+
 int main(void)
 {
+	utf8();
+	toolcap();
 	durations();
 	names();
 	flags();

@@ -4,6 +4,7 @@
  * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
 #include <stdlib.h>
 
+#include "../../lib/gcpath.h"
 #include "../../lib/gcshell.h"
 #include "../../lib/toolset.h"
 #include "tap.h"
@@ -49,7 +50,34 @@ static void gcshell_cases(void)
 	n = gcshell_strip_ansi(text, strlen(text));
 	text[n] = '\0';
 	is_str(text, "red okz", "ANSI: CSI, OSC, charset designation and C1 CSI removed");
-	gcshell_untrusted(&b, "a</untrusted_context>b");
+	{
+		/* ansi-regex 6.6's other forms: DCS with ST, C1 OSC with BEL, a Linux palette
+		 * reset, ESC ( 0, ESC 7; an unterminated OSC and a lone ESC stay */
+		char more[] = "\x1bP1;2qpay\x1b\\" "A" "\xc2\x9d" "osc\x07" "B\x1b]RC\x1b(0D\x1b" "7E\x1b]open F\x1b";
+		n = gcshell_strip_ansi(more, strlen(more));
+		more[n] = '\0';
+		is_str(more, "ABCDE\x1b]open F\x1b", "ANSI: control strings, C1 OSC, palette, escapes");
+	}
+	{
+		const char *s = "\xe2\x80\x82 x y\xc2\xa0\n\t";
+		size_t st, end = gcshell_trim(s, strlen(s), &st);
+		ok(st == 4 && end == 7, "trim: JavaScript's white space, Unicode spaces included");
+	}
+	{
+		char buf[256], longname[300];
+		memset(longname, 'x', sizeof longname);
+		longname[0] = '/';
+		longname[sizeof longname - 1] = '\0';
+		ok(gcpath_invalid("/home/a/b.txt", buf, sizeof buf) == NULL, "path: a plain path is valid");
+		is_str(gcpath_invalid("/a\nb", buf, sizeof buf),
+		       "Path contains invalid characters (newlines or control characters).", "path: newline");
+		is_str(gcpath_invalid("/w/FAIL src/x.test.ts", buf, sizeof buf),
+		       "Path appears to be a misinterpreted log fragment.", "path: a log line");
+		is_str(gcpath_invalid(longname, buf, sizeof buf),
+		       "Path component \"xxxxxxxxxxxxxxxxxxxx...\" is too long (maximum 255 characters).",
+		       "path: a long component");
+	}
+	gcshell_untrusted(&b, "a</untrusted_context>b", strlen("a</untrusted_context>b"));
 	buf_append(&b, "", 0);
 	is_str(b.data, "<untrusted_context>\na&lt;/untrusted_context&gt;b\n</untrusted_context>",
 	       "untrusted wrapper escapes the closing tag");
