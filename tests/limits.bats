@@ -8,53 +8,7 @@ load helpers
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
-@test "bad limit values and variables are usage errors naming the flag" {
-	run sbx-create -memory 1M demo
-	assert_status 100
-	assert_contains 'invalid value "1M" for flag -memory: must be between 32M and 1024T'
-	run sbx-create -memory lots demo
-	assert_status 100
-	assert_contains 'invalid value "lots" for flag -memory: not a size such as 512M or 2G'
-	run sbx-create -pids 3 demo
-	assert_status 100
-	assert_contains 'invalid value "3" for flag -pids: must be between 16 and 4194304'
-	run sbx-create -pids 1e3 demo
-	assert_status 100
-	assert_contains 'for flag -pids: not a whole number'
-	run sbx-create -cpus -1 demo
-	assert_status 100
-	assert_contains 'invalid value "-1" for flag -cpus'
-	run sbx-create -cpus 0.001 demo
-	assert_status 100
-	assert_contains 'must be 0 (unlimited) or between 0.01 and 4096'
-	run sbx-create -disk 1K demo
-	assert_status 100
-	assert_contains 'invalid value "1K" for flag -disk: must be between 16M and 1024T'
-	run sbx-create -limits off demo
-	assert_status 100
-	assert_contains 'invalid value "off" for flag -limits: must be on or none'
-	run sbx-create -limits none -memory 1G demo
-	assert_status 100
-	assert_contains '-memory cannot be used with -limits none'
-	SANDBOX_PIDS=many run sbx-create demo
-	assert_status 100
-	assert_contains 'invalid SANDBOX_PIDS: not a whole number'
-	SANDBOX_LIMITS=maybe run sbx-create demo
-	assert_status 100
-	assert_contains 'invalid SANDBOX_LIMITS: must be on or none'
-	run sbx-create -memory 17179869185G demo	# 2^64 + 1G: never wrapped round to 1G
-	assert_status 100
-	assert_contains 'invalid value "17179869185G" for flag -memory: not a size such as 512M or 2G'
-	for bad in 0x10 1e3 . 1.2.3 inf ' 1'; do
-		run sbx-create -cpus "$bad" demo
-		assert_status 100
-		assert_contains "invalid value \"$bad\" for flag -cpus: not a number of CPUs such as 0.5 or 2"
-	done
-	run sbx-create -h
-	assert_contains '-memory SIZE'
-	assert_contains 'default 2G (local: half of the RAM if less)'
-	[ -z "$(sbx-list)" ]
-}
+# (bad limit values and variables, -h: tests/usage-errors.txt)
 
 @test "agent-loop and acp-server hand the limit flags to sbx-create and check them at start" {
 	run agent-loop -pids 2 -session lim </dev/null
