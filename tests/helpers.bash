@@ -6,6 +6,7 @@
 # `bats tests/X.bats` runs from anywhere with nothing set.
 export SBX_TOP=${SBX_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 export SBX_BIN=${SBX_BIN:-$SBX_TOP/bin}
+export SBX_UNIT=${SBX_UNIT:-$SBX_TOP/build/tests}
 
 setup_sbx_env() {
 	export PATH="$SBX_BIN:$PATH"
