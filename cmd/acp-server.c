@@ -43,6 +43,9 @@ static const char usage[] =
 	"  -images auto|yes|no  take image prompts (auto: by the model's name)\n"
 	"  -context-window N    the model's context in tokens, for usage_update (default by\n"
 	"                       the model's name: gemini 1048576, else 128000)\n"
+	"Each session's sandbox, handed to sbx-create(1) unchanged:\n"
+	SPECFLAGS_USAGE
+	"Connections:\n"
 	"  -auth-token-file F   principals, one `NAME TOKEN` (or just `TOKEN`) a line; clients\n"
 	"                       authenticate with a token as _meta.token. On TCP without this\n"
 	"                       flag a token is generated into a 0600 file named on stderr\n"
@@ -198,7 +201,10 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "unexpected arguments");
 	if (toolset_find(tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	if (specflags_check(&sf, &e) < 0)
+	if (backend == NULL || *backend == '\0')
+		backend = agent_default_backend(&why);
+	/* What sbx-create would refuse at a session's first tool call is refused now. */
+	if (specflags_check_backend(&sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if ((cert == NULL) != (key == NULL))
 		cli_usage_error(usage, "-tls-cert and -tls-key go together");
@@ -232,8 +238,6 @@ int main(int argc, char **argv)
 		cli_warn("token file %s can be read by other users (chmod 600 it)", token_file);
 	if (cert && (tls = net_tls_server(cert, key, &e)) == NULL)
 		cli_die_err("", &e);
-	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
 
 	dir = state_dir();
 	if (stdio) {

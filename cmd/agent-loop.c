@@ -19,7 +19,8 @@
 static const char usage[] =
 	"usage: agent-loop [-session NAME] [-backend local|kubernetes] [-namespace NS] [-image I]\n"
 	"                  [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  [-max-tool-rounds 50] [-ttl 5m] " SPECFLAGS_SYNOPSIS " [-v]\n"
+	"                  [-max-tool-rounds 50] [-ttl 5m] [-v]\n"
+	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
 	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
 	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave.\n"

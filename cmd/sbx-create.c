@@ -9,7 +9,8 @@
 
 static const char usage[] =
 	"usage: sbx-create [-backend local|kubernetes] [-namespace NS] [-image I] [-homedir D]\n"
-	"                  [-ttl 5m] " SPECFLAGS_SYNOPSIS " NAME\n"
+	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
+	"                  [-ttl 5m] NAME\n"
 	"Creates the sandbox NAME (^[a-z0-9]{1,40}$), or reuses a ready one with the same spec,\n"
 	"waits until it is ready and prints its handle as one JSON line.\n"
 	"\n"

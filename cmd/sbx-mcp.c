@@ -24,7 +24,8 @@
 static const char usage[] =
 	"usage: sbx-mcp [-listen ADDR [-auth-token-file F]] [-session NAME] [-backend B]\n"
 	"               [-namespace NS] [-image I] [-homedir D] [-toolset basic|geminicli]\n"
-	"               [-tool-timeout 2m] [-ttl 5m] [-snapshot-delay 2s] " SPECFLAGS_SYNOPSIS " [-v]\n"
+	"               [-tool-timeout 2m] [-ttl 5m] [-snapshot-delay 2s] [-v]\n"
+	"               " SPECFLAGS_SYNOPSIS_WRAPPED("               ") "\n"
 	"Serves a toolset's tools over the Model Context Protocol: on standard input and output\n"
 	"(one client; nothing but protocol on stdout), or over Streamable HTTP at\n"
 	"http://ADDR/mcp with -listen. Every MCP session has its own sandbox, made on its first\n"

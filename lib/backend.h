@@ -36,6 +36,7 @@ struct sbx_limits {
 	int64_t pids;			/* processes and threads */
 	int64_t cpus_milli;		/* thousandths of a CPU; 0: unlimited (the default) */
 	int64_t disk;			/* bytes the home may hold */
+	bool disk_asked;		/* spec only: -disk or SANDBOX_DISK was given */
 	char cgroup[8];			/* info only: "v1" or "v2" (local backend), else "" */
 };
 

@@ -1,7 +1,7 @@
 /* gcshell.h — gemini-cli's rules for a `run_shell_command` call, as text functions: the
  * shell wrapper it strips, the command substitutions it blocks, the script that records
  * background jobs, ANSI stripping and the <untrusted_context> wrapper of the result
- * (../shared/reference/geminicli-tools.md §3.7; gemini-cli-core 0.61.0 tools/shell.js).
+ * (gemini-cli-core 0.61.0, tools/shell.js).
  * Pure functions; returned strings are newly allocated and owned by the caller. */
 #ifndef SBX_GCSHELL_H
 #define SBX_GCSHELL_H

@@ -262,6 +262,12 @@ static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
 
 	if (!spec->limits.enforced)
 		return 0;
+	/* The default cap is dropped quietly for a user (README says so); one asked for is not. */
+	if (!ids->drop && spec->limits.disk_asked)
+		return err_set(e, SBX_EUNAVAIL,
+			       "cannot cap the home at -disk as a user: the cap is a loop-mounted "
+			       "image, which needs root; run as root, or leave -disk and SANDBOX_DISK "
+			       "out (a user's home has no cap)");
 	c.uid = ids->uid;
 	c.gid = ids->gid;
 	c.can_mount = ids->drop;

@@ -66,6 +66,7 @@ static int apply_memory(struct sbx_spec *spec, const char *text, struct sbx_err 
 
 static int apply_disk(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
+	spec->limits.disk_asked = true;
 	return parse_size(text, SPECF_DISK_MIN, &spec->limits.disk, e);
 }
 

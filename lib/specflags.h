@@ -53,6 +53,10 @@ enum specflag_id {
 /* The one-line synopsis fragment of the same flags. */
 #define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
 	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
+/* The same in two lines for an 80-column usage text: the second starts with INDENT. */
+#define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
+	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
+	"[-runtime-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

@@ -27,6 +27,42 @@ upd() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { e
 
 # (-h and the usage errors: tests/usage-errors.txt)
 
+@test "-h describes the sandbox flags it hands to sbx-create" {
+	run acp-server -h
+	assert_status 0
+	assert_contains "handed to sbx-create(1) unchanged"
+	assert_contains "  -allow-host LIST      reach only these hosts"
+	assert_contains "  -runtime-class NAME   kubernetes: the pod's RuntimeClass"
+	assert_contains "  -memory SIZE          memory limit"
+}
+
+# Before: a -runtime-class on local or -allow-host on kubernetes was taken, and every
+# session's first tool call failed. Now refused before the server listens or reads a line:
+# "-listen nonsense" would otherwise be the error (net_listen runs after the check).
+@test "sandbox flags the backend cannot honour are refused at start, before anything listens" {
+	run acp-server -backend local -runtime-class gvisor -listen nonsense
+	assert_status 100
+	assert_contains "acp-server: -runtime-class is a kubernetes setting"
+	[[ "$output" != *"missing port"* ]]
+	[[ "$output" != *"serving ACP"* ]]
+	SANDBOX_RUNTIME_CLASS=kata run acp-server -backend local -listen nonsense
+	assert_status 100
+	assert_contains "acp-server: -runtime-class is a kubernetes setting"
+	run acp-server -backend kubernetes -allow-host pypi.org -listen nonsense
+	assert_status 100
+	assert_contains "acp-server: -allow-host is not available on the kubernetes backend"
+	[[ "$output" != *"missing port"* ]]
+	# stdio: nothing is read, nothing answered.
+	run --separate-stderr acp-server -stdio -backend kubernetes -allow-host pypi.org \
+		<<<'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}'
+	assert_status 100
+	[ -z "$output" ]
+	[[ "$stderr" == "acp-server: -allow-host is not available on the kubernetes backend"* ]]
+	# What the backend does take still starts.
+	start_server -network -memory 512M
+	[ -n "$ACP_ADDR" ]
+}
+
 @test "a real model without an API key is refused with upstream's text" {
 	OPENAI_MODEL=gemini-3.5-flash run acp-server -listen 127.0.0.1:0
 	assert_status 100

@@ -48,3 +48,8 @@ programs() {
 		[[ "${section:${#table}}" == $'\nFor\n.BR '"$p"' :'$'\n.TP\n'* ]] || { echo "$p.1: no meanings of its own after the table" >&2; false; }
 	done
 }
+
+@test "no man page holds a control character troff would print (a stray form feed, an escape)" {
+	run grep -nP '[\x00-\x08\x0b-\x1f\x7f]' "$SBX_TOP"/man/man1/*.1 "$SBX_TOP"/man/*.roff
+	assert_status 1
+}

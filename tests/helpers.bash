@@ -145,10 +145,12 @@ hist() {
 
 # with_small_ram CMD...: runs CMD as on a machine with 1 GiB of RAM (a preload library, built
 # once per test, makes sysconf(_SC_PHYS_PAGES) say so), for the defaults that follow the RAM.
+# Only CMD's own process: the library takes itself out of the environment its children get.
 with_small_ram() {
 	local so=$BATS_TEST_TMPDIR/small-ram.so
 	if [ ! -e "$so" ]; then
-		printf '%s\n' '#define _GNU_SOURCE' '#include <dlfcn.h>' '#include <unistd.h>' \
+		printf '%s\n' '#define _GNU_SOURCE' '#include <dlfcn.h>' '#include <stdlib.h>' '#include <unistd.h>' \
+			'__attribute__((constructor)) static void alone(void) { unsetenv("LD_PRELOAD"); }' \
 			'long sysconf(int n)' '{' '	static long (*real)(int);' \
 			'	if (!real) real = (long (*)(int))dlsym(RTLD_NEXT, "sysconf");' \
 			'	return n == _SC_PHYS_PAGES ? (1L << 30) / real(_SC_PAGESIZE) : real(n);' '}' |

@@ -323,6 +323,28 @@ while True:
 	assert_status 0
 }
 
+@test "a user asking for a disk cap is told it cannot be had, and nothing is made" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+	run as_user sbx-create -disk 64M demo
+	st1=$status out1=$output
+	run as_user env SANDBOX_DISK=1G sbx-create demo
+	st2=$status out2=$output
+	run as_user sbx-list
+	list=$output
+	rm -rf "$d"
+	output=$out1 status=$st1
+	assert_status 111
+	assert_contains "cannot cap the home at -disk as a user"
+	output=$out2 status=$st2
+	assert_status 111
+	assert_contains "leave -disk and SANDBOX_DISK out"
+	[[ $list != *demo* ]]
+}
+
 @test "a user in a delegated cgroup v1 subtree gets its limits there (no disk cap as a user)" {
 	[ "$(id -u)" = 0 ] || skip "needs root to delegate a cgroup"
 	# v1 delegation as an administrator does it: a cgroup chowned to the user, in the

@@ -133,6 +133,7 @@ sent() { request "$1" | jq -c '.body.messages'; }
 		stream_answers azure/text.sse
 		answer azure/content-filter-400.json '{status: 400}'
 		answer openai/text.json
+		stream_answers azure/tool-call.sse
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	export OPENAI_BASE_URL="${OPENAI_BASE_URL%/v1}/openai/deployments/gpt-4o-mini/?api-version=2024-10-21"
@@ -147,6 +148,10 @@ sent() { request "$1" | jq -c '.body.messages'; }
 	LLM_AUTH_HEADER=api-key run -0 llm-chat -retries 0 <<<"$REQ"
 	output=$(request 5)
 	assert_json '.headers["api-key"] == "'"$STUB_KEY"'" and (.headers | has("authorization") | not)'
+	# A tool call streamed between the filter results: one call, arguments joined whole.
+	LLM_VENDOR=azure stream azure/tool-call.sse
+	assert_json '.finish_reason == "tool_calls" and .message.tool_calls == [{"id":"call_SbxReplayAzureTool0001","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"ls -la\"}"}}]'
+	assert_json '.message | has("content_filter_results") | not'
 }
 
 @test "Azure round trip: the answer goes back to the same deployment without vendor fields" {
