@@ -885,7 +885,7 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
 			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
 		trace(c, tbuf, e->msg, strlen(e->msg));
-		if (pause_ns(wait, c->cancel) < 0) {
+		if (pause_ns(duration_test_scaled(wait), c->cancel) < 0) {
 			err_set(e, SBX_ECANCELED, "llm: request canceled");
 			goto out;
 		}
