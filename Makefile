@@ -11,7 +11,7 @@ DESTDIR ?=
 CC ?= cc
 PKG_CONFIG ?= pkg-config
 PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd
-WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wno-format-truncation -Werror
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror
 OPT ?= -O2 -g
 SAN ?=
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \

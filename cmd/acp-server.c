@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 	if (toolset_find(tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
+		backend = backend_default(&why);
 	/* What sbx-create would refuse at a session's first tool call is refused now. */
 	if (specflags_check_backend(&sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);

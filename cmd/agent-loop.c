@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
+		backend = backend_default(&why);
 	if (specflags_check_backend(&sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	create_args = specflags_argv(&sf);

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 				"gets its own");
 	if (token_file && !listen_addr)
 		cli_usage_error(usage, "-auth-token-file goes with -listen");
-	cfg.backend = backend && *backend ? backend : agent_default_backend(&why);
+	cfg.backend = backend && *backend ? backend : backend_default(&why);
 	if (specflags_check_backend(&sf, cfg.backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (cfg.tool_timeout_ns < 0)

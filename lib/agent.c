@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -58,57 +57,6 @@ struct agent_session {
 	void *log_arg;
 };
 
-/* ---- configuration ---- */
-
-static bool file_exists(const char *p)
-{
-	struct stat st;
-
-	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Whether KUBECONFIG (a ':'-separated list) or ~/.kube/config names an existing file, or the
- * process runs in a pod. */
-static bool kube_config_found(const char **why)
-{
-	const char *kc = getenv("KUBECONFIG"), *home = getenv("HOME");
-	bool found = false;
-
-	if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
-		*why = "in-cluster configuration found";
-		return true;
-	}
-	if (kc && *kc) {
-		char *list = xstrdup(kc), *save = NULL, *p;
-		for (p = strtok_r(list, ":", &save); p && !found; p = strtok_r(NULL, ":", &save))
-			found = file_exists(p);
-		free(list);
-		*why = found ? "KUBECONFIG names a configuration" : "no Kubernetes configuration found";
-		return found;
-	}
-	if (home && *home) {
-		char *p = xasprintf("%s/.kube/config", home);
-		found = file_exists(p);
-		free(p);
-	}
-	*why = found ? "~/.kube/config found" : "no Kubernetes configuration found";
-	return found;
-}
-
-const char *agent_default_backend(const char **why)
-{
-	const char *env = getenv("SANDBOX_BACKEND"), *w;
-
-	if (why == NULL)
-		why = &w;
-	if (env && *env) {
-		*why = "SANDBOX_BACKEND";
-		return strcmp(env, "kubernetes") == 0 ? "kubernetes"
-		       : strcmp(env, "local") == 0 ? "local" : env;
-	}
-	return kube_config_found(why) ? "kubernetes" : "local";
-}
-
 static char *dup_or_null(const char *s)
 {
 	return s && *s ? xstrdup(s) : NULL;
@@ -145,11 +93,8 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	const char *home = cfg->homedir, *tsname = cfg->toolset, *why;
 	char *prompt = NULL;
 
-	if (home == NULL) {
-		home = getenv("SANDBOX_HOME_DIR");
-		if (home == NULL || *home == '\0')
-			home = SBX_DEFAULT_HOMEDIR;
-	}
+	if (home == NULL)
+		home = backend_env_homedir();
 	if (*home == '\0') {
 		err_set(e, SBX_EINVAL, "homeDir must not be empty");
 		return NULL;
@@ -176,18 +121,17 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 		err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
 		goto fail;
 	}
-	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : agent_default_backend(NULL));
+	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : backend_default(NULL));
 	if (strcmp(s->backend, "local") != 0 && strcmp(s->backend, "kubernetes") != 0) {
 		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", s->backend);
 		goto fail;
 	}
-	if (strcmp(s->backend, "kubernetes") == 0 && !kube_config_found(&why)) {
+	if (strcmp(s->backend, "kubernetes") == 0 && !backend_kube_config(&why)) {
 		err_set(e, SBX_EINVAL, "failed to get kubernetes configuration: %s", KUBE_NO_CONFIG);
 		goto fail;
 	}
 	s->ns = xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace
-			: getenv("SANDBOX_NAMESPACE") && *getenv("SANDBOX_NAMESPACE")
-			? getenv("SANDBOX_NAMESPACE") : SBX_DEFAULT_NAMESPACE);
+			: backend_env_namespace());
 	if (namespace_check(s->ns, e) < 0)
 		goto fail;
 	if (tsname == NULL || *tsname == '\0')

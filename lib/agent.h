@@ -54,7 +54,7 @@ enum agent_log_level {
 
 struct agent_config {
 	const char *session;		/* ^[a-z0-9]{1,40}$: history dir and sandbox name */
-	const char *backend;		/* "local" or "kubernetes"; NULL: agent_default_backend() */
+	const char *backend;		/* "local" or "kubernetes"; NULL: backend_default() */
 	const char *namespace;		/* NULL: $SANDBOX_NAMESPACE, else "default" */
 	const char *image;		/* NULL/"": kubernetes → toolset default or the backend's;
 					 * local → not passed (the host root) */
@@ -134,11 +134,6 @@ enum agent_status {
 };
 
 struct agent_session;
-
-/* The backend used when none is named: $SANDBOX_BACKEND if set, else "kubernetes" when a
- * Kubernetes configuration exists ($KUBERNETES_SERVICE_HOST, $KUBECONFIG, ~/.kube/config),
- * else "local". Returns a static string; *why (may be NULL) gets a static explanation. */
-const char *agent_default_backend(const char **why);
 
 /* Validates the configuration with upstream's startup checks in upstream's order and texts
  * (`homeDir must not be empty`, `sessionName is required`, `invalid sessionName "<n>":

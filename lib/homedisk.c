@@ -92,6 +92,10 @@ static int template_for(const char *cache_dir, int64_t size, char *path, size_t 
 
 	if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
 		return err_sys(e, errno, "cannot create %s", cache_dir);
+	/* The longest of the three names made here is the temporary one. */
+	if (snprintf(tmp, sizeof tmp, "%s/ext4-%" PRId64 ".img.%ld.tmp", cache_dir, size,
+		     (long)getpid()) >= (int)sizeof tmp || strlen(tmp) >= cap)
+		return err_set(e, SBX_EINVAL, "the image cache path %s is too long", cache_dir);
 	snprintf(path, cap, "%s/ext4-%" PRId64 ".img", cache_dir, size);
 	if (access(path, R_OK) == 0)
 		return 0;
@@ -104,7 +108,6 @@ static int template_for(const char *cache_dir, int64_t size, char *path, size_t 
 		rc = 0;
 		goto out;
 	}
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, size) < 0) {
 		err_sys(e, errno, "cannot create %s", tmp);
@@ -237,7 +240,9 @@ int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t 
 	char tmpl[PATH_MAX], image[PATH_MAX], home[PATH_MAX], dev[64], lf[PATH_MAX];
 	int lfd;
 
-	snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE);
+	if (snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE) >= (int)sizeof image ||
+	    snprintf(lf, sizeof lf, "%s/home/lost+found", dir) >= (int)sizeof lf)
+		return err_set(e, SBX_EINVAL, "the sandbox directory %s is too long", dir);
 	snprintf(home, sizeof home, "%s/home", dir);
 	if (template_for(cache_dir, size, tmpl, sizeof tmpl, e) < 0 ||
 	    sparse_copy(tmpl, image, size, e) < 0)
@@ -251,7 +256,6 @@ int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t 
 		goto fail;
 	}
 	close(lfd);	/* the mount holds the device now; autoclear frees it after the last */
-	snprintf(lf, sizeof lf, "%s/lost+found", home);
 	if (rmdir(lf) < 0 || chown(home, uid, gid) < 0 || chmod(home, 0755) < 0) {
 		err_sys(e, errno, "cannot prepare the home's filesystem on %s", home);
 		goto fail;

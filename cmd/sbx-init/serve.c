@@ -83,7 +83,8 @@ static size_t kill_marked(const struct service *sv, const struct local_mark *mar
 		pid_t pid;
 		int pfd;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		/* Process directories only: a pid is a few digits, so the path always fits. */
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || strlen(de->d_name) > 20)
 			continue;
 		pid = atoi(de->d_name);
 		if (pid == self || !local_bwrap_marked(sv->procfd, de->d_name, mark))
