@@ -43,12 +43,13 @@ PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c \
+	lib/child.c lib/exitcode.c lib/timeutil.c lib/xalloc.c
 # lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
 $(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
-geminicli-toolbox_LIBSRC := lib/utf8.c lib/gcpath.c
+geminicli-toolbox_LIBSRC := lib/utf8.c lib/gemini_path.c lib/xalloc.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)

@@ -17,6 +17,7 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "logfn.h"
 #include "timeutil.h"
@@ -111,15 +112,6 @@ void acp_reply_no_session(struct peer *p, struct json_object *id, const char *si
 	json_object_object_add(data, "sessionId", json_object_new_string(sid));
 	peer_send(p, jsonrpc_error_line(id, JSONRPC_NOT_FOUND, msg, data));
 	json_object_put(data);
-}
-
-const char *acp_param_str(struct json_object *params, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(params, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
 }
 
 /* ---- initialize, authenticate ------------------------------------------------------------ */
@@ -226,7 +218,7 @@ static void m_authenticate(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *method = acp_param_str(r->params, "methodId"), *token = NULL, *who;
+	const char *method = jsonfield_str(r->params, "methodId"), *token = NULL, *who;
 	struct json_object *meta;
 	int64_t wait;
 
@@ -255,7 +247,7 @@ static void m_authenticate(const struct req *r)
 		return;
 	}
 	if (json_object_object_get_ex(r->params, "_meta", &meta))
-		token = acp_param_str(meta, "token");
+		token = jsonfield_str(meta, "token");
 	if (token == NULL) {
 		auth_failed(c, r->id, "no token in _meta.token");
 		return;

@@ -131,8 +131,6 @@ void acp_reply_error(struct peer *p, struct json_object *id, int code, const cha
  * else's, or is not open on this connection. */
 void acp_reply_no_session(struct peer *p, struct json_object *id, const char *sid,
 			  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* params.key as a string, or NULL. */
-const char *acp_param_str(struct json_object *params, const char *key);
 /* Sends session/update {sessionId, update} (update taken). */
 void acp_send_update(struct peer *p, const char *sid, struct json_object *update);
 struct json_object *acp_text_block(const char *text, size_t len);

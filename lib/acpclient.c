@@ -438,6 +438,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	pthread_t wd;
 	bool wd_started = false;
 	int code, rc;
+	bool ok = false;
 
 	c->cfg = *cfg;
 	c->p = p;
@@ -469,7 +470,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	json_object_put(params);
 	if (rc < 0) {
 		err_prefix(e, "initialize");
-		goto bad_wd;
+		goto setup_over;
 	}
 	if (json_object_object_get_ex(res, "authMethods", &v) &&
 	    json_object_is_type(v, json_type_array))
@@ -481,24 +482,20 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	json_object_put(res);
 	/* With a token in hand and a method on offer, log in before asking for anything. */
 	if (cfg->token && json_object_array_length(c->auth_methods) > 0 && authenticate(c, e) < 0)
-		goto bad_wd;
-	if (setup_session(c, e) < 0)
-		goto bad_wd;
+		goto setup_over;
+	ok = setup_session(c, e) == 0;
+setup_over:
+	/* Setup is over either way: the watchdog stops waiting for it. */
 	pthread_mutex_lock(&c->mu);
 	c->setup_done = true;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	if (wd_started)
 		pthread_join(wd, NULL);
-	c->stop = 0;
-	return c;
-bad_wd:
-	pthread_mutex_lock(&c->mu);
-	c->setup_done = true;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (wd_started)
-		pthread_join(wd, NULL);
+	if (ok) {
+		c->stop = 0;
+		return c;
+	}
 bad:
 	acpclient_close(c);
 	return NULL;

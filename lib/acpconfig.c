@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -174,7 +175,7 @@ static const char *set_option(struct acp_server *srv, struct acp_session *s, con
 void m_session_set_mode(const struct req *r)
 {
 	struct acp_conn *c = r->c;
-	const char *id = acp_param_str(r->params, "sessionId"), *mode = acp_param_str(r->params, "modeId");
+	const char *id = jsonfield_str(r->params, "sessionId"), *mode = jsonfield_str(r->params, "modeId");
 	struct acp_session *s;
 	struct sbx_err e;
 	const char *why;
@@ -203,8 +204,8 @@ void m_session_set_mode(const struct req *r)
 void m_session_set_config_option(const struct req *r)
 {
 	struct acp_conn *c = r->c;
-	const char *id = acp_param_str(r->params, "sessionId");
-	const char *config = acp_param_str(r->params, "configId"), *value = acp_param_str(r->params, "value");
+	const char *id = jsonfield_str(r->params, "sessionId");
+	const char *config = jsonfield_str(r->params, "configId"), *value = jsonfield_str(r->params, "value");
 	struct acp_session *s;
 	struct json_object *res;
 	struct sbx_err e;

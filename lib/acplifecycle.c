@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -25,13 +26,13 @@ static const char *mcp_entry_bad(struct json_object *m)
 
 	if (!json_object_is_type(m, json_type_object))
 		return "each entry must be an object";
-	if ((t = acp_param_str(m, "type")) != NULL && strcmp(t, "stdio") != 0)
+	if ((t = jsonfield_str(m, "type")) != NULL && strcmp(t, "stdio") != 0)
 		return strcmp(t, "http") == 0 || strcmp(t, "sse") == 0
 		       ? "only stdio MCP servers are supported (mcpCapabilities has no http or sse)"
 		       : "unknown MCP server type";
-	if (acp_param_str(m, "name") == NULL || !*acp_param_str(m, "name"))
+	if (jsonfield_str(m, "name") == NULL || !*jsonfield_str(m, "name"))
 		return "a stdio MCP server needs a name";
-	if ((cmd = acp_param_str(m, "command")) == NULL || cmd[0] != '/')
+	if ((cmd = jsonfield_str(m, "command")) == NULL || cmd[0] != '/')
 		return "a stdio MCP server needs an absolute command";
 	if (!json_object_object_get_ex(m, "args", &v) || !json_object_is_type(v, json_type_array))
 		return "a stdio MCP server needs args (an array of strings)";
@@ -42,7 +43,7 @@ static const char *mcp_entry_bad(struct json_object *m)
 		return "a stdio MCP server needs env (an array of {name, value})";
 	for (i = 0; i < json_object_array_length(v); i++) {
 		struct json_object *kv = json_object_array_get_idx(v, i);
-		if (acp_param_str(kv, "name") == NULL || acp_param_str(kv, "value") == NULL)
+		if (jsonfield_str(kv, "name") == NULL || jsonfield_str(kv, "value") == NULL)
 			return "env entries are {name, value} strings";
 	}
 	return NULL;
@@ -51,7 +52,7 @@ static const char *mcp_entry_bad(struct json_object *m)
 /* Checks the parameters session/new, load and resume share; false when answered. */
 static bool setup_params_ok(const struct req *r, bool mcp_required)
 {
-	const char *cwd = acp_param_str(r->params, "cwd"), *why;
+	const char *cwd = jsonfield_str(r->params, "cwd"), *why;
 	struct json_object *mcp;
 	size_t i, j, n;
 
@@ -84,11 +85,11 @@ static bool setup_params_ok(const struct req *r, bool mcp_required)
 			return false;
 		}
 		for (j = 0; j < i; j++)
-			if (strcmp(acp_param_str(json_object_array_get_idx(mcp, j), "name"),
-				   acp_param_str(m, "name")) == 0) {
+			if (strcmp(jsonfield_str(json_object_array_get_idx(mcp, j), "name"),
+				   jsonfield_str(m, "name")) == 0) {
 				acp_reply_error(r->c->p, r->id, JSONRPC_INVALID_PARAMS,
 						"invalid params: mcpServers[%zu]: the name \"%s\" "
-						"is taken", i, acp_param_str(m, "name"));
+						"is taken", i, jsonfield_str(m, "name"));
 				return false;
 			}
 	}
@@ -136,7 +137,7 @@ void m_session_new(const struct req *r)
 	pthread_mutex_unlock(&srv->mu);
 	if (acp_new_session_id(id, &e) == 0 && (as = acp_open_agent(srv, id, false, &e)) != NULL) {
 		s = acp_session_make(srv, id, as, c->principal, NULL);
-		acp_session_set_cwd(s, acp_param_str(r->params, "cwd"));
+		acp_session_set_cwd(s, jsonfield_str(r->params, "cwd"));
 		acp_mcp_configure(s, json_object_object_get(r->params, "mcpServers"));
 		f = json_object_new_object();
 		json_object_object_add(f, "principal", json_object_new_string(c->principal));
@@ -275,7 +276,7 @@ static void load_or_resume(const struct req *r, bool replay)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *id = acp_param_str(r->params, "sessionId");
+	const char *id = jsonfield_str(r->params, "sessionId");
 	struct acp_session *s, *gone = NULL;
 	struct json_object *hist, *res;
 	struct sbx_err e;
@@ -310,7 +311,7 @@ static void load_or_resume(const struct req *r, bool replay)
 	}
 	s->refs++;
 	pthread_mutex_unlock(&srv->mu);
-	acp_session_set_cwd(s, acp_param_str(r->params, "cwd"));
+	acp_session_set_cwd(s, jsonfield_str(r->params, "cwd"));
 	acp_mcp_configure(s, json_object_object_get(r->params, "mcpServers"));
 	if (replay) {
 		hist = agent_session_history(s->as);
@@ -355,7 +356,7 @@ void m_session_close(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *id = acp_param_str(r->params, "sessionId");
+	const char *id = jsonfield_str(r->params, "sessionId");
 	struct acp_session *s, **sp;
 	struct sbx_err e;
 	bool closing;
@@ -401,7 +402,7 @@ void m_session_list(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *cwd = acp_param_str(r->params, "cwd"), *cursor = acp_param_str(r->params, "cursor");
+	const char *cwd = jsonfield_str(r->params, "cwd"), *cursor = jsonfield_str(r->params, "cursor");
 	struct json_object *all, *out = json_object_new_array(), *res;
 	size_t i, n, skip = 0, seen = 0;
 	char *end;
@@ -419,7 +420,7 @@ void m_session_list(const struct req *r)
 	res = json_object_new_object();
 	for (i = 0; i < n; i++) {
 		struct json_object *rec = json_object_array_get_idx(all, i), *info;
-		const char *rc = acp_param_str(rec, "cwd"), *t = acp_param_str(rec, "title");
+		const char *rc = jsonfield_str(rec, "cwd"), *t = jsonfield_str(rec, "title");
 		if (rc == NULL || (cwd && strcmp(cwd, rc) != 0))
 			continue;
 		if (seen++ < skip)
@@ -431,13 +432,13 @@ void m_session_list(const struct req *r)
 			break;
 		}
 		info = json_object_new_object();
-		json_object_object_add(info, "sessionId", json_object_new_string(acp_param_str(rec, "id")));
+		json_object_object_add(info, "sessionId", json_object_new_string(jsonfield_str(rec, "id")));
 		json_object_object_add(info, "cwd", json_object_new_string(rc));
 		if (t)
 			json_object_object_add(info, "title", json_object_new_string(t));
-		if (acp_param_str(rec, "updated_at"))
+		if (jsonfield_str(rec, "updated_at"))
 			json_object_object_add(info, "updatedAt",
-					       json_object_new_string(acp_param_str(rec, "updated_at")));
+					       json_object_new_string(jsonfield_str(rec, "updated_at")));
 		json_object_array_add(out, info);
 	}
 	json_object_object_add(res, "sessions", out);

@@ -10,6 +10,7 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
@@ -78,7 +79,7 @@ static int read_client_file(struct acp_session *s, const char *path, char **text
 	if (peer_call(s->out, "fs/read_text_file", params, &s->cancel, &res, &err, e) < 0)
 		goto out;
 	if (err) {
-		err_set(e, SBX_EIO, "%s", acp_param_str(err, "message") ?: "the client refused");
+		err_set(e, SBX_EIO, "%s", jsonfield_str(err, "message") ?: "the client refused");
 	} else if (json_object_object_get_ex(res, "content", &v) &&
 		   json_object_is_type(v, json_type_string)) {
 		*text = xstrdup(json_object_get_string(v));
@@ -117,8 +118,8 @@ static void resource_text(struct buf *b, const char *uri, const char *name, cons
 static void link_text(struct acp_session *s, struct acp_conn *c, struct json_object *blk,
 		      struct buf *b)
 {
-	const char *uri = acp_param_str(blk, "uri") ?: "", *name = acp_param_str(blk, "name");
-	const char *desc = acp_param_str(blk, "description");
+	const char *uri = jsonfield_str(blk, "uri") ?: "", *name = jsonfield_str(blk, "name");
+	const char *desc = jsonfield_str(blk, "description");
 	char *path = c->fs_read ? file_uri_path(uri) : NULL, *text = NULL;
 	struct sbx_err e;
 
@@ -142,9 +143,9 @@ static void embedded_text(struct json_object *blk, struct buf *b)
 	const char *uri, *text, *mime;
 
 	json_object_object_get_ex(blk, "resource", &res);
-	uri = acp_param_str(res, "uri") ?: "";
-	mime = acp_param_str(res, "mimeType");
-	if ((text = acp_param_str(res, "text")) != NULL)
+	uri = jsonfield_str(res, "uri") ?: "";
+	mime = jsonfield_str(res, "mimeType");
+	if ((text = jsonfield_str(res, "text")) != NULL)
 		resource_text(b, uri, NULL, text);
 	else
 		buf_printf(b, "[Binary resource <%s>%s%s, not shown]", uri, mime ? " of type " : "",
@@ -176,7 +177,7 @@ static void add_text_part(struct json_object *parts, struct buf *cur)
 static int add_image(struct acp_session *s, struct acp_conn *c, struct json_object *blk,
 		     size_t i, struct json_object *parts, struct buf *cur, char *why, size_t whysz)
 {
-	const char *data = acp_param_str(blk, "data"), *mime = acp_param_str(blk, "mimeType");
+	const char *data = jsonfield_str(blk, "data"), *mime = jsonfield_str(blk, "mimeType");
 	struct json_object *part, *url;
 	char *u;
 
@@ -221,7 +222,7 @@ struct json_object *acp_prompt_content(struct acp_session *s, struct acp_conn *c
 	n = json_object_array_length(prompt);
 	for (i = 0; i < n; i++) {
 		struct json_object *blk = json_object_array_get_idx(prompt, i);
-		const char *type = acp_param_str(blk, "type"), *t;
+		const char *type = jsonfield_str(blk, "type"), *t;
 		if (type == NULL) {
 			snprintf(why, whysz, "invalid params: prompt[%zu] has no type", i);
 			goto out;
@@ -234,11 +235,11 @@ struct json_object *acp_prompt_content(struct acp_session *s, struct acp_conn *c
 		}
 		if (cur.len > 0)
 			buf_puts(&cur, "\n\n");
-		if (strcmp(type, "text") == 0 && (t = acp_param_str(blk, "text")) != NULL) {
+		if (strcmp(type, "text") == 0 && (t = jsonfield_str(blk, "text")) != NULL) {
 			if (*title == NULL && *t)
 				*title = xstrndup(t, strcspn(t, "\n"));
 			buf_puts(&cur, t);
-		} else if (strcmp(type, "resource_link") == 0 && acp_param_str(blk, "uri")) {
+		} else if (strcmp(type, "resource_link") == 0 && jsonfield_str(blk, "uri")) {
 			link_text(s, c, blk, &cur);
 		} else if (strcmp(type, "resource") == 0) {
 			embedded_text(blk, &cur);

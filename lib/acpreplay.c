@@ -9,8 +9,10 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "timeutil.h"
 #include "toolset.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 /* ---- replay ------------------------------------------------------------------------------- */
@@ -51,13 +53,13 @@ static bool replay_user(struct acp_session *s, struct peer *p, struct json_objec
 	n = json_object_array_length(content);
 	for (i = 0; i < n; i++) {
 		struct json_object *part = json_object_array_get_idx(content, i), *iu, *blk;
-		const char *type = acp_param_str(part, "type"), *t, *url, *comma;
-		if (type && strcmp(type, "text") == 0 && (t = acp_param_str(part, "text")) != NULL) {
+		const char *type = jsonfield_str(part, "type"), *t, *url, *comma;
+		if (type && strcmp(type, "text") == 0 && (t = jsonfield_str(part, "text")) != NULL) {
 			if (!replay_chunk(s, p, "user_message_chunk", acp_text_block(t, strlen(t))))
 				return false;
 		} else if (type && strcmp(type, "image_url") == 0 &&
 			   json_object_object_get_ex(part, "image_url", &iu) &&
-			   (url = acp_param_str(iu, "url")) != NULL && strncmp(url, "data:", 5) == 0 &&
+			   (url = jsonfield_str(iu, "url")) != NULL && strncmp(url, "data:", 5) == 0 &&
 			   (comma = strstr(url, ";base64,")) != NULL) {
 			blk = json_object_new_object();
 			json_object_object_add(blk, "type", json_object_new_string("image"));
@@ -79,27 +81,14 @@ static const char *result_of(struct json_object *hist, size_t i, const char *cid
 
 	for (j = i + 1; j < n; j++) {
 		struct json_object *m = json_object_array_get_idx(hist, j);
-		const char *role = acp_param_str(m, "role");
+		const char *role = jsonfield_str(m, "role");
 		if (role && strcmp(role, "assistant") == 0)
 			break;
-		if (role && strcmp(role, "tool") == 0 && acp_param_str(m, "tool_call_id") &&
-		    strcmp(acp_param_str(m, "tool_call_id"), cid) == 0)
-			return acp_param_str(m, "content") ?: "";
+		if (role && strcmp(role, "tool") == 0 && jsonfield_str(m, "tool_call_id") &&
+		    strcmp(jsonfield_str(m, "tool_call_id"), cid) == 0)
+			return jsonfield_str(m, "content") ?: "";
 	}
 	return NULL;
-}
-
-/* Whether a stored result is one of the harness's failures: a registry error, a denial, a
- * cancellation. */
-static bool harness_failed(const char *name, const char *content)
-{
-	char *denied = xasprintf(AGENT_DENIED_FMT, name), *cancelled = xasprintf(AGENT_CANCELLED_FMT, name);
-	bool f = strncmp(content, "Error calling tool \"", 20) == 0 || strcmp(content, denied) == 0 ||
-		 strcmp(content, cancelled) == 0;
-
-	free(denied);
-	free(cancelled);
-	return f;
 }
 
 static bool replay_calls(struct acp_session *s, struct peer *p, struct json_object *hist,
@@ -114,16 +103,16 @@ static bool replay_calls(struct acp_session *s, struct peer *p, struct json_obje
 		char *id = acp_call_id(i, k);
 
 		json_object_object_get_ex(call, "function", &fn);
-		name = acp_param_str(fn, "name") ?: "";
-		args = acp_param_str(fn, "arguments");
-		content = result_of(hist, i, acp_param_str(call, "id") ?: "");
+		name = jsonfield_str(fn, "name") ?: "";
+		args = jsonfield_str(fn, "arguments");
+		content = result_of(hist, i, jsonfield_str(call, "id") ?: "");
 		u = json_object_new_object();
 		json_object_object_add(u, "sessionUpdate", json_object_new_string("tool_call"));
 		json_object_object_add(u, "toolCallId", json_object_new_string(id));
 		free(id);
 		acptool_describe(u, name, args, &pm);
 		if (content)
-			acptool_result(u, name, args, content, harness_failed(name, content), &pm);
+			acptool_result(u, name, args, content, toolmsg_is_harness(name, content), &pm);
 		else
 			json_object_object_add(u, "status", json_object_new_string("failed"));
 		if (!send_replay(s, p, u))
@@ -135,7 +124,7 @@ static bool replay_calls(struct acp_session *s, struct peer *p, struct json_obje
 bool acp_replay_message(struct acp_session *s, struct peer *p, struct json_object *hist, size_t i)
 {
 	struct json_object *m = json_object_array_get_idx(hist, i), *v;
-	const char *role = acp_param_str(m, "role");
+	const char *role = jsonfield_str(m, "role");
 
 	if (role == NULL)
 		return true;

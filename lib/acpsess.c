@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -73,7 +74,7 @@ struct acp_session *acp_session_make(struct acp_server *srv, const char *id,
 				       struct json_object *rec)
 {
 	struct acp_session *s = xcalloc(1, sizeof *s);
-	const char *m = acp_param_str(rec, "model");
+	const char *m = jsonfield_str(rec, "model");
 	struct sbx_err e;
 
 	snprintf(s->id, sizeof s->id, "%s", id);
@@ -81,14 +82,14 @@ struct acp_session *acp_session_make(struct acp_server *srv, const char *id,
 	s->srv = srv;
 	s->principal = xstrdup(principal);
 	s->cancel_pipe[0] = s->cancel_pipe[1] = -1;
-	s->mode = acp_mode_of(acp_param_str(rec, "mode"));
+	s->mode = acp_mode_of(jsonfield_str(rec, "mode"));
 	if (s->mode == ACP_MODE_COUNT)
 		s->mode = ACP_MODE_ASK;
 	if (m && strcmp(m, agent_session_model(as)) != 0 &&
 	    acp_model_allowed(srv, m, agent_session_model(as)))
 		agent_session_set_model(as, m, &e);
 	s->model = xstrdup(agent_session_model(as));
-	s->titled = acp_param_str(rec, "title") != NULL;
+	s->titled = jsonfield_str(rec, "title") != NULL;
 	return s;
 }
 
@@ -305,7 +306,7 @@ void acp_cancel_locked(struct acp_session *s)
 void m_session_cancel(const struct req *r)
 {
 	struct acp_server *srv = r->c->srv;
-	const char *id = acp_param_str(r->params, "sessionId");
+	const char *id = jsonfield_str(r->params, "sessionId");
 	struct acp_session *s;
 
 	if (id == NULL)

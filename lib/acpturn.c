@@ -11,8 +11,10 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "timeutil.h"
 #include "toolset.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 static long long context_window(const struct acp_server *srv, const char *model)
@@ -206,7 +208,7 @@ static int ask(struct acp_session *s, const char *id, const struct agent_tool_ca
 		goto out;
 	}
 	if (!json_object_object_get_ex(result, "outcome", &outcome) ||
-	    (kind = acp_param_str(outcome, "outcome")) == NULL) {
+	    (kind = jsonfield_str(outcome, "outcome")) == NULL) {
 		err_set(e, SBX_EIO, "invalid answer: want {\"outcome\":{\"outcome\":…}}");
 		goto out;
 	}
@@ -262,7 +264,7 @@ static int cb_approve(void *arg, const struct agent_tool_call *call, struct sbx_
 	if (rc < 0)
 		rc = ask(s, id, call, e);
 	if (rc == 0) {
-		char *text = xasprintf(AGENT_DENIED_FMT, call->name);
+		char *text = toolmsg_denied(call->name);
 		end_call(s, "failed", text);
 		free(text);
 	} else if (rc < 0) {
@@ -423,7 +425,7 @@ void m_session_prompt(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *id = acp_param_str(r->params, "sessionId");
+	const char *id = jsonfield_str(r->params, "sessionId");
 	struct json_object *content = NULL;
 	struct acp_session *s;
 	char *title = NULL, msg[512];

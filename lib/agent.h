@@ -42,10 +42,7 @@
 /* How long a child may take to exit after SIGTERM before it gets SIGKILL. */
 #define AGENT_KILL_GRACE_NS (INT64_C(5) * 1000000000)
 
-/* The denial text the model receives (upstream's exact string, %s = tool name). */
-#define AGENT_DENIED_FMT "The user denied permission to run tool \"%s\"."
-/* The synthetic result of a tool call interrupted by cancellation. */
-#define AGENT_CANCELLED_FMT "Tool \"%s\" was not run to completion: the user cancelled the turn."
+/* The texts the model gets instead of a tool's result (denied, cancelled, failed): toolmsg.h. */
 
 enum agent_log_level {
 	AGENT_LOG_INFO,		/* upstream's klog Info lines (launching sandbox, backups, …) */

@@ -25,6 +25,7 @@
 #include "peer.h"
 #include "timeutil.h"
 #include "toolset.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 /* ---- tools/call ------------------------------------------------------------------------------ */
@@ -92,7 +93,7 @@ static void *call_main(void *arg)
 			result = call_result(ss, &r);
 		} else if (e.code != SBX_ECANCELED) {
 			/* The sandbox could not be made: the call failed, the session goes on. */
-			char *text = xasprintf("Error calling tool \"%s\": %s", c->name, e.msg);
+			char *text = toolmsg_error(c->name, "%s", e.msg);
 			result = mcp_call_result(mcp_session_version(ss), text, true, NULL);
 			free(text);
 		}
