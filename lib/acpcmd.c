@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "xalloc.h"
 
@@ -151,8 +152,8 @@ bool acp_command_run(struct acp_session *s, struct json_object *params, struct b
 	if (!json_object_object_get_ex(params, "prompt", &prompt) ||
 	    !json_object_is_type(prompt, json_type_array) || json_object_array_length(prompt) != 1)
 		return false;
-	type = acp_param_str(json_object_array_get_idx(prompt, 0), "type");
-	text = acp_param_str(json_object_array_get_idx(prompt, 0), "text");
+	type = jsonfield_str(json_object_array_get_idx(prompt, 0), "type");
+	text = jsonfield_str(json_object_array_get_idx(prompt, 0), "text");
 	if (type == NULL || strcmp(type, "text") != 0 || text == NULL)
 		return false;
 	while (isspace((unsigned char)*text))

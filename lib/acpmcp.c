@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "mcp.h"
 #include "mcpclient.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 /* An offered name: ^[A-Za-z0-9_-]{1,64}$, what chat APIs allow for function names. */
@@ -69,7 +71,7 @@ void acp_mcp_configure(struct acp_session *s, struct json_object *servers)
 		m = xcalloc(1, sizeof *m);
 		for (i = 0; i < n && i < ACP_MCP_SERVERS_MAX; i++) {
 			struct json_object *e = json_object_array_get_idx(servers, i);
-			m->v[i].name = xstrdup(acp_param_str(e, "name"));
+			m->v[i].name = xstrdup(jsonfield_str(e, "name"));
 			m->v[i].conf = json_object_get(e);
 		}
 		m->n = i;
@@ -116,7 +118,7 @@ static struct mcpclient *start_one(struct acp_session *s, struct acp_mcp_server 
 	struct mcpclient *c;
 	size_t i;
 
-	strvec_push(&argv, acp_param_str(sv->conf, "command"));
+	strvec_push(&argv, jsonfield_str(sv->conf, "command"));
 	json_object_object_get_ex(sv->conf, "args", &args);
 	for (i = 0; args && i < json_object_array_length(args); i++)
 		strvec_push(&argv, json_object_get_string(json_object_array_get_idx(args, i)));
@@ -124,7 +126,7 @@ static struct mcpclient *start_one(struct acp_session *s, struct acp_mcp_server 
 	for (i = 0; env && i < json_object_array_length(env); i++) {
 		struct json_object *kv = json_object_array_get_idx(env, i);
 		/* The sandbox's environment, never a command line. */
-		strvec_pushf(&envv, "%s=%s", acp_param_str(kv, "name"), acp_param_str(kv, "value"));
+		strvec_pushf(&envv, "%s=%s", jsonfield_str(kv, "name"), jsonfield_str(kv, "value"));
 	}
 	cfg.name = sv->name;
 	cfg.backend = agent_session_backend(s->as);
@@ -147,7 +149,7 @@ static void offer(struct acp_mcp *m, size_t k, struct buf *report)
 
 	for (i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(tools, i), *d, *fn, *entry;
-		const char *tname = acp_param_str(t, "name");
+		const char *tname = jsonfield_str(t, "name");
 		struct buf name = {0};
 		struct sbx_err e;
 
@@ -192,7 +194,7 @@ char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int
 	(void)cancel_fd;	/* s->cancel is set (and the call woken) with it */
 	*failed = true;
 	if (m == NULL || m->map == NULL || !json_object_object_get_ex(m->map, call->name, &entry))
-		return xasprintf("Error calling tool \"%s\": no such MCP tool", call->name);
+		return toolmsg_error(call->name, "no such MCP tool");
 	sv = &m->v[json_object_get_int(json_object_array_get_idx(entry, 0))];
 	if (sv->c == NULL || !mcpclient_alive(sv->c)) {
 		pthread_mutex_lock(&srv->mu);
@@ -201,8 +203,8 @@ char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int
 		pthread_mutex_unlock(&srv->mu);
 		mcpclient_stop(c);
 		if ((c = start_one(s, sv, e)) == NULL)
-			return xasprintf("Error calling tool \"%s\": MCP server \"%s\" is not running: %s",
-					 call->name, sv->name, e->msg);
+			return toolmsg_error(call->name, "MCP server \"%s\" is not running: %s",
+					     sv->name, e->msg);
 		pthread_mutex_lock(&srv->mu);
 		sv->c = c;
 		pthread_mutex_unlock(&srv->mu);
@@ -212,7 +214,7 @@ char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int
 	if (text == NULL) {
 		if (e->code == SBX_ECANCELED)
 			return NULL;
-		return xasprintf("Error calling tool \"%s\": %s", call->name, e->msg);
+		return toolmsg_error(call->name, "%s", e->msg);
 	}
 	*failed = is_error;
 	return text;
@@ -244,7 +246,7 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 		struct mcpclient *c = start_one(s, &m->v[k], &e);
 		if (c == NULL) {
 			buf_printf(report, "MCP server \"%s\" (%s) did not start: %s\n", m->v[k].name,
-				   acp_param_str(m->v[k].conf, "command"), e.msg);
+				   jsonfield_str(m->v[k].conf, "command"), e.msg);
 			acp_log(srv, "session %s: MCP server \"%s\" did not start: %s", s->id,
 				m->v[k].name, e.msg);
 			continue;

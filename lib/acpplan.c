@@ -8,6 +8,8 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 static const char *const todo_statuses[] = {"pending", "in_progress", "completed", "cancelled",
@@ -50,7 +52,7 @@ static struct json_object *todos_of(struct json_object *args, const char **why)
 	n = json_object_array_length(todos);
 	for (i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(todos, i);
-		const char *d = acp_param_str(t, "description"), *st = acp_param_str(t, "status"), *p;
+		const char *d = jsonfield_str(t, "description"), *st = jsonfield_str(t, "status"), *p;
 		if (!json_object_is_type(t, json_type_object)) {
 			*why = "Each todo item must be an object";
 			return NULL;
@@ -94,7 +96,7 @@ static struct json_object *plan_of(struct json_object *todos)
 
 	for (i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(todos, i), *e = json_object_new_object();
-		const char *d = acp_param_str(t, "description"), *st = acp_param_str(t, "status");
+		const char *d = jsonfield_str(t, "description"), *st = jsonfield_str(t, "status");
 		bool cancelled = strcmp(st, "cancelled") == 0, blocked = strcmp(st, "blocked") == 0;
 		char *text = xasprintf("%s%s", d, cancelled ? " (cancelled)" : blocked ? " (blocked)" : "");
 
@@ -132,7 +134,7 @@ static char *plan_run(struct acp_session *s, const struct agent_tool_call *call,
 	*failed = true;
 	if ((todos = todos_of(args, &why)) == NULL) {
 		json_object_put(args);
-		return xasprintf("Error calling tool \"%s\": %s", call->name, why);
+		return toolmsg_error(call->name, "%s", why);
 	}
 	acp_send_update(s->out, s->id, plan_of(todos));
 	n = json_object_array_length(todos);
@@ -142,8 +144,8 @@ static char *plan_run(struct acp_session *s, const struct agent_tool_call *call,
 		buf_puts(&b, "Successfully updated the todo list. The current list is now:");
 	for (i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(todos, i);
-		buf_printf(&b, "\n%zu. [%s] %s", i + 1, acp_param_str(t, "status"),
-			   acp_param_str(t, "description"));
+		buf_printf(&b, "\n%zu. [%s] %s", i + 1, jsonfield_str(t, "status"),
+			   jsonfield_str(t, "description"));
 	}
 	json_object_put(args);
 	*failed = false;

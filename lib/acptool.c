@@ -6,6 +6,7 @@
 
 #include "acptool.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "toolset.h"
 #include "xalloc.h"
 
@@ -43,15 +44,6 @@ static const struct tool_view *view_of(const char *name)
 	for (i = 0; i < sizeof views / sizeof views[0]; i++)
 		if (strcmp(views[i].name, name) == 0)
 			return &views[i];
-	return NULL;
-}
-
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
 	return NULL;
 }
 
@@ -149,7 +141,7 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 				   json_object_get_string(json_object_array_get_idx(inc, i)));
 		if (n > 3)
 			buf_printf(&arg, " and %zu more", n - 3);
-	} else if ((p = str_of(args, v->primary)) != NULL && *p) {
+	} else if ((p = jsonfield_str(args, v->primary)) != NULL && *p) {
 		if (v->quote)
 			quote(&arg, p);
 		else
@@ -158,7 +150,7 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 		buf_puts(&arg, v->quote ? "``" : ".");
 	}
 	buf_printf(&t, "%s %s", v->title, arg.data ? arg.data : "");
-	if (v->quote && v->path_arg && (p = str_of(args, v->path_arg)) != NULL && *p)
+	if (v->quote && v->path_arg && (p = jsonfield_str(args, v->path_arg)) != NULL && *p)
 		buf_printf(&t, " in %s", p);
 	buf_free(&arg);
 	return buf_steal(&t);
@@ -168,7 +160,7 @@ static struct json_object *location(const struct tool_view *v, struct json_objec
 				    const struct acp_pathmap *pm)
 {
 	struct json_object *arr, *loc, *ln;
-	const char *p = v && v->path_arg ? str_of(args, v->path_arg) : NULL;
+	const char *p = v && v->path_arg ? jsonfield_str(args, v->path_arg) : NULL;
 	char *cp;
 
 	if (v == NULL || v->path_arg == NULL)
@@ -254,17 +246,17 @@ static struct json_object *content_item(const char *text)
 static struct json_object *diff_of(const struct tool_view *v, struct json_object *args,
 				   const struct acp_pathmap *pm)
 {
-	const char *p = str_of(args, v->path_arg), *newt, *oldt = NULL;
+	const char *p = jsonfield_str(args, v->path_arg), *newt, *oldt = NULL;
 	struct json_object *d;
 	char *cp;
 
 	if (p == NULL || *p == '\0')
 		return NULL;
 	if (v->edit == EDIT_WRITE) {
-		newt = str_of(args, v->content_arg);
+		newt = jsonfield_str(args, v->content_arg);
 	} else {
-		oldt = str_of(args, "old_string");
-		newt = str_of(args, "new_string");
+		oldt = jsonfield_str(args, "old_string");
+		newt = jsonfield_str(args, "new_string");
 		if (oldt == NULL)
 			return NULL;
 	}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "exitcode.h"
 #include "gojson.h"
 #include "mcp.h"
 #include "mcpclient.h"
@@ -157,8 +158,8 @@ static void add_tail(struct mcpclient *c, struct sbx_err *e)
 		snprintf(tail, sizeof tail, "%.*s", (int)n, c->tail);
 	else if (c->exited)
 		snprintf(tail, sizeof tail, "it exited with status %d%s", c->exit_code,
-			 c->exit_code == 127 ? " (command not found)"
-			 : c->exit_code == 126 ? " (cannot be run)" : "");
+			 c->exit_code == EXIT_CMD_NOT_FOUND ? " (command not found)"
+			 : c->exit_code == EXIT_CANNOT_EXEC ? " (cannot be run)" : "");
 	else
 		tail[0] = '\0';
 	pthread_mutex_unlock(&c->mu);
