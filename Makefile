@@ -38,7 +38,8 @@ CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # What tests/attacks.bats runs inside sandboxes: static, no sanitizer, any root filesystem.
-PROBE := $(B)/tests/sbx-probe
+# Like the unit tests, built only where tests/ is (an image's build copies no tests).
+PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
@@ -95,7 +96,7 @@ $(BIN)/$(1): $(B)/static/cmd/$(1).o $(patsubst %.c,$(B)/static/%.o,$(wildcard cm
 endef
 $(foreach p,$(filter $(STATIC_PROGS),$(PROGS)),$(eval $(call static_prog,$(p))))
 
-$(PROBE): tests/probe.c
+$(B)/tests/sbx-probe: tests/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE -O2 -g $(WARN) -static -o $@ $<
 

@@ -21,7 +21,8 @@
 static const char usage[] =
 	"usage: acp-server [-listen ADDR | -stdio] [-backend local|kubernetes] [-namespace NS]\n"
 	"                  [-image IMG] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F | -no-auth]\n"
+	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
+	"                  [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
 	"                  [-max-auth-failures 10] [-import-session NAME[=PRINCIPAL],...]\n"
 	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"

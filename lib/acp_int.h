@@ -75,6 +75,7 @@ struct acp_session {
 	size_t cur_msg;			/* history index of the assistant message whose calls run */
 	struct json_object *cur_calls;	/* its tool_calls (borrowed from the history) */
 	char finish[32];		/* the last model call's finish_reason */
+	struct json_object *extra_decls;	/* the extra tools offered (acp_extra_tools_update) */
 };
 
 struct acp_conn {
@@ -192,6 +193,13 @@ void m_session_list(const struct req *r);
  * when unknown). */
 bool acp_model_allowed(const struct acp_server *srv, const char *model, const char *dflt);
 enum acp_mode acp_mode_of(const char *id);
+/* Sets the mode (config "mode", by id) or the model of s; NULL when done, else why not.
+ * claimed: the caller's own turn holds s busy (a slash command). Caller holds a reference. */
+const char *acp_set_option(struct acp_server *srv, struct acp_session *s, const char *config,
+			   const char *value, bool claimed, bool *mode_changed, struct sbx_err *e);
+/* current_mode_update and config_option_update of s, to p. */
+void acp_send_mode(struct acp_session *s, struct peer *p);
+void acp_send_options(struct acp_server *srv, struct acp_session *s, struct peer *p);
 void m_session_set_mode(const struct req *r);
 void m_session_set_config_option(const struct req *r);
 
@@ -205,6 +213,29 @@ int acp_mcp_start(struct acp_session *s, struct buf *report);
 /* Wakes calls waiting on the session's servers (caller holds srv->mu). */
 void acp_mcp_wake_locked(struct acp_session *s);
 void acp_mcp_free(struct acp_session *s);
+/* The tools the started servers offer (borrowed; NULL: none), and a call to one of them. */
+struct json_object *acp_mcp_decls(const struct acp_session *s);
+char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int cancel_fd,
+		  bool *failed, struct sbx_err *e);
+
+/* ---- lib/acpplan.c ---- */
+/* The plan tool: gemini-cli's write_todos, offered with -toolset geminicli and answered by
+ * the server itself (no sandbox, never asked for): each call is sent as a `plan` update. */
+#define ACP_PLAN_TOOL "write_todos"
+bool acp_plan_offered(const struct acp_server *srv, const char *name);
+/* At a prompt (the session busy): offers the session's extra tools, the plan tool and its
+ * MCP servers' tools. */
+void acp_extra_tools_update(struct acp_session *s);
+/* The plan update of a write_todos call's arguments; NULL when they are not a valid list. */
+struct json_object *acp_plan_update(const char *arguments);
+
+/* ---- lib/acpcmd.c ---- */
+/* available_commands_update for s, to p: the slash commands acp-server answers itself. */
+void acp_send_commands(struct acp_server *srv, struct acp_session *s, struct peer *p);
+/* If the prompt (params.prompt) is one text block naming an offered command, runs it (the
+ * session claimed by the caller's turn), its answer put in out, and returns true; else false
+ * (the prompt goes to the model). */
+bool acp_command_run(struct acp_session *s, struct json_object *params, struct buf *out);
 
 /* ---- lib/acpturn.c ---- */
 void m_session_prompt(const struct req *r);

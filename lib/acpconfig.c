@@ -112,27 +112,26 @@ void acp_session_setup_result(struct acp_server *srv, struct acp_session *s,
 
 /* ---- modes and config options ---------------------------------------------------------- */
 
-static void send_mode(struct acp_session *s, struct acp_conn *c)
+void acp_send_mode(struct acp_session *s, struct peer *p)
 {
 	struct json_object *u = json_object_new_object();
 
 	json_object_object_add(u, "sessionUpdate", json_object_new_string("current_mode_update"));
 	json_object_object_add(u, "currentModeId", json_object_new_string(acp_modes[s->mode].id));
-	acp_send_update(c->p, s->id, u);
+	acp_send_update(p, s->id, u);
 }
 
-static void send_options(struct acp_server *srv, struct acp_session *s, struct acp_conn *c)
+void acp_send_options(struct acp_server *srv, struct acp_session *s, struct peer *p)
 {
 	struct json_object *u = json_object_new_object();
 
 	json_object_object_add(u, "sessionUpdate", json_object_new_string("config_option_update"));
 	json_object_object_add(u, "configOptions", config_options(srv, s));
-	acp_send_update(c->p, s->id, u);
+	acp_send_update(p, s->id, u);
 }
 
-/* Sets mode (by id) or model; NULL when done, else why not. Caller holds a reference. */
-static const char *set_option(struct acp_server *srv, struct acp_session *s, const char *config,
-			      const char *value, bool *mode_changed, struct sbx_err *e)
+const char *acp_set_option(struct acp_server *srv, struct acp_session *s, const char *config,
+			   const char *value, bool claimed, bool *mode_changed, struct sbx_err *e)
 {
 	struct json_object *f;
 	enum acp_mode m;
@@ -153,7 +152,7 @@ static const char *set_option(struct acp_server *srv, struct acp_session *s, con
 	} else if (strcmp(config, "model") == 0) {
 		if (!acp_model_allowed(srv, value, llm_pick_model(srv->cfg.model, NULL)))
 			why = "that model is not offered (acp-server -models)";
-		else if (s->busy)
+		else if (s->busy && !claimed)
 			why = "the session is running a prompt: change the model after it";
 		else if (agent_session_set_model(s->as, value, e) < 0)
 			why = e->msg;
@@ -188,13 +187,13 @@ void m_session_set_mode(const struct req *r)
 	}
 	if ((s = acp_session_of(r, id)) == NULL)
 		return;
-	if ((why = set_option(c->srv, s, "mode", mode, &changed, &e)) != NULL) {
+	if ((why = acp_set_option(c->srv, s, "mode", mode, false, &changed, &e)) != NULL) {
 		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "%s: %s", mode, why);
 	} else {
 		/* The updates first: a client sees the change before the answer. */
 		if (changed) {
-			send_mode(s, c);
-			send_options(c->srv, s, c);
+			acp_send_mode(s, c->p);
+			acp_send_options(c->srv, s, c->p);
 		}
 		acp_reply(c->p, r->id, json_object_new_object());
 	}
@@ -219,11 +218,11 @@ void m_session_set_config_option(const struct req *r)
 	}
 	if ((s = acp_session_of(r, id)) == NULL)
 		return;
-	if ((why = set_option(c->srv, s, config, value, &changed, &e)) != NULL) {
+	if ((why = acp_set_option(c->srv, s, config, value, false, &changed, &e)) != NULL) {
 		acp_reply_error(c->p, r->id, JSONRPC_INVALID_PARAMS, "%s %s: %s", config, value, why);
 	} else {
 		if (changed)
-			send_mode(s, c);
+			acp_send_mode(s, c->p);
 		res = json_object_new_object();
 		json_object_object_add(res, "configOptions", config_options(c->srv, s));
 		acp_reply(c->p, r->id, res);

@@ -164,6 +164,7 @@ void m_session_new(const struct req *r)
 	json_object_object_add(res, "sessionId", json_object_new_string(id));
 	acp_session_setup_result(srv, s, res);
 	acp_reply(c->p, r->id, res);
+	acp_send_commands(srv, s, c->p);
 }
 
 /* ---- session/load -------------------------------------------------------------------------- */
@@ -334,6 +335,7 @@ static void load_or_resume(const struct req *r, bool replay)
 		res = json_object_new_object();
 		acp_session_setup_result(srv, s, res);
 		acp_reply(c->p, r->id, res);
+		acp_send_commands(srv, s, c->p);
 	}
 	acp_session_put(srv, s);
 }

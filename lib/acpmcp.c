@@ -180,10 +180,9 @@ static void offer(struct acp_mcp *m, size_t k, struct buf *report)
 }
 
 /* Runs one offered tool: its server (started again if it died with an expired sandbox). */
-static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_fd, bool *failed,
-		     struct sbx_err *e)
+char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int cancel_fd,
+		  bool *failed, struct sbx_err *e)
 {
-	struct acp_session *s = arg;
 	struct acp_server *srv = s->srv;
 	struct acp_mcp *m = s->mcp;
 	struct json_object *entry;
@@ -194,7 +193,7 @@ static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_f
 
 	(void)cancel_fd;	/* s->cancel is set (and the call woken) with it */
 	*failed = true;
-	if (!json_object_object_get_ex(m->map, call->name, &entry))
+	if (m == NULL || m->map == NULL || !json_object_object_get_ex(m->map, call->name, &entry))
 		return toolmsg_error(call->name, "no such MCP tool");
 	sv = &m->v[json_object_get_int(json_object_array_get_idx(entry, 0))];
 	if (sv->c == NULL || !mcpclient_alive(sv->c)) {
@@ -225,7 +224,6 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 {
 	struct acp_server *srv = s->srv;
 	struct acp_mcp *m = s->mcp;
-	struct agent_extra_tools x;
 	struct sbx_err e;
 	size_t k;
 
@@ -260,9 +258,10 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 	}
 	if (s->cancel)
 		return -1;
-	x.decls = m->decls;
-	x.run = run_mcp;
-	x.arg = s;
-	agent_session_set_extra_tools(s->as, &x);
 	return 0;
+}
+
+struct json_object *acp_mcp_decls(const struct acp_session *s)
+{
+	return s->mcp ? s->mcp->decls : NULL;
 }

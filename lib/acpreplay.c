@@ -117,6 +117,10 @@ static bool replay_calls(struct acp_session *s, struct peer *p, struct json_obje
 			json_object_object_add(u, "status", json_object_new_string("failed"));
 		if (!send_replay(s, p, u))
 			return false;
+		/* The plan it sent, again. */
+		if (content && !toolmsg_is_harness(name, content) && acp_plan_offered(s->srv, name) &&
+		    (u = acp_plan_update(args)) != NULL && !send_replay(s, p, u))
+			return false;
 	}
 	return true;
 }

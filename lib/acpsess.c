@@ -126,6 +126,7 @@ void acp_session_free(struct acp_session *s)
 	free(s->workdir);
 	free(s->model);
 	agent_session_free(s->as);
+	json_object_put(s->extra_decls);	/* after the agent that borrowed it */
 	free(s);
 }
 

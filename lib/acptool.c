@@ -125,6 +125,12 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 
 	if (v == NULL && strncmp(name, "mcp__", 5) == 0 && (p = strstr(name + 5, "__")) != NULL)
 		return xasprintf("%s (MCP %.*s)", p + 2, (int)(p - name - 5), name + 5);
+	/* acp-server's plan tool (lib/acpplan.c) */
+	if (v == NULL && strcmp(name, "write_todos") == 0 &&
+	    json_object_object_get_ex(args, "todos", &inc) && json_object_is_type(inc, json_type_array))
+		return json_object_array_length(inc) == 0 ? xstrdup("Clear the plan")
+		       : xasprintf("Plan %zu step%s", json_object_array_length(inc),
+				   json_object_array_length(inc) == 1 ? "" : "s");
 	if (v == NULL)
 		return xstrdup(name);
 	if (strcmp(v->primary, "include") == 0 && json_object_object_get_ex(args, "include", &inc) &&
@@ -191,7 +197,8 @@ void acptool_describe(struct json_object *o, const char *name, const char *argum
 	char *title = title_of(v, name, obj);
 
 	json_object_object_add(o, "title", json_object_new_string(title));
-	json_object_object_add(o, "kind", json_object_new_string(toolset_tool_kind(name)));
+	json_object_object_add(o, "kind", json_object_new_string(
+		strcmp(name, "write_todos") == 0 ? "think" : toolset_tool_kind(name)));
 	if ((locs = location(v, obj, pm)) != NULL)
 		json_object_object_add(o, "locations", locs);
 	/* rawInput only when the arguments are JSON, as upstream. */

@@ -241,8 +241,8 @@ static bool mode_allows(const struct acp_session *s, const char *name)
 {
 	const char *kind = toolset_tool_kind(name);
 
-	if (s->mode == ACP_MODE_NEVER_ASK)
-		return true;
+	if (s->mode == ACP_MODE_NEVER_ASK || acp_plan_offered(s->srv, name))
+		return true;	/* the plan tool only changes what the client shows */
 	/* read and search tools never change the sandbox's files (toolset.h) */
 	return s->mode == ACP_MODE_AUTO_READ && (strcmp(kind, "read") == 0 || strcmp(kind, "search") == 0);
 }
@@ -447,11 +447,24 @@ void m_session_prompt(const struct req *r)
 		close(pipefd[1]);
 		goto out;
 	}
+	/* A slash command is answered here: no model, no MCP servers, no history. */
+	{
+		struct buf said = {0};
+		if (acp_command_run(s, r->params, &said)) {
+			if (said.len > 0)
+				acp_send_chunk(s->out, s->id, "agent_message_chunk", said.data, said.len);
+			buf_free(&said);
+			acp_release(srv, s);
+			reply_stop(r, "end_turn");
+			goto out;
+		}
+	}
 	if (start_mcp(s, c) < 0) {
 		acp_release(srv, s);
 		reply_stop(r, "cancelled");
 		goto out;
 	}
+	acp_extra_tools_update(s);
 	/* Resources are read through the client once the session is ours (a cancel stops it). */
 	if ((content = acp_prompt_content(s, c, r->params, &title, &code, msg, sizeof msg)) == NULL) {
 		bool cancelled = s->cancel;

@@ -970,6 +970,12 @@ static bool is_extra(const struct agent_session *s, const char *name)
 	return false;
 }
 
+/* Whether name is an extra tool answered without the sandbox. */
+static bool is_local(const struct agent_session *s, const char *name)
+{
+	return s->extra.local && is_extra(s, name) && s->extra.local(s->extra.arg, name);
+}
+
 void agent_session_set_extra_tools(struct agent_session *s, const struct agent_extra_tools *x)
 {
 	if (x)
@@ -998,9 +1004,10 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 			     struct sbx_err *e)
 {
 	char *content = NULL;
+	bool local = is_local(s, c->name);
 
 	for (int tries = 0; tries < 2 && content == NULL; tries++) {
-		if (ensure_sandbox(s, cancel_fd, e) < 0)
+		if (!local && ensure_sandbox(s, cancel_fd, e) < 0)
 			return NULL;
 		if (!*started && cb && cb->on_tool_start)
 			cb->on_tool_start(cb->arg, c);
@@ -1028,7 +1035,7 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		cb->on_tool_end(cb->arg, c, *failed, content);
 	/* Upstream touches again after every call; a tools-only session's caller does it once
 	 * the answer is out (agent_session_touch), so the client does not wait for it. */
-	if (!s->tools_only)
+	if (!s->tools_only && !local)
 		agent_session_touch(s, cancel_fd);
 	return content;
 }
@@ -1066,7 +1073,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 			len = strlen(content);
 		} else {
 			content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &len, &failed, NULL, e);
-			*executed = *executed || started;
+			*executed = *executed || (started && !is_local(s, c.name));
 			if (content == NULL && e->code == SBX_ECANCELED)
 				goto cancelled;
 			if (content == NULL) {

@@ -168,6 +168,10 @@ struct agent_extra_tools {
 	struct json_object *decls;
 	char *(*run)(void *arg, const struct agent_tool_call *call, int cancel_fd, bool *failed,
 		     struct sbx_err *e);
+	/* Whether run answers this one by itself, never touching the sandbox (acp-server's
+	 * plan): no sandbox is made or touched for it, and it is not a change to snapshot.
+	 * NULL: every extra tool runs in the sandbox. */
+	bool (*local)(void *arg, const char *name);
 	void *arg;
 };
 /* Sets (NULL: clears) the session's extra tools. */

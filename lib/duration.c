@@ -2,6 +2,7 @@
 #include "duration.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -116,4 +117,18 @@ char *duration_format(int64_t d, char *buf, size_t len)
 			snprintf(buf, len, "%s%ss", sign, num);
 	}
 	return buf;
+}
+
+int64_t duration_test_scaled(int64_t ns)
+{
+	const char *v = getenv("SBX_TEST_TIME_SCALE");
+	char *end;
+	double f;
+
+	if (v == NULL || *v == '\0')
+		return ns;
+	f = strtod(v, &end);
+	if (*end != '\0' || !(f > 0 && f <= 1))
+		return ns;
+	return (int64_t)((double)ns * f);
 }

@@ -13,6 +13,11 @@ int duration_parse(const char *s, int64_t *ns);
 /* Formats ns as Go's Duration.String() does ("2m0s", "1.5s", "0s") into buf. */
 char *duration_format(int64_t ns, char *buf, size_t len);
 
+/* ns times SBX_TEST_TIME_SCALE when that is a number in (0, 1], else ns: the test suite's
+ * knob, so that a retry's wait is not slept out whole. Only ever shortens a wait; read at each
+ * call, in this one place. */
+int64_t duration_test_scaled(int64_t ns);
+
 /* Enough room for any formatted duration. */
 #define DURATION_BUFSZ 40
 

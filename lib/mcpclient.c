@@ -175,11 +175,22 @@ static int call(struct mcpclient *c, const char *method, struct json_object *par
 		struct sbx_err *e)
 {
 	struct json_object *err = NULL;
-	int64_t deadline = timeout_ns > 0 ? time_now_ns() + timeout_ns : 0;
-	int rc = peer_call_until(c->p, method, params, stop, deadline, res, &err, e);
+	int64_t deadline = timeout_ns > 0 ? time_now_ns() + timeout_ns : 0, id;
+	int rc = peer_call_id(c->p, method, params, stop, deadline, &id, res, &err, e);
 
-	if (rc < 0)
+	if (rc < 0) {
+		/* A request given up on (cancelled, timed out) is said to be, so the server can
+		 * stop working on it (MCP: notifications/cancelled, which is never answered). */
+		if (id >= 0 && (e->code == SBX_ECANCELED || e->code == SBX_ETIMEDOUT)) {
+			struct json_object *n = json_object_new_object();
+			json_object_object_add(n, "requestId", json_object_new_int64(id));
+			json_object_object_add(n, "reason", json_object_new_string(
+				e->code == SBX_ECANCELED ? "cancelled by the user" : "timed out"));
+			peer_send(c->p, jsonrpc_notification_line(MCP_CANCELLED, n));
+			json_object_put(n);
+		}
 		return -1;
+	}
 	if (err) {
 		struct json_object *m = json_object_object_get(err, "message");
 		err_set(e, SBX_EIO, "%s: %s", method, m ? json_object_get_string(m) : "an error");

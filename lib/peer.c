@@ -189,20 +189,31 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 	return peer_call_until(p, method, params, stop, 0, result, error, e);
 }
 
-int peer_call_until(struct peer *p, const char *method, struct json_object *params,
-		    const volatile int *stop, int64_t deadline, struct json_object **result,
-		    struct json_object **error, struct sbx_err *e)
+int peer_call_id(struct peer *p, const char *method, struct json_object *params,
+		 const volatile int *stop, int64_t deadline, int64_t *idp,
+		 struct json_object **result, struct json_object **error, struct sbx_err *e)
 {
 	int64_t id;
 
 	*result = *error = NULL;
+	*idp = -1;
 	if (jsonrpc_pending_add(&p->pending, &id, e) < 0)
 		return -1;
 	if (!peer_send(p, jsonrpc_request_line(id, method, params))) {
 		jsonrpc_pending_drop(&p->pending, id);
 		return err_set(e, SBX_EIO, "connection closed");
 	}
+	*idp = id;
 	return jsonrpc_pending_wait_until(&p->pending, id, stop, deadline, result, error, e);
+}
+
+int peer_call_until(struct peer *p, const char *method, struct json_object *params,
+		    const volatile int *stop, int64_t deadline, struct json_object **result,
+		    struct json_object **error, struct sbx_err *e)
+{
+	int64_t id;
+
+	return peer_call_id(p, method, params, stop, deadline, &id, result, error, e);
 }
 
 void peer_wake_calls(struct peer *p)

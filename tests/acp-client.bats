@@ -24,21 +24,7 @@ make_cert() {
 		-keyout "$BATS_TEST_TMPDIR/key.pem" -out "$BATS_TEST_TMPDIR/cert.pem" 2>/dev/null
 }
 
-@test "-h prints usage; bad flags and combinations are usage errors" {
-	run acp-client -h
-	assert_status 0
-	assert_contains "usage: acp-client"
-	run acp-client -bogus
-	assert_status 100
-	run acp-client -tls
-	assert_status 100
-	assert_contains "-tls needs -addr"
-	run acp-client -addr 127.0.0.1:1 -tls-ca x.pem
-	assert_status 100
-	assert_contains "need -tls"
-	run acp-client -cwd "$BATS_TEST_TMPDIR/nowhere" -addr 127.0.0.1:1
-	assert_status 100
-}
+# (-h and the usage errors: tests/usage-errors.txt)
 
 @test "nothing listening: a clear connection error" {
 	run acp-client -addr 127.0.0.1:1 -prompt hi
@@ -230,11 +216,10 @@ EOF
 
 @test "-cmd: Ctrl-C (SIGINT to the terminal's process group) cancels the turn and leaves the agent running" {
 	start_stub <<<'{"hang": true}'
-	mkfifo "$BATS_TEST_TMPDIR/in"
 	# its own process group, as a shell gives a foreground job: the group is what Ctrl-C hits
-	setsid acp-client -cmd "acp-server -stdio" -yolo <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	# (setsid execs acp-client: not a group leader, it needs no fork)
+	fed setsid acp-client -cmd "acp-server -stdio" -yolo
+	pid=$FED_PID
 	echo "hello" >&4
 	wait_until test -s "$STUB_DIR/requests.jsonl"
 	agent=$(pgrep -P "$pid" -f "acp-server -stdio")
@@ -243,7 +228,23 @@ EOF
 	wait_until grep -q "turn ended: cancelled" "$BATS_TEST_TMPDIR/out"
 	run ! gone "$agent"
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	wait_until gone "$agent"
+}
+
+@test "renders the plan acp-server sends for the model's write_todos (-toolset geminicli)" {
+	{
+		stub_call c1 write_todos '{"todos":[{"description":"Read the code","status":"completed"},{"description":"Fix the bug","status":"in_progress"},{"description":"Update the docs","status":"cancelled"},{"description":"Run the tests","status":"pending"}]}'
+		stub_text "planned"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	run acp-client -cmd "acp-server -stdio -toolset geminicli" -prompt "plan it"
+	assert_status 0
+	assert_contains "[plan]
+  [x] Read the code
+  [~] Fix the bug
+  [x] Update the docs (cancelled)
+  [ ] Run the tests"
+	assert_contains "[tool: think] Plan 4 steps"
+	assert_contains "planned"
 }

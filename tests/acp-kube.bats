@@ -24,24 +24,6 @@ teardown() {
 	teardown_sbx_env
 }
 
-# kube_acp_server ARGS...: acp-server on 127.0.0.1 at a free port; sets ACP_ADDR, ACP_PID,
-# ACP_LOG as start_server (tests/acp/common.bash) does.
-kube_acp_server() {
-	local i
-	ACP_LOG="$BATS_TEST_TMPDIR/acp-server.log"
-	: >"$ACP_LOG"
-	acp-server -listen 127.0.0.1:0 "$@" 2>"$ACP_LOG" 3>&- &
-	ACP_PID=$!
-	for i in $(seq 200); do
-		ACP_ADDR=$(sed -n 's/.*serving ACP address="\([^"]*\)".*/\1/p' "$ACP_LOG")
-		[ -n "$ACP_ADDR" ] && return 0
-		kill -0 "$ACP_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$ACP_LOG" >&2
-	return 1
-}
-
 sandbox_names() {
 	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes" |
 		sed '$d' | jq -r '.items[].metadata.name'
@@ -49,7 +31,7 @@ sandbox_names() {
 
 @test "acp-server -backend kubernetes: an approved run: uname -a turn runs in a Sandbox" {
 	export OPENAI_MODEL=fake-eliza
-	kube_acp_server -backend kubernetes
+	start_acp_server -backend kubernetes
 	grep -q 'backend="kubernetes"' "$ACP_LOG"
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0
@@ -81,7 +63,7 @@ sandbox_names() {
 	grep -q 'name: SANDBOX_BACKEND' "$SBX_TOP/$MANIFEST"
 	grep -A1 'name: SANDBOX_BACKEND' "$SBX_TOP/$MANIFEST" | grep -q 'value: kubernetes'
 	unset KUBECONFIG
-	kube_acp_server
+	start_acp_server
 	grep -q 'backend="kubernetes"' "$ACP_LOG"
 	run acp-client -addr "$ACP_ADDR" -yolo -prompt "run: uname -a"
 	assert_status 0

@@ -6,6 +6,7 @@
 
 bats_require_minimum_version 1.5.0
 load helpers
+load agent
 load kube/server
 
 RULE=$(printf '=%.0s' {1..80})
@@ -18,11 +19,6 @@ setup() {
 teardown() {
 	kts_stop
 	teardown_sbx_env
-}
-
-# eliza ARG…: agent-loop with the fake-eliza model.
-eliza() {
-	OPENAI_MODEL=fake-eliza agent-loop "$@"
 }
 
 # The Sandbox object named $1 in the default namespace, as the server has it (404 → absent).
@@ -72,20 +68,15 @@ EOF
 }
 
 @test "kubernetes: a Sandbox expired mid-session is recreated and restored on the next tool call" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session exp <"$BATS_TEST_TMPDIR/in" \
-		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -backend kubernetes -session exp
 	echo "run: sh -c 'echo kept > ~/kept.txt'" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	[ "$(sandbox_status exp)" = 200 ]
 	kts_ctl expire default/exp
 	wait_until no_sandbox exp		# agent-loop asks for policy Delete, as upstream does
 	echo "run: cat ~/kept.txt" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	run cat "$BATS_TEST_TMPDIR/err"
 	assert_contains "Active sandbox was deleted or expired, will recreate it"
 	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
@@ -109,21 +100,16 @@ EOF
 }
 
 @test "kubernetes: a shortened -ttl expires the Sandbox mid-session; the next call recreates and restores" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session ttl -ttl 3s <"$BATS_TEST_TMPDIR/in" \
-		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -backend kubernetes -session ttl -ttl 3s
 	echo "run: sh -c 'echo kept > ~/kept.txt'" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	# the Sandbox carries the shortened lifetime; the server's controller acts on it
 	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes/ttl" | sed '$d' |
 		jq -e '.spec.shutdownTime != null' >/dev/null
 	wait_until no_sandbox ttl
 	echo "run: cat ~/kept.txt" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	grep -q "Active sandbox was deleted or expired, will recreate it" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist ttl)"
 }
@@ -132,10 +118,10 @@ EOF
 	run eliza -backend kubernetes -session fail <<<'run: echo oops >&2; exit 3'
 	assert_status 0
 	jq -s -e '.[3].content == "stdout:\n\nstderr:\noops\n\nexit_code: 3"' "$(hist fail)"
-	run eliza -backend kubernetes -session slow -tool-timeout 1s <<<'run: sh -c "sleep 7391 & sleep 7391; echo never"'
+	run eliza -backend kubernetes -session slow -tool-timeout 1s <<<"run: sh -c \"sleep 7391.$$ & sleep 7391.$$; echo never\""
 	assert_status 0
 	assert_contains 'tool "run_command" timed out after 1s'
 	jq -s -e '.[3].content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 1s: context deadline exceeded"' "$(hist slow)"
-	wait_until bash -c '! pgrep -f "slee[p] 7391" >/dev/null'
+	wait_until ! pgrep -f -x "sleep 7391.$$"
 	no_sandbox slow
 }

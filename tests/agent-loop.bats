@@ -3,9 +3,13 @@
 # The LLM is fake-eliza or tests/openai-stub.py; sandboxes are local.
 
 load helpers
+load stub
+load agent
 bats_require_minimum_version 1.5.0
 
 RULE=$(printf '=%.0s' {1..80})
+
+STUB_MODEL=stub-model
 
 setup() {
 	setup_sbx_env
@@ -14,56 +18,19 @@ setup() {
 }
 
 teardown() {
-	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	stop_stub
 	[ -n "$TMUX_SOCK" ] && tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
 	teardown_sbx_env
-}
-
-# eliza ARG…: agent-loop with the fake-eliza model.
-eliza() {
-	OPENAI_MODEL=fake-eliza agent-loop "$@"
 }
 
 no_sandbox() {
 	[ -z "$(sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .name')" ]
 }
 
-# start_stub ANSWER…: the OpenAI-compatible stub answering with the given JSON answers
-# (see tests/openai-stub.py), in order.
-start_stub() {
-	STUB_DIR=$BATS_TEST_TMPDIR/stub
-	mkdir -p "$STUB_DIR"
-	printf '%s\n' "$@" >"$STUB_DIR/script.jsonl"
-	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
-	STUB_PID=$!
-	wait_until test -s "$STUB_DIR/port"
-	export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$STUB_DIR/port")"
-	export OPENAI_API_KEY=sk-test-secret-4711 OPENAI_MODEL=stub-model
-}
-
 # answer_tool NAME ARGS: a stub answer asking for one tool call.
-answer_tool() {
-	jq -cn --arg n "$1" --arg a "$2" '{json: {id: "r", choices: [{index: 0, finish_reason:
-		"tool_calls", message: {role: "assistant", tool_calls: [{id: "call-1", type: "function",
-		function: {name: $n, arguments: $a}}]}}]}}'
-}
+answer_tool() { stub_call call-1 "$1" "$2"; }
 
-answer_text() {
-	jq -cn --arg t "$1" '{json: {id: "r", choices: [{index: 0, finish_reason: "stop",
-		message: {role: "assistant", content: $t}}]}}'
-}
-
-@test "-h prints the usage on stdout; a bad flag is a usage error" {
-	run agent-loop -h
-	assert_status 0
-	assert_contains "usage: agent-loop"
-	assert_contains "-max-tool-rounds"
-	run agent-loop -bogus
-	assert_status 100
-	assert_contains "flag provided but not defined: -bogus"
-	run agent-loop -max-tool-rounds 0
-	assert_status 100
-}
+# (-h and the usage errors: tests/usage-errors.txt)
 
 @test "a new session shows the welcome banner and stores the system prompt" {
 	run eliza -session fresh </dev/null
@@ -129,17 +96,13 @@ EOF
 # call "run: FIRST", lets the sandbox expire, runs "run: SECOND" and exits; its stderr is in
 # $BATS_TEST_TMPDIR/err.
 expire_between() {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session "$1" -ttl 3s <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	local pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -session "$1" -ttl 3s
 	echo "run: $2" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	wait_until no_sandbox "$1"		# the 3 s lifetime passes
 	echo "run: $3" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 }
 
 @test "an expired sandbox is recreated and restored on the next tool call" {
@@ -158,17 +121,14 @@ expire_between() {
 }
 
 @test "a sandbox deleted behind its back is recreated with the home restored" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session gone <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -session gone
+	pid=$FED_PID
 	echo "run: echo v1 > ~/f" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	sbx-delete gone
 	echo "run: cat ~/f" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	grep -q "Active sandbox was deleted or expired, will recreate it" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist gone)"
 	no_sandbox gone
@@ -184,7 +144,7 @@ expire_between() {
 
 @test "unknown tools and bad arguments become upstream's error texts for the model" {
 	start_stub "$(answer_tool nope '{}')" "$(answer_tool run_command '{"command":')" \
-		"$(answer_tool read '{"path":7}')" "$(answer_text 'all done')"
+		"$(answer_tool read '{"path":7}')" "$(stub_text 'all done')"
 	run agent-loop -session bad <<<'go'
 	assert_status 0
 	assert_contains "Agent> all done"
@@ -199,15 +159,15 @@ expire_between() {
 }
 
 @test "a tool timeout kills the command's process tree and tells the model" {
-	run eliza -session slow -tool-timeout 1s <<<'run: sh -c "sleep 7391 & sleep 7391; echo never"'
+	run eliza -session slow -tool-timeout 1s <<<"run: sh -c \"sleep 7391.$$ & sleep 7391.$$; echo never\""
 	assert_status 0
 	assert_contains 'tool "run_command" timed out after 1s'
 	jq -s -e '.[3].content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 1s: context deadline exceeded"' "$(hist slow)"
-	wait_until bash -c '! pgrep -f "slee[p] 7391" >/dev/null'
+	wait_until ! pgrep -f -x "sleep 7391.$$"
 }
 
 @test "an LLM error ends the CLI with upstream's text; the session stays usable" {
-	start_stub '{"status": 400, "body": "{\n  \"error\": {\n    \"message\": \"bad model\"\n  }\n}\n"}' "$(answer_text 'back again')"
+	start_stub '{"status": 400, "body": "{\n  \"error\": {\n    \"message\": \"bad model\"\n  }\n}\n"}' "$(stub_text 'back again')"
 	run agent-loop -session llmerr <<<'hello'
 	assert_status 111
 	# a multi-line body: the vendor's message, on one line
@@ -291,7 +251,7 @@ expire_between() {
 }
 
 @test "-v shows the documents exchanged between the steps, never the API key" {
-	start_stub "$(answer_tool run_command '{"command":"echo traced"}')" "$(answer_text done)"
+	start_stub "$(answer_tool run_command '{"command":"echo traced"}')" "$(stub_text done)"
 	run agent-loop -v -session verb <<<'trace me'
 	assert_status 0
 	assert_contains 'agent-loop: llm-chat <: {"model":"stub-model","messages":[{"role":"system"'
@@ -301,57 +261,49 @@ expire_between() {
 	assert_contains 'agent-loop: sbx-create >: {"name":"verb"'
 	assert_contains 'agent-loop: $: sbx-tool -backend local -namespace default -toolset basic -tool-timeout 2m0s -homedir /home/clawtainer verb'
 	assert_contains 'agent-loop: $: llm-chat -stream'
-	[[ "$output" != *sk-test-secret-4711* ]]
+	[[ "$output" != *"$STUB_KEY"* ]]
 	# the key still reached the API
-	jq -s -e '.[0].headers.authorization == "Bearer sk-test-secret-4711"' "$STUB_DIR/requests.jsonl"
+	jq -s -e --arg k "$STUB_KEY" '.[0].headers.authorization == "Bearer " + $k' "$STUB_DIR/requests.jsonl"
 }
 
 @test "SIGINT during a turn cancels it, keeps the history consistent, and the chat goes on" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session intr <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
-	echo "run: sleep 7392" >&4
-	wait_until pgrep -f "slee[p] 7392"
+	agent_fed -session intr
+	pid=$FED_PID
+	echo "run: sleep 7392.$$" >&4
+	wait_until pgrep -f -x "sleep 7392.$$"
 	kill -INT "$pid"
 	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
-	wait_until bash -c '! pgrep -f "slee[p] 7392" >/dev/null'
+	wait_until ! pgrep -f -x "sleep 7392.$$"
 	echo "run: echo after-cancel" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	grep -q "after-cancel" "$BATS_TEST_TMPDIR/out"
-	grep -q 'tool run_command({"command":"sleep 7392"}): cancelled' "$BATS_TEST_TMPDIR/err"
+	grep -qF "tool run_command({\"command\":\"sleep 7392.$$\"}): cancelled" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[3] == {"role":"tool","content":"Tool \"run_command\" was not run to completion: the user cancelled the turn.","tool_call_id":"eliza-run-1"}' "$(hist intr)"
 	jq -s -e '.[4].role == "user"' "$(hist intr)"
 	no_sandbox intr
 }
 
 @test "SIGINT during the LLM call stops llm-chat and stores nothing but the user line" {
-	start_stub '{"hang": true}' "$(answer_text 'second answer')"
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	agent-loop -session llmc <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	start_stub '{"hang": true}' "$(stub_text 'second answer')"
+	agent_fed -session llmc
+	pid=$FED_PID
 	echo "first" >&4
 	wait_until test -s "$STUB_DIR/requests.jsonl"
 	kill -INT "$pid"
 	wait_until grep -q "turn cancelled" "$BATS_TEST_TMPDIR/err"
 	echo "second" >&4
 	echo "/exit" >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	grep -q "Agent> second answer" "$BATS_TEST_TMPDIR/out"
 	jq -s -e 'map(.role) == ["system","user","user","assistant"]' "$(hist llmc)"
 }
 
 @test "SIGINT at the prompt exits 130 after deleting the sandbox" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session quit <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -session quit
+	pid=$FED_PID
 	echo "run: true" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	wait_until bash -c 'grep -q "exit_code: 0" "$1" && [ "$(tail -c 7 "$1")" = "$(printf "\nUser> ")" ]' _ "$BATS_TEST_TMPDIR/out"
 	kill -INT "$pid"
 	rc=0
@@ -371,9 +323,9 @@ expire_between() {
 	keys -l 'run: echo edited-lineX'
 	keys BSpace Enter
 	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q '^edited-line$'"
-	keys -l 'run: sleep 7393'
+	keys -l "run: sleep 7393.$$"
 	keys Enter
-	wait_until pgrep -f "slee[p] 7393"
+	wait_until pgrep -f -x "sleep 7393.$$"
 	keys C-c
 	wait_until bash -c "$(declare -f pane); TMUX_SOCK='$TMUX_SOCK'; pane | grep -q 'turn cancelled'"
 	keys -l '/exit'
@@ -432,10 +384,8 @@ EOF
 
 @test "Ctrl-C cancels the turn, a second Ctrl-C quits" {
 	start_stub '{"hang": true}'
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	agent-loop -session twice <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -session twice
+	pid=$FED_PID
 	echo "hello" >&4
 	wait_until test -s "$STUB_DIR/requests.jsonl"
 	kill -INT "$pid"
@@ -451,22 +401,18 @@ EOF
 }
 
 @test "sandbox-shaping flags reach sbx-create unchanged; a bad one is refused at start" {
-	start_stub "$(answer_tool run_command '{"command":"true"}')" "$(answer_text done)"
+	start_stub "$(answer_tool run_command '{"command":"true"}')" "$(stub_text done)"
 	run agent-loop -v -network -session netw <<<'go'
 	assert_status 0
 	assert_contains 'agent-loop: $: sbx-create -backend local -namespace default -homedir /home/clawtainer -network=true netw'
-	run agent-loop -network=maybe -session netw </dev/null
-	assert_status 100
-	assert_contains 'invalid boolean value "maybe" for -network'
+	# (a bad one: tests/usage-errors.txt)
 }
 
 @test "one process per session: a second agent-loop is refused naming the holder; a killed holder frees it" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session held <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
+	agent_fed -session held
+	pid=$FED_PID
 	echo "run: echo first > ~/f" >&4
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	wait_snapshot
 	nlines=$(wc -l <"$(hist held)")
 	run --separate-stderr eliza -session held <<<"run: echo second"
 	assert_status 111
@@ -487,12 +433,10 @@ EOF
 }
 
 @test "one process per session: acp-server cannot load, sbx-mcp cannot serve a session agent-loop holds" {
-	mkfifo "$BATS_TEST_TMPDIR/in"
 	printf 'hello\n' | eliza -session acpheld >/dev/null 2>&1
-	OPENAI_MODEL=fake-eliza agent-loop -session acpheld <"$BATS_TEST_TMPDIR/in" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
-	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
+	agent_fed -session acpheld
+	pid=$FED_PID
+	wait_until -p "$pid" grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/acpheld/sessions/.lock"
 	# (its input stays open until the answer is there: a server at end of input may stop first)
 	mkfifo "$BATS_TEST_TMPDIR/acpin"
 	# (a session agent-loop made is acp-server's to load only once imported)
@@ -510,6 +454,5 @@ EOF
 	assert_status 111
 	[ "$stderr" = "sbx-mcp: session \"acpheld\" is in use by agent-loop (pid $pid): a session is used by one process at a time" ]
 	echo /exit >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 }

@@ -6,6 +6,8 @@
 # nothing is lost (history lines, earlier backups) or left behind (sandboxes, processes).
 
 load helpers
+load agent
+load stub
 load kube/server
 bats_require_minimum_version 1.5.0
 
@@ -16,7 +18,7 @@ setup() {
 }
 
 teardown() {
-	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	stop_stub
 	if [ -n "$KTS_PID" ]; then
 		kts_stop
 		unset KUBECONFIG
@@ -24,22 +26,18 @@ teardown() {
 	teardown_sbx_env
 }
 
-# agent-loop (fake-eliza) for session $1 in the background, its input a FIFO open on fd 5;
-# runs the first turn, $2, and waits for its snapshot. AGENT_PID is set.
+# agent-loop (fake-eliza) for session $1 in the background (agent_fed: input on fd 4); runs
+# the first turn, $2, and waits for its snapshot.
 agent_start() {
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session "$1" <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	AGENT_PID=$!
-	exec 5>"$BATS_TEST_TMPDIR/in"
-	echo "$2" >&5
-	wait_until grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	agent_fed -session "$1"
+	echo "$2" >&4
+	wait_snapshot
 }
 
 # Sends /exit, closes the input and waits for agent-loop; shows its stderr.
 agent_stop() {
-	echo "/exit" >&5
-	exec 5>&-
-	finish "$AGENT_PID" || true
+	echo "/exit" >&4
+	fed_end || true
 	cat "$BATS_TEST_TMPDIR/err"
 }
 backups() { ls "$HOME/.local/sandboxed-tools/$1/fs/"backup-*.tar.gz 2>/dev/null; }
@@ -159,7 +157,7 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 }
 
 @test "disk full under the history: the turn reports it, the lines already written stay loadable" {
-	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session hfull >/dev/null 2>&1
+	turn hfull 'run: echo one'
 	h=$(hist hfull)
 	cp "$h" "$BATS_TEST_TMPDIR/before"
 	run unshare -m bash -c '
@@ -183,27 +181,23 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 }
 
 @test "SIGKILL of agent-loop mid-step: the history stays loadable and the session resumes" {
-	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session kill9 >/dev/null 2>&1
+	turn kill9 'run: echo one'
 	n=$(wc -l <"$(hist kill9)")
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session kill9 <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
-	pid=$!
-	exec 5>"$BATS_TEST_TMPDIR/in"
-	printf 'run: sleep 30\n' >&5
-	wait_until bash -c "pgrep -f 'sleep 30' >/dev/null"
-	kill -9 "$pid"
-	wait "$pid" || true
-	exec 5>&-
+	agent_fed -session kill9
+	echo "run: sleep 30.$$" >&4
+	wait_until pgrep -f -x "sleep 30.$$"
+	kill -9 "$FED_PID"
+	fed_end || true
 	# the file loads (a torn last line is skipped with a warning, never an error)
 	run bash -c "printf 'run: echo resumed\n' | OPENAI_MODEL=fake-eliza agent-loop -session kill9"
 	assert_status 0
 	assert_contains "resumed"
 	[ "$(wc -l <"$(hist kill9)")" -gt "$n" ]
-	pkill -f -x 'sleep 30' || true
+	pkill -f -x "sleep 30.$$" || true
 }
 
 @test "the sandbox expires between turns: the next turn makes a new one from the latest backup" {
-	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session exp2 >/dev/null 2>&1
+	turn exp2 'run: echo one'
 	nl=$(wc -l <"$(hist exp2)")
 	for n in $(sbx-list | jq -r .name); do sbx-delete "$n" >/dev/null; done
 	run bash -c "printf 'run: echo again\n' | OPENAI_MODEL=fake-eliza agent-loop -session exp2"
@@ -215,26 +209,23 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 }
 
 @test "LLM call fails (500): a clear message, the history keeps every earlier line" {
-	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -session llm5 >/dev/null 2>&1
+	turn llm5 'run: echo one'
 	cp "$(hist llm5)" "$BATS_TEST_TMPDIR/before"
-	STUB_DIR=$BATS_TEST_TMPDIR/stub
-	mkdir -p "$STUB_DIR"
-	printf '%s\n' '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}' >"$STUB_DIR/script.jsonl"
-	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
-	STUB_PID=$!
-	wait_until test -s "$STUB_DIR/port"
-	run bash -c "printf 'hello\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -session llm5"
+	start_stub '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}'
+	# (SBX_TEST_TIME_SCALE: llm-chat's four retries happen, their waits are not slept out)
+	run bash -c "printf 'hello\n' | SBX_TEST_TIME_SCALE=0.01 OPENAI_MODEL=m agent-loop -session llm5"
 	echo "$output"
 	assert_contains "500"
+	[ "$(request_count)" = 5 ]	# llm-chat's four retries
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist llm5)" | cmp - "$BATS_TEST_TMPDIR/before"
 }
 
 @test "the sandbox disappears mid-turn (expiry while a tool runs): the call fails, is never run again, the next one recreates it, nothing is left" {
 	agent_start midexp "run: echo v1 > ~/f"
-	echo "run: sleep 27; echo never" >&5
-	wait_until pgrep -f -x 'sleep 27'
+	echo "run: sleep 27.$$; echo never" >&4
+	wait_until pgrep -f -x "sleep 27.$$"
 	sbx-delete midexp >/dev/null	# what the supervisor does at the shutdown time
-	echo "run: cat ~/f" >&5
+	echo "run: cat ~/f" >&4
 	agent_stop
 	# the interrupted call is answered with the reason and never run again in a new sandbox
 	jq -s -e '[.[] | select(.role == "tool") | .content][1] ==
@@ -246,15 +237,15 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	jq -s -e '.[-2].content | startswith("stdout:\nv1\n")' "$(hist midexp)"
 	# nothing left behind: no sandbox, no command
 	[ -z "$(sbx-list | jq -r 'select(.name == "midexp") | .name')" ]
-	run ! pgrep -f -x 'sleep 27'
+	run ! pgrep -f -x "sleep 27.$$"
 }
 
 @test "sbx-tool: a sandbox gone while the tool runs exits 102 with the message, one that was not there exits 101" {
 	sbx-create gone >/dev/null
-	call='{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"sleep 29; echo never\"}"}}'
+	call='{"id":"c1","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"sleep 29.'$$'; echo never\"}"}}'
 	sbx-tool gone <<<"$call" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	wait_until pgrep -f -x 'sleep 29'
+	wait_until pgrep -f -x "sleep 29.$$"
 	sbx-delete gone >/dev/null
 	st=0
 	finish "$pid" || st=$?
@@ -349,7 +340,7 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	# as an interrupted restore leaves things: the mark, and a home missing part of the backup
 	sbx-exec part -- rm /home/clawtainer/a >/dev/null
 	echo "$b" >"$HOME/.local/sandboxed-tools/part/fs/.restore-incomplete"
-	echo "run: cat ~/a" >&5
+	echo "run: cat ~/a" >&4
 	agent_stop
 	grep -q "the last restore into sandbox part (from $b) did not finish; restoring again" "$BATS_TEST_TMPDIR/err"
 	jq -s -e '.[-2].content | startswith("stdout:\nkeep\n")' "$(hist part)"
@@ -358,19 +349,15 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 
 @test "kube: the LLM call fails (500) on the kubernetes backend — clear message, history intact, no Sandbox left" {
 	kts_start
-	printf 'run: echo one\n' | OPENAI_MODEL=fake-eliza agent-loop -backend kubernetes -session kllm >/dev/null 2>&1
+	turn kllm 'run: echo one' -backend kubernetes
 	cp "$(hist kllm)" "$BATS_TEST_TMPDIR/before"
 	grep -q '"tool_call_id":"eliza-run-1"' "$BATS_TEST_TMPDIR/before"
-	STUB_DIR=$BATS_TEST_TMPDIR/stub
-	mkdir -p "$STUB_DIR"
-	printf '%s\n' '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}' >"$STUB_DIR/script.jsonl"
-	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
-	STUB_PID=$!
-	wait_until test -s "$STUB_DIR/port"
-	run bash -c "printf 'run: echo two\n' | OPENAI_BASE_URL=http://127.0.0.1:$(cat "$STUB_DIR/port")/v1 OPENAI_API_KEY=k OPENAI_MODEL=m agent-loop -backend kubernetes -session kllm"
+	start_stub '{"status":500,"json":{"error":{"message":"upstream exploded"}},"repeat":true}'
+	run bash -c "printf 'run: echo two\n' | SBX_TEST_TIME_SCALE=0.01 OPENAI_MODEL=m agent-loop -backend kubernetes -session kllm"
 	assert_status 111
 	assert_contains "failed to call LLM"
 	assert_contains "500"
+	[ "$(request_count)" = 5 ]
 	head -c "$(stat -c %s "$BATS_TEST_TMPDIR/before")" "$(hist kllm)" | cmp - "$BATS_TEST_TMPDIR/before"
 	run sbx-list -backend kubernetes
 	[ -z "$output" ]

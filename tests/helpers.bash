@@ -2,9 +2,13 @@
 # the built programs first on PATH, small assertions, and waiting helpers.
 # shellcheck shell=bash
 
+# The tree and its programs, also for setup_file (which runs before any setup_sbx_env), so
+# `bats tests/X.bats` runs from anywhere with nothing set.
+export SBX_TOP=${SBX_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+export SBX_BIN=${SBX_BIN:-$SBX_TOP/bin}
+export SBX_UNIT=${SBX_UNIT:-$SBX_TOP/build/tests}
+
 setup_sbx_env() {
-	export SBX_TOP=${SBX_TOP:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
-	export SBX_BIN=${SBX_BIN:-$SBX_TOP/bin}
 	export PATH="$SBX_BIN:$PATH"
 	export HOME="$BATS_TEST_TMPDIR/home"
 	export XDG_STATE_HOME="$BATS_TEST_TMPDIR/state"
@@ -23,9 +27,10 @@ teardown_sbx_env() {
 	fi
 }
 
-# assert_json EXPR: jq -e EXPR against $output.
+# assert_json EXPR: jq -e EXPR against $output, which must not be empty (jq -e says yes to
+# no input at all).
 assert_json() {
-	if ! printf '%s' "$output" | jq -e "$1" >/dev/null; then
+	if [ -z "$output" ] || ! printf '%s' "$output" | jq -e "$1" >/dev/null; then
 		echo "jq assertion failed: $1" >&2
 		echo "output: $output" >&2
 		return 1
@@ -66,27 +71,71 @@ run_man_examples() {
 	bash -euo pipefail -c "$script"
 }
 
-# wait_until CMD…: runs CMD every 0.1 s until it succeeds, at most 30 s.
+# wait_until [-t SECONDS] [-p PID] [!] CMD…: runs CMD every 0.1 s until it succeeds (with !,
+# until it fails), at most SECONDS (default 30, whole seconds). With -p, gives up as soon as
+# process PID is gone (a server that died will never write what is waited for). Either way it
+# fails saying what it waited for (redis's wait_for_condition … else fail): the one poll loop
+# of the suite, so no wait falls through silently.
 wait_until() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		"$@" && return 0
+	local secs=30 pid= neg= i
+	while :; do
+		case ${1-} in
+		-t) secs=$2; shift 2 ;;
+		-p) pid=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	if [ "${1-}" = '!' ]; then neg='! '; shift; fi
+	for ((i = 0; i < secs * 10; i++)); do
+		if [ -n "$neg" ]; then "$@" || return 0; else "$@" && return 0; fi
+		if [ -n "$pid" ] && gone "$pid"; then
+			# one last look: it may have done it just before it went
+			if [ -n "$neg" ]; then "$@" || return 0; else "$@" && return 0; fi
+			echo "process $pid exited while waiting for: $neg$*" >&2
+			return 1
+		fi
 		sleep 0.1
 	done
-	echo "timed out waiting for: $*" >&2
+	echo "timed out after ${secs} s waiting for: $neg$*" >&2
 	return 1
 }
 
 # gone PID: true when the process no longer runs (exited, or a zombie nobody reaped).
 gone() {
-	case $(ps -o stat= -p "$1") in Z*|"") return 0 ;; esac
+	case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 0 ;; esac
 	return 1
 }
+
+# A test that looks for its own processes with pgrep names them uniquely, e.g.
+# `sleep 313.$$` ($$, the test's process, is unique on the machine while it runs): the same
+# suite run by someone else at the same time is never seen, nor killed.
 
 # finish PID: waits (at most 30 s) for a background process of the test; returns its status.
 finish() {
 	wait_until gone "$1" || kill -9 "$1"
 	wait "$1"
+}
+
+# terminate PID: SIGTERM, then finish: the status the process exited with.
+terminate() {
+	kill -TERM "$1" 2>/dev/null || true
+	finish "$1"
+}
+
+# fed PROGRAM ARG…: PROGRAM in the background reading the FIFO $BATS_TEST_TMPDIR/in, which
+# the test holds open on fd 4 (write lines with >&4); its stdout and stderr go to
+# $BATS_TEST_TMPDIR/out and err. FED_PID is PROGRAM's own pid, so signals reach it (a program,
+# not a shell function: set variables with env VAR=… PROGRAM). fed_end closes the input and
+# waits (bounded), returning PROGRAM's status.
+fed() {
+	mkfifo "$BATS_TEST_TMPDIR/in"
+	"$@" <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	FED_PID=$!
+	exec 4>"$BATS_TEST_TMPDIR/in"
+}
+fed_end() {
+	exec 4>&-
+	finish "$FED_PID"
 }
 
 # hist SESSION: the upstream path of the session's chat history.

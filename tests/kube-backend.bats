@@ -10,54 +10,35 @@ load helpers
 load kube/server
 
 ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
-ctl() { ks -kubeconfig "$KS/kc" -ctl "$@" >/dev/null; }
+ctl() { ks -kubeconfig "$KS/kubeconfig" -ctl "$@" >/dev/null; }
 
-start_server() {	# $1 = directory; extra args follow
-	local d=$1 i
-	shift
-	mkdir -p "$d/home" "$d/state"
-	(HOME="$d/home" XDG_STATE_HOME="$d/state" PATH="$SBX_TOP/bin:$PATH" \
-		kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kc" "$@") >"$d/log" 2>&1 3>&- &
-	echo $! >"$d/pid"
-	for i in $(seq 1 300); do
-		[ -s "$d/kc" ] && return 0
-		kill -0 "$(cat "$d/pid")" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "kube-test-server did not start:" >&2
-	cat "$d/log" >&2
-	return 1
-}
-
-stop_server() {
-	local p
-	p=$(cat "$1/pid" 2>/dev/null) || return 0
-	kill "$p" 2>/dev/null || true
-	wait "$p" 2>/dev/null || true
-}
-
+# One server for the file (HOME: setup_file runs before any test's private one is made).
 setup_file() {
-	export SBX_TOP=${SBX_TOP:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)}
 	export KS="$BATS_FILE_TMPDIR/ks"
-	start_server "$KS" -ready-delay 300ms
+	HOME="$KS/home" kts_launch "$KS" -ready-delay 300ms
 }
 
 teardown_file() {
-	stop_server "$KS"
+	kts_halt "$KS"
 }
 
 setup() {
 	setup_sbx_env
-	export KUBECONFIG="$KS/kc" SANDBOX_BACKEND=kubernetes
+	export KUBECONFIG="$KS/kubeconfig" SANDBOX_BACKEND=kubernetes
 	ctl reset
 }
 
 teardown() {
-	local n
+	local n d
 	ctl reset || true
-	for n in $(KUBECONFIG="$KS/kc" sbx-list -backend kubernetes 2>/dev/null | jq -r .name); do
-		KUBECONFIG="$KS/kc" sbx-delete -backend kubernetes "$n" >/dev/null 2>&1 || true
+	for n in $(KUBECONFIG="$KS/kubeconfig" sbx-list -backend kubernetes 2>/dev/null | jq -r .name); do
+		KUBECONFIG="$KS/kubeconfig" sbx-delete -backend kubernetes "$n" >/dev/null 2>&1 || true
 	done
+	# a second server a test started (kts_launch DIR) and left running when it failed
+	for d in "$BATS_TEST_TMPDIR"/*/kts.pid; do
+		[ -e "$d" ] && kts_halt "${d%/kts.pid}"
+	done
+	return 0
 }
 
 # The processes in sandbox $1 whose command line matches the grep pattern $2 (via /proc, no ps
@@ -67,22 +48,18 @@ remote_count() {
 }
 
 # Waits (bounded) until no process in sandbox $1 matches $2; fails if one still does.
-remote_gone() {
-	local i
-	for i in $(seq 1 50); do
-		[ "$(remote_count "$1" "$2")" = 0 ] && return 0
-		sleep 0.1
-	done
-	echo "still running in $1: $2" >&2
-	return 1
-}
+remote_none() { [ "$(remote_count "$1" "$2")" = 0 ]; }
+remote_gone() { wait_until remote_none "$1" "$2"; }
+
+# listed NAME: sbx-list shows sandbox NAME (jq -e alone would say yes to an empty list).
+listed() { [ -n "$(sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .name')" ]; }
 
 @test "create makes a Ready Sandbox shaped as upstream makes it, with the sbx label" {
 	run sbx-create k1
 	assert_status 0
 	assert_json '.name == "k1" and .backend == "kubernetes" and .namespace == "default" and .reused == false'
 	assert_json '.image == "debian:bookworm-slim" and .homedir == "/home/clawtainer"'
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	assert_status 0
 	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][0].body | fromjson')
 	printf '%s' "$post" | jq -e '.metadata.labels["app.kubernetes.io/managed-by"] == "sbx"'
@@ -92,7 +69,7 @@ remote_gone() {
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].workingDir == "/home/clawtainer"'
 	run sbx-exec -raw k1 -- pwd
 	[ "$output" = /home/clawtainer ]
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	printf '%s' "$output" | jq -se '[.[] | select(.path | endswith("/exec"))][-1].query.command | join(" ") | test("pwd") and (test("cd ") | not)'
 	# Pod Security "restricted", documented uid/gid, fsGroup for the home, /tmp its own volume
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.securityContext == {"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}}'
@@ -109,14 +86,14 @@ remote_gone() {
 	run sbx-create -memory 512M -cpus 0.5 -disk 3G -pids 64 k27
 	assert_status 0
 	assert_json '.limits == {"enforced": true, "memory": 536870912, "pids": 0, "cpus": 0.5, "disk": 3221225472}'
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	post=$(printf '%s' "$output" | jq -sc '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson')
 	printf '%s' "$post" | jq -e '.spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "512Mi", "cpu": "500m", "ephemeral-storage": "3Gi"}, "requests": {"memory": "256Mi", "cpu": "100m", "ephemeral-storage": "1Gi"}}'
 	printf '%s' "$post" | jq -e '[.spec.podTemplate.spec.volumes[].emptyDir.sizeLimit] == ["3Gi", "3Gi"]'
 	# requests never exceed the limits; whole CPUs are written plainly
 	run sbx-create -memory 128M -cpus 2 -disk 512M k28
 	assert_status 0
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec.containers[0].resources == {"limits": {"memory": "128Mi", "cpu": "2", "ephemeral-storage": "512Mi"}, "requests": {"memory": "128Mi", "cpu": "100m", "ephemeral-storage": "512Mi"}}'
 	# reuse needs the same limits; the handle shows what the pod template holds
 	run sbx-create -memory 1G k27
@@ -127,7 +104,7 @@ remote_gone() {
 	# -limits none: no resources, no sizeLimit, and the handle says so
 	run sbx-create -limits none k29
 	assert_json '.limits == {"enforced": false}'
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	printf '%s' "$output" | jq -se '[.[] | select(.method == "POST" and (.path | endswith("/sandboxes")))][-1].body | fromjson | .spec.podTemplate.spec | (.containers[0] | has("resources") | not) and ([.volumes[].emptyDir] == [{}, {}])'
 	# the default memory does not follow the RAM of the machine running sbx-create (a pod
 	# runs on a node), so the same Sandbox is reused from a machine with less
@@ -141,7 +118,7 @@ remote_gone() {
 @test "every object sbx posts validates against the Kubernetes schemas (kubernetes-models) and the CRD" {
 	sbx-create k25 >/dev/null
 	sbx-create -run-as-root -runtime-class gvisor -image alpine:3 -cpus 1.5 -limits on k26 >/dev/null 2>&1 || true
-	ks -kubeconfig "$KS/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
 	jq -s -c '.[] | select(.method == "POST" and (.path | endswith("/sandboxes"))) | .body | fromjson' \
 		"$BATS_TEST_TMPDIR/req" >"$BATS_TEST_TMPDIR/posts"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/posts")" -ge 2 ]
@@ -227,7 +204,7 @@ done" ]
 		run bash -c "SBX_KUBE_EXEC_PROTOCOL=$p sbx-exec -raw k4 -- sh -c 'wc -c' </dev/null"
 		[ "$output" = 0 ]
 	done
-	run ks -kubeconfig "$KS/kc" -ctl requests
+	run ks -kubeconfig "$KS/kubeconfig" -ctl requests
 	printf '%s' "$output" | jq -se '[.[] | select(.path | endswith("/exec")) | .headers["Sec-WebSocket-Protocol"] // .headers["sec-websocket-protocol"]] | any(. == "v4.channel.k8s.io") and any(. == "v5.channel.k8s.io")'
 }
 
@@ -262,10 +239,7 @@ done" ]
 	sbx-create k19 >/dev/null
 	sbx-exec -raw k19 -- sh -c 'echo started; exec sleep 322' >"$BATS_TEST_TMPDIR/out" 2>&1 &
 	pid=$!
-	for i in $(seq 1 100); do
-		grep -q started "$BATS_TEST_TMPDIR/out" && break
-		sleep 0.1
-	done
+	wait_until -p "$pid" grep -q started "$BATS_TEST_TMPDIR/out"
 	kill -TERM "$pid"
 	st=0
 	wait "$pid" || st=$?
@@ -274,15 +248,15 @@ done" ]
 }
 
 @test "a server that serves only v1alpha1 is used through discovery" {
-	start_server "$BATS_TEST_TMPDIR/alpha" -versions v1alpha1
-	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-create ka1
+	kts_launch "$BATS_TEST_TMPDIR/alpha" -versions v1alpha1
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kubeconfig" run sbx-create ka1
 	assert_status 0
-	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" run sbx-touch ka1
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kubeconfig" run sbx-touch ka1
 	assert_status 0
-	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" ks -kubeconfig "$BATS_TEST_TMPDIR/alpha/kc" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kubeconfig" ks -kubeconfig "$BATS_TEST_TMPDIR/alpha/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
 	jq -se '[.[] | select(.method == "POST")][0].path | test("/apis/agents.x-k8s.io/v1alpha1/")' "$BATS_TEST_TMPDIR/req"
-	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kc" sbx-delete ka1
-	stop_server "$BATS_TEST_TMPDIR/alpha"
+	KUBECONFIG="$BATS_TEST_TMPDIR/alpha/kubeconfig" sbx-delete ka1
+	kts_halt "$BATS_TEST_TMPDIR/alpha"
 }
 
 @test "touch moves the shutdown time; a missing Sandbox exits 101" {
@@ -307,10 +281,7 @@ done" ]
 	assert_status 0
 	run sbx-delete k8
 	assert_status 0
-	for i in $(seq 1 50); do
-		sbx-list | jq -e 'select(.name == "k8")' >/dev/null || break
-		sleep 0.1
-	done
+	wait_until ! listed k8
 	run sbx-exec k8 -- true
 	assert_status 101
 }
@@ -387,10 +358,7 @@ done" ]
 	SBX_KUBE_READY_TIMEOUT=2s run sbx-create k14
 	assert_status 124
 	assert_contains "timed out waiting for Sandbox k14 to become ready"
-	for i in $(seq 1 50); do
-		sbx-list | jq -e 'select(.name == "k14")' >/dev/null || break
-		sleep 0.1
-	done
+	wait_until ! listed k14
 	run sbx-list
 	assert_status 0
 	[ -z "$(printf '%s\n' "$output" | jq -r 'select(.name == "k14") | .name')" ]
@@ -402,7 +370,7 @@ done" ]
 	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k22
 	assert_status 111
 	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: ErrImagePull: failed to pull and unpack image"
-	wait_until bash -c '[ -z "$(sbx-list | jq -r "select(.name == \"k22\") | .name")" ]'
+	wait_until ! listed k22
 	# by polling too
 	SBX_KUBE_NO_WATCH=1 SBX_KUBE_READY_TIMEOUT=60s run sbx-create k23
 	assert_status 111
@@ -430,16 +398,13 @@ done" ]
 @test "expiry: a Sandbox past its shutdown time disappears" {
 	sbx-create k18 >/dev/null
 	ctl expire default/k18
-	for i in $(seq 1 100); do
-		sbx-list | jq -e 'select(.name == "k18")' >/dev/null || break
-		sleep 0.1
-	done
+	wait_until ! listed k18
 	run sbx-touch k18
 	assert_status 101
 }
 
 @test "config: unreachable server, TLS failure and garbage kubeconfig are clear errors" {
-	sed -E 's#server: https://127.0.0.1:[0-9]+#server: https://127.0.0.1:1#' "$KS/kc" >"$BATS_TEST_TMPDIR/down"
+	sed -E 's#server: https://127.0.0.1:[0-9]+#server: https://127.0.0.1:1#' "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/down"
 	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-list
 	assert_status 111
 	assert_contains "cannot reach the Kubernetes API server at https://127.0.0.1:1"
@@ -448,7 +413,7 @@ done" ]
 	assert_contains "kubernetes exec failed: cannot reach the Kubernetes API server at https://127.0.0.1:1"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
 		-subj /CN=other -keyout "$BATS_TEST_TMPDIR/other.key" -out "$BATS_TEST_TMPDIR/other.crt" 2>/dev/null
-	sed -E 's#certificate-authority-data: .*#certificate-authority-data: '"$(base64 -w0 "$BATS_TEST_TMPDIR/other.crt")"'#' "$KS/kc" >"$BATS_TEST_TMPDIR/badca"
+	sed -E 's#certificate-authority-data: .*#certificate-authority-data: '"$(base64 -w0 "$BATS_TEST_TMPDIR/other.crt")"'#' "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/badca"
 	KUBECONFIG="$BATS_TEST_TMPDIR/badca" run sbx-list
 	assert_status 111
 	assert_contains "TLS failure"
@@ -456,7 +421,7 @@ done" ]
 	KUBECONFIG="$BATS_TEST_TMPDIR/garbage" run sbx-list
 	[ "$status" -ne 0 ]
 	assert_contains "invalid YAML"
-	sed -E 's#token: .*#token: wrong#' "$KS/kc" >"$BATS_TEST_TMPDIR/badtok"
+	sed -E 's#token: .*#token: wrong#' "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/badtok"
 	KUBECONFIG="$BATS_TEST_TMPDIR/badtok" run sbx-list
 	assert_status 111
 	assert_contains "401 Unauthorized"
@@ -470,7 +435,7 @@ done" ]
 
 # The kubeconfig of the test server with its user replaced by $2 (YAML lines under "user:").
 with_user() {
-	/usr/bin/python3 - "$KS/kc" "$1" "$2" <<'EOF'
+	/usr/bin/python3 - "$KS/kubeconfig" "$1" "$2" <<'EOF'
 import sys, yaml
 src, dst, user = sys.argv[1:]
 kc = yaml.safe_load(open(src))
@@ -480,7 +445,7 @@ EOF
 }
 
 @test "auth: token file, exec plugin (cached), client certificate" {
-	tok=$(/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"]["token"])' "$KS/kc")
+	tok=$(/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"]["token"])' "$KS/kubeconfig")
 	printf '%s\n' "$tok" >"$BATS_TEST_TMPDIR/token"
 	with_user "$BATS_TEST_TMPDIR/tf" "{tokenFile: $BATS_TEST_TMPDIR/token}"
 	KUBECONFIG="$BATS_TEST_TMPDIR/tf" run sbx-list
@@ -497,20 +462,20 @@ EOF
 	KUBECONFIG="$BATS_TEST_TMPDIR/ex" run sbx-exec ka -- echo via-plugin
 	assert_json '.stdout == "via-plugin\n"'
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/plugin-runs")" -eq 1 ]
-	start_server "$BATS_TEST_TMPDIR/cs" -auth cert
-	grep -q client-certificate-data "$BATS_TEST_TMPDIR/cs/kc"
-	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" run sbx-create kb
+	kts_launch "$BATS_TEST_TMPDIR/cs" -auth cert
+	grep -q client-certificate-data "$BATS_TEST_TMPDIR/cs/kubeconfig"
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kubeconfig" run sbx-create kb
 	assert_status 0
-	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" run sbx-exec kb -- echo via-cert
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kubeconfig" run sbx-exec kb -- echo via-cert
 	assert_json '.stdout == "via-cert\n"'
-	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kc" sbx-delete kb
-	stop_server "$BATS_TEST_TMPDIR/cs"
+	KUBECONFIG="$BATS_TEST_TMPDIR/cs/kubeconfig" sbx-delete kb
+	kts_halt "$BATS_TEST_TMPDIR/cs"
 }
 
 @test "auth: in-cluster service account variables" {
 	sa="$BATS_TEST_TMPDIR/sa"
 	mkdir -p "$sa"
-	/usr/bin/python3 - "$KS/kc" "$sa" <<'EOF'
+	/usr/bin/python3 - "$KS/kubeconfig" "$sa" <<'EOF'
 import base64, sys, yaml
 kc = yaml.safe_load(open(sys.argv[1]))
 c = kc["clusters"][0]["cluster"]

@@ -14,20 +14,15 @@ setup_file() {
 }
 
 setup() {
-	setup_sbx_env
+	kts_setup -ready-delay 100ms
 	kts_kubectl
-	kts_start -ready-delay 100ms
-	export SANDBOX_BACKEND=kubernetes
 }
 
-teardown() {
-	kts_stop
-	teardown_sbx_env
-}
+teardown() { kts_teardown; }
 
 netpol() { k get networkpolicy "sbx-$1" -o json; }
 
-gone() { ! k get networkpolicy "sbx-$1" >/dev/null 2>&1; }
+netpol_gone() { ! k get networkpolicy "sbx-$1" >/dev/null 2>&1; }
 
 DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}'
 
@@ -50,12 +45,12 @@ DNS_RULE='{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata
 	[ "$output" = none ]
 	# sbx-delete removes both
 	sbx-delete n1
-	wait_until gone n1
+	wait_until netpol_gone n1
 	# an expired Sandbox (deleted by the controller, not by sbx) loses its policy too
 	sbx-create n2 >/dev/null
 	netpol n2 >/dev/null
 	kts_ctl expire default/n2 >/dev/null
-	wait_until gone n2
+	wait_until netpol_gone n2
 }
 
 @test "-network: egress to public addresses, private and link-local ranges excepted; reuse keeps the network" {

@@ -12,16 +12,8 @@ load kube/server
 
 H=/home/clawtainer
 
-setup() {
-	setup_sbx_env
-	kts_start -exec-mode pod -ready-delay 100ms
-	export SANDBOX_BACKEND=kubernetes
-}
-
-teardown() {
-	kts_stop
-	teardown_sbx_env
-}
+setup() { kts_setup -exec-mode pod -ready-delay 100ms; }
+teardown() { kts_teardown; }
 
 # tool NAME ARGS_JSON [TOOLSET]: one tool call through sbx-tool in sandbox nr; prints content.
 tool() {

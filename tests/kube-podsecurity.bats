@@ -16,16 +16,11 @@ setup_file() {
 }
 
 setup() {
-	setup_sbx_env
+	kts_setup -ready-delay 100ms
 	kts_kubectl
-	kts_start -ready-delay 100ms
-	export SANDBOX_BACKEND=kubernetes
 }
 
-teardown() {
-	kts_stop
-	teardown_sbx_env
-}
+teardown() { kts_teardown; }
 
 # namespace NAME LEVEL [MODE]: a namespace whose Pod Security MODE (enforce) is LEVEL.
 namespace() {

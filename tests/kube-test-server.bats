@@ -73,17 +73,10 @@ assert_jsonl() {
 	fi
 }
 
-# no_local_sandboxes: true once no local sandbox is left (deletion is asynchronous, as a pod's
-# termination is); gives up after 30 s.
-no_local_sandboxes() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		[ -z "$(local_sandboxes)" ] && return 0
-		sleep 0.1
-	done
-	local_sandboxes >&2
-	return 1
-}
+# no_local_sandboxes: waits (bounded) until no local sandbox is left (deletion is
+# asynchronous, as a pod's termination is); fails naming those still there.
+none_local() { [ -z "$(local_sandboxes)" ]; }
+no_local_sandboxes() { wait_until none_local || { local_sandboxes >&2; return 1; }; }
 
 http_status() { printf '%s\n' "$output" | tail -n 1; }
 http_body() { printf '%s\n' "$output" | sed '$d'; }
@@ -94,7 +87,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	env -u SBX_BIN PATH=/usr/bin:/bin scripts/kube-test-server -kubeconfig "$kc" \
 		>"$BATS_TEST_TMPDIR/kts.out" 2>&1 3>&- &
 	KTS_PID=$!
-	for ((i = 0; i < KTS_START_TENTHS; i++)); do [ -s "$kc" ] && break; sleep 0.1; done
+	wait_until -t "$KTS_START_SECONDS" -p "$KTS_PID" test -s "$kc"
 	export KUBECONFIG=$kc
 	run k apply -f tests/kube/demo-sandbox.yaml
 	assert_contains "sandbox.agents.x-k8s.io/demo created"
@@ -429,10 +422,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	curl_pid=$!
 	"$KUBE/pyclient" create other >/dev/null
 	"$KUBE/pyclient" create w1 >/dev/null
-	for ((i = 0; i < 200; i++)); do
-		grep -q '"status":"True"' "$BATS_TEST_TMPDIR/watch" && break
-		sleep 0.1
-	done
+	wait_until -p "$curl_pid" grep -q '"status":"True"' "$BATS_TEST_TMPDIR/watch"
 	kill "$curl_pid" 2>/dev/null || true
 	wait "$curl_pid" 2>/dev/null || true
 	run grep '^{' "$BATS_TEST_TMPDIR/watch"
@@ -443,15 +433,10 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	kts_curl -N "$KTS_URL/apis/agents.x-k8s.io/v1beta1/namespaces/default/sandboxes?watch=1&timeoutSeconds=60" \
 		>"$BATS_TEST_TMPDIR/watch2" &
 	curl_pid=$!
-	for ((i = 0; i < 100; i++)); do
-		[ "$(kts_ctl close-watches | jq .closed)" = 1 ] && break
-		sleep 0.1
-	done
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$curl_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	wait "$curl_pid"
+	# (asked again until the watch is open on the server, and the client has gone)
+	closes_it() { kts_ctl close-watches >/dev/null; sleep 0.1; gone "$curl_pid"; }
+	wait_until closes_it
+	finish "$curl_pid"
 	run tail -n 1 "$BATS_TEST_TMPDIR/watch2"
 	[ "$output" = 200 ]
 	# resuming from an old resourceVersion replays what followed it
@@ -561,12 +546,8 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	head -c 1000000 /dev/zero >"$BATS_TEST_TMPDIR/in"
 	run "$KUBECTL" exec -i demo -c sandbox -- sh -c 'wc -c >"$HOME/n"' <"$BATS_TEST_TMPDIR/in"
 	[ "$status" -ne 0 ]
-	for ((i = 0; i < 100; i++)); do
-		[ "$(k exec demo -c sandbox -- cat /home/tester/n 2>/dev/null)" = 5000 ] && break
-		sleep 0.1
-	done
-	run k exec demo -c sandbox -- cat /home/tester/n
-	[ "$output" = 5000 ]
+	counted() { [ "$(k exec demo -c sandbox -- cat /home/tester/n 2>/dev/null)" = "$1" ]; }
+	wait_until counted 5000
 }
 
 @test "knob: slow or no readiness" {

@@ -8,53 +8,7 @@ load helpers
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
-@test "bad limit values and variables are usage errors naming the flag" {
-	run sbx-create -memory 1M demo
-	assert_status 100
-	assert_contains 'invalid value "1M" for flag -memory: must be between 32M and 1024T'
-	run sbx-create -memory lots demo
-	assert_status 100
-	assert_contains 'invalid value "lots" for flag -memory: not a size such as 512M or 2G'
-	run sbx-create -pids 3 demo
-	assert_status 100
-	assert_contains 'invalid value "3" for flag -pids: must be between 16 and 4194304'
-	run sbx-create -pids 1e3 demo
-	assert_status 100
-	assert_contains 'for flag -pids: not a whole number'
-	run sbx-create -cpus -1 demo
-	assert_status 100
-	assert_contains 'invalid value "-1" for flag -cpus'
-	run sbx-create -cpus 0.001 demo
-	assert_status 100
-	assert_contains 'must be 0 (unlimited) or between 0.01 and 4096'
-	run sbx-create -disk 1K demo
-	assert_status 100
-	assert_contains 'invalid value "1K" for flag -disk: must be between 16M and 1024T'
-	run sbx-create -limits off demo
-	assert_status 100
-	assert_contains 'invalid value "off" for flag -limits: must be on or none'
-	run sbx-create -limits none -memory 1G demo
-	assert_status 100
-	assert_contains '-memory cannot be used with -limits none'
-	SANDBOX_PIDS=many run sbx-create demo
-	assert_status 100
-	assert_contains 'invalid SANDBOX_PIDS: not a whole number'
-	SANDBOX_LIMITS=maybe run sbx-create demo
-	assert_status 100
-	assert_contains 'invalid SANDBOX_LIMITS: must be on or none'
-	run sbx-create -memory 17179869185G demo	# 2^64 + 1G: never wrapped round to 1G
-	assert_status 100
-	assert_contains 'invalid value "17179869185G" for flag -memory: not a size such as 512M or 2G'
-	for bad in 0x10 1e3 . 1.2.3 inf ' 1'; do
-		run sbx-create -cpus "$bad" demo
-		assert_status 100
-		assert_contains "invalid value \"$bad\" for flag -cpus: not a number of CPUs such as 0.5 or 2"
-	done
-	run sbx-create -h
-	assert_contains '-memory SIZE'
-	assert_contains 'default 2G (local: half of the RAM if less)'
-	[ -z "$(sbx-list)" ]
-}
+# (bad limit values and variables, -h: tests/usage-errors.txt)
 
 @test "agent-loop and acp-server hand the limit flags to sbx-create and check them at start" {
 	run agent-loop -pids 2 -session lim </dev/null
@@ -85,8 +39,8 @@ cg_file() {
 	done
 	return 1
 }
-# gone DIRS…: none of them exists.
-gone() {
+# absent PATHS…: none of them exists.
+absent() {
 	local d
 	for d in "$@"; do [ ! -e "$d" ] || return 1; done
 }
@@ -116,7 +70,7 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 	fi
 	sbx-delete demo >/dev/null
 	# shellcheck disable=SC2086
-	gone $dirs
+	absent $dirs
 	unmounted "$home"
 }
 
@@ -203,12 +157,13 @@ while True:
 		run sbx-exec -raw demo -- true
 		[ "$status" -eq 126 ]
 	}
-	wait_until refused
+	# (the filler runs under -cpus 0.5: on a loaded machine it may take a while to fill up)
+	wait_until -t 90 refused
 	assert_contains "sbx-exec: cannot run true: Resource temporarily unavailable (the sandbox has as many processes as its -pids limit)"
 	run sbx-delete demo
 	assert_status 0
 	# shellcheck disable=SC2086
-	gone $dirs
+	absent $dirs
 }
 
 @test "a memory hog under -memory 128M gets 137 and oom_killed; tools say so; the sandbox stays usable" {
@@ -289,12 +244,16 @@ while True:
 	listed_none() { [ -z "$(sbx-list)" ]; }
 	wait_until listed_none
 	# shellcheck disable=SC2086
-	wait_until gone $dirs "$home"
+	wait_until absent $dirs "$home"
 	unmounted "$home"
-	sbx-create -ttl 1s demo >/dev/null
+	# its cgroups read before its lifetime is cut to 1 s (a 1 s -ttl at create can run out
+	# before they are read, on a loaded machine)
+	sbx-create demo >/dev/null
 	dirs=$(cg_dirs demo)
+	[ -n "$dirs" ]
+	sbx-touch -ttl 1s demo >/dev/null
 	# shellcheck disable=SC2086
-	wait_until gone $dirs "$home"
+	wait_until absent $dirs "$home"
 	unmounted "$home"
 }
 
@@ -452,6 +411,6 @@ PY
 	for i in 1 2 3 4 5 6 7 8; do sbx-delete "par$i" >/dev/null & done
 	wait
 	# shellcheck disable=SC2086
-	gone $all
+	absent $all
 	[ "$(grep -cF "$XDG_STATE_HOME/sbx/default/par" /proc/self/mountinfo)" = 0 ]
 }

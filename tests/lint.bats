@@ -94,3 +94,54 @@ EOF
 	[[ "${lines[2]}" == *"sample.bats:23: "*"! false" ]]
 	[[ "${lines[3]}" == *"sample.bats:28: "*'[ -e /nonexistent ] && [ -e / ]' ]]
 }
+
+# poll_loops FILE...: prints FILE:LINE: TEXT for each sleep of less than a second inside a
+# for, while or until loop: a poll loop of its own, which falls through silently when its
+# count runs out. wait_until (tests/helpers.bash) is the one poll loop: it fails, saying what
+# it waited for. A loop that samples rather than waits says so with "(not a wait)" on the
+# sleep's line.
+poll_loops() {
+	awk '
+		FNR == 1 { depth = 0; pending = 0 }
+		{ line = $0; sub(/#.*/, "", line) }
+		line ~ /(^|[;[:space:]])(for|while|until)[[:space:]]/ {
+			if (line ~ /(^|[;[:space:]])do([[:space:]]|$)/) depth++; else pending = 1
+		}
+		pending && line ~ /^[[:space:]]*do([[:space:]]|$)/ { depth++; pending = 0 }
+		depth > 0 && line ~ /(^|[;[:space:]])sleep[[:space:]]+0*\.[0-9]/ && $0 !~ /\(not a wait\)/ {
+			print FILENAME ":" FNR ": " $0
+		}
+		{ depth -= gsub(/(^|[;[:space:]])done([;[:space:]]|$)/, "&", line); if (depth < 0) depth = 0 }
+	' "$@"
+}
+
+@test "no bats file polls in a loop of its own (wait_until is the one poll loop), and each loads helpers" {
+	mapfile -t files < <(bats_files)
+	[ "${#files[@]}" -gt 20 ]
+	# (helpers.bash holds wait_until itself)
+	run poll_loops "${files[@]}" $(ls "$SBX_TOP"/tests/*.bash "$SBX_TOP"/tests/*/*.bash | grep -v '/tests/helpers\.bash$')
+	[ -z "$output" ] || { echo "poll loops (use wait_until):" >&2; echo "$output" >&2; false; }
+	# `bats tests/X.bats` from a clean shell: helpers.bash finds the tree and its programs
+	run grep -L -E '^[[:space:]]*load helpers$' "${files[@]}"
+	[ -z "$output" ] || { echo "files that do not load helpers:" >&2; echo "$output" >&2; false; }
+}
+
+@test "the poll-loop lint finds sleeps in loops, not the ones outside or marked" {
+	# (written with SLEEP, so that no line of this file is a poll loop itself)
+	sed 's/SLEEP/sleep/' >"$BATS_TEST_TMPDIR/sample.bats" <<'EOF'
+for i in $(seq 100); do [ -e x ] && break; SLEEP 0.1; done
+while true
+do
+	grep -q y f && break
+	SLEEP .05
+done
+for i in 1 2; do echo; done
+SLEEP 0.1
+while :; do SLEEP 0.01; done	# (not a wait): it samples
+until [ -e z ]; do SLEEP 2; done
+EOF
+	run poll_loops "$BATS_TEST_TMPDIR/sample.bats"
+	[ "${#lines[@]}" = 2 ]
+	[[ "${lines[0]}" == *"sample.bats:1: "* ]]
+	[[ "${lines[1]}" == *"sample.bats:5: "* ]]
+}

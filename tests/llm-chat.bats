@@ -24,31 +24,7 @@ eliza() { OPENAI_MODEL=fake-eliza llm-chat "$@"; }
 
 # ---- usage and input ----
 
-@test "-h prints usage on stdout and exits 0" {
-	run --separate-stderr llm-chat -h
-	assert_status 0
-	assert_contains "usage: llm-chat"
-	assert_contains "-stream"
-	[ -z "$stderr" ]
-}
-
-@test "unknown flag, bad durations and extra operands are usage errors" {
-	run llm-chat -bogus </dev/null
-	assert_status 100
-	assert_contains "flag provided but not defined: -bogus"
-	run llm-chat -timeout 0s </dev/null
-	assert_status 100
-	assert_contains "-timeout must be positive"
-	run llm-chat -retries -1 </dev/null
-	assert_status 100
-	run llm-chat -retries 101 </dev/null
-	assert_status 100
-	run llm-chat -timeout fast </dev/null
-	assert_status 100
-	run llm-chat a b </dev/null
-	assert_status 100
-	assert_contains "too many arguments"
-}
+# (-h, unknown flags, bad durations and extra operands: tests/usage-errors.txt)
 
 @test "garbage on stdin is refused with a clear error and the usage status" {
 	local doc

@@ -77,7 +77,7 @@ except OSError as e:
 	sbx-create -network a >/dev/null
 	sbx-create -network b >/dev/null
 	sbx-exec -raw a -- sh -c 'cd /tmp && echo from-a >f && setsid python3 -m http.server 9000 >/dev/null 2>&1 &'
-	sbx-exec -raw a -- sh -c 'for i in $(seq 100); do curl -sf -m 1 http://127.0.0.1:9000/f && exit 0; sleep 0.05; done; exit 1'
+	wait_until sbx-exec -raw a -- curl -sf -m 1 http://127.0.0.1:9000/f
 	addr=$(sbx-exec -raw a -- sh -c "ip -4 -o addr show dev eth0 | awk '{print \$4}' | cut -d/ -f1")
 	for target in "127.0.0.1:9000" "$addr:9000" "$HOSTSIDE:9000"; do
 		run sbx-exec -raw b -- curl -sS -m 3 "http://$target/f"

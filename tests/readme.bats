@@ -50,10 +50,20 @@ run_block() {
 		top=$1 block=$(cat "$2")
 		ip link set lo up
 		mount --make-rprivate /
+		lower=$top
+		case $top/ in /tmp/*)
+			# a tree under /tmp (a clone there) would be hidden by the fresh /tmp: reach it
+			# through /mnt, private to this machine too
+			mkdir -p /mnt
+			mount -t tmpfs -o mode=755 readme-lower /mnt
+			mkdir /mnt/top
+			mount --bind "$top" /mnt/top
+			lower=/mnt/top ;;
+		esac
 		mount -t tmpfs -o mode=1777,size=4g tmpfs /tmp
-		mkdir -p /tmp/.readme/upper /tmp/.readme/work /tmp/home
+		mkdir -p /tmp/.readme/upper /tmp/.readme/work /tmp/home "$top"
 		mount -t overlay overlay \
-			-o "lowerdir=$top,upperdir=/tmp/.readme/upper,workdir=/tmp/.readme/work" "$top"
+			-o "lowerdir=$lower,upperdir=/tmp/.readme/upper,workdir=/tmp/.readme/work" "$top"
 		export HOME=/tmp/home
 		unset XDG_STATE_HOME
 		cd "$top"

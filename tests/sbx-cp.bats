@@ -46,26 +46,7 @@ sandbox_tree_of() {	# $1 = sandbox, $2 = directory
 		find . -type f -exec sha256sum {} + | LC_ALL=C sort"
 }
 
-@test "-h prints the usage; what is not one host path and one NAME:PATH is a usage error" {
-	run sbx-cp -h
-	assert_status 0
-	assert_contains "usage: sbx-cp"
-	run sbx-cp a
-	assert_status 100
-	run sbx-cp a b
-	assert_status 100
-	assert_contains "neither SRC nor DEST is NAME:PATH in a sandbox"
-	run sbx-cp box:a box:b
-	assert_status 100
-	assert_contains "copy through the host"
-	run sbx-cp a box:
-	assert_status 100
-	assert_contains "NAME:PATH needs a PATH"
-	run sbx-cp -max-size 0 a box:x
-	assert_status 100
-	# a host path with a colon is written ./NAME:PATH; a name that is no sandbox name is a path
-	run sbx-cp ./box:a ./My-Box:b
-	assert_status 100
+@test "a sandbox that is not there is 101 (what is not one host path and one NAME:PATH: tests/usage-errors.txt)" {
 	run sbx-cp src/a.txt nosuch:x
 	assert_status 101
 	assert_contains "sandbox nosuch not found"

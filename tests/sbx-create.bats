@@ -59,31 +59,7 @@ teardown() { teardown_sbx_env; }
 	[ ! -e "$XDG_STATE_HOME/sbx/default/Demo" ]
 }
 
-@test "bad flags and values are usage errors" {
-	run sbx-create -bogus demo
-	assert_status 100
-	assert_contains "flag provided but not defined: -bogus"
-	assert_contains "usage: sbx-create"
-	run sbx-create -ttl forever demo
-	assert_status 100
-	run sbx-create -homedir relative demo
-	assert_status 100
-	assert_contains "must be an absolute path"
-	run sbx-create -image debian:bookworm-slim demo
-	assert_status 100
-	assert_contains "cannot pull image"
-	run sbx-create
-	assert_status 100
-	run sbx-create -namespace Bad_NS demo
-	assert_status 100
-}
-
-@test "-h prints the usage on stdout" {
-	run sbx-create -h
-	assert_status 0
-	assert_contains "usage: sbx-create"
-	assert_contains "-network"
-}
+# (-h, bad flags and values: tests/usage-errors.txt)
 
 @test "a missing bubblewrap is named" {
 	SBX_BWRAP=/nonexistent/bwrap run sbx-create demo
@@ -126,8 +102,7 @@ teardown() { teardown_sbx_env; }
 @test "when the shutdown time passes the sandbox, its processes and its home are removed" {
 	sbx-create -ttl 1s short >/dev/null
 	sbx-exec -raw short -- sh -c 'setsid sleep 300 >/dev/null 2>&1 &'
-	for _ in $(seq 100); do [ -e "$XDG_STATE_HOME/sbx/default/short" ] || break; sleep 0.1; done
-	[ ! -e "$XDG_STATE_HOME/sbx/default/short" ]
+	wait_until test ! -e "$XDG_STATE_HOME/sbx/default/short"
 	run sbx-exec short -- true
 	assert_status 101
 	! pgrep -f "sbx-init supervise $XDG_STATE_HOME/sbx/default/short "
@@ -140,7 +115,7 @@ teardown() { teardown_sbx_env; }
 	kill -STOP "$pid"
 	pkill -KILL -P "$pid" || true
 	kill -KILL "$pid"
-	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	wait_until gone "$pid"
 	[ -d "$XDG_STATE_HOME/sbx/default/stale" ]
 	run sbx-exec stale -- true
 	assert_status 101

@@ -9,14 +9,14 @@ teardown() { teardown_sbx_env; }
 
 @test "delete removes the sandbox, its processes and its home" {
 	sbx-create demo >/dev/null
-	sbx-exec -raw demo -- sh -c 'echo x > ~/f; setsid sleep 6017 >/dev/null 2>&1 &'
+	sbx-exec -raw demo -- sh -c 'echo x > ~/f; setsid sleep 6017.'$$' >/dev/null 2>&1 &'
 	sup=$(cat "$XDG_STATE_HOME/sbx/default/demo/supervisor.pid")
 	run sbx-delete demo
 	assert_status 0
 	assert_json '.name == "demo" and .deleted == true'
 	[ ! -e "$XDG_STATE_HOME/sbx/default/demo" ]
 	gone "$sup"
-	run ! pgrep -f -x "sleep 6017"
+	run ! pgrep -f -x "sleep 6017.$$"
 	run sbx-exec demo -- true
 	assert_status 101
 }

@@ -127,7 +127,7 @@ teardown() { teardown_sbx_env; }
 	for sig in INT TERM; do
 		sbx-exec -raw demo -- sh -c 'sleep 401 & setsid sleep 402 & echo started; sleep 403' >"$BATS_TEST_TMPDIR/o" &
 		pid=$!
-		for _ in $(seq 100); do grep -q started "$BATS_TEST_TMPDIR/o" && break; sleep 0.05; done
+		wait_until -p "$pid" grep -q started "$BATS_TEST_TMPDIR/o"
 		kill -"$sig" "$pid"
 		status=0
 		wait "$pid" || status=$?

@@ -30,13 +30,7 @@ teardown() { teardown_sbx_env; }
 	sbx-delete -namespace other one >/dev/null
 }
 
-@test "bad input" {
-	run sbx-list extra
-	assert_status 100
-	run sbx-list -backend nosuch
-	assert_status 100
-	assert_contains 'unknown backend "nosuch"'
-}
+# (bad input: tests/usage-errors.txt)
 
 @test "man page examples run" {
 	run_man_examples sbx-list

@@ -71,32 +71,7 @@ t.close()
 PY
 }
 
-@test "-h prints the usage on stdout" {
-	run sbx-restore -h
-	assert_status 0
-	assert_contains "usage: sbx-restore"
-}
-
-@test "bad flags and names are usage errors" {
-	run sbx-restore -nope demo
-	assert_status 100
-	run sbx-restore
-	assert_status 100
-	assert_contains "missing SESSION"
-	run sbx-restore 'UPPER'
-	assert_status 100
-	assert_contains "session name must be lowercase alphanumeric"
-	run sbx-restore -max-size 0 demo
-	assert_status 100
-	run sbx-restore -max-size lots demo
-	assert_status 100
-	run sbx-restore -homedir relative demo
-	assert_status 100
-	run sbx-restore -from '' demo
-	assert_status 100
-	run sbx-restore demo extra
-	assert_status 100
-}
+# (-h, bad flags and names: tests/usage-errors.txt)
 
 @test "a sandbox that does not exist: status 101" {
 	run sbx-restore ghost

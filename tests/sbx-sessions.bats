@@ -3,27 +3,13 @@
 # sessions removed, never one in use.
 
 load helpers
+load agent
 bats_require_minimum_version 1.5.0
 
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
-turn() {	# turn SESSION TEXT: one agent-loop turn with fake-eliza
-	printf '%s\n' "$2" | OPENAI_MODEL=fake-eliza agent-loop -session "$1" >/dev/null 2>&1
-}
-
-@test "-h prints the usage; bad flags and arguments are usage errors" {
-	run sbx-sessions -h
-	assert_status 0
-	assert_contains "usage: sbx-sessions"
-	run sbx-sessions -nope
-	assert_status 100
-	run sbx-sessions demo
-	assert_status 100
-	assert_contains "to remove sessions: -delete SESSION..."
-	run sbx-sessions -delete
-	assert_status 100
-}
+# (-h, bad flags and arguments: tests/usage-errors.txt)
 
 @test "no store yet lists nothing; sessions are listed by name with their history and backups" {
 	run sbx-sessions
@@ -45,11 +31,9 @@ turn() {	# turn SESSION TEXT: one agent-loop turn with fake-eliza
 
 @test "a session in use shows its user and is not removed; once free, -delete removes it all" {
 	turn busy 'run: echo b'
-	mkfifo "$BATS_TEST_TMPDIR/in"
-	OPENAI_MODEL=fake-eliza agent-loop -session busy <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 3>&- &
-	pid=$!
-	exec 4>"$BATS_TEST_TMPDIR/in"
-	wait_until grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/busy/sessions/.lock"
+	agent_fed -session busy
+	pid=$FED_PID
+	wait_until -p "$pid" grep -q "^$pid agent-loop$" "$HOME/.local/sandboxed-tools/busy/sessions/.lock"
 	run sbx-sessions
 	assert_json ".name == \"busy\" and .in_use_by == \"agent-loop (pid $pid)\""
 	turn other 'hi'
@@ -60,8 +44,7 @@ turn() {	# turn SESSION TEXT: one agent-loop turn with fake-eliza
 	[ -s "$(hist busy)" ]
 	[ ! -e "$HOME/.local/sandboxed-tools/other" ]
 	echo /exit >&4
-	exec 4>&-
-	finish "$pid"
+	fed_end
 	run sbx-sessions -delete busy never
 	assert_status 0
 	[ "$output" = "$(printf '%s\n' '{"name":"busy","deleted":true}' '{"name":"never","deleted":true}')" ]

@@ -33,54 +33,14 @@ big_home() {
 }
 
 # Waits (bounded) until a snapshot is writing its temporary file (holding no lock by then).
-wait_tmp() {
-	local i f
-	for i in $(seq 1 400); do
-		for f in "$FS"/*.tmp; do
-			[ -s "$f" ] && return 0
-		done
-		sleep 0.05
-	done
-	echo "no temporary file appeared" >&2
+tmp_written() {
+	local f
+	for f in "$FS"/*.tmp; do [ -s "$f" ] && return 0; done
 	return 1
 }
+wait_tmp() { wait_until -t 20 tmp_written; }
 
-@test "-h prints the usage on stdout" {
-	run sbx-snapshot -h
-	assert_status 0
-	assert_contains "usage: sbx-snapshot"
-	assert_contains "-prune"
-}
-
-@test "bad flags and names are usage errors" {
-	run sbx-snapshot -nope demo
-	assert_status 100
-	assert_contains "flag provided but not defined: -nope"
-	run sbx-snapshot -keep 0 demo
-	assert_status 100
-	run sbx-snapshot -keep x demo
-	assert_status 100
-	run sbx-snapshot -compress lz4 demo
-	assert_status 100
-	assert_contains "gzip or zstd"
-	run sbx-snapshot -homedir relative/dir demo
-	assert_status 100
-	assert_contains "-homedir must be an absolute path"
-	run sbx-snapshot 'Bad_Name'
-	assert_status 100
-	assert_contains "session name must be lowercase alphanumeric"
-	run sbx-snapshot
-	assert_status 100
-	assert_contains "missing SESSION"
-	run sbx-snapshot demo other
-	assert_status 100
-	run sbx-snapshot -prune
-	assert_status 100
-	run sbx-snapshot -prune -all demo
-	assert_status 100
-	run sbx-snapshot -all demo
-	assert_status 100
-}
+# (-h, bad flags and names: tests/usage-errors.txt)
 
 @test "a sandbox that does not exist: status 101, nothing written" {
 	run sbx-snapshot ghost

@@ -61,7 +61,7 @@ teardown() { teardown_sbx_env; }
 	while kill -0 "$pid" 2>/dev/null && [ "$scans" -lt 400 ]; do
 		if grep -qa sk-argv-canary /proc/[0-9]*/cmdline 2>/dev/null; then seen=1; fi
 		scans=$((scans + 1))
-		sleep 0.01
+		sleep 0.01	# (not a wait): it samples every command line while the turn runs
 	done
 	wait "$pid"
 	grep -q "done" "$BATS_TEST_TMPDIR/out"

@@ -42,16 +42,12 @@ teardown() {
 	case $SBX_BIN in "$parent"/*) case $SBX_BIN in "$top"/*) ;; *) binds+=(--bind "$SBX_BIN" "$SBX_BIN") ;; esac ;; esac
 	cat >"$BATS_TEST_TMPDIR/inside.sh" <<'EOF'
 set -eu
+. "$TOP/tests/helpers.bash"
 ls -A "$PARENT" >"$TMPD/listing"
 kc=$TMPD/kc
 "$TOP/scripts/kube-test-server" -kubeconfig "$kc" >"$TMPD/kts.out" 2>"$TMPD/kts.err" 3>&- &
 pid=$!
-i=0
-until [ -s "$kc" ]; do
-	kill -0 $pid 2>/dev/null || { cat "$TMPD/kts.err" >&2; exit 1; }
-	i=$((i + 1)); [ $i -lt 300 ] || exit 1
-	sleep 0.1
-done
+wait_until -p $pid test -s "$kc" || { cat "$TMPD/kts.err" >&2; exit 1; }
 export KUBECONFIG=$kc SANDBOX_BACKEND=kubernetes
 sbx-create hidden >"$TMPD/create.json"
 sbx-exec -raw hidden -- sh -c 'echo from-inside >"$HOME/f"; cat "$HOME/f"' >"$TMPD/exec.out"

@@ -7,7 +7,10 @@
 # packing and unpacking, is fuzzed under ASan by tests/fuzz/fuzz_archive.c).
 
 load helpers
+load stub
 bats_require_minimum_version 1.5.0
+
+STUB_MODEL=stub-model
 
 setup() {
 	setup_sbx_env
@@ -22,7 +25,7 @@ setup() {
 }
 
 teardown() {
-	[ -n "$STUB_PID" ] && kill "$STUB_PID" 2>/dev/null
+	stop_stub
 	teardown_sbx_env
 }
 
@@ -61,17 +64,6 @@ vg_clean() {
 	return $bad
 }
 
-
-start_stub() {
-	STUB_DIR=$BATS_TEST_TMPDIR/stub
-	mkdir -p "$STUB_DIR"
-	printf '%s\n' "$@" >"$STUB_DIR/script.jsonl"
-	python3 "$SBX_TOP/tests/openai-stub.py" "$STUB_DIR" 3>&- &
-	STUB_PID=$!
-	wait_until test -s "$STUB_DIR/port"
-	export OPENAI_BASE_URL="http://127.0.0.1:$(cat "$STUB_DIR/port")/v1"
-	export OPENAI_API_KEY=sk-test-vg OPENAI_MODEL=stub-model
-}
 
 @test "sbx-create, sbx-list, sbx-touch, sbx-delete: happy and error paths" {
 	run vg sbx-create vg1
@@ -155,7 +147,8 @@ start_stub() {
 	run vg llm-chat -stream -vendor dashscope <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	assert_status 0
 	assert_contains '"id":"call_sbxreplaydashscope0016"'
-	run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
+	# (the retries run; SBX_TEST_TIME_SCALE keeps their waits short)
+	SBX_TEST_TIME_SCALE=0.01 run vg llm-chat <<<'{"messages":[{"role":"user","content":"hello"}]}'
 	[ "$status" -ne 0 ]
 	[ "$status" -ne 99 ]
 	assert_contains 'status 500'

@@ -19,6 +19,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+# shellcheck source=../helpers.bash
+. "$SBX_TOP/tests/helpers.bash"	# wait_until
 # shellcheck source=../acp/common.bash
 . "$SBX_TOP/tests/acp/common.bash"
 acp_sdk
@@ -27,13 +29,9 @@ start() {
 	# 200 clients from one address, none authenticating: a loopback-only benchmark setting.
 	acp-server -listen 127.0.0.1:0 -backend local -no-auth -max-conns-per-source 0 2>"$work/server.log" &
 	pid=$!
-	for _ in $(seq 200); do
-		addr=$(sed -n 's/.*serving ACP address="\([^"]*\)".*/\1/p' "$work/server.log")
-		[ -n "$addr" ] && return 0
-		sleep 0.05
-	done
-	echo "acp.sh: acp-server did not start" >&2
-	exit 1
+	wait_until -p "$pid" grep -q 'serving ACP address="[^"]*"' "$work/server.log" ||
+		{ echo "acp.sh: acp-server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
+	addr=$(sed -n 's/.*serving ACP address="\([^"]*\)".*/\1/p' "$work/server.log")
 }
 stop() { kill -TERM "$pid"; wait "$pid" || true; pid=; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
@@ -52,7 +50,7 @@ mkfifo "$work/hold"
 node "$here/acp-load.mjs" sessions "$addr" 200 <"$work/hold" >"$work/sess" &
 load=$!
 exec 9>"$work/hold"
-for _ in $(seq 1200); do grep -q ready "$work/sess" 2>/dev/null && break; sleep 0.05; done
+wait_until -t 60 -p "$load" grep -q ready "$work/sess"
 open_kib=$(rss_kib)
 exec 9>&-
 wait "$load"

@@ -32,8 +32,9 @@ mkdir -p "$work/home" "$work/state"
 HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
 	-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
 server_pid=$!
-for _ in $(seq 1 300); do [ -s "$work/kc" ] && break; sleep 0.1; done
-[ -s "$work/kc" ] || { cat "$work/log" >&2; exit 1; }
+# shellcheck source=../helpers.bash
+. "$top/tests/helpers.bash"	# wait_until
+wait_until -p "$server_pid" test -s "$work/kc" || { cat "$work/log" >&2; exit 1; }
 export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
 sbx-create bench >/dev/null
 "$kubectl" exec bench -c sandbox -- true	# warm both paths once

@@ -13,6 +13,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/llm-bench.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
+# shellcheck source=../helpers.bash
+. "$here/../helpers.bash"	# wait_until
 
 # start_stub DIR ANSWER: a stub answering every request with ANSWER; prints its base URL.
 start_stub() {
@@ -20,8 +22,7 @@ start_stub() {
 	printf '%s\n' "$2" >"$1/script.jsonl"
 	python3 "$here/../openai-stub.py" "$1" >/dev/null 2>&1 &
 	pids+=($!)
-	for _ in $(seq 200); do [ -s "$1/port" ] && break; sleep 0.05; done
-	[ -s "$1/port" ] || { echo "llm-chat.sh: the stub did not start" >&2; exit 1; }
+	wait_until -p "${pids[-1]}" test -s "$1/port" || { echo "llm-chat.sh: the stub did not start" >&2; exit 1; }
 }
 start_stub "$work/plain" '{"repeat":true,"json":{"id":"b","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},"finish_reason":"stop"}]}}'
 start_stub "$work/sse" '{"repeat":true,"sse":[{"id":"b","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"}}]},{"id":"b","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}'

@@ -14,7 +14,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 export BATS_FILE_TMPDIR=$tmp XDG_STATE_HOME=$tmp/state HOME=$tmp/home
 mkdir -p "$HOME"
-wait_until() { local i; for ((i = 0; i < 300; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
+# shellcheck source=../helpers.bash
+. "$here/../helpers.bash"	# wait_until
 # shellcheck source=../netns.bash
 . "$here/../netns.bash"
 cleanup() {

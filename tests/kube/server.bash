@@ -3,10 +3,12 @@
 # kts_start [OPTIONS...]: starts the server (local-backend pods when $SBX_BIN/sbx-exec exists,
 # else plain subprocesses), waits for its kubeconfig, exports KUBECONFIG, KTS_URL, KTS_CA,
 # KTS_TOKEN, KTS_PID, KTS_STATE (the XDG_STATE_HOME of the local sandboxes backing its pods).
-# kts_stop: SIGTERM and wait (bounded).
+# kts_stop: SIGTERM and wait (bounded). kts_setup / kts_teardown: the usual setup and
+# teardown of a file whose every test has its own server. kts_launch DIR / kts_halt DIR: a
+# server of its own in DIR (one per file from setup_file, or a second one in a test).
 
-# Startup takes well under a second; this is the bound, in tenths of seconds.
-KTS_START_TENTHS=150
+# Startup takes well under a second; this is the bound, in seconds.
+KTS_START_SECONDS=15
 
 kts_exec_mode() {
 	if [ -x "$SBX_BIN/sbx-exec" ]; then echo sbx; else echo subprocess; fi
@@ -27,27 +29,42 @@ kts_hide_shared() {
 	exec "$@"
 }
 
+# kts_launch DIR [OPTIONS...]: starts a server whose files are DIR/kubeconfig, kts.out,
+# kts.err and kts.pid; waits (bounded) for its kubeconfig.
+kts_launch() {
+	local d=$1 pid
+	shift
+	mkdir -p "$d"
+	rm -f "$d/kubeconfig"
+	(kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$d/kubeconfig" \
+		-exec-mode "$(kts_exec_mode)" "$@") >"$d/kts.out" 2>"$d/kts.err" 3>&- &
+	pid=$!
+	echo "$pid" >"$d/kts.pid"
+	wait_until -t "$KTS_START_SECONDS" -p "$pid" test -s "$d/kubeconfig" || {
+		echo "kube-test-server did not start:" >&2
+		cat "$d/kts.err" >&2
+		return 1
+	}
+}
+
+# kts_halt DIR: stops the server kts_launch started in DIR (SIGTERM, then bounded wait).
+kts_halt() {
+	local pid
+	pid=$(cat "$1/kts.pid" 2>/dev/null) || return 0
+	terminate "$pid" || true
+	rm -f "$1/kts.pid"
+}
+
 kts_start() {
-	local kc="$BATS_TEST_TMPDIR/kubeconfig" i
-	rm -f "$kc"
-	(kts_hide_shared "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$kc" -exec-mode "$(kts_exec_mode)" "$@") \
-		>"$BATS_TEST_TMPDIR/kts.out" 2>"$BATS_TEST_TMPDIR/kts.err" 3>&- &
-	KTS_PID=$!
-	for ((i = 0; i < KTS_START_TENTHS; i++)); do
-		[ -s "$kc" ] && break
-		if ! kill -0 "$KTS_PID" 2>/dev/null; then
-			echo "kube-test-server exited:" >&2; cat "$BATS_TEST_TMPDIR/kts.err" >&2; return 1
-		fi
-		sleep 0.1
-	done
-	[ -s "$kc" ] || { echo "kube-test-server did not start" >&2; return 1; }
-	export KUBECONFIG=$kc KTS_PID
+	kts_launch "$BATS_TEST_TMPDIR" "$@" || return 1
+	KTS_PID=$(cat "$BATS_TEST_TMPDIR/kts.pid")
+	export KUBECONFIG=$BATS_TEST_TMPDIR/kubeconfig KTS_PID
 	KTS_URL=$(jq -r .server "$BATS_TEST_TMPDIR/kts.out")
 	KTS_STATE=$(jq -r .state_home "$BATS_TEST_TMPDIR/kts.out")
 	KTS_CA="$BATS_TEST_TMPDIR/kts-ca.crt"
-	/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["clusters"][0]["cluster"]["certificate-authority-data"])' "$kc" |
+	/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["clusters"][0]["cluster"]["certificate-authority-data"])' "$KUBECONFIG" |
 		base64 -d >"$KTS_CA"
-	KTS_TOKEN=$(/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"].get("token", ""))' "$kc")
+	KTS_TOKEN=$(/usr/bin/python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["users"][0]["user"].get("token", ""))' "$KUBECONFIG")
 	export KTS_URL KTS_CA KTS_TOKEN KTS_STATE
 }
 
@@ -57,16 +74,22 @@ kts_local() {
 }
 
 kts_stop() {
-	local i
 	[ -n "${KTS_PID:-}" ] || return 0
-	kill "$KTS_PID" 2>/dev/null || true
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$KTS_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$KTS_PID" 2>/dev/null || true
-	wait "$KTS_PID" 2>/dev/null || true
+	terminate "$KTS_PID" || true
+	rm -f "$BATS_TEST_TMPDIR/kts.pid"
 	KTS_PID=
+}
+
+# kts_setup [OPTIONS...]: a test's setup when each test has its own server: the private
+# environment, the server, the kubernetes backend. kts_teardown undoes it.
+kts_setup() {
+	setup_sbx_env
+	kts_start "$@"
+	export SANDBOX_BACKEND=kubernetes
+}
+kts_teardown() {
+	kts_stop
+	teardown_sbx_env
 }
 
 # kts_ctl ARGS...: the -ctl client (faults JSON | reset | requests | clear-requests | expire NS/NAME).

@@ -44,37 +44,21 @@ inspector() {
 # start_http ARGS…: sbx-mcp -listen on 127.0.0.1 at a free port; sets MCP_URL, MCP_PID,
 # MCP_LOG and, when the token was generated, MCP_TOKEN_FILE.
 start_http() {
-	local i
 	MCP_LOG="$BATS_TEST_TMPDIR/sbx-mcp.log"
 	: >"$MCP_LOG"
-	sbx-mcp -listen 127.0.0.1:0 -backend local "$@" 2>"$MCP_LOG" &
+	sbx-mcp -listen 127.0.0.1:0 -backend local "$@" 2>"$MCP_LOG" 3>&- &
 	MCP_PID=$!
-	for i in $(seq 200); do
-		MCP_URL=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$MCP_LOG")
-		if [ -n "$MCP_URL" ]; then
-			MCP_TOKEN_FILE=$(sed -n 's/.*auth token written to \(.*\) (send.*/\1/p' "$MCP_LOG")
-			return 0
-		fi
-		kill -0 "$MCP_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$MCP_LOG" >&2
-	return 1
+	wait_until -p "$MCP_PID" grep -q 'serving MCP url="[^"]*"' "$MCP_LOG" || { cat "$MCP_LOG" >&2; return 1; }
+	MCP_URL=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$MCP_LOG")
+	MCP_TOKEN_FILE=$(sed -n 's/.*auth token written to \(.*\) (send.*/\1/p' "$MCP_LOG")
 }
 
 # stop_http: SIGTERM, then waits for the exit (bounded); its status in MCP_STATUS.
 stop_http() {
-	local i
 	MCP_STATUS=
 	[ -n "${MCP_PID:-}" ] || return 0
-	kill -TERM "$MCP_PID" 2>/dev/null || true
-	for i in $(seq 400); do
-		kill -0 "$MCP_PID" 2>/dev/null || break
-		sleep 0.05
-	done
-	kill -KILL "$MCP_PID" 2>/dev/null || true
-	wait "$MCP_PID" 2>/dev/null
-	MCP_STATUS=$?
+	MCP_STATUS=0
+	terminate "$MCP_PID" || MCP_STATUS=$?
 	MCP_PID=
 }
 

@@ -46,6 +46,20 @@ static void durations(void)
 		for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
 			ok(duration_parse(bad[i], &ns) < 0, "reject duration '%s'", bad[i]);
 	}
+	/* the test suite's knob: only a number in (0, 1] shortens a wait */
+	unsetenv("SBX_TEST_TIME_SCALE");
+	ok(duration_test_scaled(DURATION_S) == DURATION_S, "no SBX_TEST_TIME_SCALE: the wait as it is");
+	setenv("SBX_TEST_TIME_SCALE", "0.01", 1);
+	ok(duration_test_scaled(DURATION_S) == 10 * DURATION_MS, "SBX_TEST_TIME_SCALE=0.01: 1s is 10ms");
+	{
+		const char *ignored[] = {"", "0", "-1", "2", "1e9", "abc", "0.5x", "nan"};
+		for (i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+			setenv("SBX_TEST_TIME_SCALE", ignored[i], 1);
+			ok(duration_test_scaled(DURATION_S) == DURATION_S,
+			   "SBX_TEST_TIME_SCALE='%s' never lengthens or zeroes a wait", ignored[i]);
+		}
+	}
+	unsetenv("SBX_TEST_TIME_SCALE");
 }
 
 static void names(void)
