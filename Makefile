@@ -38,7 +38,8 @@ CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 # What tests/attacks.bats runs inside sandboxes: static, no sanitizer, any root filesystem.
-PROBE := $(B)/tests/sbx-probe
+# (Not in a tree without tests/, such as an image's build stage.)
+PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
