@@ -200,6 +200,8 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 	return p;
 }
 
+/* Long: a main's linear steps (flags, spawn or dial, setup, one prompt or the chat loop), each
+ * short; the client itself is lib/acpclient.c. */
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *cmd = "gemini --acp", *cwd_flag = NULL, *session = NULL;
@@ -211,7 +213,7 @@ int main(int argc, char **argv)
 	char cwd[PATH_MAX], *token = NULL, *line, *log_path = NULL;
 	struct sbx_err e;
 	struct peer *p;
-	int i, status = EXIT_OK;
+	int status = EXIT_OK;
 	struct flag flags[] = {
 		{"addr", FLAG_STRING, &addr, NULL},
 		{"cmd", FLAG_STRING, &cmd, NULL},
@@ -230,14 +232,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i < argc)
-		cli_usage_error(usage, "unexpected arguments");
+	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = 0,
+					       .too_many = "unexpected arguments"}, argc, argv);
 	if ((ca || insecure) && !use_tls)
 		cli_usage_error(usage, "-tls-ca and -tls-insecure need -tls");
 	if (use_tls && addr == NULL)

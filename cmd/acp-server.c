@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/cancel.h"
 #include "../lib/acp.h"
 #include "../lib/agent.h"
 #include "../lib/flag.h"
@@ -20,7 +21,8 @@
 static const char usage[] =
 	"usage: acp-server [-listen ADDR | -stdio] [-backend local|kubernetes] [-namespace NS]\n"
 	"                  [-image IMG] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  " SPECFLAGS_SYNOPSIS " [-auth-token-file F | -no-auth]\n"
+	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
+	"                  [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
 	"                  [-max-auth-failures 10] [-import-session NAME[=PRINCIPAL],...]\n"
 	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"
@@ -66,18 +68,8 @@ static const char usage[] =
  * default grace period is 30 s, and the sandboxes still have to be deleted after). */
 #define DRAIN_NS (INT64_C(15) * 1000000000)
 
-static int sig_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* already pending */
-	}
-	errno = saved;
-}
+/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+static int stop_fd = -1;
 
 static void log_line(void *arg, const char *msg)
 {
@@ -136,7 +128,7 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 	if ((tok = acp_token_generate(&e)) == NULL)
 		cli_die_err("", &e);
 	path = xasprintf("%s/token-%s", dir, port ? port + 1 : "0");
-	if (acp_token_write(path, tok, &e) < 0)
+	if (paths_token_write(path, tok, &e) < 0)
 		cli_die_err("", &e);
 	acp_auth_single(auth, ACP_PRINCIPAL_OPERATOR, tok);
 	free(tok);
@@ -145,10 +137,12 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 	return path;
 }
 
+/* Long: a main's checks in the order acp-server(1) documents them (flags, TLS, auth, listener,
+ * token file), each a line or two; the server itself is lib/acp.c. */
 int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend = NULL, *ns = NULL;
-	const char *image = getenv("SANDBOX_IMAGE"), *homedir = getenv("SANDBOX_HOME_DIR");
+	const char *image = backend_env_image(), *homedir = NULL;	/* NULL: backend_env_homedir */
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
 	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
 	const char *models = NULL, *images = "auto";
@@ -159,15 +153,14 @@ int main(int argc, char **argv)
 	struct acp_config cfg = {0};
 	struct acp_auth auth = {0};
 	struct sbx_err e;
-	struct sigaction sa;
 	struct acp_server *srv;
 	SSL_CTX *tls = NULL;
 	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX];
 	int i, lfd = -1;
-	struct specflags sf = {0};
+	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
 	char **create_args;
 	struct strvec model_list = {0};
-	struct flag flags[21 + SPECF_COUNT + 1] = {
+	struct flag flags[] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"stdio", FLAG_BOOL, &stdio, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
@@ -188,23 +181,17 @@ int main(int argc, char **argv)
 		{"models", FLAG_STRING, &models, NULL},
 		{"images", FLAG_STRING, &images, NULL},
 		{"context-window", FLAG_INT, &window, NULL},
+		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	specflags_table(&sf, flags + 20);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i < argc)
-		cli_usage_error(usage, "unexpected arguments");
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+						 .max = 0, .too_many = "unexpected arguments"}, argc, argv);
 	if (toolset_find(tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
+		backend = backend_default(&why);
 	/* What sbx-create would refuse at a session's first tool call is refused now. */
-	if (specflags_check_backend(&sf, backend, &e) < 0)
+	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if ((cert == NULL) != (key == NULL))
 		cli_usage_error(usage, "-tls-cert and -tls-key go together");
@@ -254,13 +241,8 @@ int main(int argc, char **argv)
 			gen_path = generate_token(dir, addr, &auth);
 	}
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	cfg.backend = backend;
 	cfg.namespace = ns;
@@ -273,7 +255,7 @@ int main(int argc, char **argv)
 	cfg.models = model_list.v;
 	cfg.images = strcmp(images, "yes") == 0 ? 1 : strcmp(images, "no") == 0 ? 0 : -1;
 	cfg.context_window = window;
-	create_args = specflags_argv(&sf);
+	create_args = specflags_argv(&sb.sf);
 	cfg.create_args = create_args;
 	cfg.auth = auth.n ? &auth : NULL;
 	/* stdio: the user who spawned us; -no-auth: whoever reaches the port. */
@@ -291,7 +273,7 @@ int main(int argc, char **argv)
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
 		" tls=%s auth=%s", addr, model ? model : "", tsname ? tsname : "basic",
 		image ? image : "", backend, tls ? "true" : "false", cfg.auth ? "true" : "false");
-	if (acp_server_run(srv, lfd, tls, sig_pipe[0], DRAIN_NS, &e) < 0)
+	if (acp_server_run(srv, lfd, tls, stop_fd, DRAIN_NS, &e) < 0)
 		cli_warn("%s", e.msg);
 	if (lfd >= 0)
 		close(lfd);

@@ -9,10 +9,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "../lib/cancel.h"
 #include "../lib/agent.h"
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
-#include "../lib/prompt.h"
+#include "../lib/userline.h"
 #include "../lib/specflags.h"
 #include "cli.h"
 
@@ -42,37 +43,13 @@ static const char usage[] =
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
 
-static int sig_pipe[2] = {-1, -1};
-/* SIGINTs received (only ever incremented, by the handler) and a SIGTERM's number. */
-static volatile sig_atomic_t n_int, got_term;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = 1;
-
-	if (sig == SIGINT)
-		n_int++;
-	else
-		got_term = sig;
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* the pipe is full: a wakeup is already pending */
-	}
-	errno = saved;
-}
+/* Readable once SIGINT or SIGTERM came (lib/cancel.h, which counts them). */
+static int stop_fd = -1;
 
 /* 128+n for the signal that ends the chat: SIGTERM's when one came, else SIGINT's. */
 static int signal_status(void)
 {
-	return 128 + (got_term ? got_term : SIGINT);
-}
-
-static void drain(void)
-{
-	char b[64];
-
-	while (read(sig_pipe[0], b, sizeof b) > 0) {
-	}
+	return 128 + (cancel_count(SIGTERM) ? SIGTERM : SIGINT);
 }
 
 static void on_log(void *arg, enum agent_log_level lv, const char *msg)
@@ -123,16 +100,16 @@ static int chat(struct agent_session *s)
 	int status = EXIT_OK, seen;
 
 	for (;;) {
-		enum prompt_result pr = prompt_read("\nUser> ", &line);
+		enum userline_result pr = userline_read("\nUser> ", &line);
 		enum agent_status st;
 
-		if (pr == PROMPT_EOF)
+		if (pr == USERLINE_EOF)
 			break;
-		if (pr == PROMPT_INTERRUPTED || pr == PROMPT_ERROR) {
+		if (pr == USERLINE_INTERRUPTED || pr == USERLINE_ERROR) {
 			fputs("\n", stderr);	/* upstream: a cancelled context prints a newline */
-			if (pr == PROMPT_ERROR)
+			if (pr == USERLINE_ERROR)
 				cli_msg("error reading standard input: %s", strerror(errno));
-			status = pr == PROMPT_ERROR ? EXIT_FAIL : signal_status();
+			status = pr == USERLINE_ERROR ? EXIT_FAIL : signal_status();
 			break;
 		}
 		in = chatview_trim(line);
@@ -143,9 +120,9 @@ static int chat(struct agent_session *s)
 				break;
 			continue;
 		}
-		prompt_remember(in);
-		seen = n_int;	/* a Ctrl-C from now on cancels this turn */
-		st = agent_turn(s, in, &cb, sig_pipe[0], &reply, &e);
+		userline_remember(in);
+		seen = cancel_count(SIGINT);	/* a Ctrl-C from now on cancels this turn */
+		st = agent_turn(s, in, &cb, stop_fd, &reply, &e);
 		free(line);
 		free(reply);
 		chatview_end_turn(&v);
@@ -160,8 +137,8 @@ static int chat(struct agent_session *s)
 			cli_msg("turn cancelled; press Ctrl-C again at the prompt to quit");
 		/* Drain first, count after: a signal after the drain leaves a byte that interrupts
 		 * the prompt, one before it is in the count; none is lost. */
-		drain();
-		if (got_term || n_int - seen > 1) {
+		cancel_drain();
+		if (cancel_count(SIGTERM) || cancel_count(SIGINT) - seen > 1) {
 			fputs("\n", stderr);
 			status = signal_status();
 			break;
@@ -179,11 +156,10 @@ int main(int argc, char **argv)
 	bool verbose = false;
 	struct agent_session *s;
 	struct sbx_err e;
-	struct sigaction sa;
-	struct specflags sf = {0};
+	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
 	char **create_args;
-	int i, status;
-	struct flag flags[10 + SPECF_COUNT + 1] = {
+	int status;
+	struct flag flags[] = {
 		{"session", FLAG_STRING, &session, NULL},
 		{"backend", FLAG_STRING, &backend, NULL},
 		{"namespace", FLAG_STRING, &ns, NULL},
@@ -194,38 +170,28 @@ int main(int argc, char **argv)
 		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
 		{"ttl", FLAG_DURATION, &ttl, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
+		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	specflags_table(&sf, flags + 10);
 	if (session == NULL || *session == '\0')
 		session = "default";
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i < argc)
-		cli_usage_error(usage, "too many arguments");
+	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					       .max = 0}, argc, argv);
 	if (rounds < 1 || rounds > 100000)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
 	if (backend == NULL || *backend == '\0')
-		backend = agent_default_backend(&why);
-	if (specflags_check_backend(&sf, backend, &e) < 0)
+		backend = backend_default(&why);
+	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	create_args = specflags_argv(&sf);
+	create_args = specflags_argv(&sb.sf);
 	if (image == NULL || *image == '\0')
-		image = getenv("SANDBOX_IMAGE");
+		image = backend_env_image();
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;	/* no SA_RESTART: blocking calls return to see it */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* no SA_RESTART (lib/cancel.h): blocking calls return to see a signal */
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	{
 		struct agent_config cfg = {
@@ -237,7 +203,7 @@ int main(int argc, char **argv)
 		if ((s = agent_session_open(&cfg, &e)) == NULL)
 			cli_die(cli_status(e.code), "%s", e.msg);
 	}
-	prompt_init(sig_pipe[0]);
+	userline_init(stop_fd);
 	if (chatview_banner(stdout, s, why))
 		cli_msg("sandbox backend: %s (%s)", agent_session_backend(s), why);
 	status = chat(s);

@@ -9,9 +9,88 @@
 #include <unistd.h>
 
 #include "../lib/gojson.h"
+#include "../lib/xalloc.h"
 #include "../lib/version.h"
 
 const char *cli_prog = "sbx";
+
+/* The shared sandbox flags' rows (lib/flag.h) for sb: how many were written to tbl. */
+static size_t sandbox_rows(struct cli_sandbox *sb, struct flag *tbl)
+{
+	size_t n = 0;
+
+	if (sb->take & CLI_SBX_BACKEND) {
+		tbl[n++] = (struct flag){"backend", FLAG_STRING, &sb->backend, NULL};
+		tbl[n++] = (struct flag){"namespace", FLAG_STRING, &sb->ns, NULL};
+	}
+	if (sb->take & CLI_SBX_IMAGE)
+		tbl[n++] = (struct flag){"image", FLAG_STRING, &sb->image, NULL};
+	if (sb->take & CLI_SBX_HOMEDIR)
+		tbl[n++] = (struct flag){"homedir", FLAG_STRING, &sb->homedir, NULL};
+	if (sb->take & CLI_SBX_TTL)
+		tbl[n++] = (struct flag){"ttl", FLAG_DURATION, &sb->ttl_ns, NULL};
+	if (sb->take & CLI_SBX_SPEC)
+		n += specflags_table(&sb->sf, tbl + n);
+	return n;
+}
+
+int cli_parse(const struct cli *c, int argc, char **argv)
+{
+	size_t own = 0, n;
+	struct flag *tbl;
+	struct sbx_err e;
+	int i, ops;
+
+	cli_init(argc, argv);
+	while (c->flags && c->flags[own].name)
+		own++;
+	/* Room for the program's rows, every shared one and the end. */
+	tbl = xcalloc(own + 5 + SPECF_COUNT + 1, sizeof *tbl);
+	memcpy(tbl, c->flags ? c->flags : tbl, own * sizeof *tbl);
+	n = own + (c->sandbox ? sandbox_rows(c->sandbox, tbl + own) : 0);
+	tbl[n].name = NULL;
+	i = flag_parse(tbl, argc, argv, &e);
+	free(tbl);
+	if (i == FLAG_HELP)
+		cli_help(c->usage);
+	if (i < 0)
+		cli_usage_error(c->usage, e.msg);
+	ops = argc - i;
+	if (ops < c->min)
+		cli_usage_error(c->usage, c->missing ? c->missing : "missing arguments");
+	if (c->max >= 0 && ops > c->max)
+		cli_usage_error(c->usage, c->too_many ? c->too_many : "too many arguments");
+	return i;
+}
+
+const char *cli_sandbox_image(const struct cli_sandbox *sb)
+{
+	return sb->image ? sb->image : backend_env_image();
+}
+
+const char *cli_sandbox_homedir(const struct cli_sandbox *sb)
+{
+	return sb->homedir ? sb->homedir : backend_env_homedir();
+}
+
+const char *cli_sandbox_backend(const struct cli_sandbox *sb, const char **why)
+{
+	if (sb->backend && *sb->backend) {
+		*why = "selected with -backend";
+		return sb->backend;
+	}
+	return backend_default(why);
+}
+
+struct sbx_backend *cli_backend_open(const struct cli_sandbox *sb)
+{
+	struct sbx_backend *b;
+	struct sbx_err e;
+
+	if ((b = backend_open(sb->backend, sb->ns, &e)) == NULL)
+		cli_die_err("", &e);
+	return b;
+}
 
 void cli_init(int argc, char **argv)
 {
@@ -63,14 +142,7 @@ void cli_die(int status, const char *fmt, ...)
 
 int cli_status(int code)
 {
-	switch (code) {
-	case SBX_EINVAL:
-	case SBX_EEXIST: return EXIT_USAGE;
-	case SBX_ENOTFOUND: return EXIT_NOTFOUND;
-	case SBX_EGONE: return EXIT_GONE;
-	case SBX_ETIMEDOUT: return EXIT_TIMEOUT;
-	default: return EXIT_FAIL;
-	}
+	return exitcode_of_err(code);
 }
 
 void cli_die_err(const char *what, const struct sbx_err *e)

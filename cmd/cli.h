@@ -1,26 +1,65 @@
-/* cli.h — what every sbx main shares: the one message format, exit statuses, JSON output.
+/* cli.h — what every sbx main shares: the one message format, exit statuses (lib/exitcode.h),
+ * JSON output.
  * Messages: "prog: what failed: why" on stderr. Data: one JSON document per line on stdout. */
 #ifndef SBX_CLI_H
 #define SBX_CLI_H
 
 #include <json-c/json.h>
 
+#include "../lib/backend.h"
 #include "../lib/err.h"
-
-/* Exit statuses shared by the tools (each man page repeats the table). High numbers for the
- * tool's own failures so they do not look like a wrapped command's status. */
-enum {
-	EXIT_OK = 0,
-	EXIT_USAGE = 100,	/* bad flags, names or input documents */
-	EXIT_NOTFOUND = 101,	/* the sandbox does not exist (any more): nothing was run */
-	EXIT_GONE = 102,	/* the sandbox went away while the command ran: never retry blindly */
-	EXIT_FAIL = 111,	/* the tool could not do its job (backend, I/O, …) */
-	EXIT_TIMEOUT = 124,	/* a deadline passed and the command was killed */
-	EXIT_CANNOT_EXEC = 126,
-	EXIT_CMD_NOT_FOUND = 127,
-};
+#include "../lib/exitcode.h"
+#include "../lib/flag.h"
+#include "../lib/specflags.h"
 
 extern const char *cli_prog;
+
+/* The sandbox flags the programs share, each taken by the programs that name it in take. */
+enum {
+	CLI_SBX_BACKEND = 1 << 0,	/* -backend B, -namespace NS */
+	CLI_SBX_IMAGE = 1 << 1,		/* -image I */
+	CLI_SBX_HOMEDIR = 1 << 2,	/* -homedir D */
+	CLI_SBX_TTL = 1 << 3,		/* -ttl D */
+	CLI_SBX_SPEC = 1 << 4,		/* the sandbox-shaping rows of lib/specflags.h */
+};
+
+/* The values of the shared sandbox flags. A flag not given stays NULL (ttl_ns: what the
+ * caller preset); the environment's defaults come from the helpers below. */
+struct cli_sandbox {
+	unsigned take;			/* CLI_SBX_* */
+	const char *backend, *ns;
+	const char *image, *homedir;
+	int64_t ttl_ns;
+	struct specflags sf;
+};
+
+/* A program's command line, as tmux's args templates and git's parse-options have it: the
+ * usage constant, its own flags (lib/flag.h, ending {NULL}), the shared sandbox flags, and the
+ * operand count with the usage errors for too few and too many. */
+struct cli {
+	const char *usage;
+	const struct flag *flags;	/* NULL: none of its own */
+	struct cli_sandbox *sandbox;	/* NULL: no sandbox flags */
+	int min, max;			/* operands: at least min, at most max (-1: no limit) */
+	const char *missing;		/* the usage error below min ("missing NAME") */
+	const char *too_many;		/* above max; NULL: "too many arguments" */
+};
+
+/* The one flag ritual of every main: records the program name (cli_init), parses the flags
+ * (Go's syntax, lib/flag.h), answers -h with the usage on stdout (exit 0), and refuses a bad
+ * flag or operand count with the usage error (exit EXIT_USAGE). Returns the index of the
+ * first operand. */
+int cli_parse(const struct cli *c, int argc, char **argv);
+/* -image (even empty), else $SANDBOX_IMAGE; NULL when neither (the backend's default). */
+const char *cli_sandbox_image(const struct cli_sandbox *sb);
+/* -homedir, else $SANDBOX_HOME_DIR, else SBX_DEFAULT_HOMEDIR. */
+const char *cli_sandbox_homedir(const struct cli_sandbox *sb);
+/* -backend, else the agent programs' default (backend_default: $SANDBOX_BACKEND, else
+ * kubernetes when configured, else local); *why says which. */
+const char *cli_sandbox_backend(const struct cli_sandbox *sb, const char **why);
+/* Opens the backend -backend and -namespace name (else their variables, else local and
+ * "default"); dies with the error. */
+struct sbx_backend *cli_backend_open(const struct cli_sandbox *sb);
 
 /* Records the program name from argv[0] (its basename), and answers -version / --version as
  * the first argument: "PROG (sbx) VERSION" on stdout, exit 0. */

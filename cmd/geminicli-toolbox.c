@@ -12,11 +12,8 @@
 #include <unistd.h>
 
 #include "geminicli-toolbox/tb.h"
+#include "../lib/exitcode.h"
 #include "../lib/version.h"
-
-/* The sbx exit statuses this helper uses besides 0 and the tools' 1 (see cmd/cli.h). */
-#define TB_EXIT_USAGE 100
-#define TB_EXIT_FAIL 111
 
 static const char usage[] =
 	"usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)\n";
@@ -33,7 +30,7 @@ static const struct tb_tool *const tools[] = {
 static int fail(const char *msg)
 {
 	fprintf(stderr, "%s\n", msg);
-	return 1;
+	return EXIT_TOOL_FAILED;
 }
 
 /* The working directory: --workdir, else $HOME, else the process cwd; made absolute. */
@@ -48,7 +45,7 @@ static char *workdir_of(const char *flag)
 	return tb_resolve(cwd, w);
 }
 
-static int read_input(struct tbuf *in)
+static int read_input(struct buf *in)
 {
 	char chunk[65536];
 	for (;;) {
@@ -63,12 +60,12 @@ static int read_input(struct tbuf *in)
 			errno = EFBIG;
 			return -1;
 		}
-		tb_put(in, chunk, (size_t)n);
+		buf_append(in, chunk, (size_t)n);
 	}
 }
 
 /* One JSON document, nothing but whitespace after it; empty input is `{}`. */
-static struct json_object *parse(const struct tbuf *in, char **why)
+static struct json_object *parse(const struct buf *in, char **why)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -81,7 +78,7 @@ static struct json_object *parse(const struct tbuf *in, char **why)
 	obj = json_tokener_parse_ex(tok, in->data, (int)in->len);
 	if (!obj) {
 		enum json_tokener_error je = json_tokener_get_error(tok);
-		*why = tb_xstrdup(je == json_tokener_continue ? "unexpected end of JSON input"
+		*why = xstrdup(je == json_tokener_continue ? "unexpected end of JSON input"
 							       : json_tokener_error_desc(je));
 	} else {
 		size_t off = json_tokener_get_parse_end(tok);
@@ -90,7 +87,7 @@ static struct json_object *parse(const struct tbuf *in, char **why)
 		if (off < in->len) {
 			json_object_put(obj);
 			obj = NULL;
-			*why = tb_xstrdup("invalid character after top-level value");
+			*why = xstrdup("invalid character after top-level value");
 		}
 	}
 	json_tokener_free(tok);
@@ -101,19 +98,19 @@ int main(int argc, char **argv)
 {
 	const char *flag = NULL, *name;
 	const struct tb_tool *tool = NULL;
-	struct tbuf in = {0};
+	struct buf in = {0};
 	struct tb_call c = {0};
 	char *workdir, *why = NULL;
-	int i = 1, rc = 1;
+	int i = 1, rc = EXIT_TOOL_FAILED;
 
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 			  !strcmp(argv[1], "-help"))) {
 		fputs(usage, stdout);
-		return fclose(stdout) == 0 ? 0 : TB_EXIT_FAIL;
+		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
 	}
 	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-version"))) {
 		printf("geminicli-toolbox (sbx) %s\n", SBX_VERSION);
-		return fclose(stdout) == 0 ? 0 : TB_EXIT_FAIL;
+		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
 	}
 	if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
 		flag = strchr(argv[i], '=') + 1;
@@ -124,7 +121,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 1) {
 		fputs(usage, stderr);
-		return TB_EXIT_USAGE;
+		return EXIT_USAGE;
 	}
 	name = argv[i];
 	workdir = workdir_of(flag);
@@ -132,7 +129,7 @@ int main(int argc, char **argv)
 		int err = errno;
 		fprintf(stderr, "failed to read tool parameters: %s\n",
 			err == EFBIG ? "input too large" : strerror(err));
-		rc = err == EFBIG ? 1 : TB_EXIT_FAIL;	/* too large: the model's doing */
+		rc = err == EFBIG ? EXIT_TOOL_FAILED : EXIT_FAIL;	/* too large: the model's doing */
 		goto out;
 	}
 	if (!(c.params = parse(&in, &why))) {
@@ -152,20 +149,20 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (!c.out.data)
-		tb_put(&c.out, "", 0);
+		buf_append(&c.out, "", 0);
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
 		fail("failed to write the result");
-		rc = TB_EXIT_FAIL;
+		rc = EXIT_FAIL;
 		goto out;
 	}
 	rc = 0;
 out:
 	if (fclose(stdout) != 0 && rc == 0)
-		rc = TB_EXIT_FAIL;
+		rc = EXIT_FAIL;
 	json_object_put(c.params);
-	tb_free(&c.out);
-	tb_free(&c.err);
-	tb_free(&in);
+	buf_free(&c.out);
+	buf_free(&c.err);
+	buf_free(&in);
 	free(workdir);
 	free(why);
 	return rc;

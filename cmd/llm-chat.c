@@ -97,6 +97,8 @@ static int fail_status(const struct sbx_err *e)
 	return e->code == SBX_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 }
 
+/* Long: a main's checks (flags, vendor, key, request document) in the order their usage errors
+ * are tested; the exchange is lib/llm.c. */
 int main(int argc, char **argv)
 {
 	const char *model_flag = NULL, *base_flag = NULL, *vendor_flag = NULL, *auth_flag = NULL;
@@ -123,14 +125,7 @@ int main(int argc, char **argv)
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i > 1)
-		cli_usage_error(usage, "too many arguments");
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = 1}, argc, argv);
 	if (timeout <= 0)
 		cli_usage_error(usage, "-timeout must be positive");
 	if (backoff < 0)

@@ -103,14 +103,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i != 2)
-		cli_usage_error(usage, argc - i < 2 ? "want SRC and DEST" : "too many arguments");
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 2, .max = 2,
+						 .missing = "want SRC and DEST"}, argc, argv);
 	if (max <= 0)
 		cli_usage_error(usage, "-max-size must be positive");
 	src = argv[i];

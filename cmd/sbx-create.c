@@ -2,9 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/backend.h"
-#include "../lib/flag.h"
-#include "../lib/specflags.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -28,53 +25,38 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL, *image = NULL, *homedir = NULL;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
+					 CLI_SBX_TTL | CLI_SBX_SPEC};
+	const struct cli c = {.usage = usage, .sandbox = &sb, .min = 1, .max = 1,
+			      .missing = "missing NAME"};
+	const char *image;
 	struct sbx_spec spec;
 	struct sbx_info info;
 	struct sbx_backend *b;
 	struct sbx_err e;
 	struct json_object *o;
-	struct specflags sf = {0};
 	int i, rc;
 
-	cli_init(argc, argv);
 	backend_spec_init(&spec);
-	{
-		struct flag flags[5 + SPECF_COUNT + 1] = {
-			{"backend", FLAG_STRING, &backend, NULL},
-			{"namespace", FLAG_STRING, &ns, NULL},
-			{"image", FLAG_STRING, &image, NULL},
-			{"homedir", FLAG_STRING, &homedir, NULL},
-			{"ttl", FLAG_DURATION, &spec.ttl_ns, NULL},
-		};
-		specflags_table(&sf, flags + 5);
-		i = flag_parse(flags, argc, argv, &e);
-	}
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i != 1)
-		cli_usage_error(usage, argc - i < 1 ? "missing NAME" : "too many arguments");
+	sb.ttl_ns = spec.ttl_ns;
+	i = cli_parse(&c, argc, argv);
+	spec.ttl_ns = sb.ttl_ns;
 	if (sandbox_name_check(argv[i], &e) < 0)	/* also what keeps it within spec.name */
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
 	strcpy(spec.name, argv[i]);
-	if (image == NULL)
-		image = getenv("SANDBOX_IMAGE");
-	if (image && strlen(image) >= sizeof spec.image)
+	if ((image = cli_sandbox_image(&sb)) && strlen(image) >= sizeof spec.image)
 		cli_die(EXIT_USAGE, "invalid image: longer than %zu bytes", sizeof spec.image - 1);
 	if (image)
 		strcpy(spec.image, image);
-	if (homedir) {
-		if (strlen(homedir) >= sizeof spec.homedir)
+	if (sb.homedir) {
+		if (strlen(sb.homedir) >= sizeof spec.homedir)
 			cli_die(EXIT_USAGE, "invalid homedir: longer than %zu bytes", sizeof spec.homedir - 1);
-		strcpy(spec.homedir, homedir);
+		strcpy(spec.homedir, sb.homedir);
 	}
-	if (specflags_apply(&sf, &spec, &e) < 0)
+	if (specflags_apply(&sb.sf, &spec, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
-	if (!specflags_given(&sf, SPECF_MEMORY))
+	b = cli_backend_open(&sb);
+	if (!specflags_given(&sb.sf, SPECF_MEMORY))
 		spec.limits.memory = backend_default_memory_of(b);
 	if (sbx_create(b, &spec, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to create sandbox %s: %s", spec.name, e.msg);

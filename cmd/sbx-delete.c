@@ -1,6 +1,4 @@
 /* sbx-delete — delete sandboxes; deleting one that does not exist succeeds. */
-#include "../lib/backend.h"
-#include "../lib/flag.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -14,29 +12,17 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const struct cli c = {.usage = usage, .sandbox = &sb, .min = 1, .max = -1,
+			      .missing = "missing NAME"};
 	struct sbx_backend *b;
 	struct sbx_err e;
-	int i, rc = EXIT_OK;
-	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
-		{NULL, 0, NULL, NULL},
-	};
+	int i = cli_parse(&c, argc, argv), rc = EXIT_OK;
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i < 1)
-		cli_usage_error(usage, "missing NAME");
 	for (int j = i; j < argc; j++)
 		if (sandbox_name_check(argv[j], &e) < 0)
 			cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[j], e.msg);
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 	for (; i < argc; i++) {
 		if (sbx_remove(b, argv[i], &e) < 0) {
 			cli_msg("unable to delete sandbox %s: %s", argv[i], e.msg);

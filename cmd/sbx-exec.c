@@ -126,6 +126,8 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 	return r->exit_code;
 }
 
+/* Long: a main's checks in the order their usage errors are tested, then the request built and
+ * run; the exec is lib/relay.c and lib/capture.c. */
 int main(int argc, char **argv)
 {
 	const char *backend = NULL, *ns = NULL, *workdir = NULL, *name;
@@ -147,14 +149,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i >= argc)
-		cli_usage_error(usage, "missing NAME");
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 1, .max = -1, .missing = "missing NAME"}, argc, argv);
 	if (timeout < 0)
 		cli_usage_error(usage, "-timeout must not be negative");
 	if (max <= 0 || max > (1LL << 32))

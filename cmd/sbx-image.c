@@ -2,7 +2,6 @@
 #include <locale.h>
 #include <stdlib.h>
 
-#include "../lib/flag.h"
 #include "../lib/oci.h"
 #include "../lib/paths.h"
 #include "../lib/xalloc.h"
@@ -20,27 +19,21 @@ static const char usage[] =
 int main(int argc, char **argv)
 {
 	const char *homedir = NULL;
+	const struct flag flags[] = {
+		{"homedir", FLAG_STRING, &homedir, NULL},
+		{NULL, 0, NULL, NULL},
+	};
+	const struct cli c = {.usage = usage, .flags = flags, .min = 1, .max = 1,
+			      .missing = "missing IMAGE"};
 	struct oci_image *img;
 	struct json_object *o;
 	struct sbx_err e;
 	char *root, *cache;
-	int i, rc;
-	struct flag flags[] = {
-		{"homedir", FLAG_STRING, &homedir, NULL},
-		{NULL, 0, NULL, NULL},
-	};
+	int i = cli_parse(&c, argc, argv), rc;
 
-	cli_init(argc, argv);
 	/* Layer member names are UTF-8 (pax); libarchive converts them to the locale's charset,
 	 * so use one that holds them all, whatever the caller's environment says. */
 	setlocale(LC_CTYPE, "C.UTF-8");
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i != 1)
-		cli_usage_error(usage, argc - i < 1 ? "missing IMAGE" : "too many arguments");
 	if (!oci_is_ref(argv[i]))
 		cli_usage_error(usage, "IMAGE must start with oci-archive: or oci:");
 	if (homedir && homedir[0] != '/')

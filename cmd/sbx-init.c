@@ -24,5 +24,5 @@ int main(int argc, char **argv)
 		return init_supervise(argv[2], argv[3], argv[4], argv[5], stage, argv + 11);
 	}
 	fputs(usage, stderr);
-	return 100;
+	return EXIT_USAGE;
 }

@@ -1,7 +1,5 @@
 /* sbx-list — one JSON line per sandbox in a namespace. */
-#include "../lib/backend.h"
 #include "../lib/duration.h"
-#include "../lib/flag.h"
 #include "../lib/timeutil.h"
 #include "cli.h"
 
@@ -42,26 +40,14 @@ static int print_one(const struct sbx_info *in, void *arg)
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const struct cli c = {.usage = usage, .sandbox = &sb, .max = 0};
 	struct sbx_backend *b;
 	struct sbx_err e;
-	int i, failed = 0;
-	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
-		{NULL, 0, NULL, NULL},
-	};
+	int failed = 0;
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i != argc)
-		cli_usage_error(usage, "too many arguments");
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	cli_parse(&c, argc, argv);
+	b = cli_backend_open(&sb);
 	if (b->ops->list(b, print_one, &failed, &e) < 0)
 		cli_die(cli_status(e.code), "unable to list sandboxes: %s", e.msg);
 	backend_close(b);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/cancel.h"
 #include "../lib/acp.h"
 #include "../lib/acpauth.h"
 #include "../lib/agent.h"
@@ -53,18 +54,8 @@ static const char usage[] =
 	"  -v                    show each step's command line and documents on stderr\n"
 	"  -h                    show this help\n";
 
-static int sig_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* already pending */
-	}
-	errno = saved;
-}
+/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+static int stop_fd = -1;
 
 static void on_log(void *arg, const char *msg)
 {
@@ -115,7 +106,7 @@ static char *http_token(const char *file, int lfd)
 	if ((root = paths_state_root(&e)) == NULL || mcphttp_token_new(tok, &e) < 0)
 		cli_die_err("cannot make an auth token", &e);
 	path = xasprintf("%s/sbx-mcp/token-%s", root, port ? port + 1 : "0");
-	if (mcphttp_token_write(path, tok, &e) < 0)
+	if (paths_token_write(path, tok, &e) < 0)
 		cli_die_err("cannot write the auth token", &e);
 	cli_msg("auth token written to %s (send \"Authorization: Bearer <its content>\")", path);
 	free(root);
@@ -123,6 +114,8 @@ static char *http_token(const char *file, int lfd)
 	return xstrdup(tok);
 }
 
+/* Long: a main's checks in the order sbx-mcp(1) documents them, then stdio or -listen; the
+ * server is lib/mcpserver.c. */
 int main(int argc, char **argv)
 {
 	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");
@@ -130,15 +123,14 @@ int main(int argc, char **argv)
 	int64_t snap = MCP_DEFAULT_SNAPSHOT_DELAY_NS;
 	bool verbose = false;
 	struct mcp_server_config cfg = {.tool_timeout_ns = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
-					.image = getenv("SANDBOX_IMAGE"), .log = on_log};
-	struct specflags sf = {0};
-	struct sigaction sa;
+					.image = backend_env_image(), .log = on_log};
+	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
 	struct mcp_server *srv;
 	struct sbx_err e;
 	char addr[NET_ADDR_MAX];
-	int i, status = EXIT_OK;
+	int status = EXIT_OK;
 	bool session_flag = false;
-	struct flag flags[12 + SPECF_COUNT + 1] = {
+	struct flag flags[] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
 		{"session", FLAG_STRING, &session, &session_flag},
@@ -151,17 +143,11 @@ int main(int argc, char **argv)
 		{"ttl", FLAG_DURATION, &cfg.ttl_ns, NULL},
 		{"snapshot-delay", FLAG_DURATION, &snap, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
+		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	specflags_table(&sf, flags + 12);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i < argc)
-		cli_usage_error(usage, "unexpected arguments");
+	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					       .max = 0, .too_many = "unexpected arguments"}, argc, argv);
 	if (cfg.ttl_ns < 0 || snap < 0)
 		cli_usage_error(usage, "-ttl and -snapshot-delay must not be negative");
 	if (listen_addr || (session && *session == '\0'))
@@ -175,22 +161,17 @@ int main(int argc, char **argv)
 				"gets its own");
 	if (token_file && !listen_addr)
 		cli_usage_error(usage, "-auth-token-file goes with -listen");
-	cfg.backend = backend && *backend ? backend : agent_default_backend(&why);
-	if (specflags_check_backend(&sf, cfg.backend, &e) < 0)
+	cfg.backend = backend && *backend ? backend : backend_default(&why);
+	if (specflags_check_backend(&sb.sf, cfg.backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (cfg.tool_timeout_ns < 0)
 		cfg.tool_timeout_ns = 0;
 	cfg.snapshot_delay_ns = snap;
 	cfg.trace = verbose ? on_trace : NULL;
-	cfg.create_args = specflags_argv(&sf);
+	cfg.create_args = specflags_argv(&sb.sf);
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		cli_die(EXIT_FAIL, "pipe: %s", strerror(errno));
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	if ((srv = mcp_server_new(&cfg, &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
@@ -209,7 +190,7 @@ int main(int argc, char **argv)
 		hc.token = token;
 		cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",
 			addr, cfg.toolset ? cfg.toolset : "basic", cfg.backend);
-		if (mcphttp_run(srv, &hc, lfd, sig_pipe[0], &e) < 0) {
+		if (mcphttp_run(srv, &hc, lfd, stop_fd, &e) < 0) {
 			cli_warn("%s", e.msg);
 			status = EXIT_FAIL;
 		}
@@ -223,7 +204,7 @@ int main(int argc, char **argv)
 			cli_die_err("", &e);
 		cli_msg("serving MCP on stdio session=\"%s\" toolset=\"%s\" backend=\"%s\"",
 			mcp_session_name(ss), cfg.toolset ? cfg.toolset : "basic", cfg.backend);
-		if (mcp_serve_stream(ss, in, out, sig_pipe[0], &e) < 0)
+		if (mcp_serve_stream(ss, in, out, stop_fd, &e) < 0)
 			cli_warn("%s", e.msg);
 		if (mcp_session_close(ss, true, &e) < 0) {
 			cli_warn("%s", e.msg);

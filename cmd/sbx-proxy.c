@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/flag.h"
 #include "../lib/proxy.h"
 #include "../lib/xalloc.h"
 #include "cli.h"
@@ -53,8 +52,7 @@ int main(int argc, char **argv)
 	long long lfd = -1, logfd = -1, ready = -1;
 	struct proxy_config cfg = {0};
 	struct sbx_err e;
-	int i;
-	struct flag flags[] = {
+	const struct flag flags[] = {
 		{"sandbox", FLAG_STRING, &sandbox, NULL},
 		{"allow", FLAG_STRING, &allow, NULL},
 		{"listen-fd", FLAG_INT, &lfd, NULL},
@@ -63,13 +61,9 @@ int main(int argc, char **argv)
 		{"nameservers", FLAG_STRING, &ns, NULL},
 		{NULL, 0, NULL, NULL},
 	};
+	const struct cli c = {.usage = usage, .flags = flags, .max = -1};
+	int i = cli_parse(&c, argc, argv);
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
 	if (i != argc || sandbox == NULL || allow == NULL || lfd < 0 || logfd < 0)
 		cli_usage_error(usage, "-sandbox, -allow, -listen-fd and -log-fd are required");
 	if (netpolicy_parse(allow, &cfg.policy, &e) < 0)

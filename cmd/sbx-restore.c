@@ -50,14 +50,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (i != argc - 1)
-		cli_usage_error(usage, i >= argc ? "missing SESSION" : "too many arguments");
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 1, .max = 1, .missing = "missing SESSION"}, argc, argv);
 	if (max <= 0)
 		cli_usage_error(usage, "-max-size must be positive");
 	if (o.from && *o.from == '\0')

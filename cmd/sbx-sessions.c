@@ -1,7 +1,6 @@
 /* sbx-sessions — list the sessions on this host (history, backups, who uses them); remove them. */
 #include <stdlib.h>
 
-#include "../lib/flag.h"
 #include "../lib/sessions.h"
 #include "../lib/timeutil.h"
 #include "cli.h"
@@ -60,19 +59,14 @@ static int delete_all(int n, char **names)
 int main(int argc, char **argv)
 {
 	bool delete = false;
-	struct sbx_err e;
-	int i, failed = 0;
-	struct flag flags[] = {
+	const struct flag flags[] = {
 		{"delete", FLAG_BOOL, &delete, NULL},
 		{NULL, 0, NULL, NULL},
 	};
+	const struct cli c = {.usage = usage, .flags = flags, .max = -1};
+	struct sbx_err e;
+	int i = cli_parse(&c, argc, argv), failed = 0;
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
 	if (delete) {
 		if (i >= argc)
 			cli_usage_error(usage, "-delete needs SESSION names");

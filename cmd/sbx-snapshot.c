@@ -129,6 +129,8 @@ static int prune_all(int keep)
 	return rc;
 }
 
+/* Long: a main's checks, then its three modes (-prune -all, -prune SESSION…, one snapshot) side
+ * by side so their usage errors read together. */
 int main(int argc, char **argv)
 {
 	const char *backend = NULL, *ns = NULL, *homedir = NULL, *compress = "gzip";
@@ -152,12 +154,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = -1}, argc, argv);
 	if (keep < 1 || keep > KEEP_MAX)
 		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
 	if (homedir && homedir[0] != '/')

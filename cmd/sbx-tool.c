@@ -70,6 +70,8 @@ static struct json_object *read_call(void)
 	return o;
 }
 
+/* Long: a main's checks in the order their usage errors are tested (flags, -list, the call
+ * document's fields), then one toolset_call. */
 int main(int argc, char **argv)
 {
 	const char *backend = NULL, *ns = NULL, *tsname = getenv("TOOLSET"), *homedir = NULL;
@@ -95,12 +97,7 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = -1}, argc, argv);
 	if ((ts = toolset_find(tsname, &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (list) {
@@ -114,8 +111,8 @@ int main(int argc, char **argv)
 	if (sandbox_name_check(argv[i], &e) < 0)
 		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
 	if (homedir == NULL)
-		homedir = getenv("SANDBOX_HOME_DIR");
-	if (homedir == NULL || *homedir == '\0')
+		homedir = backend_env_homedir();
+	else if (*homedir == '\0')
 		homedir = SBX_DEFAULT_HOMEDIR;
 	if (workdir && workdir[0] != '/')
 		cli_usage_error(usage, "-workdir must be an absolute path");

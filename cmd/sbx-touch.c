@@ -1,6 +1,4 @@
 /* sbx-touch — move a sandbox's shutdown time to now + ttl. */
-#include "../lib/backend.h"
-#include "../lib/flag.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -15,31 +13,17 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL;
-	int64_t ttl = SBX_DEFAULT_TTL_NS;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_TTL, .ttl_ns = SBX_DEFAULT_TTL_NS};
+	const struct cli c = {.usage = usage, .sandbox = &sb, .min = 1, .max = 1,
+			      .missing = "missing NAME"};
 	struct sbx_info info;
 	struct sbx_backend *b;
 	struct sbx_err e;
 	struct json_object *o;
-	int i, rc;
-	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
-		{"ttl", FLAG_DURATION, &ttl, NULL},
-		{NULL, 0, NULL, NULL},
-	};
+	int i = cli_parse(&c, argc, argv), rc;
 
-	cli_init(argc, argv);
-	i = flag_parse(flags, argc, argv, &e);
-	if (i == FLAG_HELP)
-		cli_help(usage);
-	if (i < 0)
-		cli_usage_error(usage, e.msg);
-	if (argc - i != 1)
-		cli_usage_error(usage, argc - i < 1 ? "missing NAME" : "too many arguments");
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
-	if (sbx_touch(b, argv[i], ttl, &info, &e) < 0)
+	b = cli_backend_open(&sb);
+	if (sbx_touch(b, argv[i], sb.ttl_ns, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to touch sandbox %s: %s", argv[i], e.msg);
 	o = sbx_info_json(&info);
 	json_object_object_del(o, "reused");

@@ -1,5 +1,6 @@
-/* acp.c — the ACP server: connections (accept loop, per-source guard, authentication deadline),
- * initialize and authenticate, the method table. Sessions: acpsess.c; turns: acpturn.c. */
+/* acp.c — the ACP server: initialize and authenticate, the method table (each request to its
+ * handler, long ones on threads of their own), the server's life (new, drain, free). Its
+ * listener and connections: acplisten.c; sessions: acpsess.c; turns: acpturn.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,22 +17,20 @@
 
 #include "acp_int.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "llm.h"
+#include "logfn.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
 
 void acp_log(struct acp_server *srv, const char *fmt, ...)
 {
-	char msg[SBX_ERR_MAX + 256];
 	va_list ap;
 
-	if (srv->cfg.log == NULL)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	logfn_vprintf(srv->cfg.log, srv->cfg.log_arg, fmt, ap);
 	va_end(ap);
-	srv->cfg.log(srv->cfg.log_arg, msg);
 }
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -113,15 +112,6 @@ void acp_reply_no_session(struct peer *p, struct json_object *id, const char *si
 	json_object_object_add(data, "sessionId", json_object_new_string(sid));
 	peer_send(p, jsonrpc_error_line(id, JSONRPC_NOT_FOUND, msg, data));
 	json_object_put(data);
-}
-
-const char *acp_param_str(struct json_object *params, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(params, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
 }
 
 /* ---- initialize, authenticate ------------------------------------------------------------ */
@@ -228,7 +218,7 @@ static void m_authenticate(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
-	const char *method = acp_param_str(r->params, "methodId"), *token = NULL, *who;
+	const char *method = jsonfield_str(r->params, "methodId"), *token = NULL, *who;
 	struct json_object *meta;
 	int64_t wait;
 
@@ -257,7 +247,7 @@ static void m_authenticate(const struct req *r)
 		return;
 	}
 	if (json_object_object_get_ex(r->params, "_meta", &meta))
-		token = acp_param_str(meta, "token");
+		token = jsonfield_str(meta, "token");
 	if (token == NULL) {
 		auth_failed(c, r->id, "no token in _meta.token");
 		return;
@@ -471,7 +461,7 @@ int acp_server_import(struct acp_server *srv, const char *id, const char *princi
 }
 
 /* The connection's state, created for p; NULL remote: a connection without a known peer. */
-static struct acp_conn *conn_new(struct acp_server *srv, struct peer *p, const char *remote)
+struct acp_conn *acp_conn_new(struct acp_server *srv, struct peer *p, const char *remote)
 {
 	struct acp_conn *c = xcalloc(1, sizeof *c);
 
@@ -485,7 +475,7 @@ static struct acp_conn *conn_new(struct acp_server *srv, struct peer *p, const c
 
 /* Runs c until its peer ends; then stops what it started and detaches its sessions (they stay
  * for a later load). Frees the peer. */
-static int serve_conn(struct acp_conn *c, struct sbx_err *e)
+int acp_conn_serve(struct acp_conn *c, struct sbx_err *e)
 {
 	struct acp_server *srv = c->srv;
 	int rc = peer_run(c->p, on_message, c, e);
@@ -506,8 +496,8 @@ static int serve_conn(struct acp_conn *c, struct sbx_err *e)
 
 int acp_serve(struct acp_server *srv, struct peer *p, struct sbx_err *e)
 {
-	struct acp_conn *c = conn_new(srv, p, NULL);
-	int rc = serve_conn(c, e);
+	struct acp_conn *c = acp_conn_new(srv, p, NULL);
+	int rc = acp_conn_serve(c, e);
 
 	free(c);
 	return rc;
@@ -578,232 +568,3 @@ void acp_server_free(struct acp_server *srv)
 	free(srv);
 }
 
-/* ---- connections ------------------------------------------------------------------------ */
-
-struct conn_arg {
-	struct acp_server *srv;
-	int fd;				/* -1: standard input and output */
-	SSL_CTX *tls;
-	bool guarded;
-	char remote[NET_ADDR_MAX], source[NET_ADDR_MAX];
-};
-
-static void wake_loop(struct acp_server *srv)
-{
-	uint64_t one = 1;
-
-	if (srv->wakefd >= 0 && write(srv->wakefd, &one, sizeof one) < 0) {
-		/* the counter is already set */
-	}
-}
-
-static void *conn_main(void *arg)
-{
-	struct conn_arg *ca = arg;
-	struct acp_server *srv = ca->srv;
-	struct acp_conn *c;
-	struct peer *p;
-	struct sbx_err e;
-	SSL *ssl = NULL;
-	int slot = -1, i;
-
-	if (ca->tls) {
-		ssl = SSL_new(ca->tls);
-		SSL_set_fd(ssl, ca->fd);
-		SSL_set_accept_state(ssl);
-	}
-	/* Standard input and output are duplicated: the peer closes its descriptors, and the
-	 * program still owns (and flushes) its stdout at exit. */
-	p = ca->fd < 0 ? peer_new(fcntl(0, F_DUPFD_CLOEXEC, 3), fcntl(1, F_DUPFD_CLOEXEC, 3), NULL)
-		       : peer_new(ca->fd, ca->fd, ssl);
-	c = conn_new(srv, p, ca->remote);
-	snprintf(c->source, sizeof c->source, "%s", ca->source);
-	c->guarded = ca->guarded;
-	pthread_mutex_lock(&srv->mu);
-	/* A network client that does not authenticate (or, without authentication, initialize)
-	 * within the deadline is closed: idle connections must not hold slots forever. */
-	if (ca->fd >= 0 && srv->cfg.auth_timeout_ns > 0)
-		c->deadline = time_mono_ns() + srv->cfg.auth_timeout_ns;
-	for (i = 0; i < ACP_CONN_MAX && slot < 0; i++)
-		if (srv->conns[i] == NULL)
-			srv->conns[slot = i] = c;
-	pthread_mutex_unlock(&srv->mu);
-	wake_loop(srv);
-	acp_log(srv, "client connected remote=\"%s\"", ca->remote);
-	if (serve_conn(c, &e) < 0)
-		acp_log(srv, "connection error remote=\"%s\": %s", ca->remote, e.msg);
-	acp_log(srv, "client disconnected remote=\"%s\"", ca->remote);
-	if (ca->guarded)
-		acp_guard_disconnect(srv->guard, ca->source);
-	pthread_mutex_lock(&srv->mu);
-	if (slot >= 0)
-		srv->conns[slot] = NULL;
-	srv->nconns--;
-	pthread_cond_broadcast(&srv->cv);
-	pthread_mutex_unlock(&srv->mu);
-	free(c);
-	if (ca->fd < 0) {
-		uint64_t one = 1;
-		if (write(srv->stdio_done, &one, sizeof one) < 0) {
-			/* the counter is already set */
-		}
-	}
-	free(ca);
-	return NULL;
-}
-
-/* Admits a connection past the per-source guard; false when it was refused (fd closed). */
-static bool admit(struct acp_server *srv, struct conn_arg *ca)
-{
-	int64_t wait;
-	bool log;
-
-	switch (acp_guard_connect(srv->guard, ca->source, time_mono_ns(), &wait, &log)) {
-	case ACP_GUARD_OK:
-		ca->guarded = true;
-		return true;
-	case ACP_GUARD_TOO_MANY:
-		if (log)
-			acp_log(srv, "refusing connection remote=\"%s\": %d connections open from %s",
-				ca->remote, srv->cfg.conns_per_source, ca->source);
-		break;
-	case ACP_GUARD_BLOCKED:
-		if (log)
-			acp_log(srv, "refusing connections from %s for %llds: too many failed "
-				"authentications", ca->source, (long long)(wait / 1000000000 + 1));
-		break;
-	}
-	close(ca->fd);
-	return false;
-}
-
-static void start_conn(struct acp_server *srv, int fd, SSL_CTX *tls)
-{
-	struct conn_arg *ca = xcalloc(1, sizeof *ca);
-	pthread_attr_t at;
-	pthread_t t;
-
-	ca->srv = srv;
-	ca->fd = fd;
-	ca->tls = tls;
-	if (fd < 0) {
-		snprintf(ca->remote, sizeof ca->remote, "stdio");
-	} else {
-		net_peer_addr(fd, ca->remote, sizeof ca->remote);
-		net_peer_source(fd, ca->source, sizeof ca->source);
-		if (!admit(srv, ca)) {
-			free(ca);
-			return;
-		}
-	}
-	pthread_mutex_lock(&srv->mu);
-	if (srv->nconns >= ACP_CONN_MAX) {
-		pthread_mutex_unlock(&srv->mu);
-		acp_log(srv, "refusing connection from %s: %d connections open", ca->remote,
-			ACP_CONN_MAX);
-		goto refuse;
-	}
-	srv->nconns++;
-	pthread_mutex_unlock(&srv->mu);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&at, ACP_THREAD_STACK);
-	if (pthread_create(&t, &at, conn_main, ca) != 0) {
-		pthread_attr_destroy(&at);
-		acp_log(srv, "cannot start a thread for %s", ca->remote);
-		pthread_mutex_lock(&srv->mu);
-		srv->nconns--;
-		pthread_mutex_unlock(&srv->mu);
-		goto refuse;
-	}
-	pthread_attr_destroy(&at);
-	return;
-refuse:
-	if (ca->guarded)
-		acp_guard_disconnect(srv->guard, ca->source);
-	if (fd >= 0)
-		close(fd);
-	free(ca);
-}
-
-/* Closes connections past their deadline; returns the poll timeout (ms) until the next one. */
-static int expire_conns(struct acp_server *srv)
-{
-	int64_t now = time_mono_ns(), next = -1;
-	int i;
-
-	pthread_mutex_lock(&srv->mu);
-	for (i = 0; i < ACP_CONN_MAX; i++) {
-		struct acp_conn *c = srv->conns[i];
-		if (c == NULL || c->deadline == 0)
-			continue;
-		if (c->deadline <= now) {
-			c->deadline = 0;
-			acp_log(srv, "closing connection remote=\"%s\": not %s within %llds", c->remote,
-				srv->cfg.auth ? "authenticated" : "initialized",
-				(long long)(srv->cfg.auth_timeout_ns / 1000000000));
-			if (c->p)
-				peer_close(c->p);
-		} else if (next < 0 || c->deadline - now < next) {
-			next = c->deadline - now;
-		}
-	}
-	pthread_mutex_unlock(&srv->mu);
-	return next < 0 ? -1 : (int)(next / 1000000 + 1);
-}
-
-int acp_server_run(struct acp_server *srv, int lfd, SSL_CTX *tls, int stop_fd, int64_t drain_ns,
-		   struct sbx_err *e)
-{
-	int i, rc = 0;
-
-	srv->stdio_done = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	srv->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (srv->stdio_done < 0 || srv->wakefd < 0) {
-		rc = err_sys(e, errno, "eventfd");
-		goto out;
-	}
-	if (lfd < 0)
-		start_conn(srv, -1, NULL);
-	for (;;) {
-		struct pollfd fds[4] = {{.fd = stop_fd, .events = POLLIN},
-					{.fd = srv->stdio_done, .events = POLLIN},
-					{.fd = srv->wakefd, .events = POLLIN},
-					{.fd = lfd, .events = POLLIN}};
-		uint64_t v;
-		int fd, timeout = expire_conns(srv);
-
-		if (poll(fds, lfd >= 0 ? 4 : 3, timeout) < 0 && errno != EINTR) {
-			rc = err_sys(e, errno, "poll");
-			break;
-		}
-		if ((fds[0].revents | fds[1].revents) & POLLIN)
-			break;
-		if ((fds[2].revents & POLLIN) && read(srv->wakefd, &v, sizeof v) < 0) {
-			/* spurious */
-		}
-		if (lfd >= 0 && (fds[3].revents & POLLIN)) {
-			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0)
-				start_conn(srv, fd, tls);
-			else if (errno == EMFILE || errno == ENFILE)
-				poll(NULL, 0, 100);	/* out of descriptors: do not spin */
-		}
-	}
-	acp_log(srv, "shutting down");
-	acp_server_drain(srv, drain_ns);
-	pthread_mutex_lock(&srv->mu);
-	for (i = 0; i < ACP_CONN_MAX; i++)
-		if (srv->conns[i] && srv->conns[i]->p)
-			peer_close(srv->conns[i]->p);
-	while (srv->nconns > 0)
-		pthread_cond_wait(&srv->cv, &srv->mu);
-	pthread_mutex_unlock(&srv->mu);
-out:
-	if (srv->stdio_done >= 0)
-		close(srv->stdio_done);
-	if (srv->wakefd >= 0)
-		close(srv->wakefd);
-	srv->stdio_done = srv->wakefd = -1;
-	return rc;
-}

@@ -1,6 +1,9 @@
-/* acp_int.h — what the parts of the ACP agent share (lib/acp.c: server, connections and
- * dispatch; lib/acpsess.c: the session registry and the session lifecycle methods;
- * lib/acpturn.c: prompts and their turns). Not for other modules.
+/* acp_int.h — what the parts of the ACP agent share; not for other modules. The parts:
+ * lib/acp.c, the server and the method table; lib/acplisten.c, its listener and connections;
+ * lib/acpsess.c, the session registry, ownership and attachment; lib/acplifecycle.c,
+ * session/new, load, resume, close and list; lib/acpconfig.c, modes and config options;
+ * lib/acpprompt.c, a prompt's content; lib/acpturn.c, a turn mapped onto session updates;
+ * lib/acpreplay.c, a stored conversation replayed; lib/acpmcp.c, a session's mcpServers.
  * Locking: srv->mu guards the session list, every session's attachment and busy state, and
  * every connection's counters; fields marked "turn" belong to the thread running the session's
  * turn or replay (the one that set busy). */
@@ -72,6 +75,7 @@ struct acp_session {
 	size_t cur_msg;			/* history index of the assistant message whose calls run */
 	struct json_object *cur_calls;	/* its tool_calls (borrowed from the history) */
 	char finish[32];		/* the last model call's finish_reason */
+	struct json_object *extra_decls;	/* the extra tools offered (acp_extra_tools_update) */
 };
 
 struct acp_conn {
@@ -115,6 +119,11 @@ struct req {
 };
 
 /* ---- lib/acp.c ---- */
+/* A connection of srv over p (remote: "host:port", NULL for stdio), and its life: runs it
+ * until its peer ends, then stops what it started, detaches its sessions (they stay for a
+ * later load) and frees the peer. */
+struct acp_conn *acp_conn_new(struct acp_server *srv, struct peer *p, const char *remote);
+int acp_conn_serve(struct acp_conn *c, struct sbx_err *e);
 void acp_log(struct acp_server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void acp_reply(struct peer *p, struct json_object *id, struct json_object *result);
 void acp_reply_error(struct peer *p, struct json_object *id, int code, const char *fmt, ...)
@@ -123,8 +132,6 @@ void acp_reply_error(struct peer *p, struct json_object *id, int code, const cha
  * else's, or is not open on this connection. */
 void acp_reply_no_session(struct peer *p, struct json_object *id, const char *sid,
 			  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* params.key as a string, or NULL. */
-const char *acp_param_str(struct json_object *params, const char *key);
 /* Sends session/update {sessionId, update} (update taken). */
 void acp_send_update(struct peer *p, const char *sid, struct json_object *update);
 struct json_object *acp_text_block(const char *text, size_t len);
@@ -132,6 +139,25 @@ void acp_send_chunk(struct peer *p, const char *sid, const char *kind, const cha
 		    size_t len);
 
 /* ---- lib/acpsess.c ---- */
+/* The agent session of ACP session id (must_exist: loaded, not new). */
+struct agent_session *acp_open_agent(struct acp_server *srv, const char *id, bool must_exist,
+				     struct sbx_err *e);
+/* A session for as; rec (may be NULL) its record: mode, model and title come back from it. */
+struct acp_session *acp_session_make(struct acp_server *srv, const char *id,
+				     struct agent_session *as, const char *principal,
+				     struct json_object *rec);
+/* Points the session's tools at the sandbox directory the client's cwd maps to. */
+void acp_session_set_cwd(struct acp_session *s, const char *cwd);
+/* Caller holds srv->mu: s attached to c, or detached from its connection (taken_over: told
+ * so); a reference taken outside the lock dropped (true for the last one of a closed
+ * session, which the caller frees once the lock is released); s marked busy for c. */
+void acp_attach_locked(struct acp_session *s, struct acp_conn *c);
+void acp_detach_locked(struct acp_session *s, bool taken_over);
+bool acp_unref_locked(struct acp_session *s);
+bool acp_claim_locked(struct acp_server *srv, struct acp_session *s, struct acp_conn *c,
+		      const int pipefd[2], int *code, char *why, size_t whysz);
+/* The release of a reference taken with the lock held (acp_session_of and the loads). */
+void acp_session_put(struct acp_server *srv, struct acp_session *s);
 /* Caller holds srv->mu. */
 struct acp_session *acp_find_session(struct acp_server *srv, const char *id);
 /* The session id of a prompt or cancel if it exists, is c's principal's and is open on c;
@@ -162,6 +188,18 @@ struct acp_pathmap acp_session_paths(const struct acp_session *s);
 void m_session_resume(const struct req *r);
 void m_session_close(const struct req *r);
 void m_session_list(const struct req *r);
+/* ---- lib/acpconfig.c ---- */
+/* Whether model may be chosen (the default dflt or one of cfg.models); the mode with id (ask
+ * when unknown). */
+bool acp_model_allowed(const struct acp_server *srv, const char *model, const char *dflt);
+enum acp_mode acp_mode_of(const char *id);
+/* Sets the mode (config "mode", by id) or the model of s; NULL when done, else why not.
+ * claimed: the caller's own turn holds s busy (a slash command). Caller holds a reference. */
+const char *acp_set_option(struct acp_server *srv, struct acp_session *s, const char *config,
+			   const char *value, bool claimed, bool *mode_changed, struct sbx_err *e);
+/* current_mode_update and config_option_update of s, to p. */
+void acp_send_mode(struct acp_session *s, struct peer *p);
+void acp_send_options(struct acp_server *srv, struct acp_session *s, struct peer *p);
 void m_session_set_mode(const struct req *r);
 void m_session_set_config_option(const struct req *r);
 
@@ -175,11 +213,48 @@ int acp_mcp_start(struct acp_session *s, struct buf *report);
 /* Wakes calls waiting on the session's servers (caller holds srv->mu). */
 void acp_mcp_wake_locked(struct acp_session *s);
 void acp_mcp_free(struct acp_session *s);
+/* The tools the started servers offer (borrowed; NULL: none), and a call to one of them. */
+struct json_object *acp_mcp_decls(const struct acp_session *s);
+char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int cancel_fd,
+		  bool *failed, struct sbx_err *e);
+
+/* ---- lib/acpplan.c ---- */
+/* The plan tool: gemini-cli's write_todos, offered with -toolset geminicli and answered by
+ * the server itself (no sandbox, never asked for): each call is sent as a `plan` update. */
+#define ACP_PLAN_TOOL "write_todos"
+bool acp_plan_offered(const struct acp_server *srv, const char *name);
+/* At a prompt (the session busy): offers the session's extra tools, the plan tool and its
+ * MCP servers' tools. */
+void acp_extra_tools_update(struct acp_session *s);
+/* The plan update of a write_todos call's arguments; NULL when they are not a valid list. */
+struct json_object *acp_plan_update(const char *arguments);
+
+/* ---- lib/acpcmd.c ---- */
+/* available_commands_update for s, to p: the slash commands acp-server answers itself. */
+void acp_send_commands(struct acp_server *srv, struct acp_session *s, struct peer *p);
+/* If the prompt (params.prompt) is one text block naming an offered command, runs it (the
+ * session claimed by the caller's turn), its answer put in out, and returns true; else false
+ * (the prompt goes to the model). */
+bool acp_command_run(struct acp_session *s, struct json_object *params, struct buf *out);
 
 /* ---- lib/acpturn.c ---- */
 void m_session_prompt(const struct req *r);
+/* The agent's id of the call at position k of the assistant message at history index msg:
+ * unique in the session, and the same when the conversation is replayed (new string). */
+char *acp_call_id(size_t msg, size_t k);
+
+/* ---- lib/acpprompt.c ---- */
 /* Whether the model takes image parts (cfg.images, else what its name says). */
 bool acp_model_images(const struct acp_server *srv, const char *model);
+/* The user message's content for a prompt's blocks (params.prompt): text blocks as
+ * paragraphs, resources as context, images as OpenAI image parts (an array of parts then, else
+ * one string). NULL with *code and why when the prompt cannot be taken. *title gets the first
+ * text's first line. */
+struct json_object *acp_prompt_content(struct acp_session *s, struct acp_conn *c,
+				       struct json_object *params, char **title, int *code,
+				       char *why, size_t whysz);
+
+/* ---- lib/acpreplay.c ---- */
 /* session/load's replay of one history message (after index i, for tool results). Returns
  * false when the peer went away or the replay was cancelled. */
 bool acp_replay_message(struct acp_session *s, struct peer *p, struct json_object *hist,

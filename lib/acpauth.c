@@ -233,50 +233,6 @@ char *acp_token_generate(struct sbx_err *e)
 	return out;
 }
 
-int acp_token_write(const char *path, const char *token, struct sbx_err *e)
-{
-	char *dir = xstrdup(path), *slash = strrchr(dir, '/'), *tmp = NULL;
-	size_t n = strlen(token);
-	int fd = -1, rc = -1;
-
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (paths_mkdirs(dir, 0700, e) < 0)
-			goto out;
-	}
-	tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
-	unlink(tmp);
-	/* Created 0600 (O_EXCL: never through a planted file or link). */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err_sys(e, errno, "cannot create token file %s", tmp);
-		goto out;
-	}
-	if (write(fd, token, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
-		err_sys(e, errno, "cannot write token file %s", tmp);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		err_sys(e, errno, "cannot write token file %s", tmp);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		err_sys(e, errno, "cannot rename %s to %s", tmp, path);
-		goto out;
-	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	if (rc < 0 && tmp)
-		unlink(tmp);
-	free(tmp);
-	free(dir);
-	return rc;
-}
-
 /* ---- the per-source guard ---- */
 
 struct source {

@@ -54,9 +54,7 @@ const char *acp_auth_check(const struct acp_auth *a, const char *token);
 bool acp_token_equal(const char *a, const char *b);
 /* A new random token: ACP_TOKEN_RANDOM_BYTES as lowercase hex. */
 char *acp_token_generate(struct sbx_err *e);
-/* Writes token (one line) to path with mode 0600, atomically (a new file renamed over the
- * old), creating its directory 0700. */
-int acp_token_write(const char *path, const char *token, struct sbx_err *e);
+/* Written to its file with paths_token_write (lib/paths.h). */
 
 /* ---- the per-source guard ---- */
 

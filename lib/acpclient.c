@@ -14,6 +14,7 @@
 #include "acpclient.h"
 #include "acpview.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "xalloc.h"
 
 struct acpclient {
@@ -31,15 +32,6 @@ struct acpclient {
 };
 
 #define emitf(c, ...) acpview_printf((c)->view, __VA_ARGS__)
-
-static const char *str_field(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
 
 /* ---- what the agent calls ---------------------------------------------------------------- */
 
@@ -63,19 +55,19 @@ static const char *choose(struct acpclient *c, struct json_object *params)
 		return NULL;
 	if (c->cfg.yolo) {
 		for (i = 0; i < n; i++) {
-			const char *k = str_field(json_object_array_get_idx(opts, i), "kind");
+			const char *k = jsonfield_str(json_object_array_get_idx(opts, i), "kind");
 			if (k && strncmp(k, "allow", 5) == 0)
-				return str_field(json_object_array_get_idx(opts, i), "optionId");
+				return jsonfield_str(json_object_array_get_idx(opts, i), "optionId");
 		}
 		return NULL;
 	}
 	if (json_object_object_get_ex(params, "toolCall", &tc))
 		emitf(c, "\nPermission requested: %s\n",
-		      str_field(tc, "title") ?: str_field(tc, "toolCallId") ?: "");
+		      jsonfield_str(tc, "title") ?: jsonfield_str(tc, "toolCallId") ?: "");
 	for (i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(opts, i);
-		emitf(c, "  %zu) %s [%s]\n", i + 1, str_field(o, "name") ?: "",
-		      str_field(o, "kind") ?: "");
+		emitf(c, "  %zu) %s [%s]\n", i + 1, jsonfield_str(o, "name") ?: "",
+		      jsonfield_str(o, "kind") ?: "");
 	}
 	for (;;) {
 		char *line, *end;
@@ -94,7 +86,7 @@ static const char *choose(struct acpclient *c, struct json_object *params)
 		if (pick >= 1 && (size_t)pick <= n)
 			break;
 	}
-	return str_field(json_object_array_get_idx(opts, (size_t)pick - 1), "optionId");
+	return jsonfield_str(json_object_array_get_idx(opts, (size_t)pick - 1), "optionId");
 }
 
 static void answer_permission(struct acpclient *c, struct jsonrpc_msg *m)
@@ -177,7 +169,7 @@ static void fs_read(struct acpclient *c, struct jsonrpc_msg *m)
 {
 	int64_t first, limit;
 	struct sbx_err e;
-	char *path = confined(c, str_field(m->params, "path"), false, &e);
+	char *path = confined(c, jsonfield_str(m->params, "path"), false, &e);
 	struct buf b = {0};
 	struct json_object *res;
 	char chunk[65536];
@@ -224,8 +216,8 @@ static void fs_read(struct acpclient *c, struct jsonrpc_msg *m)
 static void fs_write(struct acpclient *c, struct jsonrpc_msg *m)
 {
 	struct sbx_err e;
-	char *path = confined(c, str_field(m->params, "path"), true, &e);
-	const char *content = str_field(m->params, "content");
+	char *path = confined(c, jsonfield_str(m->params, "path"), true, &e);
+	const char *content = jsonfield_str(m->params, "content");
 	int fd = -1;
 
 	if (path && content == NULL)
@@ -258,7 +250,7 @@ static void on_message(struct peer *p, struct jsonrpc_msg *m, void *arg)
 		else if (strcmp(m->method, "_sbx/session_taken_over") == 0) {
 			char *t = xasprintf("[session %s was opened by another connection; resume it "
 					    "with -session-id to take it back]",
-					    str_field(m->params, "sessionId") ?: "");
+					    jsonfield_str(m->params, "sessionId") ?: "");
 			acpview_line(c->view, t);
 			free(t);
 		}
@@ -328,7 +320,7 @@ static int call(struct acpclient *c, const char *method, struct json_object *par
 	if (error) {
 		*code = json_object_object_get_ex(error, "code", &v) ? json_object_get_int(v) : 0;
 		/* SBX_EINVAL: the agent refused this request; the connection is fine. */
-		err_set(e, SBX_EINVAL, "%s", str_field(error, "message") ?: "error without message");
+		err_set(e, SBX_EINVAL, "%s", jsonfield_str(error, "message") ?: "error without message");
 		json_object_put(error);
 		json_object_put(res);
 		return -1;
@@ -347,7 +339,7 @@ static int authenticate(struct acpclient *c, struct sbx_err *e)
 	int code, rc;
 
 	if (method == NULL && json_object_array_length(c->auth_methods) > 0)
-		method = str_field(json_object_array_get_idx(c->auth_methods, 0), "id");
+		method = jsonfield_str(json_object_array_get_idx(c->auth_methods, 0), "id");
 	if (method == NULL) {
 		json_object_put(params);
 		return err_set(e, SBX_EPERM, "the agent offers no authentication method");
@@ -373,15 +365,15 @@ static void show_modes(struct acpclient *c, struct json_object *res)
 	struct buf b = {0};
 	size_t i, n;
 
-	if (!json_object_object_get_ex(res, "modes", &modes) || str_field(modes, "currentModeId") == NULL)
+	if (!json_object_object_get_ex(res, "modes", &modes) || jsonfield_str(modes, "currentModeId") == NULL)
 		return;
-	buf_printf(&b, "Mode: %s", str_field(modes, "currentModeId"));
+	buf_printf(&b, "Mode: %s", jsonfield_str(modes, "currentModeId"));
 	if (json_object_object_get_ex(modes, "availableModes", &avail) &&
 	    json_object_is_type(avail, json_type_array) && (n = json_object_array_length(avail)) > 0) {
 		buf_puts(&b, " (available:");
 		for (i = 0; i < n; i++)
 			buf_printf(&b, "%s %s", i ? "," : "",
-				   str_field(json_object_array_get_idx(avail, i), "id") ?: "?");
+				   jsonfield_str(json_object_array_get_idx(avail, i), "id") ?: "?");
 		buf_puts(&b, "; /mode ID switches)");
 	}
 	buf_puts(&b, "\n");
@@ -424,7 +416,7 @@ static int setup_session(struct acpclient *c, struct sbx_err *e)
 		break;
 	}
 	if (rc == 0) {
-		const char *id = c->cfg.session_id ? c->cfg.session_id : str_field(res, "sessionId");
+		const char *id = c->cfg.session_id ? c->cfg.session_id : jsonfield_str(res, "sessionId");
 		if (id == NULL)
 			rc = err_set(e, SBX_EIO, "session/new: no sessionId in the answer");
 		else
@@ -446,6 +438,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	pthread_t wd;
 	bool wd_started = false;
 	int code, rc;
+	bool ok = false;
 
 	c->cfg = *cfg;
 	c->p = p;
@@ -477,7 +470,7 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	json_object_put(params);
 	if (rc < 0) {
 		err_prefix(e, "initialize");
-		goto bad_wd;
+		goto setup_over;
 	}
 	if (json_object_object_get_ex(res, "authMethods", &v) &&
 	    json_object_is_type(v, json_type_array))
@@ -489,24 +482,20 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 	json_object_put(res);
 	/* With a token in hand and a method on offer, log in before asking for anything. */
 	if (cfg->token && json_object_array_length(c->auth_methods) > 0 && authenticate(c, e) < 0)
-		goto bad_wd;
-	if (setup_session(c, e) < 0)
-		goto bad_wd;
+		goto setup_over;
+	ok = setup_session(c, e) == 0;
+setup_over:
+	/* Setup is over either way: the watchdog stops waiting for it. */
 	pthread_mutex_lock(&c->mu);
 	c->setup_done = true;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	if (wd_started)
 		pthread_join(wd, NULL);
-	c->stop = 0;
-	return c;
-bad_wd:
-	pthread_mutex_lock(&c->mu);
-	c->setup_done = true;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (wd_started)
-		pthread_join(wd, NULL);
+	if (ok) {
+		c->stop = 0;
+		return c;
+	}
 bad:
 	acpclient_close(c);
 	return NULL;
@@ -532,7 +521,7 @@ int acpclient_prompt(struct acpclient *c, const char *text, struct sbx_err *e)
 	rc = call(c, "session/prompt", params, &res, &code, e);
 	json_object_put(params);
 	if (rc == 0) {
-		stop = str_field(res, "stopReason");
+		stop = jsonfield_str(res, "stopReason");
 		emitf(c, "\n[turn ended: %s]\n", stop ? stop : "?");
 	}
 	json_object_put(res);

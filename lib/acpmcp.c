@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "acp_int.h"
+#include "jsonfield.h"
 #include "mcp.h"
 #include "mcpclient.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 /* An offered name: ^[A-Za-z0-9_-]{1,64}$, what chat APIs allow for function names. */
@@ -69,7 +71,7 @@ void acp_mcp_configure(struct acp_session *s, struct json_object *servers)
 		m = xcalloc(1, sizeof *m);
 		for (i = 0; i < n && i < ACP_MCP_SERVERS_MAX; i++) {
 			struct json_object *e = json_object_array_get_idx(servers, i);
-			m->v[i].name = xstrdup(acp_param_str(e, "name"));
+			m->v[i].name = xstrdup(jsonfield_str(e, "name"));
 			m->v[i].conf = json_object_get(e);
 		}
 		m->n = i;
@@ -116,7 +118,7 @@ static struct mcpclient *start_one(struct acp_session *s, struct acp_mcp_server 
 	struct mcpclient *c;
 	size_t i;
 
-	strvec_push(&argv, acp_param_str(sv->conf, "command"));
+	strvec_push(&argv, jsonfield_str(sv->conf, "command"));
 	json_object_object_get_ex(sv->conf, "args", &args);
 	for (i = 0; args && i < json_object_array_length(args); i++)
 		strvec_push(&argv, json_object_get_string(json_object_array_get_idx(args, i)));
@@ -124,7 +126,7 @@ static struct mcpclient *start_one(struct acp_session *s, struct acp_mcp_server 
 	for (i = 0; env && i < json_object_array_length(env); i++) {
 		struct json_object *kv = json_object_array_get_idx(env, i);
 		/* The sandbox's environment, never a command line. */
-		strvec_pushf(&envv, "%s=%s", acp_param_str(kv, "name"), acp_param_str(kv, "value"));
+		strvec_pushf(&envv, "%s=%s", jsonfield_str(kv, "name"), jsonfield_str(kv, "value"));
 	}
 	cfg.name = sv->name;
 	cfg.backend = agent_session_backend(s->as);
@@ -147,7 +149,7 @@ static void offer(struct acp_mcp *m, size_t k, struct buf *report)
 
 	for (i = 0; i < n; i++) {
 		struct json_object *t = json_object_array_get_idx(tools, i), *d, *fn, *entry;
-		const char *tname = acp_param_str(t, "name");
+		const char *tname = jsonfield_str(t, "name");
 		struct buf name = {0};
 		struct sbx_err e;
 
@@ -178,10 +180,9 @@ static void offer(struct acp_mcp *m, size_t k, struct buf *report)
 }
 
 /* Runs one offered tool: its server (started again if it died with an expired sandbox). */
-static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_fd, bool *failed,
-		     struct sbx_err *e)
+char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int cancel_fd,
+		  bool *failed, struct sbx_err *e)
 {
-	struct acp_session *s = arg;
 	struct acp_server *srv = s->srv;
 	struct acp_mcp *m = s->mcp;
 	struct json_object *entry;
@@ -192,8 +193,8 @@ static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_f
 
 	(void)cancel_fd;	/* s->cancel is set (and the call woken) with it */
 	*failed = true;
-	if (!json_object_object_get_ex(m->map, call->name, &entry))
-		return xasprintf("Error calling tool \"%s\": no such MCP tool", call->name);
+	if (m == NULL || m->map == NULL || !json_object_object_get_ex(m->map, call->name, &entry))
+		return toolmsg_error(call->name, "no such MCP tool");
 	sv = &m->v[json_object_get_int(json_object_array_get_idx(entry, 0))];
 	if (sv->c == NULL || !mcpclient_alive(sv->c)) {
 		pthread_mutex_lock(&srv->mu);
@@ -202,8 +203,8 @@ static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_f
 		pthread_mutex_unlock(&srv->mu);
 		mcpclient_stop(c);
 		if ((c = start_one(s, sv, e)) == NULL)
-			return xasprintf("Error calling tool \"%s\": MCP server \"%s\" is not running: %s",
-					 call->name, sv->name, e->msg);
+			return toolmsg_error(call->name, "MCP server \"%s\" is not running: %s",
+					     sv->name, e->msg);
 		pthread_mutex_lock(&srv->mu);
 		sv->c = c;
 		pthread_mutex_unlock(&srv->mu);
@@ -213,7 +214,7 @@ static char *run_mcp(void *arg, const struct agent_tool_call *call, int cancel_f
 	if (text == NULL) {
 		if (e->code == SBX_ECANCELED)
 			return NULL;
-		return xasprintf("Error calling tool \"%s\": %s", call->name, e->msg);
+		return toolmsg_error(call->name, "%s", e->msg);
 	}
 	*failed = is_error;
 	return text;
@@ -223,7 +224,6 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 {
 	struct acp_server *srv = s->srv;
 	struct acp_mcp *m = s->mcp;
-	struct agent_extra_tools x;
 	struct sbx_err e;
 	size_t k;
 
@@ -246,7 +246,7 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 		struct mcpclient *c = start_one(s, &m->v[k], &e);
 		if (c == NULL) {
 			buf_printf(report, "MCP server \"%s\" (%s) did not start: %s\n", m->v[k].name,
-				   acp_param_str(m->v[k].conf, "command"), e.msg);
+				   jsonfield_str(m->v[k].conf, "command"), e.msg);
 			acp_log(srv, "session %s: MCP server \"%s\" did not start: %s", s->id,
 				m->v[k].name, e.msg);
 			continue;
@@ -258,9 +258,10 @@ int acp_mcp_start(struct acp_session *s, struct buf *report)
 	}
 	if (s->cancel)
 		return -1;
-	x.decls = m->decls;
-	x.run = run_mcp;
-	x.arg = s;
-	agent_session_set_extra_tools(s->as, &x);
 	return 0;
+}
+
+struct json_object *acp_mcp_decls(const struct acp_session *s)
+{
+	return s->mcp ? s->mcp->decls : NULL;
 }

@@ -6,6 +6,7 @@
 
 #include "acptool.h"
 #include "gojson.h"
+#include "jsonfield.h"
 #include "toolset.h"
 #include "xalloc.h"
 
@@ -43,15 +44,6 @@ static const struct tool_view *view_of(const char *name)
 	for (i = 0; i < sizeof views / sizeof views[0]; i++)
 		if (strcmp(views[i].name, name) == 0)
 			return &views[i];
-	return NULL;
-}
-
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
 	return NULL;
 }
 
@@ -133,6 +125,12 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 
 	if (v == NULL && strncmp(name, "mcp__", 5) == 0 && (p = strstr(name + 5, "__")) != NULL)
 		return xasprintf("%s (MCP %.*s)", p + 2, (int)(p - name - 5), name + 5);
+	/* acp-server's plan tool (lib/acpplan.c) */
+	if (v == NULL && strcmp(name, "write_todos") == 0 &&
+	    json_object_object_get_ex(args, "todos", &inc) && json_object_is_type(inc, json_type_array))
+		return json_object_array_length(inc) == 0 ? xstrdup("Clear the plan")
+		       : xasprintf("Plan %zu step%s", json_object_array_length(inc),
+				   json_object_array_length(inc) == 1 ? "" : "s");
 	if (v == NULL)
 		return xstrdup(name);
 	if (strcmp(v->primary, "include") == 0 && json_object_object_get_ex(args, "include", &inc) &&
@@ -143,7 +141,7 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 				   json_object_get_string(json_object_array_get_idx(inc, i)));
 		if (n > 3)
 			buf_printf(&arg, " and %zu more", n - 3);
-	} else if ((p = str_of(args, v->primary)) != NULL && *p) {
+	} else if ((p = jsonfield_str(args, v->primary)) != NULL && *p) {
 		if (v->quote)
 			quote(&arg, p);
 		else
@@ -152,7 +150,7 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 		buf_puts(&arg, v->quote ? "``" : ".");
 	}
 	buf_printf(&t, "%s %s", v->title, arg.data ? arg.data : "");
-	if (v->quote && v->path_arg && (p = str_of(args, v->path_arg)) != NULL && *p)
+	if (v->quote && v->path_arg && (p = jsonfield_str(args, v->path_arg)) != NULL && *p)
 		buf_printf(&t, " in %s", p);
 	buf_free(&arg);
 	return buf_steal(&t);
@@ -162,7 +160,7 @@ static struct json_object *location(const struct tool_view *v, struct json_objec
 				    const struct acp_pathmap *pm)
 {
 	struct json_object *arr, *loc, *ln;
-	const char *p = v && v->path_arg ? str_of(args, v->path_arg) : NULL;
+	const char *p = v && v->path_arg ? jsonfield_str(args, v->path_arg) : NULL;
 	char *cp;
 
 	if (v == NULL || v->path_arg == NULL)
@@ -199,7 +197,8 @@ void acptool_describe(struct json_object *o, const char *name, const char *argum
 	char *title = title_of(v, name, obj);
 
 	json_object_object_add(o, "title", json_object_new_string(title));
-	json_object_object_add(o, "kind", json_object_new_string(toolset_tool_kind(name)));
+	json_object_object_add(o, "kind", json_object_new_string(
+		strcmp(name, "write_todos") == 0 ? "think" : toolset_tool_kind(name)));
 	if ((locs = location(v, obj, pm)) != NULL)
 		json_object_object_add(o, "locations", locs);
 	/* rawInput only when the arguments are JSON, as upstream. */
@@ -247,17 +246,17 @@ static struct json_object *content_item(const char *text)
 static struct json_object *diff_of(const struct tool_view *v, struct json_object *args,
 				   const struct acp_pathmap *pm)
 {
-	const char *p = str_of(args, v->path_arg), *newt, *oldt = NULL;
+	const char *p = jsonfield_str(args, v->path_arg), *newt, *oldt = NULL;
 	struct json_object *d;
 	char *cp;
 
 	if (p == NULL || *p == '\0')
 		return NULL;
 	if (v->edit == EDIT_WRITE) {
-		newt = str_of(args, v->content_arg);
+		newt = jsonfield_str(args, v->content_arg);
 	} else {
-		oldt = str_of(args, "old_string");
-		newt = str_of(args, "new_string");
+		oldt = jsonfield_str(args, "old_string");
+		newt = jsonfield_str(args, "new_string");
 		if (oldt == NULL)
 			return NULL;
 	}

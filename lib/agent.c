@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -15,20 +14,20 @@
 #include "child.h"
 #include "duration.h"
 #include "eliza.h"
+#include "exitcode.h"
 #include "gojson.h"
 #include "history.h"
+#include "jsonfield.h"
 #include "llm.h"
 #include "name.h"
 #include "timeutil.h"
 #include "toolset.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 /* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed),
  * 101 the sandbox was not there (nothing ran: safe to recreate it and call again), 102 it went
  * away while the tool ran (message printed; the call may have run in part, never repeated). */
-#define TOOL_FAILED_STATUS 1
-#define NOTFOUND_STATUS 101
-#define GONE_STATUS 102
 /* client-go's text when neither in-cluster nor kubeconfig configuration exists. */
 #define KUBE_NO_CONFIG "invalid configuration: no configuration has been provided, try setting " \
 	"KUBERNETES_MASTER environment variable"
@@ -57,57 +56,6 @@ struct agent_session {
 	void (*trace)(void *, const char *, const char *);
 	void *log_arg;
 };
-
-/* ---- configuration ---- */
-
-static bool file_exists(const char *p)
-{
-	struct stat st;
-
-	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* Whether KUBECONFIG (a ':'-separated list) or ~/.kube/config names an existing file, or the
- * process runs in a pod. */
-static bool kube_config_found(const char **why)
-{
-	const char *kc = getenv("KUBECONFIG"), *home = getenv("HOME");
-	bool found = false;
-
-	if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
-		*why = "in-cluster configuration found";
-		return true;
-	}
-	if (kc && *kc) {
-		char *list = xstrdup(kc), *save = NULL, *p;
-		for (p = strtok_r(list, ":", &save); p && !found; p = strtok_r(NULL, ":", &save))
-			found = file_exists(p);
-		free(list);
-		*why = found ? "KUBECONFIG names a configuration" : "no Kubernetes configuration found";
-		return found;
-	}
-	if (home && *home) {
-		char *p = xasprintf("%s/.kube/config", home);
-		found = file_exists(p);
-		free(p);
-	}
-	*why = found ? "~/.kube/config found" : "no Kubernetes configuration found";
-	return found;
-}
-
-const char *agent_default_backend(const char **why)
-{
-	const char *env = getenv("SANDBOX_BACKEND"), *w;
-
-	if (why == NULL)
-		why = &w;
-	if (env && *env) {
-		*why = "SANDBOX_BACKEND";
-		return strcmp(env, "kubernetes") == 0 ? "kubernetes"
-		       : strcmp(env, "local") == 0 ? "local" : env;
-	}
-	return kube_config_found(why) ? "kubernetes" : "local";
-}
 
 static char *dup_or_null(const char *s)
 {
@@ -139,17 +87,59 @@ static void trace(struct agent_session *s, const char *label, const char *json)
 		s->trace(s->log_arg, label, json);
 }
 
+/* A NULL-terminated copy of v (NULL: an empty one). */
+static char **argv_dup(char *const *v)
+{
+	size_t n = 0;
+	char **out;
+
+	while (v && v[n])
+		n++;
+	out = xcalloc(n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = xstrdup(v[i]);
+	return out;
+}
+
+/* The session's history opened; a new one starts with the toolset's system prompt. */
+static int open_history(struct agent_session *s, bool must_exist, struct sbx_err *e)
+{
+	struct json_object *m;
+	char *prompt;
+	int rc;
+
+	if ((s->h = history_open(s->name, e)) == NULL)
+		return -1;
+	if (history_warning(s->h))
+		logf_(s, AGENT_LOG_WARN, "%s", history_warning(s->h));
+	s->is_new = json_object_array_length(history_messages(s->h)) == 0;
+	if (s->is_new && must_exist)
+		return err_set(e, SBX_ENOTFOUND, "session \"%s\" has no history", s->name);
+	if (!s->is_new)
+		return 0;
+	if ((prompt = s->ts->system_prompt(e)) == NULL)
+		return -1;
+	if (*prompt == '\0') {
+		free(prompt);
+		return err_set(e, SBX_EINVAL, "SystemPrompt is not configured");
+	}
+	m = json_object_new_object();
+	json_object_object_add(m, "role", json_object_new_string("system"));
+	json_object_object_add(m, "content", json_object_new_string(prompt));
+	free(prompt);
+	if ((rc = history_append(s->h, &m, 1, e)) < 0)
+		err_prefix(e, "adding system prompt");
+	json_object_put(m);
+	return rc;
+}
+
 struct agent_session *agent_session_open(const struct agent_config *cfg, struct sbx_err *e)
 {
 	struct agent_session *s;
 	const char *home = cfg->homedir, *tsname = cfg->toolset, *why;
-	char *prompt = NULL;
 
-	if (home == NULL) {
-		home = getenv("SANDBOX_HOME_DIR");
-		if (home == NULL || *home == '\0')
-			home = SBX_DEFAULT_HOMEDIR;
-	}
+	if (home == NULL)
+		home = backend_env_homedir();
 	if (*home == '\0') {
 		err_set(e, SBX_EINVAL, "homeDir must not be empty");
 		return NULL;
@@ -176,18 +166,17 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 		err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
 		goto fail;
 	}
-	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : agent_default_backend(NULL));
+	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : backend_default(NULL));
 	if (strcmp(s->backend, "local") != 0 && strcmp(s->backend, "kubernetes") != 0) {
 		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", s->backend);
 		goto fail;
 	}
-	if (strcmp(s->backend, "kubernetes") == 0 && !kube_config_found(&why)) {
+	if (strcmp(s->backend, "kubernetes") == 0 && !backend_kube_config(&why)) {
 		err_set(e, SBX_EINVAL, "failed to get kubernetes configuration: %s", KUBE_NO_CONFIG);
 		goto fail;
 	}
 	s->ns = xstrdup(cfg->namespace && *cfg->namespace ? cfg->namespace
-			: getenv("SANDBOX_NAMESPACE") && *getenv("SANDBOX_NAMESPACE")
-			? getenv("SANDBOX_NAMESPACE") : SBX_DEFAULT_NAMESPACE);
+			: backend_env_namespace());
 	if (namespace_check(s->ns, e) < 0)
 		goto fail;
 	if (tsname == NULL || *tsname == '\0')
@@ -204,14 +193,7 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	s->bindir = cfg->bindir ? xstrdup(cfg->bindir) : child_self_dir();
 	s->workdir = dup_or_null(cfg->workdir);
 	s->want_usage = cfg->want_usage;
-	{
-		size_t n = 0;
-		while (cfg->create_args && cfg->create_args[n])
-			n++;
-		s->create_args = xcalloc(n + 1, sizeof *s->create_args);
-		for (size_t i = 0; i < n; i++)
-			s->create_args[i] = xstrdup(cfg->create_args[i]);
-	}
+	s->create_args = argv_dup(cfg->create_args);
 	s->tools = toolset_declarations(s->ts);
 	if (s->tools_only) {
 		/* No history, but the session is still one process's at a time. */
@@ -220,37 +202,10 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 		return s;
 	}
 
-	if ((s->h = history_open(s->name, e)) == NULL)
+	if (open_history(s, cfg->must_exist, e) < 0)
 		goto fail;
-	if (history_warning(s->h))
-		logf_(s, AGENT_LOG_WARN, "%s", history_warning(s->h));
-	s->is_new = json_object_array_length(history_messages(s->h)) == 0;
-	if (s->is_new && cfg->must_exist) {
-		err_set(e, SBX_ENOTFOUND, "session \"%s\" has no history", s->name);
-		goto fail;
-	}
-	if (s->is_new) {
-		struct json_object *m;
-		if ((prompt = s->ts->system_prompt(e)) == NULL)
-			goto fail;
-		if (*prompt == '\0') {
-			err_set(e, SBX_EINVAL, "SystemPrompt is not configured");
-			goto fail;
-		}
-		m = json_object_new_object();
-		json_object_object_add(m, "role", json_object_new_string("system"));
-		json_object_object_add(m, "content", json_object_new_string(prompt));
-		if (history_append(s->h, &m, 1, e) < 0) {
-			json_object_put(m);
-			err_prefix(e, "adding system prompt");
-			goto fail;
-		}
-		json_object_put(m);
-	}
-	free(prompt);
 	return s;
 fail:
-	free(prompt);
 	agent_session_free(s);
 	return NULL;
 }
@@ -532,10 +487,10 @@ static int touch_direct(struct agent_session *s, struct sbx_err *e)
 	struct sbx_info info;
 
 	if (b == NULL)
-		return 111;
+		return EXIT_FAIL;
 	if (sbx_touch(b, s->name, agent_ttl(s), &info, e) == 0)
 		return 0;
-	return e->code == SBX_ENOTFOUND ? NOTFOUND_STATUS : 111;
+	return e->code == SBX_ENOTFOUND ? EXIT_NOTFOUND : 111;
 }
 
 /* Moves the shutdown time. 0 ok, 1 the sandbox is gone, -1 error (e). */
@@ -562,7 +517,7 @@ static int touch(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 		rc = 0;
 		s->touched_ns = time_mono_ns();
 	}
-	else if (st == NOTFOUND_STATUS)
+	else if (st == EXIT_NOTFOUND)
 		rc = 1;
 	else if (st < 0)
 		rc = -1;
@@ -808,23 +763,14 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	return r.final;
 }
 
-static const char *str_field(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return "";
-}
-
 static void call_of(struct json_object *raw, struct agent_tool_call *c)
 {
 	struct json_object *fn = NULL;
 
 	json_object_object_get_ex(raw, "function", &fn);
-	c->id = str_field(raw, "id");
-	c->name = str_field(fn, "name");
-	c->arguments = str_field(fn, "arguments");
+	c->id = jsonfield_str_or(raw, "id", "");
+	c->name = jsonfield_str_or(fn, "name", "");
+	c->arguments = jsonfield_str_or(fn, "arguments", "");
 	c->raw = raw;
 }
 
@@ -872,14 +818,13 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
 
 	*failed = true;
 	if (b == NULL) {
-		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		out = toolmsg_run_failed(c->name, e->msg);
 		*len = strlen(out);
 		return out;
 	}
 	if ((out = toolset_call(s->ts, &ctx, c->name, c->arguments, len, &f, e)) == NULL) {
 		if (e->code != SBX_ECANCELED && e->code != SBX_ENOTFOUND) {
-			out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name,
-					e->msg);
+			out = toolmsg_run_failed(c->name, e->msg);
 			*len = strlen(out);
 		}
 		return out;
@@ -936,7 +881,7 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		goto done;
 	}
 	if (run(s, &a, in, strlen(in), cancel_fd, NULL, NULL, &res, e) < 0) {
-		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		out = toolmsg_run_failed(c->name, e->msg);
 		err_clear(e);
 		goto done;
 	}
@@ -944,9 +889,9 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		trace(s, "sbx-tool >", res.out);
 	if (res.canceled) {
 		err_set(e, SBX_ECANCELED, "context canceled");
-	} else if (res.status == NOTFOUND_STATUS) {
+	} else if (res.status == EXIT_NOTFOUND) {
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", s->name);
-	} else if ((res.status == 0 || res.status == TOOL_FAILED_STATUS || res.status == GONE_STATUS) &&
+	} else if ((res.status == 0 || res.status == EXIT_TOOL_FAILED || res.status == EXIT_GONE) &&
 		   (doc = gojson_parse(res.out, res.out_len, &why)) != NULL &&
 		   json_object_is_type(doc, json_type_object)) {
 		struct json_object *v = NULL;
@@ -959,14 +904,14 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		*len = n;
 		sized = true;
 		*failed = res.status != 0;
-		if (res.status == GONE_STATUS) {
+		if (res.status == EXIT_GONE) {
 			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
 			      "not repeated, the next one recreates it", s->name);
 			s->active = false;
 		}
 	} else {
 		msg = failure(&res, "sbx-tool");
-		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, msg);
+		out = toolmsg_run_failed(c->name, msg);
 		free(msg);
 	}
 	child_result_free(&res);
@@ -993,8 +938,7 @@ static void close_calls(struct agent_session *s, struct json_object *calls, size
 		struct agent_tool_call c;
 		char *content;
 		call_of(json_object_array_get_idx(calls, i), &c);
-		content = text ? xasprintf("Error calling tool \"%s\": %s", c.name, text)
-			       : xasprintf(AGENT_CANCELLED_FMT, c.name);
+		content = text ? toolmsg_error(c.name, "%s", text) : toolmsg_cancelled(c.name);
 		if (i == from && started && cb && cb->on_tool_end)
 			cb->on_tool_end(cb->arg, &c, true, content);
 		msgs[k++] = tool_message(c.id, content, strlen(content));
@@ -1020,10 +964,16 @@ static bool is_extra(const struct agent_session *s, const char *name)
 	for (i = 0; i < n; i++) {
 		struct json_object *fn = NULL;
 		json_object_object_get_ex(json_object_array_get_idx(s->extra.decls, i), "function", &fn);
-		if (strcmp(str_field(fn, "name"), name) == 0)
+		if (strcmp(jsonfield_str_or(fn, "name", ""), name) == 0)
 			return true;
 	}
 	return false;
+}
+
+/* Whether name is an extra tool answered without the sandbox. */
+static bool is_local(const struct agent_session *s, const char *name)
+{
+	return s->extra.local && is_extra(s, name) && s->extra.local(s->extra.arg, name);
 }
 
 void agent_session_set_extra_tools(struct agent_session *s, const struct agent_extra_tools *x)
@@ -1054,9 +1004,10 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 			     struct sbx_err *e)
 {
 	char *content = NULL;
+	bool local = is_local(s, c->name);
 
 	for (int tries = 0; tries < 2 && content == NULL; tries++) {
-		if (ensure_sandbox(s, cancel_fd, e) < 0)
+		if (!local && ensure_sandbox(s, cancel_fd, e) < 0)
 			return NULL;
 		if (!*started && cb && cb->on_tool_start)
 			cb->on_tool_start(cb->arg, c);
@@ -1077,14 +1028,14 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 		}
 	}
 	if (content == NULL) {
-		content = xasprintf("Error calling tool \"%s\": failed to run tool: %s", c->name, e->msg);
+		content = toolmsg_run_failed(c->name, e->msg);
 		*len = strlen(content);
 	}
 	if (cb && cb->on_tool_end)
 		cb->on_tool_end(cb->arg, c, *failed, content);
 	/* Upstream touches again after every call; a tools-only session's caller does it once
 	 * the answer is out (agent_session_touch), so the client does not wait for it. */
-	if (!s->tools_only)
+	if (!s->tools_only && !local)
 		agent_session_touch(s, cancel_fd);
 	return content;
 }
@@ -1118,11 +1069,11 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 			}
 		}
 		if (ok == 0) {
-			content = xasprintf(AGENT_DENIED_FMT, c.name);
+			content = toolmsg_denied(c.name);
 			len = strlen(content);
 		} else {
 			content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &len, &failed, NULL, e);
-			*executed = *executed || started;
+			*executed = *executed || (started && !is_local(s, c.name));
 			if (content == NULL && e->code == SBX_ECANCELED)
 				goto cancelled;
 			if (content == NULL) {
@@ -1290,7 +1241,7 @@ enum agent_status agent_turn_content(struct agent_session *s, struct json_object
 				cb->on_assistant(cb->arg, stored, true);
 			if (executed && s->active)
 				snapshot(s, cancel_fd);
-			*reply = xstrdup(str_field(stored, "content"));
+			*reply = xstrdup(jsonfield_str_or(stored, "content", ""));
 			return AGENT_DONE;
 		}
 		if (cb && cb->on_assistant)

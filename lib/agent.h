@@ -42,10 +42,7 @@
 /* How long a child may take to exit after SIGTERM before it gets SIGKILL. */
 #define AGENT_KILL_GRACE_NS (INT64_C(5) * 1000000000)
 
-/* The denial text the model receives (upstream's exact string, %s = tool name). */
-#define AGENT_DENIED_FMT "The user denied permission to run tool \"%s\"."
-/* The synthetic result of a tool call interrupted by cancellation. */
-#define AGENT_CANCELLED_FMT "Tool \"%s\" was not run to completion: the user cancelled the turn."
+/* The texts the model gets instead of a tool's result (denied, cancelled, failed): toolmsg.h. */
 
 enum agent_log_level {
 	AGENT_LOG_INFO,		/* upstream's klog Info lines (launching sandbox, backups, …) */
@@ -54,7 +51,7 @@ enum agent_log_level {
 
 struct agent_config {
 	const char *session;		/* ^[a-z0-9]{1,40}$: history dir and sandbox name */
-	const char *backend;		/* "local" or "kubernetes"; NULL: agent_default_backend() */
+	const char *backend;		/* "local" or "kubernetes"; NULL: backend_default() */
 	const char *namespace;		/* NULL: $SANDBOX_NAMESPACE, else "default" */
 	const char *image;		/* NULL/"": kubernetes → toolset default or the backend's;
 					 * local → not passed (the host root) */
@@ -135,11 +132,6 @@ enum agent_status {
 
 struct agent_session;
 
-/* The backend used when none is named: $SANDBOX_BACKEND if set, else "kubernetes" when a
- * Kubernetes configuration exists ($KUBERNETES_SERVICE_HOST, $KUBECONFIG, ~/.kube/config),
- * else "local". Returns a static string; *why (may be NULL) gets a static explanation. */
-const char *agent_default_backend(const char **why);
-
 /* Validates the configuration with upstream's startup checks in upstream's order and texts
  * (`homeDir must not be empty`, `sessionName is required`, `invalid sessionName "<n>":
  * <reason>`, the API key unless the model is fake-eliza, `failed to get kubernetes
@@ -176,6 +168,10 @@ struct agent_extra_tools {
 	struct json_object *decls;
 	char *(*run)(void *arg, const struct agent_tool_call *call, int cancel_fd, bool *failed,
 		     struct sbx_err *e);
+	/* Whether run answers this one by itself, never touching the sandbox (acp-server's
+	 * plan): no sandbox is made or touched for it, and it is not a change to snapshot.
+	 * NULL: every extra tool runs in the sandbox. */
+	bool (*local)(void *arg, const char *name);
 	void *arg;
 };
 /* Sets (NULL: clears) the session's extra tools. */

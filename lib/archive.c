@@ -191,6 +191,8 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_lin
 
 /* ---- extracting ---- */
 
+/* Long: one libarchive read loop: each entry checked by the policy, placed and written under
+ * the caps in the order libarchive gives them; the checks themselves are archive_policy.c. */
 int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
 			const struct archive_tree *tree, struct archive_stats *st, struct sbx_err *e)
 {

@@ -12,22 +12,16 @@
 #include <stdint.h>
 
 #include "archive.h"
+#include "strset.h"
 
 /* Size of one read from a file or a stream: large enough to keep syscalls rare. */
 #define ARCHIVE_IO_BUF (256 * 1024)
 /* How much of an entry name an error message shows. */
 #define ARCHIVE_QUOTE_MAX 200
 
-/* What an archive has created so far: normalized path → the kind of entry. */
-struct archive_names {
-	char **slot;
-	char *kind;
-	size_t cap, n;
-};
-
 struct archive_policy {
 	uint64_t max_bytes, total, entries;
-	struct archive_names seen;	/* every entry created so far, by kind */
+	struct strset seen;		/* every entry created so far: normalized path → kind */
 	enum archive_links outside;	/* what becomes of symlinks whose target leaves the tree */
 	struct archive_stats *st;	/* records the links left out (may be NULL) */
 	char *top;			/* a copy's tree (normalized), "" for the whole archive */

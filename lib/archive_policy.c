@@ -44,75 +44,6 @@ enum {
 	ENT_LINK_OUT = 'o',	/* a symlink (or a hard link to one) left out: it leads outside */
 };
 
-static uint64_t hash(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
-/* The slot of k, or of the empty place where it would go. */
-static size_t strset_slot(const struct archive_names *s, const char *k)
-{
-	size_t i;
-
-	for (i = hash(k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
-		if (strcmp(s->slot[i], k) == 0)
-			break;
-	return i;
-}
-
-/* The kind recorded for k, ENT_NONE when the archive has not created it. */
-static int strset_kind(const struct archive_names *s, const char *k)
-{
-	size_t i;
-
-	if (s->cap == 0)
-		return ENT_NONE;
-	i = strset_slot(s, k);
-	return s->slot[i] ? s->kind[i] : ENT_NONE;
-}
-
-/* Records k (or a later entry of the same name) as kind. */
-static void strset_add(struct archive_names *s, const char *k, int kind)
-{
-	size_t i;
-
-	if ((s->n + 1) * 2 > s->cap) {
-		struct archive_names g = {xcalloc(s->cap ? s->cap * 2 : 64, sizeof(char *)),
-				   xcalloc(s->cap ? s->cap * 2 : 64, 1), s->cap ? s->cap * 2 : 64, 0};
-		for (i = 0; i < s->cap; i++) {
-			if (s->slot[i]) {
-				size_t j = strset_slot(&g, s->slot[i]);
-				g.slot[j] = s->slot[i];
-				g.kind[j] = s->kind[i];
-				g.n++;
-			}
-		}
-		free(s->slot);
-		free(s->kind);
-		*s = g;
-	}
-	i = strset_slot(s, k);
-	if (s->slot[i] == NULL) {
-		s->slot[i] = xstrdup(k);
-		s->n++;
-	}
-	s->kind[i] = (char)kind;
-}
-
-static void strset_free(struct archive_names *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->slot[i]);
-	free(s->slot);
-	free(s->kind);
-	memset(s, 0, sizeof *s);
-}
-
-
 /* Normalizes an entry path into out ("a/b", "" for the root); why says what is wrong. */
 /* The next path component of *p other than "" and "."; its length (0 at the end). */
 static size_t next_part(const char **p, const char **part)
@@ -164,7 +95,7 @@ static const char *through(const struct archive_policy *pol, char *path, bool fi
 
 	for (s = path; (s = strchr(s, '/')) != NULL; s++) {
 		*s = '\0';
-		*kind = strset_kind(&pol->seen, path);
+		*kind = strset_get(&pol->seen, path);
 		if (*kind == ENT_LINK || *kind == ENT_LINK_OUT || (files && *kind == ENT_FILE))
 			return path;
 		*s = '/';
@@ -241,7 +172,7 @@ void archive_policy_init(struct archive_policy *pol, uint64_t max_bytes,
 
 void archive_policy_free(struct archive_policy *pol)
 {
-	strset_free(&pol->seen);
+	strset_clear(&pol->seen);
 	free(pol->top);
 	free(pol->as);
 }
@@ -326,7 +257,7 @@ static int hardlink_kind(const struct archive_policy *pol, const char *name, con
 	if (normalize(hl, tnorm, sizeof tnorm, &bad) < 0 || tnorm[0] == '\0' ||
 	    through(pol, tnorm, false, &kind))
 		return refuse(e, name, "hard link target is outside the home directory");
-	kind = strset_kind(&pol->seen, tnorm);
+	kind = strset_get(&pol->seen, tnorm);
 	if (kind == ENT_DIR)
 		return refuse(e, name, "hard link to a directory");
 	if (kind == ENT_NONE) {
@@ -398,7 +329,7 @@ int archive_policy_check(struct archive_policy *pol, struct archive_entry *ent,
 			 kind == ENT_FILE ? "file" : "symlink", archive_policy_quote(bad, q, sizeof q));
 		return refuse(e, name, why2);
 	}
-	before = strset_kind(&pol->seen, norm);
+	before = strset_get(&pol->seen, norm);
 	if (before == ENT_LINK || before == ENT_LINK_OUT)
 		return refuse(e, name, "it replaces a symlink of the archive");
 	if (pol->top_len == 0 && norm[0] == '\0' && (archive_entry_filetype(ent) != AE_IFDIR || hl))
@@ -409,7 +340,7 @@ int archive_policy_check(struct archive_policy *pol, struct archive_entry *ent,
 	if (before == ENT_DIR && kind != ENT_DIR)
 		return refuse(e, name, "it replaces a directory of the archive");
 	if (norm[0] != '\0')
-		strset_add(&pol->seen, norm, kind);	/* nothing is reached through a link either way */
+		strset_put(&pol->seen, norm, kind);	/* nothing is reached through a link either way */
 	if (archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0) {
 		pol->total += (uint64_t)archive_entry_size(ent);
 		if (pol->total > pol->max_bytes)

@@ -1,4 +1,5 @@
-/* backend.c — picks a backend by name and checks what every backend would check. */
+/* backend.c — picks a backend (by name, or the default one), the defaults the environment
+ * gives (SANDBOX_*), and checks what every backend would check. */
 #include "backend.h"
 
 #include <dlfcn.h>
@@ -7,11 +8,89 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "timeutil.h"
 #include "xalloc.h"
 
 const char *const backend_names[] = {"local", "kubernetes", NULL};
+
+/* ---- the environment's defaults, read here only ---- */
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+const char *backend_env_homedir(void)
+{
+	const char *h = env_nonempty("SANDBOX_HOME_DIR");
+
+	return h ? h : SBX_DEFAULT_HOMEDIR;
+}
+
+const char *backend_env_namespace(void)
+{
+	const char *ns = env_nonempty("SANDBOX_NAMESPACE");
+
+	return ns ? ns : SBX_DEFAULT_NAMESPACE;
+}
+
+const char *backend_env_image(void)
+{
+	return env_nonempty("SANDBOX_IMAGE");
+}
+
+static bool file_exists(const char *p)
+{
+	struct stat st;
+
+	return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool backend_kube_config(const char **why)
+{
+	const char *kc = getenv("KUBECONFIG"), *home = getenv("HOME"), *w;
+	bool found = false;
+
+	if (why == NULL)
+		why = &w;
+	if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
+		*why = "in-cluster configuration found";
+		return true;
+	}
+	if (kc && *kc) {
+		char *list = xstrdup(kc), *save = NULL, *p;
+		for (p = strtok_r(list, ":", &save); p && !found; p = strtok_r(NULL, ":", &save))
+			found = file_exists(p);
+		free(list);
+		*why = found ? "KUBECONFIG names a configuration" : "no Kubernetes configuration found";
+		return found;
+	}
+	if (home && *home) {
+		char *p = xasprintf("%s/.kube/config", home);
+		found = file_exists(p);
+		free(p);
+	}
+	*why = found ? "~/.kube/config found" : "no Kubernetes configuration found";
+	return found;
+}
+
+const char *backend_default(const char **why)
+{
+	const char *env = env_nonempty("SANDBOX_BACKEND"), *w;
+
+	if (why == NULL)
+		why = &w;
+	if (env) {
+		*why = "SANDBOX_BACKEND";
+		return strcmp(env, "kubernetes") == 0 ? "kubernetes"
+		       : strcmp(env, "local") == 0 ? "local" : env;
+	}
+	return backend_kube_config(why) ? "kubernetes" : "local";
+}
 
 /* The Kubernetes backend lives in the plugin sbx-kube.so (next to this program, or in
  * ../libexec/sbx), loaded on first use so the local fast path never loads libcurl & co. */
@@ -61,13 +140,11 @@ struct sbx_backend *backend_open(const char *kind, const char *namespace, struct
 	struct sbx_backend *b;
 
 	if (kind == NULL || *kind == '\0')
-		kind = getenv("SANDBOX_BACKEND");
-	if (kind == NULL || *kind == '\0')
+		kind = env_nonempty("SANDBOX_BACKEND");
+	if (kind == NULL)
 		kind = "local";
 	if (namespace == NULL || *namespace == '\0')
-		namespace = getenv("SANDBOX_NAMESPACE");
-	if (namespace == NULL || *namespace == '\0')
-		namespace = SBX_DEFAULT_NAMESPACE;
+		namespace = backend_env_namespace();
 	if (namespace_check(namespace, e) < 0)
 		return NULL;
 	if (strcmp(kind, "local") == 0) {
@@ -96,11 +173,8 @@ void backend_close(struct sbx_backend *b)
 
 void backend_spec_init(struct sbx_spec *spec)
 {
-	const char *h = getenv("SANDBOX_HOME_DIR");
-
 	memset(spec, 0, sizeof *spec);
-	snprintf(spec->homedir, sizeof spec->homedir, "%s",
-		 h && *h ? h : SBX_DEFAULT_HOMEDIR);
+	snprintf(spec->homedir, sizeof spec->homedir, "%s", backend_env_homedir());
 	spec->ttl_ns = SBX_DEFAULT_TTL_NS;
 	spec->limits.enforced = true;
 	spec->limits.memory = backend_default_memory();

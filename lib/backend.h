@@ -140,11 +140,25 @@ struct sbx_backend {
 /* The backend names, in the order help texts list them. */
 extern const char *const backend_names[];
 
+/* The environment's defaults, read in this one place (static or environment strings):
+ * $SANDBOX_HOME_DIR or SBX_DEFAULT_HOMEDIR; $SANDBOX_NAMESPACE or SBX_DEFAULT_NAMESPACE;
+ * $SANDBOX_IMAGE or NULL (the backend's default). */
+const char *backend_env_homedir(void);
+const char *backend_env_namespace(void);
+const char *backend_env_image(void);
+/* Whether a Kubernetes configuration exists: in a pod ($KUBERNETES_SERVICE_HOST), a file
+ * $KUBECONFIG names, else ~/.kube/config. *why (may be NULL) gets a static explanation. */
+bool backend_kube_config(const char **why);
+/* The backend the agent programs use when none is named: $SANDBOX_BACKEND if set, else
+ * "kubernetes" when backend_kube_config, else "local". A static string; *why (may be NULL)
+ * gets a static explanation. */
+const char *backend_default(const char **why);
+
 /* Opens a backend by name ("local", "kubernetes"); NULL kind means $SANDBOX_BACKEND, else
- * "local". NULL namespace means $SANDBOX_NAMESPACE, else "default". */
+ * "local". NULL namespace means backend_env_namespace(). */
 struct sbx_backend *backend_open(const char *kind, const char *namespace, struct sbx_err *e);
 void backend_close(struct sbx_backend *b);
-/* Fills spec defaults: homedir from $SANDBOX_HOME_DIR or /home/clawtainer, ttl 5 min, the
+/* Fills spec defaults: homedir backend_env_homedir(), ttl 5 min, the
  * default limits (backend_default_memory, SBX_DEFAULT_PIDS, SBX_DEFAULT_DISK). */
 void backend_spec_init(struct sbx_spec *spec);
 /* SBX_DEFAULT_MEMORY, or half of this machine's RAM when that is less. */

@@ -1,4 +1,4 @@
-/* cancel.c — signals to a self-pipe. */
+/* cancel.c — signals to a self-pipe (lib/cancel.h). */
 #include "cancel.h"
 
 #include <errno.h>
@@ -7,8 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Signals counted: every number a Linux signal may have. */
+#define CANCEL_SIGNALS 65
+
 static int pipefd[2] = {-1, -1};
-static volatile sig_atomic_t got;
+static volatile sig_atomic_t got, counts[CANCEL_SIGNALS];
 
 static void on_signal(int sig)
 {
@@ -16,15 +19,16 @@ static void on_signal(int sig)
 
 	if (!got)
 		got = sig;
+	if (sig > 0 && sig < CANCEL_SIGNALS)
+		counts[sig]++;
 	if (write(pipefd[1], "x", 1) < 0) {
 		/* full pipe: a byte is already waiting */
 	}
 	errno = saved;
 }
 
-int cancel_install(struct sbx_err *e)
+int cancel_install_signals(const int *sigs, bool once, struct sbx_err *e)
 {
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	struct sigaction sa;
 
 	if (pipefd[0] >= 0)
@@ -33,14 +37,35 @@ int cancel_install(struct sbx_err *e)
 		return err_sys(e, errno, "pipe");
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
+	sa.sa_flags = once ? SA_RESETHAND : 0;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+	for (; *sigs; sigs++)
+		sigaction(*sigs, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return pipefd[0];
+}
+
+int cancel_install(struct sbx_err *e)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, 0};
+
+	return cancel_install_signals(sigs, false, e);
 }
 
 int cancel_signal(void)
 {
 	return got;
+}
+
+int cancel_count(int sig)
+{
+	return sig > 0 && sig < CANCEL_SIGNALS ? counts[sig] : 0;
+}
+
+void cancel_drain(void)
+{
+	char b[64];
+
+	while (pipefd[0] >= 0 && read(pipefd[0], b, sizeof b) > 0) {
+	}
 }

@@ -193,8 +193,8 @@ static int v2_candidate(const char *dir, const char *const *ctrl, int nc, uid_t 
 	struct stat st;
 	int ok = 1;
 
-	snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir);
-	if ((sc = read_text(path, 4096)) == NULL)
+	if (snprintf(path, sizeof path, "%s/cgroup.subtree_control", dir) >= (int)sizeof path ||
+	    (sc = read_text(path, 4096)) == NULL)
 		return 0;
 	for (char *p = sc; *p; p++)
 		if (*p == ' ' || *p == '\n')
@@ -203,8 +203,8 @@ static int v2_candidate(const char *dir, const char *const *ctrl, int nc, uid_t 
 		ok = in_list(sc, ctrl[i]);
 	free(sc);
 	if (ok && euid != 0) {
-		snprintf(path, sizeof path, "%s/cgroup.procs", dir);
-		ok = stat(dir, &st) == 0 && st.st_uid == euid && stat(path, &st) == 0 &&
+		ok = snprintf(path, sizeof path, "%s/cgroup.procs", dir) < (int)sizeof path &&
+		     stat(dir, &st) == 0 && st.st_uid == euid && stat(path, &st) == 0 &&
 		     st.st_uid == euid;
 	}
 	return ok;
@@ -228,7 +228,7 @@ static int v2_limits(const char *dir, const struct cgroup_want *w)
 
 /* v2: in the lowest cgroup at or above ours that can hold a child with the controllers. */
 static int create_v2(const struct cgroup_host *h, const char *leaf, const struct cgroup_want *w,
-		     struct cgroup_set *out, char *why, size_t whycap)
+		     struct cgroup_set *out, struct sbx_err *e)
 {
 	char mnt[PATH_MAX], root[PATH_MAX], path[PATH_MAX], dir[PATH_MAX];
 	const char *ctrl[3];
@@ -237,8 +237,7 @@ static int create_v2(const struct cgroup_host *h, const char *leaf, const struct
 	if (mount_of(h->mountinfo, NULL, mnt, root, sizeof mnt) < 0 ||
 	    self_path(h->self, NULL, path, sizeof path) < 0 ||
 	    resolve(mnt, root, path, dir, sizeof dir) < 0) {
-		snprintf(why, whycap, "no cgroup v2 hierarchy holds this process");
-		return -1;
+		return err_set(e, SBX_EUNAVAIL, "no cgroup v2 hierarchy holds this process");
 	}
 	for (;;) {
 		char *slash;
@@ -250,25 +249,23 @@ static int create_v2(const struct cgroup_host *h, const char *leaf, const struct
 			for (int i = 0; i < nc; i++)
 				snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
 					 i == 0 ? "" : i == nc - 1 ? " and " : ", ", ctrl[i]);
-			snprintf(why, whycap, "cgroup v2 (%s): no cgroup at or above %s%s has the "
-				 "%s controllers enabled for its children", mnt, path,
-				 h->euid ? " that this user owns" : "", names);
-			return -1;
+			return err_set(e, SBX_EUNAVAIL, "cgroup v2 (%s): no cgroup at or above %s%s "
+				       "has the %s controllers enabled for its children", mnt, path,
+				       h->euid ? " that this user owns" : "", names);
 		}
 		*slash = '\0';
 	}
 	out->version = 2;
 	out->n = 0;
+	/* The directory and its memory.events must both fit: checked before anything is made. */
 	if (snprintf(out->dir[0], sizeof out->dir[0], "%s/%s", dir, leaf) >= (int)sizeof out->dir[0] ||
-	    mkdir(out->dir[0], 0755) < 0) {
-		snprintf(why, whycap, "cannot create cgroup %s/%s: %s", dir, leaf, strerror(errno));
-		return -1;
-	}
+	    snprintf(out->oom, sizeof out->oom, "%s/memory.events", out->dir[0]) >= (int)sizeof out->oom)
+		return err_set(e, SBX_EUNAVAIL, "cgroup v2: path too long below %s", dir);
+	if (mkdir(out->dir[0], 0755) < 0)
+		return err_sys(e, errno, "cannot create cgroup %s", out->dir[0]);
 	out->n = 1;
-	snprintf(out->oom, sizeof out->oom, "%s/memory.events", out->dir[0]);
 	if (v2_limits(out->dir[0], w) < 0) {
-		snprintf(why, whycap, "cannot set the limits of cgroup %s: %s", out->dir[0],
-			 strerror(errno));
+		err_sys(e, errno, "cannot set the limits of cgroup %s", out->dir[0]);
 		cgroup_destroy(out, 0);
 		return -1;
 	}
@@ -290,7 +287,7 @@ static int v1_limits(const char *dir, const char *ctrl, const struct cgroup_want
 /* v1: directly below our own cgroup in each controller's hierarchy. Every hierarchy is found
  * before anything is made, so a missing one leaves nothing behind. */
 static int create_v1(const struct cgroup_host *h, const char *leaf, const struct cgroup_want *w,
-		     struct cgroup_set *out, char *why, size_t whycap)
+		     struct cgroup_set *out, struct sbx_err *e)
 {
 	char mnt[PATH_MAX], root[PATH_MAX], path[PATH_MAX], dir[CGROUP_MAX_DIRS][PATH_MAX];
 	const char *ctrl[3];
@@ -302,13 +299,12 @@ static int create_v1(const struct cgroup_host *h, const char *leaf, const struct
 		if (mount_of(h->mountinfo, ctrl[i], mnt, root, sizeof mnt) < 0 ||
 		    self_path(h->self, ctrl[i], path, sizeof path) < 0 ||
 		    resolve(mnt, root, path, dir[i], sizeof dir[i]) < 0) {
-			snprintf(why, whycap, "cgroup v1: no %s hierarchy holds this process", ctrl[i]);
-			return -1;
+			return err_set(e, SBX_EUNAVAIL, "cgroup v1: no %s hierarchy holds this process",
+				       ctrl[i]);
 		}
-		if (strlen(dir[i]) + strlen(leaf) + 2 > sizeof dir[i]) {
-			snprintf(why, whycap, "cgroup v1: path too long below %s", dir[i]);
-			return -1;
-		}
+		/* Room for the leaf and memory.oom_control, checked before anything is made. */
+		if (strlen(dir[i]) + 1 + strlen(leaf) + sizeof "/memory.oom_control" > sizeof out->oom)
+			return err_set(e, SBX_EUNAVAIL, "cgroup v1: path too long below %s", dir[i]);
 		strcat(dir[i], "/");
 		strcat(dir[i], leaf);
 	}
@@ -319,18 +315,22 @@ static int create_v1(const struct cgroup_host *h, const char *leaf, const struct
 				same = j;	/* co-mounted controllers (cpu,cpuacct,memory…) */
 		if (same < 0) {
 			if (mkdir(dir[i], 0755) < 0) {
-				snprintf(why, whycap, "cannot create cgroup %s: %s", dir[i], strerror(errno));
+				err_sys(e, errno, "cannot create cgroup %s", dir[i]);
 				goto fail;
 			}
-			snprintf(out->dir[out->n++], sizeof out->dir[0], "%s", dir[i]);
+			memcpy(out->dir[out->n++], dir[i], sizeof out->dir[0]);
 		}
 		if (v1_limits(dir[i], ctrl[i], w) < 0) {
-			snprintf(why, whycap, "cannot set the %s limit of cgroup %s: %s", ctrl[i],
-				 dir[i], strerror(errno));
+			err_sys(e, errno, "cannot set the %s limit of cgroup %s", ctrl[i], dir[i]);
 			goto fail;
 		}
-		if (strcmp(ctrl[i], "memory") == 0)
-			snprintf(out->oom, sizeof out->oom, "%s/memory.oom_control", dir[i]);
+		/* Its length was checked with the leaf's above. */
+		if (strcmp(ctrl[i], "memory") == 0 &&
+		    snprintf(out->oom, sizeof out->oom, "%s/memory.oom_control", dir[i]) >=
+		    (int)sizeof out->oom) {
+			err_set(e, SBX_EUNAVAIL, "cgroup v1: path too long below %s", dir[i]);
+			goto fail;
+		}
 	}
 	return 0;
 fail:
@@ -342,23 +342,24 @@ fail:
 int cgroup_create(const struct cgroup_host *h, const char *leaf, const struct cgroup_want *w,
 		  struct cgroup_set *out, struct sbx_err *e)
 {
-	char why2[1024] = "", why1[1024] = "", mnt[PATH_MAX], root[PATH_MAX];
+	struct sbx_err e1 = {0}, e2 = {0};
+	char mnt[PATH_MAX], root[PATH_MAX];
 	const char *ctrl[3];
 	int has_v1 = 0;
 
 	memset(out, 0, sizeof *out);
 	if (wanted(w, ctrl) == 0)
 		return 0;
-	if (create_v2(h, leaf, w, out, why2, sizeof why2) == 0)
+	if (create_v2(h, leaf, w, out, &e2) == 0)
 		return 0;
 	for (int i = 0; i < wanted(w, ctrl); i++)
 		has_v1 |= mount_of(h->mountinfo, ctrl[i], mnt, root, sizeof mnt) == 0;
-	if (has_v1 && create_v1(h, leaf, w, out, why1, sizeof why1) == 0)
+	if (has_v1 && create_v1(h, leaf, w, out, &e1) == 0)
 		return 0;
 	memset(out, 0, sizeof *out);
 	if (has_v1)
-		return err_set(e, SBX_EUNAVAIL, "%s (and %s); %s", why1, why2, fix_hint);
-	return err_set(e, SBX_EUNAVAIL, "%s; %s", why2, fix_hint);
+		return err_set(e, SBX_EUNAVAIL, "%s (and %s); %s", e1.msg, e2.msg, fix_hint);
+	return err_set(e, SBX_EUNAVAIL, "%s; %s", e2.msg, fix_hint);
 }
 
 int cgroup_create_here(const char *leaf, const struct cgroup_want *w, struct cgroup_set *out,

@@ -6,6 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A cause longer than SBX_ERR_MAX is cut; its end says so, rather than stop mid-word. */
+static void mark_cut(char *msg, size_t cap, int wanted)
+{
+	if (wanted >= (int)cap && cap > 4)
+		memcpy(msg + cap - 4, "...", 4);
+}
+
 int err_set(struct sbx_err *e, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -14,7 +21,7 @@ int err_set(struct sbx_err *e, int code, const char *fmt, ...)
 		return -1;
 	e->code = code;
 	va_start(ap, fmt);
-	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	mark_cut(e->msg, sizeof e->msg, vsnprintf(e->msg, sizeof e->msg, fmt, ap));
 	va_end(ap);
 	return -1;
 }
@@ -38,7 +45,8 @@ int err_sys(struct sbx_err *e, int errnum, const char *fmt, ...)
 	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
 	va_end(ap);
 	n = strlen(e->msg);
-	snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum));
+	mark_cut(e->msg, sizeof e->msg,
+		 (int)n + snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(errnum)));
 	return -1;
 }
 
@@ -53,7 +61,7 @@ int err_prefix(struct sbx_err *e, const char *fmt, ...)
 	vsnprintf(head, sizeof head, fmt, ap);
 	va_end(ap);
 	memcpy(old, e->msg, sizeof old);
-	snprintf(e->msg, sizeof e->msg, "%s: %s", head, old);
+	mark_cut(e->msg, sizeof e->msg, snprintf(e->msg, sizeof e->msg, "%s: %s", head, old));
 	if (e->code == SBX_OK)
 		e->code = SBX_EIO;
 	return -1;

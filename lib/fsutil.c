@@ -260,13 +260,15 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 	const char *p = data;
 	int fd, dfd, saved;
 
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+	/* A name of its own (O_EXCL): two writers of path never share a temporary file. */
+	if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
 		return -1;
+	if (fchmod(fd, mode) < 0)
+		goto fail;
 	while (len > 0) {
 		ssize_t n = write(fd, p, len);
 		if (n < 0) {

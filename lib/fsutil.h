@@ -10,8 +10,8 @@ int fs_remove_tree(const char *path);
 /* Empties the directory path (each entry removed as fs_remove_tree does); path stays. Returns
  * 0 or -1 (errno). */
 int fs_clear_dir(const char *path);
-/* Writes data to path atomically (path.tmp, fsync, rename, fsync of the directory) with mode.
- * Returns 0 or -1 (errno). */
+/* Writes data to path atomically (a new path.XXXXXX, fsync, rename, fsync of the directory)
+ * with mode. Returns 0 or -1 (errno). */
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
 /* Reads a whole small file (at most max bytes) into a new NUL-terminated buffer. NULL + errno
  * on failure (EFBIG when larger than max). */

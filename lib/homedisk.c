@@ -17,6 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
+#include "xalloc.h"
+
 /* Tries at a free loop device: other creates at the same moment are offered the same one by
  * LOOP_CTL_GET_FREE, and all but one get EBUSY (50 concurrent ACP sessions ran out of 16). */
 #define LOOP_TRIES 200
@@ -38,9 +41,11 @@ static int run_mkfs(const char *path, char *why, size_t cap)
 {
 	const char *progs[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs"};
 	const char *prog = NULL;
-	char *argv[16];
-	int errfd, st, n = 0;
-	pid_t pid;
+	struct strvec argv = {0};
+	struct child_req r = {.cancel_fd = -1};
+	struct child_result res = {0};
+	struct sbx_err e;
+	int rc = -1;
 
 	for (size_t i = 0; i < sizeof progs / sizeof progs[0] && !prog; i++)
 		if (access(progs[i], X_OK) == 0)
@@ -49,38 +54,27 @@ static int run_mkfs(const char *path, char *why, size_t cap)
 		snprintf(why, cap, "mke2fs is not installed (Debian package e2fsprogs)");
 		return -1;
 	}
-	argv[n++] = (char *)prog;
-	for (size_t i = 0; mkfs_argv_tail[i]; i++)
-		argv[n++] = (char *)mkfs_argv_tail[i];
-	argv[n++] = (char *)path;
-	argv[n] = NULL;
-	if ((errfd = memfd_create("mke2fs", MFD_CLOEXEC)) < 0 || (pid = fork()) < 0) {
-		snprintf(why, cap, "cannot run mke2fs: %s", strerror(errno));
-		if (errfd >= 0)
-			close(errfd);
-		return -1;
+	strvec_push(&argv, prog);
+	strvec_pushv(&argv, (char *const *)mkfs_argv_tail);
+	strvec_push(&argv, path);
+	r.path = prog;
+	r.argv = argv.v;
+	if (child_run(&r, &res, &e) < 0) {
+		snprintf(why, cap, "cannot run mke2fs: %.*s", MKFS_ERR_MAX, e.msg);
+	} else if (res.status != 0) {
+		/* what it said first: on stderr, else on stdout */
+		const char *said = res.err_len ? res.err : res.out ? res.out : "";
+		int n = (int)strcspn(said, "\n");
+		if (n == 0)
+			snprintf(why, cap, "mke2fs failed: no message");
+		else
+			snprintf(why, cap, "mke2fs failed: %.*s", n < MKFS_ERR_MAX ? n : MKFS_ERR_MAX, said);
+	} else {
+		rc = 0;
 	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		dup2(null, 0);
-		dup2(errfd, 1);
-		dup2(errfd, 2);
-		execv(prog, argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		char out[MKFS_ERR_MAX];
-		ssize_t len = pread(errfd, out, sizeof out - 1, 0);
-		out[len > 0 ? len : 0] = '\0';
-		out[strcspn(out, "\n")] = '\0';
-		snprintf(why, cap, "mke2fs failed: %s", out[0] ? out : "no message");
-		close(errfd);
-		return -1;
-	}
-	close(errfd);
-	return 0;
+	child_result_free(&res);
+	strvec_clear(&argv);
+	return rc;
 }
 
 /* The template for this size, made once under its lock. */
@@ -92,6 +86,10 @@ static int template_for(const char *cache_dir, int64_t size, char *path, size_t 
 
 	if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
 		return err_sys(e, errno, "cannot create %s", cache_dir);
+	/* The longest of the three names made here is the temporary one. */
+	if (snprintf(tmp, sizeof tmp, "%s/ext4-%" PRId64 ".img.%ld.tmp", cache_dir, size,
+		     (long)getpid()) >= (int)sizeof tmp || strlen(tmp) >= cap)
+		return err_set(e, SBX_EINVAL, "the image cache path %s is too long", cache_dir);
 	snprintf(path, cap, "%s/ext4-%" PRId64 ".img", cache_dir, size);
 	if (access(path, R_OK) == 0)
 		return 0;
@@ -104,7 +102,6 @@ static int template_for(const char *cache_dir, int64_t size, char *path, size_t 
 		rc = 0;
 		goto out;
 	}
-	snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
 	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, size) < 0) {
 		err_sys(e, errno, "cannot create %s", tmp);
@@ -237,7 +234,9 @@ int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t 
 	char tmpl[PATH_MAX], image[PATH_MAX], home[PATH_MAX], dev[64], lf[PATH_MAX];
 	int lfd;
 
-	snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE);
+	if (snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE) >= (int)sizeof image ||
+	    snprintf(lf, sizeof lf, "%s/home/lost+found", dir) >= (int)sizeof lf)
+		return err_set(e, SBX_EINVAL, "the sandbox directory %s is too long", dir);
 	snprintf(home, sizeof home, "%s/home", dir);
 	if (template_for(cache_dir, size, tmpl, sizeof tmpl, e) < 0 ||
 	    sparse_copy(tmpl, image, size, e) < 0)
@@ -251,7 +250,6 @@ int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t 
 		goto fail;
 	}
 	close(lfd);	/* the mount holds the device now; autoclear frees it after the last */
-	snprintf(lf, sizeof lf, "%s/lost+found", home);
 	if (rmdir(lf) < 0 || chown(home, uid, gid) < 0 || chmod(home, 0755) < 0) {
 		err_sys(e, errno, "cannot prepare the home's filesystem on %s", home);
 		goto fail;

@@ -90,6 +90,8 @@ static bool id_ok(struct json_object *id)
 	return json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int);
 }
 
+/* Long: JSON-RPC 2.0's classification rules one after the other (request, notification,
+ * response, error) with the error code each breach gets. */
 int jsonrpc_parse(const char *line, size_t len, struct jsonrpc_msg *m, int *code,
 		  struct json_object **bad_id, struct sbx_err *e)
 {

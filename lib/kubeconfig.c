@@ -1,6 +1,6 @@
 /* kubeconfig.c — client-go's loading rules in C: in-cluster, then merged kubeconfig files
- * (parsed with libyaml into json-c trees), then the current context's cluster and user;
- * exec credential plugins with their token cached in memory and in a 0600 file. */
+ * (parsed with libyaml into json-c trees), then the current context's cluster and user.
+ * Exec credential plugins and their token cache: kubecred.c. */
 #include "kubeconfig.h"
 
 #include <errno.h>
@@ -9,16 +9,17 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <yaml.h>
 
+#include "child.h"
+#include "exitcode.h"
+#include "fsutil.h"
+#include "jsonfield.h"
 #include "paths.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -28,10 +29,7 @@
 /* YAML nesting deeper than this is not a kubeconfig (and would recurse without bound). */
 #define YAML_DEPTH_MAX 64
 
-extern char **environ;
-
-/* Reads a whole file (at most KUBECONFIG_FILE_MAX bytes). */
-static int read_file(const char *path, struct kube_blob *out, struct sbx_err *e)
+int kubeconfig_read_file(const char *path, struct kube_blob *out, struct sbx_err *e)
 {
 	struct buf b = {0};
 	char chunk[8192];
@@ -159,7 +157,7 @@ static struct json_object *parse_yaml(const char *path, struct sbx_err *e)
 	struct json_object *o = NULL;
 	yaml_node_t *root;
 
-	if (read_file(path, &f, e) < 0)
+	if (kubeconfig_read_file(path, &f, e) < 0)
 		return NULL;
 	if (!yaml_parser_initialize(&p)) {
 		free(f.data);
@@ -186,22 +184,6 @@ out:
 	return o;
 }
 
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static struct json_object *jget(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 /* Finds the named entry of a kubeconfig list ("clusters", "users", "contexts") across the
  * files in order (first wins) and returns its inner object (e.g. "cluster"). */
 static struct json_object *find_named(struct json_object **files, size_t n, const char *list,
@@ -210,15 +192,15 @@ static struct json_object *find_named(struct json_object **files, size_t n, cons
 	size_t i, j;
 
 	for (i = 0; i < n; i++) {
-		struct json_object *a = jget(files[i], list);
+		struct json_object *a = jsonfield(files[i], list);
 		if (a == NULL || !json_object_is_type(a, json_type_array))
 			continue;
 		for (j = 0; j < json_object_array_length(a); j++) {
 			struct json_object *it = json_object_array_get_idx(a, j);
-			const char *nm = jstr(it, "name");
-			if (nm && strcmp(nm, name) == 0 && jget(it, inner)) {
+			const char *nm = jsonfield_str(it, "name");
+			if (nm && strcmp(nm, name) == 0 && jsonfield(it, inner)) {
 				*which = i;
-				return jget(it, inner);
+				return jsonfield(it, inner);
 			}
 		}
 	}
@@ -245,14 +227,14 @@ static int load_blob(struct json_object *o, const char *key, const char *file,
 	const char *s;
 
 	snprintf(dkey, sizeof dkey, "%s-data", key);
-	if ((s = jstr(o, dkey)) != NULL && *s) {
+	if ((s = jsonfield_str(o, dkey)) != NULL && *s) {
 		if (kubeconfig_base64(s, out) < 0)
 			return err_set(e, SBX_EINVAL, "%s: %s is not valid base64", file, dkey);
 		return 0;
 	}
-	if ((s = jstr(o, key)) != NULL && *s) {
+	if ((s = jsonfield_str(o, key)) != NULL && *s) {
 		char *p = resolve_path(s, file);
-		int rc = read_file(p, out, e);
+		int rc = kubeconfig_read_file(p, out, e);
 		free(p);
 		if (rc < 0)
 			return err_prefix(e, "%s: %s", file, key);
@@ -287,8 +269,8 @@ static void free_strv(char **v)
 static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *file,
 		     struct sbx_err *e)
 {
-	const char *cmd = jstr(ex, "command"), *api = jstr(ex, "apiVersion");
-	struct json_object *env = jget(ex, "env");
+	const char *cmd = jsonfield_str(ex, "command"), *api = jsonfield_str(ex, "apiVersion");
+	struct json_object *env = jsonfield(ex, "env");
 	size_t i, n, m = 0;
 
 	if (cmd == NULL || *cmd == '\0')
@@ -301,30 +283,34 @@ static int load_exec(struct kubeconfig *kc, struct json_object *ex, const char *
 	/* A bare name is looked up on PATH; a relative path is relative to the kubeconfig. */
 	kc->exec_cmd = strchr(cmd, '/') ? resolve_path(cmd, file) : xstrdup(cmd);
 	kc->exec_api = xstrdup(api);
-	kc->exec_args = str_array(jget(ex, "args"));
+	kc->exec_args = str_array(jsonfield(ex, "args"));
 	n = env && json_object_is_type(env, json_type_array) ? json_object_array_length(env) : 0;
 	kc->exec_env = xcalloc(n + 1, sizeof *kc->exec_env);
 	for (i = 0; i < n; i++) {
 		struct json_object *it = json_object_array_get_idx(env, i);
-		const char *k = jstr(it, "name"), *v = jstr(it, "value");
+		const char *k = jsonfield_str(it, "name"), *v = jsonfield_str(it, "value");
 		if (k && *k)
 			kc->exec_env[m++] = xasprintf("%s=%s", k, v ? v : "");
 	}
 	return 0;
 }
 
-int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_err *e)
+/* The parsed kubeconfig files in order (client-go's merge: the first wins). */
+struct kfiles {
+	struct json_object *doc[KUBECONFIG_FILES_MAX];
+	char *name[KUBECONFIG_FILES_MAX];
+	size_t n;
+};
+
+/* Parses every existing file of the ':'-separated list (default ~/.kube/config) into f;
+ * kc->source gets the list of those read. */
+static int parse_files(struct kubeconfig *kc, const char *paths, struct kfiles *f,
+		       struct sbx_err *e)
 {
-	struct json_object *files[KUBECONFIG_FILES_MAX] = {0};
-	char *names[KUBECONFIG_FILES_MAX] = {0};
-	char *list = NULL, *tok, *save = NULL;
-	const char *ctxname = NULL, *cname, *uname, *s;
-	struct json_object *ctx, *cl, *user;
-	size_t n = 0, i, ci, ui, xi;
+	char *list, *tok, *save = NULL;
 	struct buf src = {0};
 	int rc = -1;
 
-	memset(kc, 0, sizeof *kc);
 	if (paths == NULL || *paths == '\0') {
 		const char *h = getenv("HOME");
 		if (h == NULL || *h == '\0')
@@ -339,24 +325,84 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 			continue;
 		if (access(tok, F_OK) < 0 && errno == ENOENT)
 			continue;	/* client-go skips missing files in the list */
-		if (n == KUBECONFIG_FILES_MAX) {
+		if (f->n == KUBECONFIG_FILES_MAX) {
 			err_set(e, SBX_EINVAL, "KUBECONFIG lists more than %d files", KUBECONFIG_FILES_MAX);
 			goto out;
 		}
-		if ((files[n] = parse_yaml(tok, e)) == NULL)
+		if ((f->doc[f->n] = parse_yaml(tok, e)) == NULL)
 			goto out;
-		names[n] = xstrdup(tok);
-		buf_printf(&src, "%s%s", n ? ":" : "", tok);
-		n++;
+		f->name[f->n] = xstrdup(tok);
+		buf_printf(&src, "%s%s", f->n ? ":" : "", tok);
+		f->n++;
 	}
-	if (n == 0) {
-		err_set(e, SBX_EUNAVAIL,
-			"no Kubernetes configuration: not in a cluster and no kubeconfig at %s", paths && *paths ? paths : list);
+	if (f->n == 0) {
+		err_set(e, SBX_EUNAVAIL, "no Kubernetes configuration: not in a cluster and no "
+			"kubeconfig at %s", paths && *paths ? paths : list);
 		goto out;
 	}
 	kc->source = buf_steal(&src);
-	for (i = 0; i < n && ctxname == NULL; i++) {
-		s = jstr(files[i], "current-context");
+	rc = 0;
+out:
+	buf_free(&src);
+	free(list);
+	return rc;
+}
+
+/* The cluster's server (https:// or http://), TLS trust and certificate authority. */
+static int take_cluster(struct kubeconfig *kc, struct json_object *cl, const char *cname,
+			const char *file, struct sbx_err *e)
+{
+	const char *s = jsonfield_str(cl, "server");
+
+	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0))
+		return err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source,
+			       cname);
+	kc->server = xstrdup(s);
+	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
+		kc->server[strlen(kc->server) - 1] = '\0';
+	s = jsonfield_str(cl, "insecure-skip-tls-verify");
+	kc->insecure = s && strcmp(s, "true") == 0;
+	return load_blob(cl, "certificate-authority", file, &kc->ca, e);
+}
+
+/* The user's credentials: a client certificate and key, a token or token file, an exec
+ * plugin (an auth-provider is refused). */
+static int take_user(struct kubeconfig *kc, struct json_object *user, const char *uname,
+		     const char *file, struct sbx_err *e)
+{
+	const char *s;
+
+	if (load_blob(user, "client-certificate", file, &kc->cert, e) < 0 ||
+	    load_blob(user, "client-key", file, &kc->key, e) < 0)
+		return -1;
+	if ((kc->cert.data == NULL) != (kc->key.data == NULL))
+		return err_set(e, SBX_EINVAL, "%s: user \"%s\" has a client certificate without a key "
+			       "(or a key without a certificate)", file, uname);
+	if ((s = jsonfield_str(user, "token")) && *s)
+		kc->token = xstrdup(s);
+	if ((s = jsonfield_str(user, "tokenFile")) && *s)
+		kc->token_file = resolve_path(s, file);
+	if (jsonfield(user, "exec") && load_exec(kc, jsonfield(user, "exec"), file, e) < 0)
+		return -1;
+	if (jsonfield(user, "auth-provider"))
+		return err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not "
+			       "supported (use an exec plugin)", file, uname);
+	return 0;
+}
+
+int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_err *e)
+{
+	struct kfiles f = {0};
+	const char *ctxname = NULL, *cname, *uname, *s;
+	struct json_object *ctx, *cl, *user;
+	size_t i, ci, ui, xi;
+	int rc = -1;
+
+	memset(kc, 0, sizeof *kc);
+	if (parse_files(kc, paths, &f, e) < 0)
+		goto out;
+	for (i = 0; i < f.n && ctxname == NULL; i++) {
+		s = jsonfield_str(f.doc[i], "current-context");
 		if (s && *s)
 			ctxname = s;
 	}
@@ -364,62 +410,31 @@ int kubeconfig_load_files(struct kubeconfig *kc, const char *paths, struct sbx_e
 		err_set(e, SBX_EINVAL, "%s: no current-context is set", kc->source);
 		goto out;
 	}
-	if ((ctx = find_named(files, n, "contexts", "context", ctxname, &xi)) == NULL) {
+	if ((ctx = find_named(f.doc, f.n, "contexts", "context", ctxname, &xi)) == NULL) {
 		err_set(e, SBX_EINVAL, "%s: context \"%s\" is not defined", kc->source, ctxname);
 		goto out;
 	}
 	kc->context = xstrdup(ctxname);
-	if ((s = jstr(ctx, "namespace")) && *s)
+	if ((s = jsonfield_str(ctx, "namespace")) && *s)
 		kc->namespace = xstrdup(s);
-	cname = jstr(ctx, "cluster");
-	uname = jstr(ctx, "user");
-	if (cname == NULL || (cl = find_named(files, n, "clusters", "cluster", cname, &ci)) == NULL) {
+	cname = jsonfield_str(ctx, "cluster");
+	uname = jsonfield_str(ctx, "user");
+	if (cname == NULL || (cl = find_named(f.doc, f.n, "clusters", "cluster", cname, &ci)) == NULL) {
 		err_set(e, SBX_EINVAL, "%s: context \"%s\" names cluster \"%s\", which is not defined",
 			kc->source, ctxname, cname ? cname : "");
 		goto out;
 	}
-	s = jstr(cl, "server");
-	if (s == NULL || (strncmp(s, "https://", 8) != 0 && strncmp(s, "http://", 7) != 0)) {
-		err_set(e, SBX_EINVAL, "%s: cluster \"%s\" has no https:// server", kc->source, cname);
+	if (take_cluster(kc, cl, cname, f.name[ci], e) < 0)
 		goto out;
-	}
-	kc->server = xstrdup(s);
-	while (kc->server[0] && kc->server[strlen(kc->server) - 1] == '/')
-		kc->server[strlen(kc->server) - 1] = '\0';
-	s = jstr(cl, "insecure-skip-tls-verify");
-	kc->insecure = s && strcmp(s, "true") == 0;
-	if (load_blob(cl, "certificate-authority", names[ci], &kc->ca, e) < 0)
+	user = uname ? find_named(f.doc, f.n, "users", "user", uname, &ui) : NULL;
+	if (user != NULL && take_user(kc, user, uname, f.name[ui], e) < 0)
 		goto out;
-	user = uname ? find_named(files, n, "users", "user", uname, &ui) : NULL;
-	if (user != NULL) {
-		if (load_blob(user, "client-certificate", names[ui], &kc->cert, e) < 0 ||
-		    load_blob(user, "client-key", names[ui], &kc->key, e) < 0)
-			goto out;
-		if ((kc->cert.data == NULL) != (kc->key.data == NULL)) {
-			err_set(e, SBX_EINVAL, "%s: user \"%s\" has a client certificate without a key (or a key without a certificate)",
-				names[ui], uname);
-			goto out;
-		}
-		if ((s = jstr(user, "token")) && *s)
-			kc->token = xstrdup(s);
-		if ((s = jstr(user, "tokenFile")) && *s)
-			kc->token_file = resolve_path(s, names[ui]);
-		if (jget(user, "exec") && load_exec(kc, jget(user, "exec"), names[ui], e) < 0)
-			goto out;
-		if (jget(user, "auth-provider")) {
-			err_set(e, SBX_EINVAL, "%s: user \"%s\" uses an auth-provider, which is not supported (use an exec plugin)",
-				names[ui], uname);
-			goto out;
-		}
-	}
 	rc = 0;
 out:
-	for (i = 0; i < n; i++) {
-		json_object_put(files[i]);
-		free(names[i]);
+	for (i = 0; i < f.n; i++) {
+		json_object_put(f.doc[i]);
+		free(f.name[i]);
 	}
-	buf_free(&src);
-	free(list);
 	if (rc < 0)
 		kubeconfig_free(kc);
 	return rc;
@@ -455,7 +470,7 @@ int kubeconfig_load_incluster(struct kubeconfig *kc, struct sbx_err *e)
 	kc->server = strchr(host, ':') ? xasprintf("https://[%s]:%s", host, port)
 				       : xasprintf("https://%s:%s", host, port);
 	p = xasprintf("%s/ca.crt", sa_dir());
-	rc = read_file(p, &kc->ca, e);
+	rc = kubeconfig_read_file(p, &kc->ca, e);
 	free(p);
 	if (rc < 0) {
 		err_prefix(e, "in-cluster configuration");
@@ -463,7 +478,7 @@ int kubeconfig_load_incluster(struct kubeconfig *kc, struct sbx_err *e)
 		return -1;
 	}
 	p = xasprintf("%s/namespace", sa_dir());
-	if (read_file(p, &ns, NULL) == 0) {
+	if (kubeconfig_read_file(p, &ns, NULL) == 0) {
 		ns.data[strcspn(ns.data, "\r\n")] = '\0';
 		if (*ns.data)
 			kc->namespace = xstrdup(ns.data);
@@ -480,304 +495,6 @@ int kubeconfig_load(struct kubeconfig *kc, struct sbx_err *e)
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	return kubeconfig_load_files(kc, getenv("KUBECONFIG"), e);
-}
-
-/* --- exec credential plugins --- */
-
-/* The cache file for this plugin invocation: a hash of everything that defines it. */
-static char *cache_path(const struct kubeconfig *kc)
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	char hex[2 * 16 + 1];
-	const char *x = getenv("XDG_CACHE_HOME");
-	struct buf k = {0};
-	char *root;
-	size_t i;
-
-	buf_printf(&k, "%s\n%s\n%s\n", kc->server, kc->exec_api, kc->exec_cmd);
-	for (i = 0; kc->exec_args[i]; i++)
-		buf_printf(&k, "a:%s\n", kc->exec_args[i]);
-	for (i = 0; kc->exec_env[i]; i++)
-		buf_printf(&k, "e:%s\n", kc->exec_env[i]);
-	SHA256((const unsigned char *)k.data, k.len, md);
-	buf_free(&k);
-	for (i = 0; i < 16; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (x && x[0] == '/') {
-		root = xasprintf("%s/sbx/kube-exec", x);
-	} else {
-		char *st = paths_state_root(NULL);
-		if (st == NULL)
-			return NULL;
-		root = xasprintf("%s/.kube-exec", st);	/* never a namespace name */
-		free(st);
-	}
-	if (paths_mkdirs(root, 0700, NULL) < 0) {
-		free(root);
-		return NULL;
-	}
-	{
-		char *p = xasprintf("%s/%s.json", root, hex);
-		free(root);
-		return p;
-	}
-}
-
-/* Takes token and expiry from an ExecCredential (or our cache file, same shape). */
-static int take_credential(struct kubeconfig *kc, const char *text, size_t len, bool strict,
-			   struct sbx_err *e)
-{
-	struct json_object *o = json_tokener_parse(text), *st;
-	const char *tok, *exp, *kind;
-	int64_t ns = 0;
-	int rc = -1;
-
-	(void)len;
-	if (o == NULL || !json_object_is_type(o, json_type_object)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s printed no JSON ExecCredential", kc->exec_cmd);
-		goto out;
-	}
-	kind = jstr(o, "kind");
-	if (strict && (kind == NULL || strcmp(kind, "ExecCredential") != 0)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: output is not an ExecCredential", kc->exec_cmd);
-		goto out;
-	}
-	if (strict && (jstr(o, "apiVersion") == NULL || strcmp(jstr(o, "apiVersion"), kc->exec_api) != 0)) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential apiVersion \"%s\" does not match the requested %s",
-			kc->exec_cmd, jstr(o, "apiVersion") ? jstr(o, "apiVersion") : "", kc->exec_api);
-		goto out;
-	}
-	st = jget(o, "status");
-	tok = jstr(st, "token");
-	if (tok == NULL || *tok == '\0') {
-		err_set(e, SBX_EINVAL, "exec plugin %s: ExecCredential has no status.token%s", kc->exec_cmd,
-			jstr(st, "clientCertificateData") ? " (client certificates from plugins are not supported)" : "");
-		goto out;
-	}
-	exp = jstr(st, "expirationTimestamp");
-	if (exp && *exp && time_parse_rfc3339(exp, &ns) < 0) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: bad expirationTimestamp \"%s\"", kc->exec_cmd, exp);
-		goto out;
-	}
-	if (ns && ns - KUBECONFIG_EXPIRY_SLACK_NS <= time_now_ns()) {
-		err_set(e, SBX_EINVAL, "exec plugin %s: the credential has already expired (%s)", kc->exec_cmd, exp);
-		goto out;
-	}
-	free(kc->token);
-	kc->token = xstrdup(tok);
-	kc->token_expiry_ns = ns;
-	rc = 0;
-out:
-	json_object_put(o);
-	return rc;
-}
-
-/* Runs the plugin with KUBERNETES_EXEC_INFO set; collects its stdout (and stderr for errors). */
-static int run_plugin(struct kubeconfig *kc, struct buf *out, struct sbx_err *e)
-{
-	int op[2] = {-1, -1}, ep[2] = {-1, -1}, status = 0, rc = -1;
-	struct buf err = {0};
-	size_t nenv = 0, i, j;
-	char **argv, **envp;
-	pid_t pid;
-	int64_t deadline = time_mono_ns() + (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000;
-
-	for (i = 0; kc->exec_args[i]; i++)
-		;
-	argv = xcalloc(i + 2, sizeof *argv);
-	argv[0] = kc->exec_cmd;
-	for (j = 0; j < i; j++)
-		argv[j + 1] = kc->exec_args[j];
-	for (i = 0; environ[i]; i++)
-		nenv++;
-	for (i = 0; kc->exec_env[i]; i++)
-		nenv++;
-	envp = xcalloc(nenv + 2, sizeof *envp);
-	nenv = 0;
-	for (i = 0; environ[i]; i++)
-		if (strncmp(environ[i], "KUBERNETES_EXEC_INFO=", 21) != 0)
-			envp[nenv++] = environ[i];
-	for (i = 0; kc->exec_env[i]; i++)
-		envp[nenv++] = kc->exec_env[i];
-	envp[nenv++] = xasprintf("KUBERNETES_EXEC_INFO={\"apiVersion\":\"%s\",\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false}}",
-				 kc->exec_api);
-	if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		err_sys(e, errno, "exec plugin: pipe");
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		err_sys(e, errno, "exec plugin: fork");
-		goto out;
-	}
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
-			dup2(nul, 0);
-		dup2(op[1], 1);
-		dup2(ep[1], 2);
-		execvpe(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(op[1]), close(ep[1]);
-	op[1] = ep[1] = -1;
-	for (;;) {
-		struct pollfd pf[2] = {{op[0], POLLIN, 0}, {ep[0], POLLIN, 0}};
-		int64_t left = (deadline - time_mono_ns()) / 1000000;
-		char chunk[4096];
-		ssize_t n;
-		int k;
-
-		if (pf[0].fd < 0 && pf[1].fd < 0)
-			break;
-		if (left <= 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			err_set(e, SBX_ETIMEDOUT, "exec plugin %s did not finish within %d s", kc->exec_cmd,
-				KUBECONFIG_PLUGIN_TIMEOUT_MS / 1000);
-			goto out;
-		}
-		if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
-			break;
-		for (k = 0; k < 2; k++) {
-			int *fd = k ? &ep[0] : &op[0];
-			struct buf *b = k ? &err : out;
-			if (*fd < 0 || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(*fd, chunk, sizeof chunk);
-			if (n <= 0) {
-				close(*fd);
-				*fd = -1;
-			} else if (b->len + (size_t)n <= KUBECONFIG_PLUGIN_OUT_MAX) {
-				buf_append(b, chunk, (size_t)n);
-			}
-		}
-	}
-	waitpid(pid, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		size_t l = err.len;
-		while (l && (err.data[l - 1] == '\n' || err.data[l - 1] == ' '))
-			l--;
-		err_set(e, SBX_EPERM, "exec plugin %s failed (%s %d)%s%.*s", kc->exec_cmd,
-			WIFEXITED(status) ? "exit status" : "signal",
-			WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			l ? ": " : (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? ": not found" : ""),
-			(int)(l > 500 ? 500 : l), err.data ? err.data : "");
-		goto out;
-	}
-	if (out->data == NULL)
-		buf_append(out, "", 0);
-	rc = 0;
-out:
-	for (i = 0; i < 2; i++) {
-		if (op[i] >= 0)
-			close(op[i]);
-		if (ep[i] >= 0)
-			close(ep[i]);
-	}
-	free(envp[nenv - 1]);
-	free(envp);
-	free(argv);
-	buf_free(&err);
-	return rc;
-}
-
-/* Writes the token to the cache file (0600, atomically). Failures only lose the cache. */
-static void cache_store(const struct kubeconfig *kc)
-{
-	struct json_object *o, *st;
-	char *tmp, tbuf[TIME_BUFSZ];
-	const char *txt;
-	int fd;
-
-	if (kc->cache_path == NULL || kc->token_expiry_ns == 0)
-		return;	/* no expiry: client-go keeps it for the process only */
-	o = json_object_new_object();
-	st = json_object_new_object();
-	json_object_object_add(o, "kind", json_object_new_string("ExecCredential"));
-	json_object_object_add(o, "apiVersion", json_object_new_string(kc->exec_api));
-	json_object_object_add(st, "token", json_object_new_string(kc->token));
-	json_object_object_add(st, "expirationTimestamp",
-			       json_object_new_string(time_rfc3339(kc->token_expiry_ns, tbuf, sizeof tbuf)));
-	json_object_object_add(o, "status", st);
-	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	tmp = xasprintf("%s.%d.tmp", kc->cache_path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		ssize_t w = write(fd, txt, strlen(txt));
-		if (close(fd) == 0 && w == (ssize_t)strlen(txt))
-			rename(tmp, kc->cache_path);
-		else
-			unlink(tmp);
-	}
-	free(tmp);
-	json_object_put(o);
-}
-
-static int cache_load(struct kubeconfig *kc)
-{
-	struct kube_blob f = {0};
-	struct stat st;
-	int rc;
-
-	if (kc->cache_path == NULL || stat(kc->cache_path, &st) < 0)
-		return -1;
-	/* Only trust a private file of ours: anyone else could plant a token. */
-	if (st.st_uid != getuid() || (st.st_mode & 077) != 0)
-		return -1;
-	if (read_file(kc->cache_path, &f, NULL) < 0)
-		return -1;
-	rc = take_credential(kc, f.data, f.len, false, NULL);
-	free(f.data);
-	return rc;
-}
-
-int kubeconfig_token(struct kubeconfig *kc, char **token, struct sbx_err *e)
-{
-	struct buf out = {0};
-	int rc;
-
-	*token = NULL;
-	if (kc->exec_cmd != NULL) {
-		if (kc->token && (kc->token_expiry_ns == 0 ||
-				  kc->token_expiry_ns - KUBECONFIG_EXPIRY_SLACK_NS > time_now_ns()))
-			goto have;
-		if (kc->cache_path == NULL)
-			kc->cache_path = cache_path(kc);
-		if (kc->token == NULL && cache_load(kc) == 0)
-			goto have;
-		rc = run_plugin(kc, &out, e);
-		if (rc == 0)
-			rc = take_credential(kc, out.data, out.len, true, e);
-		buf_free(&out);
-		if (rc < 0)
-			return -1;
-		cache_store(kc);
-		goto have;
-	}
-	if (kc->token_file != NULL) {
-		struct kube_blob f = {0};
-		if (read_file(kc->token_file, &f, e) < 0)
-			return err_prefix(e, "token file");
-		f.data[strcspn(f.data, "\r\n")] = '\0';
-		*token = f.data;
-		return 0;
-	}
-have:
-	if (kc->token)
-		*token = xstrdup(kc->token);
-	return 0;
-}
-
-void kubeconfig_forget_token(struct kubeconfig *kc)
-{
-	if (kc->exec_cmd == NULL)
-		return;
-	free(kc->token);
-	kc->token = NULL;
-	kc->token_expiry_ns = 0;
-	if (kc->cache_path)
-		unlink(kc->cache_path);
 }
 
 void kubeconfig_free(struct kubeconfig *kc)

@@ -20,6 +20,8 @@
 #define KUBECONFIG_PLUGIN_OUT_MAX (1024 * 1024)
 /* How long an exec credential plugin may run before we give up on it. */
 #define KUBECONFIG_PLUGIN_TIMEOUT_MS 60000
+/* A plugin past its deadline gets this long after SIGTERM before SIGKILL. */
+#define KUBECONFIG_PLUGIN_GRACE_NS (INT64_C(100) * 1000000)
 /* A cached plugin token is refreshed this long before it expires. */
 #define KUBECONFIG_EXPIRY_SLACK_NS (INT64_C(10) * 1000000000)
 
@@ -63,5 +65,7 @@ void kubeconfig_free(struct kubeconfig *kc);
 
 /* Decodes standard base64 (white space ignored). Returns 0 or -1 on bad input. */
 int kubeconfig_base64(const char *in, struct kube_blob *out);
+/* Reads a whole file (at most KUBECONFIG_FILE_MAX bytes) into out. */
+int kubeconfig_read_file(const char *path, struct kube_blob *out, struct sbx_err *e);
 
 #endif

@@ -333,29 +333,88 @@ static int send_stdin(struct xstate *st, struct lws *wsi)
 	return 0;
 }
 
+/* The handshake's Authorization header (the token wiped from memory after). */
+static int append_auth(struct xstate *st, struct lws *wsi, void *in, size_t len)
+{
+	unsigned char **p = (unsigned char **)in, *end = (*p) + len;
+	char *h;
+	int rc;
+
+	if (st->token == NULL)
+		return 0;
+	h = xasprintf("Bearer %s", st->token);
+	rc = lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
+					 (const unsigned char *)h, (int)strlen(h), p, end);
+	OPENSSL_cleanse(h, strlen(h));
+	free(h);
+	return rc ? -1 : 0;
+}
+
+/* The stream is up: its subprotocol checked, stdin's reader and the cancel fd started. */
+static void on_established(struct xstate *st, struct lws *wsi)
+{
+	st->established = true;
+	st->res->established = true;
+	if (st->res->protocol[0] == '\0')
+		lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
+	st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
+	if (st->req->require_v5 && !st->v5) {
+		/* Close before the first stdin byte: a wrapped command has not begun. */
+		st->res->wrong_protocol = true;
+		stop(st);
+		return;
+	}
+	if (st->req->in_prefix_len > 0)
+		lws_callback_on_writable(wsi);
+	if (st->req->in_fd >= 0) {
+		if (pthread_create(&st->reader, NULL, reader_main, st) != 0) {
+			snprintf(st->conn_err, sizeof st->conn_err, "cannot start the stdin reader");
+			stop(st);
+		} else {
+			st->reader_started = true;
+		}
+	}
+	if (st->req->cancel_fd >= 0)
+		st->cancel_wsi = adopt(st, st->req->cancel_fd, &st->cancel_dup);
+}
+
+/* A frame (or fragment) from the server: its channel's bytes, the status at its end. */
+static void on_receive(struct xstate *st, struct lws *wsi, void *in, size_t len)
+{
+	const unsigned char *pl;
+	size_t pn;
+
+	if (lws_is_first_fragment(wsi)) {
+		st->cur_channel = kubeexec_frame_channel(in, len, &pl, &pn);
+		if (st->cur_channel < 0)
+			return;
+	} else {
+		pl = in, pn = len;
+	}
+	on_payload(st, pl, pn);
+	if (lws_is_final_fragment(wsi) && st->cur_channel == KUBEEXEC_CH_STATUS) {
+		int code = 0, r = kubeexec_decode_status(st->status.data ? st->status.data : "",
+							 st->status.len, &code, st->res->msg,
+							 sizeof st->res->msg);
+		if (r >= 0) {
+			st->res->got_status = true;
+			st->res->exit_code = code;
+			st->res->failure = r == 1;
+		}
+	}
+}
+
 static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
 		    size_t len)
 {
 	struct xstate *st = lws_context_user(lws_get_context(wsi));
-	const unsigned char *pl;
-	size_t pn;
 
 	(void)user;
 	if (st == NULL)
 		return 0;
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
-		if (st->token) {
-			unsigned char **p = (unsigned char **)in, *end = (*p) + len;
-			char *h = xasprintf("Bearer %s", st->token);
-			int rc = lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
-							     (const unsigned char *)h, (int)strlen(h), p, end);
-			OPENSSL_cleanse(h, strlen(h));
-			free(h);
-			if (rc)
-				return -1;
-		}
-		break;
+		return append_auth(st, wsi, in, len);
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		snprintf(st->conn_err, sizeof st->conn_err, "%s",
 			 in ? (const char *)in : "connection failed");
@@ -369,49 +428,10 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			st->res->protocol[0] = '\0';
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
-		st->established = true;
-		st->res->established = true;
-		if (st->res->protocol[0] == '\0')
-			lws_hdr_copy(wsi, st->res->protocol, sizeof st->res->protocol, WSI_TOKEN_PROTOCOL);
-		st->v5 = strcmp(st->res->protocol, KUBEEXEC_V5) == 0;
-		if (st->req->require_v5 && !st->v5) {
-			/* Close before the first stdin byte: a wrapped command has not begun. */
-			st->res->wrong_protocol = true;
-			stop(st);
-			break;
-		}
-		if (st->req->in_prefix_len > 0)
-			lws_callback_on_writable(wsi);
-		if (st->req->in_fd >= 0) {
-			if (pthread_create(&st->reader, NULL, reader_main, st) != 0) {
-				snprintf(st->conn_err, sizeof st->conn_err, "cannot start the stdin reader");
-				stop(st);
-			} else {
-				st->reader_started = true;
-			}
-		}
-		if (st->req->cancel_fd >= 0)
-			st->cancel_wsi = adopt(st, st->req->cancel_fd, &st->cancel_dup);
+		on_established(st, wsi);
 		break;
 	case LWS_CALLBACK_CLIENT_RECEIVE:
-		if (lws_is_first_fragment(wsi)) {
-			st->cur_channel = kubeexec_frame_channel(in, len, &pl, &pn);
-			if (st->cur_channel < 0)
-				break;
-		} else {
-			pl = in, pn = len;
-		}
-		on_payload(st, pl, pn);
-		if (lws_is_final_fragment(wsi) && st->cur_channel == KUBEEXEC_CH_STATUS) {
-			int code = 0, r = kubeexec_decode_status(st->status.data ? st->status.data : "",
-								 st->status.len, &code, st->res->msg,
-								 sizeof st->res->msg);
-			if (r >= 0) {
-				st->res->got_status = true;
-				st->res->exit_code = code;
-				st->res->failure = r == 1;
-			}
-		}
+		on_receive(st, wsi, in, len);
 		break;
 	case LWS_CALLBACK_CLIENT_WRITEABLE:
 		if (st->closing) {
@@ -477,58 +497,20 @@ static int upgrade_error(struct xstate *st, const char *path, struct sbx_err *e)
 	return err_set(e, SBX_EIO, "exec stream to %s failed: %s", r->pod, st->conn_err);
 }
 
-int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, struct sbx_err *e)
+/* The libwebsockets context: no listener, the cluster's TLS material, its log off. */
+static struct lws_context *make_context(struct xstate *st, struct sbx_err *e)
 {
+	const struct kubeexec_req *req = st->req;
 	struct lws_context_creation_info info;
-	struct lws_client_connect_info cc;
-	struct xstate st;
-	char *url = NULL, *path = NULL, *full = NULL, *host;
-	const char *prot = NULL, *addr = NULL, *base = NULL;
-	int port = 0, rc = -1;
+	struct lws_context *ctx;
 
-	memset(res, 0, sizeof *res);
-	memset(&st, 0, sizeof st);
-	st.req = req, st.res = res, st.e = e;
-	st.cancel_dup = -1;
-	st.wake[0] = st.wake[1] = -1;
-	pthread_mutex_init(&st.mu, NULL);
-	pthread_cond_init(&st.cv, NULL);
-	st.cur_channel = -1;
-	if ((path = kubeexec_path(req->namespace, req->pod, req->container, req->argv,
-				  req->in_fd >= 0 || req->in_prefix_len > 0)) == NULL)
-		return err_set(e, SBX_EINVAL, "the command line is longer than %d bytes", KUBEEXEC_QUERY_MAX);
-	if (kubeconfig_token(req->kc, &st.token, e) < 0)
-		goto out;
-	url = xstrdup(req->kc->server);
-	if (lws_parse_uri(url, &prot, &addr, &port, &base) || addr == NULL || *addr == '\0') {
-		err_set(e, SBX_EINVAL, "cannot parse the server URL %s", req->kc->server);
-		goto out;
-	}
-	/* lws_parse_uri drops the leading '/' of the base path. */
-	full = xasprintf("%s%s%s", *base ? "/" : "", base, path);
-	while (strstr(full, "//") == full)
-		memmove(full, full + 1, strlen(full));
-	if (req->in_prefix_len > 0) {
-		st.scratch = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
-		if (req->in_fd < 0)
-			st.in_eof = true;	/* the prefix is all the input there is */
-	}
-	if (req->in_fd >= 0) {
-		int i;
-		if (pipe2(st.wake, O_CLOEXEC) < 0) {
-			err_sys(e, errno, "pipe");
-			goto out;
-		}
-		for (i = 0; i < KUBEEXEC_RING; i++)
-			st.slot[i] = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
-	}
 	/* lib/ never prints: libwebsockets' own log stays off unless asked for ($SBX_KUBE_LWS_LOG,
 	 * an lws log-level mask, for debugging). */
 	lws_set_log_level(getenv("SBX_KUBE_LWS_LOG") ? atoi(getenv("SBX_KUBE_LWS_LOG")) : 0, NULL);
 	memset(&info, 0, sizeof info);
 	info.port = CONTEXT_PORT_NO_LISTEN;
 	info.protocols = protocols;
-	info.user = &st;
+	info.user = st;
 	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 	info.max_http_header_data = 0;
 	info.max_http_header_data2 = 2 * KUBEEXEC_QUERY_MAX;
@@ -546,18 +528,24 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 		info.client_ssl_key_mem = req->kc->key.data;
 		info.client_ssl_key_mem_len = (unsigned int)req->kc->key.len;
 	}
-	st.ctx = lws_create_context(&info);
-	if (st.ctx == NULL) {
+	if ((ctx = lws_create_context(&info)) == NULL)
 		err_set(e, SBX_EUNAVAIL, "cannot set up the exec client (TLS material from %s rejected?)",
 			req->kc->source);
-		goto out;
-	}
-	host = xstrdup(addr);
+	return ctx;
+}
+
+/* Starts the WebSocket connection to host:port path over scheme prot. */
+static int connect_ws(struct xstate *st, const char *prot, char *host, int port, char *path,
+		      struct sbx_err *e)
+{
+	const struct kubeexec_req *req = st->req;
+	struct lws_client_connect_info cc;
+
 	memset(&cc, 0, sizeof cc);
-	cc.context = st.ctx;
+	cc.context = st->ctx;
 	cc.address = host;
 	cc.port = port;
-	cc.path = full;
+	cc.path = path;
 	cc.host = host;
 	cc.origin = host;
 	cc.protocol = req->protocols ? req->protocols : KUBEEXEC_V5 "," KUBEEXEC_V4;
@@ -568,12 +556,120 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 			cc.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
 					     LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
 	}
-	cc.pwsi = &st.ws;
-	if (lws_client_connect_via_info(&cc) == NULL && !st.done) {
-		free(host);
-		err_set(e, SBX_EUNAVAIL, "cannot connect to the Kubernetes API server at %s", req->kc->server);
+	cc.pwsi = &st->ws;
+	if (lws_client_connect_via_info(&cc) == NULL && !st->done)
+		return err_set(e, SBX_EUNAVAIL, "cannot connect to the Kubernetes API server at %s",
+			       req->kc->server);
+	return 0;
+}
+
+/* Buffers for stdin: the prefix's frame, the reader's ring and its wake-up pipe. */
+static int setup_stdin(struct xstate *st, struct sbx_err *e)
+{
+	const struct kubeexec_req *req = st->req;
+
+	if (req->in_prefix_len > 0) {
+		st->scratch = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
+		if (req->in_fd < 0)
+			st->in_eof = true;	/* the prefix is all the input there is */
+	}
+	if (req->in_fd >= 0) {
+		if (pipe2(st->wake, O_CLOEXEC) < 0)
+			return err_sys(e, errno, "pipe");
+		for (int i = 0; i < KUBEEXEC_RING; i++)
+			st->slot[i] = xmalloc(LWS_PRE + 1 + KUBEEXEC_STDIN_CHUNK);
+	}
+	return 0;
+}
+
+/* What a finished service loop means: 0 for a command that ran (or was stopped), else why. */
+static int outcome(struct xstate *st, const char *path, struct sbx_err *e)
+{
+	struct kubeexec_result *res = st->res;
+
+	if (res->timed_out || res->canceled || res->wrong_protocol)
+		return 0;
+	if (st->write_errno)
+		return err_set(e, SBX_EIO, "cannot write the command's output: %s",
+			       strerror(st->write_errno));
+	if (!st->established)
+		return upgrade_error(st, path, e);
+	if (!res->got_status)
+		return err_set(e, SBX_EIO, "the exec stream to %s ended before the command's exit "
+			       "status arrived (connection lost)", st->req->pod);
+	return 0;
+}
+
+/* Stops the reader, destroys the context, wipes the token, frees the buffers. */
+static void xstate_free(struct xstate *st)
+{
+	if (st->reader_started) {
+		char c = 1;
+		pthread_mutex_lock(&st->mu);
+		st->reader_stop = true;
+		pthread_cond_signal(&st->cv);
+		pthread_mutex_unlock(&st->mu);
+		if (write(st->wake[1], &c, 1) < 0) {
+			/* the reader also stops at the next chunk */
+		}
+		pthread_join(st->reader, NULL);
+	}
+	if (st->ctx) {
+		lws_sul_schedule(st->ctx, 0, &st->sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
+		lws_context_destroy(st->ctx);
+	}
+	/* lws closed the adopted dups when their wsis closed; close any it did not own. */
+	buf_free(&st->status);
+	if (st->token) {
+		OPENSSL_cleanse(st->token, strlen(st->token));
+		free(st->token);
+	}
+	for (int i = 0; i < KUBEEXEC_RING; i++)
+		free(st->slot[i]);
+	free(st->scratch);
+	for (int i = 0; i < 2; i++)
+		if (st->wake[i] >= 0)
+			close(st->wake[i]);
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->cv);
+}
+
+int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, struct sbx_err *e)
+{
+	struct xstate st;
+	char *url = NULL, *path = NULL, *full = NULL, *host = NULL;
+	const char *prot = NULL, *addr = NULL, *base = NULL;
+	int port = 0, rc = -1;
+
+	memset(res, 0, sizeof *res);
+	memset(&st, 0, sizeof st);
+	st.req = req, st.res = res, st.e = e;
+	st.cancel_dup = -1;
+	st.wake[0] = st.wake[1] = -1;
+	pthread_mutex_init(&st.mu, NULL);
+	pthread_cond_init(&st.cv, NULL);
+	st.cur_channel = -1;
+	if ((path = kubeexec_path(req->namespace, req->pod, req->container, req->argv,
+				  req->in_fd >= 0 || req->in_prefix_len > 0)) == NULL) {
+		err_set(e, SBX_EINVAL, "the command line is longer than %d bytes", KUBEEXEC_QUERY_MAX);
 		goto out;
 	}
+	if (kubeconfig_token(req->kc, &st.token, e) < 0)
+		goto out;
+	url = xstrdup(req->kc->server);
+	if (lws_parse_uri(url, &prot, &addr, &port, &base) || addr == NULL || *addr == '\0') {
+		err_set(e, SBX_EINVAL, "cannot parse the server URL %s", req->kc->server);
+		goto out;
+	}
+	/* lws_parse_uri drops the leading '/' of the base path. */
+	full = xasprintf("%s%s%s", *base ? "/" : "", base, path);
+	while (strstr(full, "//") == full)
+		memmove(full, full + 1, strlen(full));
+	if (setup_stdin(&st, e) < 0 || (st.ctx = make_context(&st, e)) == NULL)
+		goto out;
+	host = xstrdup(addr);
+	if (connect_ws(&st, prot, host, port, full, e) < 0)
+		goto out;
 	if (req->deadline_ns > 0) {
 		int64_t left = req->deadline_ns - time_mono_ns();
 		lws_sul_schedule(st.ctx, 0, &st.sul, on_deadline, left > 0 ? left / 1000 : 1);
@@ -582,59 +678,10 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 		if (lws_service(st.ctx, 0) < 0)
 			break;
 	}
-	free(host);
-	if (res->timed_out || res->canceled || res->wrong_protocol) {
-		rc = 0;
-		goto out;
-	}
-	if (st.write_errno) {
-		err_set(e, SBX_EIO, "cannot write the command's output: %s", strerror(st.write_errno));
-		goto out;
-	}
-	if (!st.established) {
-		upgrade_error(&st, path, e);
-		goto out;
-	}
-	if (!res->got_status) {
-		err_set(e, SBX_EIO,
-			"the exec stream to %s ended before the command's exit status arrived (connection lost)",
-			req->pod);
-		goto out;
-	}
-	rc = 0;
+	rc = outcome(&st, path, e);
 out:
-	if (st.reader_started) {
-		char c = 1;
-		pthread_mutex_lock(&st.mu);
-		st.reader_stop = true;
-		pthread_cond_signal(&st.cv);
-		pthread_mutex_unlock(&st.mu);
-		if (write(st.wake[1], &c, 1) < 0) {
-			/* the reader also stops at the next chunk */
-		}
-		pthread_join(st.reader, NULL);
-	}
-	if (st.ctx) {
-		lws_sul_schedule(st.ctx, 0, &st.sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
-		lws_context_destroy(st.ctx);
-	}
-	/* lws closed the adopted dups when their wsis closed; close any it did not own. */
-	buf_free(&st.status);
-	if (st.token) {
-		OPENSSL_cleanse(st.token, strlen(st.token));
-		free(st.token);
-	}
-	{
-		int i;
-		for (i = 0; i < KUBEEXEC_RING; i++)
-			free(st.slot[i]);
-		free(st.scratch);
-		for (i = 0; i < 2; i++)
-			if (st.wake[i] >= 0)
-				close(st.wake[i]);
-	}
-	pthread_mutex_destroy(&st.mu);
-	pthread_cond_destroy(&st.cv);
+	xstate_free(&st);
+	free(host);
 	free(full);
 	free(url);
 	free(path);

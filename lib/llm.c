@@ -1,4 +1,6 @@
-/* llm.c — OpenAI-compatible chat completions over libcurl, with retries and streaming. */
+/* llm.c — one OpenAI-compatible chat completion over libcurl: the exchange, its streamed
+ * answer assembled (lib/llmmsg.h), retries (lib/llmretry.c), the fake model. The request and
+ * answer documents: lib/llmreq.c. */
 #include "llm.h"
 
 #include <errno.h>
@@ -10,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "curlso.h"
 #include "eliza.h"
 #include "gojson.h"
@@ -20,257 +21,10 @@
 #include "vendor.h"
 #include "xalloc.h"
 
-/* ---- the request document ---- */
-
-/* Reads from the request pipe go in pieces of this size (a pipe holds 64 KiB). */
-#define READ_CHUNK 65536
 /* A Retry-After value longer than this is not one (an HTTP-date is 29 bytes). */
 #define RETRY_AFTER_TEXT_MAX 128
 /* Trace labels: a URL plus a few words. */
 #define TRACE_LABEL_MAX (LLM_URL_MAX + 64)
-
-int llm_check_request(struct json_object *doc, struct sbx_err *e)
-{
-	struct json_object *v;
-	size_t i, n;
-
-	if (!json_object_is_type(doc, json_type_object))
-		return err_set(e, SBX_EINVAL, "request must be a JSON object");
-	if (json_object_object_get_ex(doc, "model", &v) && v != NULL &&
-	    !json_object_is_type(v, json_type_string))
-		return err_set(e, SBX_EINVAL, "request \"model\" must be a string");
-	if (!json_object_object_get_ex(doc, "messages", &v) || v == NULL)
-		return err_set(e, SBX_EINVAL, "request has no \"messages\"");
-	if (!json_object_is_type(v, json_type_array))
-		return err_set(e, SBX_EINVAL, "request \"messages\" must be an array");
-	n = json_object_array_length(v);
-	if (n == 0)
-		return err_set(e, SBX_EINVAL, "request has no messages");
-	for (i = 0; i < n; i++) {
-		struct json_object *m = json_object_array_get_idx(v, i), *role;
-
-		if (!json_object_is_type(m, json_type_object))
-			return err_set(e, SBX_EINVAL, "request messages[%zu] must be an object", i);
-		if (!json_object_object_get_ex(m, "role", &role) ||
-		    !json_object_is_type(role, json_type_string))
-			return err_set(e, SBX_EINVAL, "request messages[%zu] has no \"role\" string", i);
-	}
-	if (json_object_object_get_ex(doc, "tools", &v) && v != NULL) {
-		if (!json_object_is_type(v, json_type_array))
-			return err_set(e, SBX_EINVAL, "request \"tools\" must be an array");
-		n = json_object_array_length(v);
-		for (i = 0; i < n; i++)
-			if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_object))
-				return err_set(e, SBX_EINVAL, "request tools[%zu] must be an object", i);
-	}
-	return 0;
-}
-
-struct json_object *llm_read_request(int fd, const volatile sig_atomic_t *cancel,
-				     struct sbx_err *e)
-{
-	struct json_object *doc = NULL;
-	struct buf b = {0};
-	char chunk[READ_CHUNK];
-	const char *why;
-
-	for (;;) {
-		ssize_t n;
-
-		if (cancel && *cancel) {
-			err_set(e, SBX_ECANCELED, "reading the request: canceled");
-			goto out;
-		}
-		n = read(fd, chunk, sizeof chunk);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err_sys(e, errno, "reading the request");
-			e->code = SBX_EIO;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (b.len + (size_t)n > LLM_REQUEST_MAX) {
-			err_set(e, SBX_EINVAL, "request larger than %zu bytes", LLM_REQUEST_MAX);
-			goto out;
-		}
-		buf_append(&b, chunk, (size_t)n);
-	}
-	doc = gojson_parse(b.data ? b.data : "", b.len, &why);
-	if (doc == NULL) {
-		err_set(e, SBX_EINVAL, "request is not valid JSON: %s", why);
-		goto out;
-	}
-	if (llm_check_request(doc, e) < 0) {
-		json_object_put(doc);
-		doc = NULL;
-	}
-out:
-	buf_free(&b);
-	return doc;
-}
-
-static const char *env_nonempty(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
-const char *llm_pick_model(const char *flag, struct json_object *doc)
-{
-	struct json_object *m;
-	const char *v;
-
-	if (flag && *flag)
-		return flag;
-	if (json_object_object_get_ex(doc, "model", &m) && json_object_is_type(m, json_type_string) &&
-	    json_object_get_string_len(m) > 0)
-		return json_object_get_string(m);
-	if ((v = env_nonempty("OPENAI_MODEL")) || (v = env_nonempty("MODEL")))
-		return v;
-	return LLM_DEFAULT_MODEL;
-}
-
-const char *llm_env_key(void)
-{
-	const char *k = env_nonempty("GEMINI_API_KEY");
-
-	return k ? k : env_nonempty("OPENAI_API_KEY");
-}
-
-char *llm_base_url(const char *flag)
-{
-	const char *v = flag && *flag ? flag : env_nonempty("OPENAI_BASE_URL");
-	size_t n;
-
-	if (v == NULL)
-		v = LLM_DEFAULT_BASE_URL;
-	n = strlen(v);
-	if (n > 0 && v[n - 1] == '/')
-		n--;
-	return xstrndup(v, n);
-}
-
-char *llm_request_body(struct json_object *doc, const char *model, bool stream,
-		       const struct vendor *vendor)
-{
-	struct json_object *v, *msgs;
-	struct buf b = {0};
-
-	buf_puts(&b, "{\"model\":");
-	gojson_append_string(&b, model, strlen(model));
-	buf_puts(&b, ",\"messages\":");
-	json_object_object_get_ex(doc, "messages", &v);
-	msgs = vendor_messages(vendor ? vendor : vendor_by_name("generic"), v);
-	gojson_append(&b, msgs);
-	json_object_put(msgs);
-	if (json_object_object_get_ex(doc, "tools", &v) && json_object_is_type(v, json_type_array) &&
-	    json_object_array_length(v) > 0) {
-		buf_puts(&b, ",\"tools\":");
-		gojson_append(&b, v);
-	}
-	json_object_object_foreach(doc, key, val) {
-		/* stream_options only means something to a streamed request. */
-		if (strcmp(key, "model") == 0 || strcmp(key, "messages") == 0 ||
-		    strcmp(key, "tools") == 0 || strcmp(key, "stream") == 0 ||
-		    (strcmp(key, "stream_options") == 0 && !stream))
-			continue;
-		buf_puts(&b, ",");
-		gojson_append_string(&b, key, strlen(key));
-		buf_puts(&b, ":");
-		gojson_append(&b, val);
-	}
-	if (stream)
-		buf_puts(&b, ",\"stream\":true");
-	buf_puts(&b, "}");
-	return buf_steal(&b);
-}
-
-char *llm_endpoint(const char *base)
-{
-	size_t path = strcspn(base, "?#"), q = path, qlen;
-
-	qlen = base[q] == '?' ? strcspn(base + q, "#") : 0;	/* a fragment is never sent */
-	if (path > 0 && base[path - 1] == '/')
-		path--;
-	return xasprintf("%.*s/chat/completions%.*s", (int)path, base, (int)qlen, base + q);
-}
-
-/* ---- retry policy ---- */
-
-bool llm_retryable_status(long status)
-{
-	/* What openai-python and openai-node retry: a timeout, a lock conflict, rate limiting
-	 * and every server error, 52x pages of proxies like Cloudflare included. */
-	return status == 408 || status == 409 || status == 429 || (status >= 500 && status <= 599);
-}
-
-bool llm_retryable_transport(int code)
-{
-	switch (code) {
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-		return true;
-	default:
-		return false;
-	}
-}
-
-int64_t llm_backoff_ns(int attempt, int64_t base_ns, int64_t retry_after_ns, uint32_t rnd)
-{
-	int64_t d = base_ns > 0 ? base_ns : 0;
-	int i;
-
-	for (i = 0; i < attempt && d < LLM_BACKOFF_MAX_NS; i++)
-		d *= 2;
-	if (d > LLM_BACKOFF_MAX_NS)
-		d = LLM_BACKOFF_MAX_NS;
-	/* "Equal jitter": half fixed, half random, so clients that failed together spread out. */
-	if (d > 1)
-		d = d / 2 + (int64_t)((uint64_t)rnd % (uint64_t)(d / 2 + 1));
-	if (retry_after_ns > LLM_RETRY_AFTER_MAX_NS)
-		retry_after_ns = LLM_RETRY_AFTER_MAX_NS;
-	return retry_after_ns > d ? retry_after_ns : d;
-}
-
-int64_t llm_retry_after_ns(const char *v, int64_t now_ns)
-{
-	struct tm tm;
-	const char *end;
-	int64_t secs = 0;
-
-	while (*v == ' ' || *v == '\t')
-		v++;
-	if (*v >= '0' && *v <= '9') {
-		for (; *v >= '0' && *v <= '9'; v++) {
-			if (secs > 86400 * 365)
-				return -1;
-			secs = secs * 10 + (*v - '0');
-		}
-		while (*v == ' ' || *v == '\t' || *v == '\r' || *v == '\n')
-			v++;
-		return *v ? -1 : secs * DURATION_S;
-	}
-	memset(&tm, 0, sizeof tm);
-	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (end == NULL)
-		return -1;
-	secs = (int64_t)timegm(&tm) * DURATION_S - now_ns;
-	return secs > 0 ? secs : 0;
-}
-
-/* ---- answers ---- */
 
 static struct json_object *copy(struct json_object *v)
 {
@@ -279,41 +33,6 @@ static struct json_object *copy(struct json_object *v)
 	if (v == NULL || json_object_deep_copy(v, &out, NULL) != 0)
 		return NULL;
 	return out;
-}
-
-struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e)
-{
-	struct json_object *choices, *msg;
-
-	if (!json_object_object_get_ex(resp, "choices", &choices) ||
-	    !json_object_is_type(choices, json_type_array) || json_object_array_length(choices) == 0) {
-		char *s = gojson_encode(resp);
-
-		err_set(e, SBX_EIO, "llm: response has no choices: %s", s);
-		free(s);
-		return NULL;
-	}
-	if (!json_object_object_get_ex(json_object_array_get_idx(choices, 0), "message", &msg) ||
-	    !json_object_is_type(msg, json_type_object)) {
-		char *s = gojson_encode(resp);
-
-		err_set(e, SBX_EIO, "llm: response choices[0] has no message: %s", s);
-		free(s);
-		return NULL;
-	}
-	return msg;
-}
-
-static const char *finish_of(struct json_object *resp)
-{
-	struct json_object *choices, *f;
-
-	if (json_object_object_get_ex(resp, "choices", &choices) &&
-	    json_object_is_type(choices, json_type_array) && json_object_array_length(choices) > 0 &&
-	    json_object_object_get_ex(json_object_array_get_idx(choices, 0), "finish_reason", &f) &&
-	    json_object_is_type(f, json_type_string))
-		return json_object_get_string(f);
-	return "";
 }
 
 /* ---- one exchange ---- */
@@ -804,10 +523,85 @@ static int chat_eliza(const struct llm_config *c, struct json_object *doc, struc
 	json_object_object_get_ex(doc, "messages", &messages);
 	r->response = eliza_reply(messages);
 	r->message = llm_response_message(r->response, e);
-	r->finish_reason = finish_of(r->response);
+	r->finish_reason = llm_finish_reason(r->response);
 	if (c->stream && emit_delta(c, &as, r->message, true, e) < 0)
 		return -1;
 	return 0;
+}
+
+/* The transfer's handle: POST body to url with hdrs, every callback and timeout set. */
+static int setup_handle(struct xfer *x, const char *url, const char *body,
+			struct curl_slist *hdrs, struct sbx_err *e)
+{
+	const struct llm_config *c = x->cfg;
+
+	if ((x->h = curlso.easy_init()) == NULL || hdrs == NULL)
+		return err_set(e, SBX_EIO, "llm: cannot set up libcurl");
+	curlso.easy_setopt(x->h, CURLOPT_URL, url);
+	curlso.easy_setopt(x->h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curlso.easy_setopt(x->h, CURLOPT_FOLLOWLOCATION, 0L);	/* never resend the key elsewhere */
+	curlso.easy_setopt(x->h, CURLOPT_NOSIGNAL, 1L);
+	curlso.easy_setopt(x->h, CURLOPT_USERAGENT, "sbx-llm-chat/1");
+	curlso.easy_setopt(x->h, CURLOPT_HTTPHEADER, hdrs);
+	curlso.easy_setopt(x->h, CURLOPT_POSTFIELDS, body);
+	curlso.easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+	curlso.easy_setopt(x->h, CURLOPT_ACCEPT_ENCODING, "");
+	curlso.easy_setopt(x->h, CURLOPT_TCP_KEEPALIVE, 1L);
+	curlso.easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
+	curlso.easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+	curlso.easy_setopt(x->h, CURLOPT_HEADERFUNCTION, on_header);
+	curlso.easy_setopt(x->h, CURLOPT_HEADERDATA, x);
+	curlso.easy_setopt(x->h, CURLOPT_NOPROGRESS, 0L);
+	curlso.easy_setopt(x->h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curlso.easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
+	curlso.easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+	if (!c->stream)	/* a stream may run long; there the timeout bounds silence */
+		curlso.easy_setopt(x->h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
+	return 0;
+}
+
+/* -v: the request as sent, the key left out. */
+static void trace_request(const struct llm_config *c, const struct vendor *v, const char *url,
+			  const char *hname, bool bearer, const char *body)
+{
+	char tbuf[TRACE_LABEL_MAX];
+
+	if (c->trace == NULL)
+		return;
+	snprintf(tbuf, sizeof tbuf, "request: POST %s", url);
+	trace(c, tbuf, NULL, 0);
+	snprintf(tbuf, sizeof tbuf, "request headers: Content-Type: application/json, %s: %s[REDACTED]",
+		 hname, bearer ? "Bearer " : "");
+	trace(c, tbuf, NULL, 0);
+	snprintf(tbuf, sizeof tbuf, "request policy: %s", vendor_name(v));
+	trace(c, tbuf, NULL, 0);
+	trace(c, "request body", body, strlen(body));
+}
+
+/* Attempts until one succeeds, one fails for good or the retries are used up. */
+static int attempts(struct xfer *x, struct json_object **resp, struct sbx_err *e)
+{
+	const struct llm_config *c = x->cfg;
+	char tbuf[TRACE_LABEL_MAX], d[DURATION_BUFSZ];
+	bool retry;
+
+	for (int i = 0;; i++) {
+		uint32_t rnd = 0;
+		int64_t wait;
+
+		if (attempt(x, resp, &retry, e) == 0)
+			return 0;
+		if (!retry || i >= c->retries)
+			return -1;
+		if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
+			rnd = (uint32_t)time_mono_ns();
+		wait = llm_backoff_ns(i, c->backoff_ns, x->retry_after_ns, rnd);
+		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
+			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
+		trace(c, tbuf, e->msg, strlen(e->msg));
+		if (pause_ns(duration_test_scaled(wait), c->cancel) < 0)
+			return err_set(e, SBX_ECANCELED, "llm: request canceled");
+	}
 }
 
 int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_result *r,
@@ -818,9 +612,9 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	struct json_object *resp = NULL;
 	const struct vendor *v;
 	const char *hname;
-	char *url = NULL, *body = NULL, *auth = NULL, tbuf[TRACE_LABEL_MAX];
-	int rc = -1, i;
-	bool retry, bearer;
+	char *url = NULL, *body = NULL, *auth = NULL;
+	int rc = -1;
+	bool bearer;
 
 	memset(r, 0, sizeof *r);
 	if (strcmp(c->model, ELIZA_MODEL) == 0)
@@ -837,64 +631,16 @@ int llm_chat(const struct llm_config *c, struct json_object *doc, struct llm_res
 	hdrs = curlso.slist_append(hdrs, c->stream ? "Accept: text/event-stream" : "Accept: application/json");
 	hdrs = curlso.slist_append(hdrs, "Expect:");	/* no 100-continue round trip */
 	hdrs = curlso.slist_append(hdrs, auth);
-	x.h = curlso.easy_init();
-	if (x.h == NULL || hdrs == NULL) {
-		err_set(e, SBX_EIO, "llm: cannot set up libcurl");
+	if (setup_handle(&x, url, body, hdrs, e) < 0)
 		goto out;
-	}
-	curlso.easy_setopt(x.h, CURLOPT_URL, url);
-	curlso.easy_setopt(x.h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curlso.easy_setopt(x.h, CURLOPT_FOLLOWLOCATION, 0L);	/* never resend the key elsewhere */
-	curlso.easy_setopt(x.h, CURLOPT_NOSIGNAL, 1L);
-	curlso.easy_setopt(x.h, CURLOPT_USERAGENT, "sbx-llm-chat/1");
-	curlso.easy_setopt(x.h, CURLOPT_HTTPHEADER, hdrs);
-	curlso.easy_setopt(x.h, CURLOPT_POSTFIELDS, body);
-	curlso.easy_setopt(x.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-	curlso.easy_setopt(x.h, CURLOPT_ACCEPT_ENCODING, "");
-	curlso.easy_setopt(x.h, CURLOPT_TCP_KEEPALIVE, 1L);
-	curlso.easy_setopt(x.h, CURLOPT_WRITEFUNCTION, on_body);
-	curlso.easy_setopt(x.h, CURLOPT_WRITEDATA, &x);
-	curlso.easy_setopt(x.h, CURLOPT_HEADERFUNCTION, on_header);
-	curlso.easy_setopt(x.h, CURLOPT_HEADERDATA, &x);
-	curlso.easy_setopt(x.h, CURLOPT_NOPROGRESS, 0L);
-	curlso.easy_setopt(x.h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curlso.easy_setopt(x.h, CURLOPT_XFERINFODATA, &x);
-	curlso.easy_setopt(x.h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
-	if (!c->stream)	/* a stream may run long; there the timeout bounds silence */
-		curlso.easy_setopt(x.h, CURLOPT_TIMEOUT_MS, (long)(c->timeout_ns / DURATION_MS));
-	snprintf(tbuf, sizeof tbuf, "request: POST %s", url);
-	trace(c, tbuf, NULL, 0);
-	snprintf(tbuf, sizeof tbuf, "request headers: Content-Type: application/json, %s: %s[REDACTED]",
-		 hname, bearer ? "Bearer " : "");
-	trace(c, tbuf, NULL, 0);
-	snprintf(tbuf, sizeof tbuf, "request policy: %s", vendor_name(v));
-	trace(c, tbuf, NULL, 0);
-	trace(c, "request body", body, strlen(body));
-	for (i = 0;; i++) {
-		uint32_t rnd = 0;
-		int64_t wait;
-		char d[DURATION_BUFSZ];
-
-		if (attempt(&x, &resp, &retry, e) == 0)
-			break;
-		if (!retry || i >= c->retries)
-			goto out;
-		if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd)
-			rnd = (uint32_t)time_mono_ns();
-		wait = llm_backoff_ns(i, c->backoff_ns, x.retry_after_ns, rnd);
-		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
-			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
-		trace(c, tbuf, e->msg, strlen(e->msg));
-		if (pause_ns(duration_test_scaled(wait), c->cancel) < 0) {
-			err_set(e, SBX_ECANCELED, "llm: request canceled");
-			goto out;
-		}
-	}
+	trace_request(c, v, url, hname, bearer, body);
+	if (attempts(&x, &resp, e) < 0)
+		goto out;
 	r->response = resp;
 	r->message = llm_response_message(resp, e);
 	if (r->message == NULL)
 		goto out;
-	r->finish_reason = finish_of(resp);
+	r->finish_reason = llm_finish_reason(resp);
 	llmmsg_flatten_content(r->message);
 	if (c->stream && !x.sse && emit_delta(c, &x.as, r->message, true, e) < 0)
 		goto out;

@@ -126,5 +126,7 @@ int64_t llm_retry_after_ns(const char *value, int64_t now_ns);
 
 /* choices[0].message of a response (borrowed), or NULL with e set. */
 struct json_object *llm_response_message(struct json_object *resp, struct sbx_err *e);
+/* choices[0].finish_reason of a response, or "" (borrowed). */
+const char *llm_finish_reason(struct json_object *resp);
 
 #endif

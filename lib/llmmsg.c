@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "gojson.h"
+#include "jsonfield.h"
 #include "xalloc.h"
 
 /* How many entries of a validation error list ({"detail":[…]}) the line names. */
@@ -134,15 +135,6 @@ void llmmsg_merge(struct json_object *acc, struct json_object *delta)
 
 /* ---- content parts ---- */
 
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 /* A "thinking" part's text: {"thinking":[{"type":"text","text":…},…]} or {"thinking":"…"}. */
 static void thinking_text(struct json_object *part, struct buf *out)
 {
@@ -159,7 +151,7 @@ static void thinking_text(struct json_object *part, struct buf *out)
 		return;
 	for (i = 0; i < json_object_array_length(t); i++) {
 		struct json_object *c = json_object_array_get_idx(t, i);
-		const char *type = str_of(c, "type"), *text = str_of(c, "text");
+		const char *type = jsonfield_str(c, "type"), *text = jsonfield_str(c, "text");
 
 		if (text && (type == NULL || strcmp(type, "text") == 0))
 			buf_puts(out, text);
@@ -183,11 +175,11 @@ int llmmsg_flatten_content(struct json_object *msg)
 			buf_puts(&text, json_object_get_string(p));
 			continue;
 		}
-		type = str_of(p, "type");
+		type = jsonfield_str(p, "type");
 		if (type && strcmp(type, "thinking") == 0)
 			thinking_text(p, &think);
-		else if ((type == NULL || strcmp(type, "text") == 0) && str_of(p, "text"))
-			buf_puts(&text, str_of(p, "text"));
+		else if ((type == NULL || strcmp(type, "text") == 0) && jsonfield_str(p, "text"))
+			buf_puts(&text, jsonfield_str(p, "text"));
 	}
 	json_object_object_add(msg, "content",
 			       json_object_new_string_len(text.data ? text.data : "", (int)text.len));
@@ -215,11 +207,11 @@ int llmmsg_flatten_content(struct json_object *msg)
 
 const char *llmmsg_reasoning(struct json_object *msg)
 {
-	const char *r = str_of(msg, "reasoning_content");
+	const char *r = jsonfield_str(msg, "reasoning_content");
 
 	if (r && *r)
 		return r;
-	r = str_of(msg, "reasoning");
+	r = jsonfield_str(msg, "reasoning");
 	return r && *r ? r : NULL;
 }
 
@@ -242,10 +234,10 @@ static void detail_text(struct json_object *list, struct buf *out)
 	n = json_object_array_length(list);
 	for (i = 0; i < n && i < DETAIL_ITEMS_MAX; i++) {
 		struct json_object *it = json_object_array_get_idx(list, i), *loc;
-		const char *m = str_of(it, "msg");
+		const char *m = jsonfield_str(it, "msg");
 
 		if (m == NULL)
-			m = str_of(it, "message");
+			m = jsonfield_str(it, "message");
 		if (m == NULL)
 			continue;
 		if (out->len > 0)
@@ -279,8 +271,8 @@ static void doc_text(struct json_object *doc, struct buf *out)
 	}
 	if (json_object_is_type(e, json_type_object)) {
 		doc = e;
-		if ((code = str_of(e, "code")) == NULL || *code == '\0')
-			code = str_of(e, "status");
+		if ((code = jsonfield_str(e, "code")) == NULL || *code == '\0')
+			code = jsonfield_str(e, "status");
 	}
 	if (json_object_object_get_ex(doc, "message", &m)) {
 		if (json_object_is_type(m, json_type_string))
@@ -292,7 +284,7 @@ static void doc_text(struct json_object *doc, struct buf *out)
 		detail_text(m, out);
 	if (out->len == 0 && json_object_object_get_ex(doc, "errors", &m) &&
 	    json_object_is_type(m, json_type_array) && json_object_array_length(m) > 0 &&
-	    (s = str_of(json_object_array_get_idx(m, 0), "message")) != NULL)
+	    (s = jsonfield_str(json_object_array_get_idx(m, 0), "message")) != NULL)
 		buf_puts(out, s);	/* Cloudflare: {"errors":[{"code":…,"message":…}]} */
 	if (out->len > 0 && code && *code && !strstr(out->data, code))
 		buf_printf(out, " (%s)", code);

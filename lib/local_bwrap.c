@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exitcode.h"
 #include "local.h"
 #include "localnet.h"
 #include "paths.h"
@@ -367,9 +368,9 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 			_exit(q < 0 ? 1 : 0);
 		/* out of the way first, so that dup2 leaves it open across exec */
 		if (idlock >= 0 && (idlock = fcntl(idlock, F_DUPFD_CLOEXEC, 5)) < 0)
-			_exit(111);
+			_exit(EXIT_FAIL);
 		if (dup2(lsock, 3) < 0 || (idlock >= 0 && dup2(idlock, 4) < 0))
-			_exit(111);
+			_exit(EXIT_FAIL);
 		fd = open("/dev/null", O_RDWR);
 		if (fd >= 0) {
 			dup2(fd, 0);
@@ -378,7 +379,7 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 		}
 		close_range(idlock >= 0 ? 5 : 4, ~0U, 0);
 		execve(argv[0], argv, supervisor_env);
-		_exit(127);
+		_exit(EXIT_CMD_NOT_FOUND);
 	}
 	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
 		;
@@ -472,6 +473,7 @@ out:
 
 #include <seccomp.h>
 
+#include "exitcode.h"
 #include "local_bwrap.h"
 
 int local_bwrap_become(uid_t uid, gid_t gid)
@@ -544,7 +546,7 @@ static int cmd_init(void *arg)
 	char ok = 1;
 
 	if (null < 0 || mount_cmd_proc() < 0)
-		_exit(111);
+		_exit(EXIT_FAIL);
 	dup2(null, 0);
 	dup2(null, 1);
 	dup2(null, 2);
@@ -552,7 +554,7 @@ static int cmd_init(void *arg)
 		close_range(3, (unsigned)ready - 1, 0);
 	close_range((unsigned)ready + 1, ~0U, 0);
 	if (drop_bounding_set() < 0 || drop_held_caps() < 0 || write(ready, &ok, 1) != 1)
-		_exit(111);
+		_exit(EXIT_FAIL);
 	close(ready);
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);

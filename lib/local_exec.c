@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "local.h"
+#include "exitcode.h"
 #include "localproto.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -252,7 +253,7 @@ static void decode_result(const struct lp_result *res, const struct sbx_exec *x,
 		r->exit_code = WEXITSTATUS(res->wstatus);
 	}
 	if (r->timed_out)
-		r->exit_code = 124;
+		r->exit_code = EXIT_TIMEOUT;
 }
 
 int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,

@@ -59,11 +59,11 @@ static int read_nameservers(const char *path, char ns[][INET6_ADDRSTRLEN], struc
 			char *pct = strchr(addr, '%');
 			if (pct)
 				*pct = '\0';
-			if (n < NAMESERVERS_MAX &&
+			if (n < NAMESERVERS_MAX && strlen(addr) < INET6_ADDRSTRLEN &&
 			    ((inet_pton(AF_INET, addr, bin) == 1 && bin[0] != 127) ||
 			     (inet_pton(AF_INET6, addr, bin) == 1 &&
 			      memcmp(bin, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16) != 0)))
-				snprintf(ns[n++], INET6_ADDRSTRLEN, "%s", addr);
+				memcpy(ns[n++], addr, strlen(addr) + 1);
 		} else if (extra && (strncmp(line, "search ", 7) == 0 ||
 				     strncmp(line, "domain ", 7) == 0 ||
 				     strncmp(line, "options ", 8) == 0)) {

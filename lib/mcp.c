@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gojson.h"
+#include "jsonfield.h"
 #include "xalloc.h"
 
 /* Newest first: mcp_negotiate falls back to the first. */
@@ -72,18 +73,9 @@ struct json_object *mcp_initialize_params(const struct mcp_impl *client)
 	return p;
 }
 
-static const char *str_of(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return NULL;
-}
-
 const struct mcp_version *mcp_initialize_check(struct json_object *result, struct sbx_err *e)
 {
-	const char *pv = str_of(result, "protocolVersion");
+	const char *pv = jsonfield_str(result, "protocolVersion");
 	const struct mcp_version *v;
 
 	if (!json_object_is_type(result, json_type_object) || pv == NULL) {
@@ -152,7 +144,7 @@ static bool tool_name_ok(const char *n)
 
 struct json_object *mcp_tool_declaration(struct json_object *tool, struct sbx_err *e)
 {
-	const char *name = str_of(tool, "name"), *desc = str_of(tool, "description");
+	const char *name = jsonfield_str(tool, "name"), *desc = jsonfield_str(tool, "description");
 	struct json_object *schema = NULL, *d, *f;
 
 	if (!tool_name_ok(name)) {
@@ -180,7 +172,7 @@ int mcp_call_params(struct json_object *params, const char **name, char **argume
 {
 	struct json_object *args = NULL, *meta, *tok;
 
-	*name = str_of(params, "name");
+	*name = jsonfield_str(params, "name");
 	*arguments = NULL;
 	*progress_token = NULL;
 	if (*name == NULL)
@@ -233,7 +225,7 @@ char *mcp_call_result_text(struct json_object *result, bool *is_error, struct sb
 	n = json_object_array_length(content);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *blk = json_object_array_get_idx(content, i);
-		const char *type = str_of(blk, "type"), *text = str_of(blk, "text");
+		const char *type = jsonfield_str(blk, "type"), *text = jsonfield_str(blk, "text");
 
 		if (i > 0)
 			buf_puts(&b, "\n");

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "exitcode.h"
 #include "gojson.h"
 #include "mcp.h"
 #include "mcpclient.h"
@@ -157,8 +158,8 @@ static void add_tail(struct mcpclient *c, struct sbx_err *e)
 		snprintf(tail, sizeof tail, "%.*s", (int)n, c->tail);
 	else if (c->exited)
 		snprintf(tail, sizeof tail, "it exited with status %d%s", c->exit_code,
-			 c->exit_code == 127 ? " (command not found)"
-			 : c->exit_code == 126 ? " (cannot be run)" : "");
+			 c->exit_code == EXIT_CMD_NOT_FOUND ? " (command not found)"
+			 : c->exit_code == EXIT_CANNOT_EXEC ? " (cannot be run)" : "");
 	else
 		tail[0] = '\0';
 	pthread_mutex_unlock(&c->mu);
@@ -174,11 +175,22 @@ static int call(struct mcpclient *c, const char *method, struct json_object *par
 		struct sbx_err *e)
 {
 	struct json_object *err = NULL;
-	int64_t deadline = timeout_ns > 0 ? time_now_ns() + timeout_ns : 0;
-	int rc = peer_call_until(c->p, method, params, stop, deadline, res, &err, e);
+	int64_t deadline = timeout_ns > 0 ? time_now_ns() + timeout_ns : 0, id;
+	int rc = peer_call_id(c->p, method, params, stop, deadline, &id, res, &err, e);
 
-	if (rc < 0)
+	if (rc < 0) {
+		/* A request given up on (cancelled, timed out) is said to be, so the server can
+		 * stop working on it (MCP: notifications/cancelled, which is never answered). */
+		if (id >= 0 && (e->code == SBX_ECANCELED || e->code == SBX_ETIMEDOUT)) {
+			struct json_object *n = json_object_new_object();
+			json_object_object_add(n, "requestId", json_object_new_int64(id));
+			json_object_object_add(n, "reason", json_object_new_string(
+				e->code == SBX_ECANCELED ? "cancelled by the user" : "timed out"));
+			peer_send(c->p, jsonrpc_notification_line(MCP_CANCELLED, n));
+			json_object_put(n);
+		}
 		return -1;
+	}
 	if (err) {
 		struct json_object *m = json_object_object_get(err, "message");
 		err_set(e, SBX_EIO, "%s: %s", method, m ? json_object_get_string(m) : "an error");

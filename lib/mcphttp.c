@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "jsonrpc.h"
+#include "logfn.h"
 #include "name.h"
 #include "peer.h"
 #include "timeutil.h"
@@ -233,15 +234,11 @@ struct server {
 static void hlog(struct server *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void hlog(struct server *h, const char *fmt, ...)
 {
-	char msg[SBX_ERR_MAX + 256];
 	va_list ap;
 
-	if (h->cfg.log == NULL)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	logfn_vprintf(h->cfg.log, h->cfg.log_arg, fmt, ap);
 	va_end(ap);
-	h->cfg.log(h->cfg.log_arg, msg);
 }
 
 /* A reference to the live session with this id, or NULL. */

@@ -79,8 +79,7 @@ bool mcphttp_accepts(const char *accept, const char *type);
 
 /* A new random token (MCPHTTP_TOKEN_LEN hex digits and a NUL). */
 int mcphttp_token_new(char out[MCPHTTP_TOKEN_LEN + 1], struct sbx_err *e);
-/* Writes token and a newline to path, atomically, mode 0600 (its directory made 0700). */
-int mcphttp_token_write(const char *path, const char *token, struct sbx_err *e);
+/* Written to its file with paths_token_write (lib/paths.h). */
 
 /* Serves on the listening socket lfd (taken) until stop_fd becomes readable; then ends every
  * session (snapshot, sandbox deleted). */

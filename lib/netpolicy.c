@@ -124,7 +124,10 @@ static int parse_entry(const char *entry, struct netpolicy_rule *r, struct sbx_e
 	if (r->wildcard && strchr(host, '.') == NULL)
 		return err_set(e, SBX_EINVAL, "\"%s\": a wildcard must name a domain with a dot "
 			       "(\"*.example.com\")", entry);
-	snprintf(r->host, sizeof r->host, "%s", host);
+	if (strlen(host) >= sizeof r->host)
+		return err_set(e, SBX_EINVAL, "\"%s\": a host name has at most %d characters", entry,
+			       NETPOLICY_NAME_MAX);
+	memcpy(r->host, host, strlen(host) + 1);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "name.h"
 #include "xalloc.h"
 
@@ -125,4 +126,24 @@ char *paths_which(const char *prog)
 	}
 	free(copy);
 	return found;
+}
+
+int paths_token_write(const char *path, const char *token, struct sbx_err *e)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/'), *line;
+	int rc = 0;
+
+	if (slash && slash != dir) {
+		*slash = '\0';
+		rc = paths_mkdirs(dir, 0700, e);
+	}
+	free(dir);
+	if (rc < 0)
+		return -1;
+	line = xasprintf("%s\n", token);
+	if (fs_write_atomic(path, line, strlen(line), 0600) < 0)
+		rc = err_sys(e, errno, "cannot write token file %s", path);
+	explicit_bzero(line, strlen(line));
+	free(line);
+	return rc;
 }

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include <openssl/err.h>
 
+#include "child.h"
 #include "net.h"
 #include "peer.h"
 
@@ -189,20 +189,31 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 	return peer_call_until(p, method, params, stop, 0, result, error, e);
 }
 
-int peer_call_until(struct peer *p, const char *method, struct json_object *params,
-		    const volatile int *stop, int64_t deadline, struct json_object **result,
-		    struct json_object **error, struct sbx_err *e)
+int peer_call_id(struct peer *p, const char *method, struct json_object *params,
+		 const volatile int *stop, int64_t deadline, int64_t *idp,
+		 struct json_object **result, struct json_object **error, struct sbx_err *e)
 {
 	int64_t id;
 
 	*result = *error = NULL;
+	*idp = -1;
 	if (jsonrpc_pending_add(&p->pending, &id, e) < 0)
 		return -1;
 	if (!peer_send(p, jsonrpc_request_line(id, method, params))) {
 		jsonrpc_pending_drop(&p->pending, id);
 		return err_set(e, SBX_EIO, "connection closed");
 	}
+	*idp = id;
 	return jsonrpc_pending_wait_until(&p->pending, id, stop, deadline, result, error, e);
+}
+
+int peer_call_until(struct peer *p, const char *method, struct json_object *params,
+		    const volatile int *stop, int64_t deadline, struct json_object **result,
+		    struct json_object **error, struct sbx_err *e)
+{
+	int64_t id;
+
+	return peer_call_id(p, method, params, stop, deadline, &id, result, error, e);
 }
 
 void peer_wake_calls(struct peer *p)
@@ -447,8 +458,8 @@ struct peer *peer_dial(const char *addr, int timeout_ms, bool tls, const char *c
 struct peer *peer_spawn(char *const argv[], const char *cwd, int err_fd, pid_t *pid,
 			int *errnum, struct sbx_err *e)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
+	/* Its own process group (child_start): a terminal's Ctrl-C is for us, not the agent. */
+	struct child_req r = {.path = argv[0], .argv = argv, .cwd = cwd};
 	int in[2] = {-1, -1}, out[2] = {-1, -1};
 
 	*errnum = 0;
@@ -457,20 +468,7 @@ struct peer *peer_spawn(char *const argv[], const char *cwd, int err_fd, pid_t *
 		err_sys(e, errno, "pipe");
 		goto bad;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-	if (err_fd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-	posix_spawn_file_actions_addchdir_np(&fa, cwd);
-	/* Its own process group: a terminal's Ctrl-C is for us, not for the agent we talk to. */
-	posix_spawnattr_init(&at);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
-	*errnum = posix_spawnp(pid, argv[0], &fa, &at, argv, environ);
-	posix_spawnattr_destroy(&at);
-	posix_spawn_file_actions_destroy(&fa);
-	if (*errnum != 0) {
+	if ((*errnum = child_start(&r, in[0], out[1], err_fd, pid, e)) != 0) {
 		err_sys(e, *errnum, "cannot start agent %s", argv[0]);
 		goto bad;
 	}

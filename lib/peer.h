@@ -58,6 +58,11 @@ int peer_call(struct peer *p, const char *method, struct json_object *params,
 int peer_call_until(struct peer *p, const char *method, struct json_object *params,
 		    const volatile int *stop, int64_t deadline, struct json_object **result,
 		    struct json_object **error, struct sbx_err *e);
+/* peer_call_until telling the request's id (*id, set once it was sent; -1 before) so a caller
+ * that gave up can say so to the peer (MCP notifications/cancelled). */
+int peer_call_id(struct peer *p, const char *method, struct json_object *params,
+		 const volatile int *stop, int64_t deadline, int64_t *id,
+		 struct json_object **result, struct json_object **error, struct sbx_err *e);
 /* Wakes every peer_call waiting on this peer so it rechecks its stop flag. */
 void peer_wake_calls(struct peer *p);
 /* Calls fn with ">" and each line sent, "<" and each line received (debugging). Set before

@@ -414,6 +414,8 @@ static char *candidates(const char *session, const struct snapshot_restore_opts 
 	return dir;
 }
 
+/* Long: upstream's restore order (backups newest first, each verified, the first good one
+ * restored, the skipped named) with one exit path that releases what was taken. */
 int snapshot_restore(struct sbx_backend *b, const char *session,
 		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
 		     struct sbx_err *e)

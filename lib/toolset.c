@@ -12,6 +12,7 @@
 #include "reslimit.h"
 #include "toolcap.h"
 #include "utf8.h"
+#include "toolmsg.h"
 #include "xalloc.h"
 
 static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
@@ -142,19 +143,19 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	*failed = TOOL_FAILED;
 	*len = 0;
 	if (t == NULL) {
-		out = xasprintf("Error calling tool \"%s\": tool \"%s\" not found", name, name);
+		out = toolmsg_error(name, "tool \"%s\" not found", name);
 		*len = strlen(out);
 		return out;
 	}
 	args = gojson_parse(arguments ? arguments : "", arguments ? strlen(arguments) : 0, &why);
 	if (args == NULL || !json_object_is_type(args, json_type_object)) {
-		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name,
+		out = toolmsg_error(name, "failed to parse arguments: %s",
 				args ? "json: cannot unmarshal non-object into Go value of type struct"
 				     : (arguments && *arguments ? why : "unexpected end of JSON input"));
 		goto done;
 	}
 	if (!ts->own_validation && check_types(t, args, &te) < 0) {
-		out = xasprintf("Error calling tool \"%s\": failed to parse arguments: %s", name, te.msg);
+		out = toolmsg_error(name, "failed to parse arguments: %s", te.msg);
 		goto done;
 	}
 	err_clear(&te);
@@ -165,8 +166,8 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
 	} else if (te.code == SBX_ETIMEDOUT) {
-		out = xasprintf("Error calling tool \"%s\": tool \"%s\" timed out after %s: %s", name,
-				name, duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
+		out = toolmsg_error(name, "tool \"%s\" timed out after %s: %s", name,
+				duration_format(ctx->timeout_ns, d, sizeof d), te.msg);
 	} else if (te.code == SBX_ENOTFOUND) {
 		/* The sandbox was not there, nothing ran: the caller recreates it and calls again. */
 		err_set(e, SBX_ENOTFOUND, "%s", te.msg);
@@ -175,7 +176,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 		 * the command may have done part of its work. */
 		if (te.code == SBX_EGONE)
 			*failed = TOOL_SANDBOX_GONE;
-		out = xasprintf("Error calling tool \"%s\": failed to run tool: %s", name, te.msg);
+		out = toolmsg_run_failed(name, te.msg);
 	}
 done:
 	if (out) {
@@ -237,12 +238,20 @@ static char *go_quote(const char *s)
 static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, size_t in_len,
 	       struct capture *c, struct sbx_err *e)
 {
-	struct capture_req rq = {.argv = argv, .in = in, .in_len = in_len, .in_fd = -1,
-				 .workdir = ctx->workdir, .timeout_ns = ctx->timeout_ns,
-				 .cancel_fd = ctx->cancel_fd, .max = BASIC_KEEP_TAIL, .keep_tail = true,
-				 .head = BASIC_KEEP_HEAD};
+	struct capture_req rq = {.argv = argv, .in = in, .in_len = in_len,
+				 .max = BASIC_KEEP_TAIL, .keep_tail = true, .head = BASIC_KEEP_HEAD};
 
-	if (capture_run(ctx->b, ctx->sandbox, &rq, c, e) < 0)
+	return toolset_capture(ctx, &rq, c, e);
+}
+
+int toolset_capture(const struct tool_ctx *ctx, struct capture_req *rq, struct capture *c,
+		    struct sbx_err *e)
+{
+	rq->in_fd = -1;
+	rq->workdir = ctx->workdir;
+	rq->timeout_ns = ctx->timeout_ns;
+	rq->cancel_fd = ctx->cancel_fd;
+	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
 		return -1;
 	if (c->res.timed_out) {
 		capture_free(c);

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "capture.h"
-#include "gcpath.h"
-#include "gcshell.h"
+#include "gemini_path.h"
+#include "gemini_shell.h"
 #include "toolcap.h"
 #include "xalloc.h"
 
@@ -95,7 +95,7 @@ static const char params_write_file[] =
 	"\"content\":{\"description\":\"The content to write to the file.\",\"type\":\"string\"}"
 	"},\"required\":[\"file_path\",\"content\"]}";
 
-/* Both scripts start alike: $1 dir_path, $2 the script from gcshell_script(), $3 a marker.
+/* Both scripts start alike: $1 dir_path, $2 the script from gemini_shell_script(), $3 a marker.
  * bash is resolved on PATH as gemini-cli resolves it (its messages then name
  * /usr/bin/bash); a dir_path that is missing, not a directory or not enterable is what
  * Node's spawn would fail on: one line "<marker> spawn <code> <bash>" and nothing runs. */
@@ -164,30 +164,7 @@ static char *const shell_env[] = {
 	NULL,
 };
 
-/* Runs one capture; NULL-free result or -1 with e (timeout SBX_ETIMEDOUT, cancel
- * SBX_ECANCELED). */
-static int run_capture(const struct tool_ctx *ctx, struct capture_req *rq, struct capture *c,
-		       struct sbx_err *e)
-{
-	rq->in_fd = -1;
-	rq->workdir = ctx->workdir;
-	rq->timeout_ns = ctx->timeout_ns;
-	rq->cancel_fd = ctx->cancel_fd;
-	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
-		return -1;
-	if (c->res.timed_out) {
-		capture_free(c);
-		return err_set(e, SBX_ETIMEDOUT, "context deadline exceeded");
-	}
-	if (c->res.canceled) {
-		capture_free(c);
-		return err_set(e, SBX_ECANCELED, "context canceled");
-	}
-	return 0;
-}
-
 static const struct tool *find_tool(const char *name);
-
 
 static const char *arg_str(struct json_object *args, const char *key)
 {
@@ -326,7 +303,7 @@ static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, 
 	if (delay > SHELL_BG_DELAY_MAX_MS)
 		delay = SHELL_BG_DELAY_MAX_MS;
 	snprintf(secs, sizeof secs, "%lld.%03lld", (long long)(delay / 1000), (long long)(delay % 1000));
-	if (run_capture(ctx, &rq, &c, e) < 0) {
+	if (toolset_capture(ctx, &rq, &c, e) < 0) {
 		free(dir);
 		return NULL;
 	}
@@ -344,7 +321,7 @@ static char *run_shell_bg(const struct tool_ctx *ctx, struct json_object *args, 
 		return NULL;
 	}
 	buf_printf(&t, "Command moved to background (PID: %ld). Output hidden. Press Ctrl+B to view.", pid);
-	gcshell_untrusted(&b, t.data, t.len);
+	gemini_shell_untrusted(&b, t.data, t.len);
 	buf_free(&t);
 	capture_free(&c);
 	*len = b.len;
@@ -379,8 +356,8 @@ static void shell_output(struct buf *b, const struct capture *c, size_t len)
 				     "\n[GEMINI_CLI_WARNING: Output truncated. The buffer is limited to %uMB.]",
 				     SHELL_OUTPUT_MAX >> 20);
 	}
-	n = gcshell_strip_ansi(text, n);
-	end = gcshell_trim(text, n, &start);
+	n = gemini_shell_strip_ansi(text, n);
+	end = gemini_shell_trim(text, n, &start);
 	buf_append(b, text + start, end - start);
 	free(text);
 }
@@ -398,12 +375,12 @@ static int shell_check(const struct tool_ctx *ctx, struct json_object *args, str
 		return -1;
 	}
 	cmd = arg_str(args, "command");
-	if (gcshell_trim(cmd, strlen(cmd), &st) == st)
+	if (gemini_shell_trim(cmd, strlen(cmd), &st) == st)
 		return err_set(e, SBX_EINVAL, "Command cannot be empty.");
 	if (*(dp = arg_str(args, "dir_path"))) {
 		char *abs = dp[0] == '/' ? xstrdup(dp)
 			    : xasprintf("%s/%s", ctx->workdir ? ctx->workdir : ctx->homedir, dp);
-		const char *bad = gcpath_invalid(abs, pathbuf, sizeof pathbuf);
+		const char *bad = gemini_path_invalid(abs, pathbuf, sizeof pathbuf);
 		free(abs);
 		if (bad)
 			return err_set(e, SBX_EINVAL, "Invalid path: %s", bad);
@@ -411,6 +388,9 @@ static int shell_check(const struct tool_ctx *ctx, struct json_object *args, str
 	return 0;
 }
 
+/* Long: gemini-cli's run_shell_command in its order (checks, substitution refusal, wrapper
+ * script, exec, background pids, the answer), its texts at byte parity; the text rules are
+ * gemini_shell.c. */
 static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
 			       size_t *outlen, struct sbx_err *e)
 {
@@ -433,9 +413,9 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 
 	if (shell_check(ctx, args, e) < 0)
 		return NULL;
-	command = gcshell_strip_wrapper(arg_str(args, "command"));
-	if (gcshell_has_substitution(command)) {
-		res = xstrdup(GCSHELL_BLOCKED_TEXT);
+	command = gemini_shell_strip_wrapper(arg_str(args, "command"));
+	if (gemini_shell_has_substitution(command)) {
+		res = xstrdup(GEMINI_SHELL_BLOCKED_TEXT);
 		*outlen = strlen(res);
 		goto out;
 	}
@@ -446,13 +426,13 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	strcpy(marker, "sbx-shell-");
 	for (size_t i = 0; i < sizeof rnd; i++)
 		snprintf(marker + strlen(marker), 3, "%02x", rnd[i]);
-	script = gcshell_script(command);
+	script = gemini_shell_script(command);
 	if (arg_bool(args, "is_background")) {
 		res = run_shell_bg(ctx, args, script, marker, outlen, e);
 		goto out;
 	}
 	argv[5] = script;
-	if (run_capture(ctx, &rq, &c, e) < 0)
+	if (toolset_capture(ctx, &rq, &c, e) < 0)
 		goto out;
 	if (spawn_failed(c.out, c.out_len, marker, e)) {
 		capture_free(&c);
@@ -489,7 +469,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	}
 	if (have && pid > 0)
 		buf_printf(&t, "\nProcess Group PGID: %ld", pid);
-	gcshell_untrusted(&b, t.data, t.len);
+	gemini_shell_untrusted(&b, t.data, t.len);
 	buf_free(&t);
 	capture_free(&c);
 	/* the scheduler's cut of run_shell_command results (truncateToolOutputThreshold) */
@@ -540,7 +520,7 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 	size_t a, z;
 	char oomtext[256];
 
-	if (run_capture(ctx, &rq, &c, e) < 0) {
+	if (toolset_capture(ctx, &rq, &c, e) < 0) {
 		free(in);
 		free(wd);
 		return NULL;

@@ -231,3 +231,20 @@ EOF
 	fed_end
 	wait_until gone "$agent"
 }
+
+@test "renders the plan acp-server sends for the model's write_todos (-toolset geminicli)" {
+	{
+		stub_call c1 write_todos '{"todos":[{"description":"Read the code","status":"completed"},{"description":"Fix the bug","status":"in_progress"},{"description":"Update the docs","status":"cancelled"},{"description":"Run the tests","status":"pending"}]}'
+		stub_text "planned"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	run acp-client -cmd "acp-server -stdio -toolset geminicli" -prompt "plan it"
+	assert_status 0
+	assert_contains "[plan]
+  [x] Read the code
+  [~] Fix the bug
+  [x] Update the docs (cancelled)
+  [ ] Run the tests"
+	assert_contains "[tool: think] Plan 4 steps"
+	assert_contains "planned"
+}

@@ -837,3 +837,112 @@ embedded
 	upd '.steps[2].result == {}'
 	run ! pgrep -f "import json, os, socket"
 }
+
+@test "slash commands: advertised after session/new and load; /mode, /model and /sandbox answered by the server, never the model; others go to the model" {
+	stub_text "model saw it" >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -models other-model
+	steps '[{"new":{"cwd":"/work/proj"}},{"commands":1},
+		{"prompt":"/mode"},{"prompt":"  /mode never-ask "},{"prompt":"/mode bogus"},
+		{"prompt":"/model other-model"},{"prompt":"/sandbox"},{"prompt":"/sandbox now"},
+		{"prompt":"/nosuch thing"},
+		{"connect":{}},{"load":{}},{"commands":2}]'
+	assert_status 0
+	upd '.sid as $s | .commands | length == 2 and (.[0].sessionId == $s) and (.[1].sessionId == $s)'
+	upd '.commands[0].update == {"sessionUpdate":"available_commands_update","availableCommands":[
+		{"name":"mode","description":"Show or set when tool calls are asked for (ask, auto-read, never-ask)","input":{"hint":"ask | auto-read | never-ask"}},
+		{"name":"model","description":"Show or set the model of this session (those acp-server -models offers)","input":{"hint":"model name"}},
+		{"name":"sandbox","description":"Show this session'"'"'s sandbox: its name, backend, and where tools run"}]}'
+	upd '.commands[1].update == .commands[0].update'
+	upd '.steps[2].result.stopReason == "end_turn" and .steps[2].updates == [{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Mode: ask (Ask before every tool call).\nModes: ask auto-read never-ask\n"}}]'
+	upd '[.steps[3].updates[].sessionUpdate] == ["current_mode_update","config_option_update","agent_message_chunk"]'
+	upd '.steps[3].updates[0].currentModeId == "never-ask" and .steps[3].updates[2].content.text == "Mode: never-ask (Run every tool call without asking).\n"'
+	upd '.steps[4].updates[0].content.text | startswith("mode bogus: unknown mode (available: ask, auto-read, never-ask)\nMode: never-ask")'
+	upd '[.steps[5].updates[].sessionUpdate] == ["config_option_update","agent_message_chunk"] and .steps[5].updates[1].content.text == "Model: other-model.\n"'
+	upd '.steps[5].updates[0].configOptions[1].currentValue == "other-model"'
+	upd '.sid as $s | .steps[6].updates[0].content.text == "Sandbox: \($s), local backend; not made yet: the first approved tool call makes it.\nTools run in /home/clawtainer/proj there; paths shown to you are under /work/proj.\n"'
+	upd '.steps[7].updates[0].content.text == "/sandbox takes no input.\n"'
+	# an unknown command is the model's, with the model the command chose
+	upd '.steps[8].result.stopReason == "end_turn" and ([.steps[8].updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["model saw it"])'
+	# commands are no part of the conversation: the replay holds only the model's exchange
+	upd '[.steps[10].updates[] | [.sessionUpdate, .content.text]] == [["user_message_chunk","/nosuch thing"],["agent_message_chunk","model saw it"]]'
+	run jq -s -c '[length, .[0].body.model, .[0].body.messages[-1].content]' "$STUB_DIR/requests.jsonl"
+	[ "$output" = '[1,"other-model","/nosuch thing"]' ]
+	# the basic toolset has no plan tool
+	jq -s -e '.[0].body.tools | map(.function.name) | index("write_todos") == null' "$STUB_DIR/requests.jsonl"
+	# without -models there is no choice to offer: no /model, and "/model x" is the model's
+	stop_server
+	export OPENAI_MODEL=fake-eliza
+	start_server
+	steps '[{"new":{}},{"commands":1},{"prompt":"/model x"}]'
+	assert_status 0
+	upd '[.commands[0].update.availableCommands[].name] == ["mode","sandbox"]'
+	upd '.steps[2].updates[-1].content.text == "What do you think it means when you say '"'/model x'"'?"'
+}
+
+@test "an MCP tool call given up on is cancelled at its server: notifications/cancelled with the request's id, on session/cancel and on -tool-timeout" {
+	{
+		stub_call c1 mcp__echo__hang '{}'
+		stub_call c2 mcp__echo__cancels '{}'
+		stub_text "done"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server
+	jq -n --rawfile py "$SBX_TOP/tests/acp/mcp-echo.py" \
+		'[{"name":"echo","command":"/usr/bin/python3","args":["-c",$py],"env":[]}]' >"$BATS_TEST_TMPDIR/mcp.json"
+	drive cancel --prompt "hang" --cancel-on tool --mcp-servers "$BATS_TEST_TMPDIR/mcp.json"
+	assert_status 0
+	upd '.stop == "cancelled" and .again == "end_turn"'
+	# the server, asked afterwards in the same session, saw the call and then its cancellation
+	seen='[.updates[] | select(.sessionUpdate == "tool_call_update" and .status == "completed")][-1].content[0].content.text | fromjson'
+	upd "$seen"' | (.hung | length) == 1 and .cancelled == [{"requestId":.hung[0],"reason":"cancelled by the user"}]'
+	stop_server
+	stop_stub
+	rm -r "$STUB_DIR"
+	# a call that outlives -tool-timeout is cancelled too, and the turn goes on
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -tool-timeout 1s
+	jq -n --slurpfile m "$BATS_TEST_TMPDIR/mcp.json" '[{"new":{"mcpServers":$m[0]}},{"answer":"allow-once"},{"prompt":"hang"}]' >"$BATS_TEST_TMPDIR/steps.json"
+	drive steps --steps "$BATS_TEST_TMPDIR/steps.json"
+	assert_status 0
+	final='[.steps[2].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | .[0].status == "failed" and (.[0].content[0].content.text | test("no answer in time"))'
+	upd "$final"' | .[1].content[0].content.text | fromjson | (.hung | length) == 1 and .cancelled == [{"requestId":.hung[0],"reason":"timed out"}]'
+	upd '.steps[2].result.stopReason == "end_turn"'
+}
+
+@test "plan: -toolset geminicli offers write_todos, answered by the server as a plan update (no sandbox, never asked), checked as gemini-cli does, replayed" {
+	{
+		stub_call c1 write_todos '{"todos":[{"description":"Read the code","status":"completed"},{"description":"Fix the bug","status":"in_progress"},{"description":"Update the docs","status":"cancelled"},{"description":"Run the tests","status":"blocked"}]}'
+		stub_call c2 write_todos '{"todos":[{"description":"a","status":"in_progress"},{"description":"b","status":"in_progress"}]}'
+		stub_call c3 write_todos '{"todos":[]}'
+		stub_text "planned"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -toolset geminicli
+	steps '[{"new":{"cwd":"/work/proj"}},{"prompt":"plan it"},{"connect":{}},{"load":{}}]'
+	assert_status 0
+	upd '(.steps[1].permissions | length) == 0 and .steps[1].result.stopReason == "end_turn"'
+	upd '[.steps[1].updates[] | select(.sessionUpdate == "tool_call") | [.title, .kind]] == [["Plan 4 steps","think"],["Plan 2 steps","think"],["Clear the plan","think"]]'
+	plans='[.steps[1].updates[] | select(.sessionUpdate == "plan") | .entries]'
+	upd "$plans"' == [[
+		{"content":"Read the code","priority":"medium","status":"completed"},
+		{"content":"Fix the bug","priority":"medium","status":"in_progress"},
+		{"content":"Update the docs (cancelled)","priority":"medium","status":"completed"},
+		{"content":"Run the tests (blocked)","priority":"medium","status":"pending"}], []]'
+	final='[.steps[1].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | map(.status) == ["completed","failed","completed"]'
+	upd "$final"' | .[0].content[0].content.text == "Successfully updated the todo list. The current list is now:\n1. [completed] Read the code\n2. [in_progress] Fix the bug\n3. [cancelled] Update the docs\n4. [blocked] Run the tests"'
+	upd "$final"' | .[1].content[0].content.text == "Error calling tool \"write_todos\": Invalid parameters: Only one task can be \"in_progress\" at a time."'
+	upd "$final"' | .[2].content[0].content.text == "Successfully cleared the todo list."'
+	# the plan is sent between the call's start and its end
+	upd '[.steps[1].updates[] | .sessionUpdate] | index("plan") > index("tool_call")'
+	# the model was offered it and got gemini-cli's answer
+	jq -s -e '.[0].body.tools | map(.function.name) | index("write_todos") and index("run_shell_command")' "$STUB_DIR/requests.jsonl"
+	jq -s -e '.[0].body.tools[] | select(.function.name == "write_todos") | .function.parameters.properties.todos.items.properties.status.enum == ["pending","in_progress","completed","cancelled","blocked"]' "$STUB_DIR/requests.jsonl"
+	# nothing ran in a sandbox: none was made
+	[ -z "$(sbx-list)" ]
+	# session/load replays the calls and the plans they sent, in order
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "plan" or .sessionUpdate == "tool_call") | .sessionUpdate] == ["tool_call","plan","tool_call","tool_call","plan"]'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "plan") | .entries] == '"$plans"
+}

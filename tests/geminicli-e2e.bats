@@ -66,9 +66,10 @@ script() {
 	stub_text "all eight tools done"
 }
 
-# check_session HISTORY: the tool messages and the stub's requests of the eight-call turn.
+# check_session HISTORY [EXTRA]: the tool messages and the stub's requests of the eight-call
+# turn; EXTRA, a JSON array, names the tools offered after the eight (acp-server's plan tool).
 check_session() {
-	local hist=$1 i want got req
+	local hist=$1 extra=${2:-[]} i want got req
 	[ "$(jq -s '[.[] | select(.role == "tool")] | length' "$hist")" -eq 8 ]
 	for i in "${!CALLS[@]}"; do
 		# shellcheck disable=SC2059
@@ -96,7 +97,7 @@ check_session() {
 	done
 	[ "$(wc -l <"$STUB_DIR/requests.jsonl")" -eq 9 ]
 	# every request offered the eight gemini-cli tools
-	jq -s -e 'all(.[]; [.body.tools[].function.name] == ["glob","grep_search","list_directory","read_file","read_many_files","replace","run_shell_command","write_file"])' \
+	jq -s -e --argjson extra "$extra" 'all(.[]; [.body.tools[].function.name] == ["glob","grep_search","list_directory","read_file","read_many_files","replace","run_shell_command","write_file"] + $extra)' \
 		"$STUB_DIR/requests.jsonl"
 	jq -s -e '.[-1].role == "assistant" and .[-1].content == "all eight tools done"' "$hist"
 }
@@ -144,7 +145,7 @@ check_session() {
 	hists=("$HOME"/.local/sandboxed-tools/acp*/sessions/latest.jsonl)
 	[ "${#hists[@]}" -eq 1 ]
 	[ -s "${hists[0]}" ]
-	check_session "${hists[0]}"
+	check_session "${hists[0]}" '["write_todos"]'
 }
 
 @test "agent-loop: a NUL byte in a tool result reaches the history and the next request whole" {

@@ -10,7 +10,7 @@
 
 static int mkparents(const char *abs)
 {
-	char *p = tb_xstrdup(abs);
+	char *p = xstrdup(abs);
 	int rc = 0;
 	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
 		*s = '\0';
@@ -27,7 +27,7 @@ static int mkparents(const char *abs)
 char *tb_to_lf(const char *s, size_t *n)
 {
 	size_t len = strlen(s), o = 0;
-	char *out = tb_xmalloc(len + 1);
+	char *out = xmalloc(len + 1);
 	for (size_t i = 0; i < len; i++)
 		if (!(s[i] == '\r' && s[i + 1] == '\n'))
 			out[o++] = s[i];
@@ -39,14 +39,14 @@ char *tb_to_lf(const char *s, size_t *n)
 
 char *tb_to_crlf(const char *s)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (size_t i = 0; s[i]; i++) {
 		if (s[i] == '\n' && (i == 0 || s[i - 1] != '\r'))
-			tb_puts(&b, "\r");
-		tb_put(&b, s + i, 1);
+			buf_puts(&b, "\r");
+		buf_append(&b, s + i, 1);
 	}
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 }
 
@@ -82,7 +82,7 @@ int tb_write_file(struct tb_call *c, const char *abs, const char *data, size_t l
 		return tb_fail(c, "Target is a directory, not a file: %s (EISDIR)", abs);
 	{
 		char *m = tb_node_err(e, "open", abs);
-		char *code = tb_xstrdup(m);
+		char *code = xstrdup(m);
 		char *colon = strchr(code, ':');
 		if (colon)
 			*colon = '\0';

@@ -64,9 +64,9 @@ static int add(const char *abs, const char *rel, void *arg)
 		return 0;
 	if (s->n == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 64;
-		s->hits = tb_xrealloc(s->hits, s->cap * sizeof *s->hits);
+		s->hits = xrealloc(s->hits, s->cap * sizeof *s->hits);
 	}
-	s->hits[s->n].path = tb_xstrdup(abs);
+	s->hits[s->n].path = xstrdup(abs);
 	s->hits[s->n].order = s->n;
 	s->hits[s->n].key = NULL;
 	s->hits[s->n].link = link;
@@ -88,7 +88,7 @@ static size_t filter_hits(struct tb_call *c, struct state *s)
 	for (size_t i = 0; i < s->n; i++) {
 		/* the walk starts at a real directory and enters no link: only a link's own path
 		 * is not real */
-		char *real = s->hits[i].link ? tb_real_or_same(s->hits[i].path) : tb_xstrdup(s->hits[i].path);
+		char *real = s->hits[i].link ? tb_real_or_same(s->hits[i].path) : xstrdup(s->hits[i].path);
 		char *rel = tb_relative(root, real), *back = tb_resolve(c->workdir, rel);
 		bool ign = tb_ignore_path(ig, rel, false, 0);
 		ignored += ign;
@@ -123,6 +123,8 @@ static int cmp_hits(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* Long: gemini-cli's glob execute() in its order (path, pattern, walk, ignore files, recent-
+ * first sort, the answer), each message at byte parity. */
 static int run(struct tb_call *c)
 {
 	const char *pattern = tb_str(c, "pattern"), *dp = tb_str(c, "dir_path");
@@ -162,7 +164,7 @@ static int run(struct tb_call *c)
 	if (lstat(full, &st) == 0)
 		pat = esc = tb_glob_escape(pattern);
 	/* absolute patterns are walked from the root */
-	root = tb_xstrdup(pat[0] == '/' ? "/" : dir);
+	root = xstrdup(pat[0] == '/' ? "/" : dir);
 	while (*pat == '/')
 		pat++;
 	if (!(s.g = tb_glob_compile(pat, !tb_bool(c, "case_sensitive", false), &why))) {
@@ -177,9 +179,9 @@ static int run(struct tb_call *c)
 	tb_walk(&w);
 	nignored = filter_hits(c, &s);
 	if (s.n == 0) {
-		tb_printf(&c->out, "No files found matching pattern \"%s\" within %s", pattern, dir);
+		buf_printf(&c->out, "No files found matching pattern \"%s\" within %s", pattern, dir);
 		if (nignored)
-			tb_printf(&c->out, " (%zu files were ignored)", nignored);
+			buf_printf(&c->out, " (%zu files were ignored)", nignored);
 		rc = 0;
 		goto out;
 	}
@@ -188,14 +190,14 @@ static int run(struct tb_call *c)
 	for (size_t i = 0; i < s.n; i++)
 		s.hits[i].key = tb_collate_key(s.hits[i].path);
 	tb_sort(s.hits, s.n, sizeof *s.hits, cmp_hits);
-	tb_printf(&c->out, "Found %zu file(s) matching \"%s\" within %s", s.n, pattern, dir);
+	buf_printf(&c->out, "Found %zu file(s) matching \"%s\" within %s", s.n, pattern, dir);
 	if (nignored)
-		tb_printf(&c->out, " (%zu additional files were ignored)", nignored);
-	tb_puts(&c->out, ", sorted by modification time (newest first):\n");
+		buf_printf(&c->out, " (%zu additional files were ignored)", nignored);
+	buf_puts(&c->out, ", sorted by modification time (newest first):\n");
 	for (size_t i = 0; i < s.n; i++) {
 		if (i)
-			tb_puts(&c->out, "\n");
-		tb_puts(&c->out, s.hits[i].path);
+			buf_puts(&c->out, "\n");
+		buf_puts(&c->out, s.hits[i].path);
 	}
 	rc = 0;
 out:

@@ -136,7 +136,7 @@ static bool skip_dir(const char *name, const char *rel, void *arg)
 	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
 		if (!strcmp(name, dirs[i]))
 			return true;
-	abs = tb_xasprintf("%s/%s", s->base, rel);
+	abs = xasprintf("%s/%s", s->base, rel);
 	hit = ignored_abs(s, abs, true);
 	free(abs);
 	return hit;
@@ -160,11 +160,11 @@ static void add_rec(struct search *s, size_t file, int64_t line, const char *p, 
 		n--;
 	if (s->nrecs == s->cap) {
 		s->cap = s->cap ? s->cap * 2 : 256;
-		s->recs = tb_xrealloc(s->recs, s->cap * sizeof *s->recs);
+		s->recs = xrealloc(s->recs, s->cap * sizeof *s->recs);
 	}
 	s->recs[s->nrecs].file = file;
 	s->recs[s->nrecs].line = line;
-	s->recs[s->nrecs].text = tb_xasprintf("%.*s", (int)n, p);
+	s->recs[s->nrecs].text = xasprintf("%.*s", (int)n, p);
 	s->recs[s->nrecs].context = context;
 	s->nrecs++;
 }
@@ -190,7 +190,7 @@ struct lines {
 static void index_lines(const char *buf, size_t len, struct lines *l)
 {
 	size_t cap = 1024;
-	l->start = tb_xmalloc(cap * sizeof *l->start);
+	l->start = xmalloc(cap * sizeof *l->start);
 	l->n = 0;
 	l->start[l->n++] = 0;
 	for (const char *p = buf; (p = memchr(p, '\n', len - (size_t)(p - buf))); p++) {
@@ -198,7 +198,7 @@ static void index_lines(const char *buf, size_t len, struct lines *l)
 			break;
 		if (l->n == cap) {
 			cap *= 2;
-			l->start = tb_xrealloc(l->start, cap * sizeof *l->start);
+			l->start = xrealloc(l->start, cap * sizeof *l->start);
 		}
 		l->start[l->n++] = (size_t)(p + 1 - buf);
 	}
@@ -211,7 +211,9 @@ static size_t line_end(const char *buf, size_t len, size_t from)
 }
 
 /* Searches one file's bytes; appends its match and context records in line order. Returns
- * true when the total cap was reached. */
+ * true when the total cap was reached.
+ * Long: one pass over a file's lines that keeps match and context records in order with the
+ * caps; split, its running state would need a struct of its own. */
 static bool search_buf(struct search *s, const char *buf, size_t len, const char *abs)
 {
 	size_t fileidx = s->nfiles, first = s->nrecs, pos = 0, lineno0 = 0;
@@ -259,17 +261,17 @@ static bool search_buf(struct search *s, const char *buf, size_t len, const char
 			lineno0 = lo;
 		}
 		if (fileidx == s->nfiles) {
-			s->files = tb_xrealloc(s->files, (s->nfiles + 1) * sizeof *s->files);
-			s->abs = tb_xrealloc(s->abs, (s->nfiles + 1) * sizeof *s->abs);
+			s->files = xrealloc(s->files, (s->nfiles + 1) * sizeof *s->files);
+			s->abs = xrealloc(s->abs, (s->nfiles + 1) * sizeof *s->abs);
 			{
 				char *rel = tb_relative(s->base, abs);
 				if (!*rel) {
 					free(rel);
-					rel = tb_xstrdup(tb_basename(abs));
+					rel = xstrdup(tb_basename(abs));
 				}
 				s->files[s->nfiles] = rel;
 			}
-			s->abs[s->nfiles] = tb_xstrdup(abs);
+			s->abs[s->nfiles] = xstrdup(abs);
 			s->nfiles++;
 		}
 		/* after-context of the previous match, up to this line */
@@ -350,7 +352,7 @@ static int search_file(struct search *s, const char *abs)
 		data = map;
 	} else {
 		if (len > s->bufcap) {
-			s->buf = tb_xrealloc(s->buf, len);
+			s->buf = xrealloc(s->buf, len);
 			s->bufcap = len;
 		}
 		while (got < len) {
@@ -440,48 +442,48 @@ static int cmp_str(const void *a, const void *b)
 static void format(struct tb_call *c, struct search *s, const char *pattern, const char *loc,
 		   const char *include, bool names_only)
 {
-	struct tbuf o = {0};
+	struct buf o = {0};
 	size_t a, b;
-	char *filter = include ? tb_xasprintf(" (filter: \"%s\")", include) : tb_xstrdup("");
+	char *filter = include ? xasprintf(" (filter: \"%s\")", include) : xstrdup("");
 	if (s->nrecs == 0) {
-		tb_printf(&c->out, "No matches found for pattern \"%s\" %s%s.", pattern, loc, filter);
+		buf_printf(&c->out, "No matches found for pattern \"%s\" %s%s.", pattern, loc, filter);
 		free(filter);
 		return;
 	}
 	if (names_only) {
-		char **names = tb_xmalloc(s->nfiles * sizeof *names);
+		char **names = xmalloc(s->nfiles * sizeof *names);
 		memcpy(names, s->files, s->nfiles * sizeof *names);
 		tb_sort(names, s->nfiles, sizeof *names, cmp_str);
-		tb_printf(&o, "Found %zu files with matches for pattern \"%s\" %s%s", s->nfiles,
+		buf_printf(&o, "Found %zu files with matches for pattern \"%s\" %s%s", s->nfiles,
 			  pattern, loc, filter);
 		if (s->found >= s->total)
-			tb_printf(&o, " (results limited to %lld matches for performance)",
+			buf_printf(&o, " (results limited to %lld matches for performance)",
 				  (long long)s->total);
-		tb_puts(&o, ":\n");
+		buf_puts(&o, ":\n");
 		for (size_t i = 0; i < s->nfiles; i++) {
 			if (i)
-				tb_puts(&o, "\n");
-			tb_puts(&o, names[i]);
+				buf_puts(&o, "\n");
+			buf_puts(&o, names[i]);
 		}
 		free(names);
 	} else {
 		tb_sort(s->recs, s->nrecs, sizeof *s->recs, cmp_recs);
-		tb_printf(&o, "Found %lld %s for pattern \"%s\" %s%s", (long long)s->found,
+		buf_printf(&o, "Found %lld %s for pattern \"%s\" %s%s", (long long)s->found,
 			  s->found == 1 ? "match" : "matches", pattern, loc, filter);
 		if (s->found >= s->total)
-			tb_printf(&o, " (results limited to %lld matches for performance)",
+			buf_printf(&o, " (results limited to %lld matches for performance)",
 				  (long long)s->total);
-		tb_puts(&o, ":\n---\n");
+		buf_puts(&o, ":\n---\n");
 		for (a = 0; a < s->nrecs; a = b) {
-			tb_printf(&o, "File: %s\n", s->files[s->recs[a].file]);
+			buf_printf(&o, "File: %s\n", s->files[s->recs[a].file]);
 			for (b = a; b < s->nrecs && s->recs[b].file == s->recs[a].file; b++) {
 				const char *t = s->recs[b].text;
 				size_t n = strlen(t), cut = tb_utf8_prefix(t, n, TB_MAX_LINE_CHARS);
-				tb_printf(&o, "L%lld%c %.*s%s\n", (long long)s->recs[b].line,
+				buf_printf(&o, "L%lld%c %.*s%s\n", (long long)s->recs[b].line,
 					  s->recs[b].context ? '-' : ':', (int)cut, t,
 					  cut < n ? "... [truncated]" : "");
 			}
-			tb_puts(&o, "---\n");
+			buf_puts(&o, "---\n");
 		}
 	}
 	/* the result is trimmed as a whole (so it ends with `---`) */
@@ -491,11 +493,13 @@ static void format(struct tb_call *c, struct search *s, const char *pattern, con
 		a++;
 	while (b > a && strchr(" \t\r\n", o.data[b - 1]))
 		b--;
-	tb_put(&c->out, o.data + a, b - a);
-	tb_free(&o);
+	buf_append(&c->out, o.data + a, b - a);
+	buf_free(&o);
 	free(filter);
 }
 
+/* Long: gemini-cli's grep_search execute() in its order (pattern checks, path, the search, the
+ * summary line), each message at byte parity (tests/geminicli-parity.bats). */
 static int run(struct tb_call *c)
 {
 	const char *pattern = tb_str(c, "pattern"), *dp = tb_str(c, "dir_path");
@@ -547,7 +551,7 @@ static int run(struct tb_call *c)
 		if (dp && *dp)
 			tb_fail(c, "Path is not a valid directory or file: %s", target);
 		else
-			tb_printf(&c->out, "Path is not a valid directory or file: %s", target);
+			buf_printf(&c->out, "Path is not a valid directory or file: %s", target);
 		rc = dp && *dp ? -1 : 0;
 		goto out;
 	}
@@ -555,11 +559,11 @@ static int run(struct tb_call *c)
 	 * output, not as an error */
 	if (!(s.re = compile(pattern, !cs, fixed, true, why, sizeof why)) ||
 	    (exclude && !(s.exclude = compile(exclude, !cs, false, false, why, sizeof why)))) {
-		tb_printf(&c->out, "Error during grep search operation: %s", why);
+		buf_printf(&c->out, "Error during grep search operation: %s", why);
 		rc = 0;
 		goto out;
 	}
-	loc = tb_xasprintf("in path \"%s\"", dp && *dp ? dp : ".");
+	loc = xasprintf("in path \"%s\"", dp && *dp ? dp : ".");
 	s.md = pcre2_match_data_create_from_pattern(s.re, NULL);
 	s.no_ignore = tb_bool(c, "no_ignore", false);
 	s.before = has_b ? before : (has_ctx ? ctx : 0);
@@ -592,7 +596,7 @@ static int run(struct tb_call *c)
 	s.deadline.tv_nsec = now.tv_nsec;
 	run_search(&s, target, S_ISREG(st.st_mode));
 	if (s.timed_out) {
-		tb_printf(&c->out,
+		buf_printf(&c->out,
 			  "Error during grep search operation: Operation timed out after %dms. In "
 			  "large repositories, consider narrowing your search scope by specifying a "
 			  "'dir_path' or an 'include_pattern'.", SEARCH_TIMEOUT_MS);
@@ -602,9 +606,9 @@ static int run(struct tb_call *c)
 	/* 1–3 matches and no context asked for: search those files again with context */
 	if (s.found >= 1 && s.found <= 3 && !names_only && !has_ctx && !has_a && !has_b) {
 		size_t n = s.nfiles;
-		char **files = tb_xmalloc((n ? n : 1) * sizeof *files);
+		char **files = xmalloc((n ? n : 1) * sizeof *files);
 		for (size_t i = 0; i < n; i++)
-			files[i] = tb_xstrdup(s.abs[i]);
+			files[i] = xstrdup(s.abs[i]);
 		s.before = s.after = s.found == 1 ? AUTO_CONTEXT_ONE : AUTO_CONTEXT_FEW;
 		reset(&s);
 		for (size_t i = 0; i < n; i++)

@@ -47,7 +47,7 @@ static void add_pattern(struct ruleset *rs, const char *line, const char *base)
 		line++;
 	if (!*line || *line == '#')
 		return;
-	p = tb_xstrdup(line);
+	p = xstrdup(line);
 	/* unescaped trailing spaces are not part of a pattern */
 	for (e = p + strlen(p); e > p && e[-1] == ' ' && !(e - 1 > p && e[-2] == '\\'); e--)
 		e[-1] = '\0';
@@ -70,13 +70,13 @@ static void add_pattern(struct ruleset *rs, const char *line, const char *base)
 	{
 		/* a pattern with no inner slash matches a name at any depth below its file */
 		bool has_slash = anchored || strchr(pat, '/');
-		char *full = tb_xasprintf("%s%s%s%s", base, *base ? "/" : "", has_slash ? "" : "**/", pat);
+		char *full = xasprintf("%s%s%s%s", base, *base ? "/" : "", has_slash ? "" : "**/", pat);
 		g = tb_glob_compile(full, false, &why);
 		free(full);
 	}
 	free(why);
 	if (g) {
-		rs->r = tb_xrealloc(rs->r, (rs->n + 1) * sizeof *rs->r);
+		rs->r = xrealloc(rs->r, (rs->n + 1) * sizeof *rs->r);
 		rs->r[rs->n++] = (struct rule){g, neg, dir_only};
 	}
 	free(p);
@@ -103,14 +103,14 @@ static void free_rules(struct ruleset *rs)
 struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respect_gemini)
 {
 	struct tb_ignore *ig = calloc(1, sizeof *ig);
-	char *dir = tb_xstrdup(root), *f;
+	char *dir = xstrdup(root), *f;
 	struct stat st;
 	if (!ig)
 		abort();
-	ig->root = tb_xstrdup(root);
+	ig->root = xstrdup(root);
 	/* isGitRepository: a .git entry here or in any parent */
 	for (;;) {
-		char *g = tb_xasprintf("%s/.git", strcmp(dir, "/") ? dir : "");
+		char *g = xasprintf("%s/.git", strcmp(dir, "/") ? dir : "");
 		bool found = lstat(g, &st) == 0;
 		char *slash = strrchr(dir, '/');
 		free(g);
@@ -125,12 +125,12 @@ struct tb_ignore *tb_ignore_open(const char *root, bool respect_git, bool respec
 	free(dir);
 	if (ig->git) {
 		add_pattern(&ig->global, ".git", "");
-		f = tb_xasprintf("%s/.git/info/exclude", root);
+		f = xasprintf("%s/.git/info/exclude", root);
 		load_file(&ig->global, f, "");
 		free(f);
 	}
 	if (respect_gemini) {
-		f = tb_xasprintf("%s/.geminiignore", root);
+		f = xasprintf("%s/.geminiignore", root);
 		load_file(&ig->extra, f, "");
 		free(f);
 	}
@@ -166,13 +166,13 @@ static const struct ruleset *dir_rules(struct tb_ignore *ig, const char *rel)
 	for (size_t i = 0; i < ig->ndirs; i++)
 		if (!strcmp(ig->dirs[i]->rel, rel))
 			return &ig->dirs[i]->rs;
-	d = tb_xmalloc(sizeof *d);
-	d->rel = tb_xstrdup(rel);
+	d = xmalloc(sizeof *d);
+	d->rel = xstrdup(rel);
 	d->rs = (struct ruleset){NULL, 0};
-	f = tb_xasprintf("%s%s%s/.gitignore", ig->root, *rel ? "/" : "", rel);
+	f = xasprintf("%s%s%s/.gitignore", ig->root, *rel ? "/" : "", rel);
 	load_file(&d->rs, f, rel);
 	free(f);
-	ig->dirs = tb_xrealloc(ig->dirs, (ig->ndirs + 1) * sizeof *ig->dirs);
+	ig->dirs = xrealloc(ig->dirs, (ig->ndirs + 1) * sizeof *ig->dirs);
 	ig->dirs[ig->ndirs++] = d;
 	return &d->rs;
 }
@@ -195,7 +195,7 @@ static int verdict(const struct ruleset *const *sets, size_t nsets, const char *
  * verdict. */
 static bool ignores(const struct ruleset *const *sets, size_t nsets, const char *rel, bool is_dir)
 {
-	char *copy = tb_xstrdup(rel);
+	char *copy = xstrdup(rel);
 	bool out = false;
 	for (char *s = copy; (s = strchr(s, '/')) && !out; s++) {
 		*s = '\0';
@@ -220,11 +220,11 @@ bool tb_ignore_match(struct tb_ignore *ig, const char *rel, bool is_dir)
 		return ig->extra.n && ignores((const struct ruleset *const[]){&ig->extra}, 1, rel, is_dir);
 	for (const char *p = rel; *p; p++)
 		depth += *p == '/';
-	sets = tb_xmalloc((depth + 3) * sizeof *sets);
+	sets = xmalloc((depth + 3) * sizeof *sets);
 	sets[nsets++] = &ig->global;
 	sets[nsets++] = dir_rules(ig, "");
 	/* each .gitignore on the way down, unless its directory is already ignored */
-	dir = tb_xstrdup(rel);
+	dir = xstrdup(rel);
 	for (char *s = dir; (s = strchr(s, '/')); s++) {
 		*s = '\0';
 		sets[nsets] = &ig->extra;

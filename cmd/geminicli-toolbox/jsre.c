@@ -21,8 +21,8 @@ struct jsre {
 	int depth;
 	bool has_named;		/* a (?<name>…) anywhere: \k must then be a reference */
 	size_t ncaptures;	/* capturing groups in the whole pattern */
-	struct tbuf names;	/* NUL-separated group names seen so far */
-	struct tbuf refs;	/* NUL-separated \k<name> references */
+	struct buf names;	/* NUL-separated group names seen so far */
+	struct buf refs;	/* NUL-separated \k<name> references */
 };
 
 static bool is_digit(uint16_t c)
@@ -62,7 +62,7 @@ static bool at(struct jsre *r, size_t off, uint16_t c)
 }
 
 /* A group name after `<`, through `>`, appended to b (NUL-terminated); -1 when invalid. */
-static int group_name(struct jsre *r, struct tbuf *b)
+static int group_name(struct jsre *r, struct buf *b)
 {
 	size_t s = r->i;
 	if (r->i >= r->n || !id_start(r->u[r->i]))
@@ -73,14 +73,14 @@ static int group_name(struct jsre *r, struct tbuf *b)
 		return -1;
 	for (size_t k = s; k < r->i; k++) {
 		char ch[2] = {(char)(r->u[k] & 0xff), (char)(r->u[k] >> 8)};
-		tb_put(b, ch, 2);
+		buf_append(b, ch, 2);
 	}
-	tb_put(b, "\0", 2);
+	buf_append(b, "\0", 2);
 	r->i++;
 	return 0;
 }
 
-static bool name_in(const struct tbuf *set, const char *name, size_t len)
+static bool name_in(const struct buf *set, const char *name, size_t len)
 {
 	for (size_t k = 0; k + 1 < set->len;) {
 		size_t l = 0;
@@ -253,7 +253,7 @@ static int parse_group(struct jsre *r, bool *quantifiable)
 			start = r->names.len;
 			if (group_name(r, &r->names) < 0)
 				return fail(r, "Invalid capture group name");
-			if (name_in(&(struct tbuf){r->names.data, start, start}, r->names.data + start,
+			if (name_in(&(struct buf){r->names.data, start, start}, r->names.data + start,
 				    r->names.len - start - 2))
 				return fail(r, "Duplicate capture group name");
 		} else {
@@ -378,7 +378,7 @@ const char *tb_jsre_error(const char *pattern)
 			k += l + 2;
 		}
 	}
-	tb_free(&r.names);
-	tb_free(&r.refs);
+	buf_free(&r.names);
+	buf_free(&r.refs);
 	return r.err;
 }

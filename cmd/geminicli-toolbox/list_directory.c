@@ -82,6 +82,8 @@ static int cmp_entries(const void *a, const void *b)
 	return tb_collate(x->name, y->name);
 }
 
+/* Long: gemini-cli's list_directory execute() in its order (path, ignore files, entries, sort,
+ * the listing), each message at byte parity. */
 static int run(struct tb_call *c)
 {
 	char *abs = tb_resolve(c->workdir, tb_str(c, "dir_path"));
@@ -121,7 +123,7 @@ static int run(struct tb_call *c)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		total++;
-		full = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", de->d_name);
+		full = xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", de->d_name);
 		/* ignore files first (counted), as filterFilesWithReport sees the names */
 		rel = tb_relative(c->workdir, full);
 		hit = tb_ignore_path(ig, rel, false, -1);
@@ -138,9 +140,9 @@ static int run(struct tb_call *c)
 		if (stat(full, &st) == 0) {	/* broken entries are skipped silently */
 			if (n == cap) {
 				cap = cap ? cap * 2 : 64;
-				ents = tb_xrealloc(ents, cap * sizeof *ents);
+				ents = xrealloc(ents, cap * sizeof *ents);
 			}
-			ents[n].name = tb_xstrdup(de->d_name);
+			ents[n].name = xstrdup(de->d_name);
 			ents[n].dir = S_ISDIR(st.st_mode);
 			ents[n].size = ents[n].dir ? 0 : (long long)st.st_size;
 			n++;
@@ -148,22 +150,22 @@ static int run(struct tb_call *c)
 		free(full);
 	}
 	if (total == 0) {
-		tb_printf(&c->out, "Directory %s is empty.", abs);
+		buf_printf(&c->out, "Directory %s is empty.", abs);
 		rc = 0;
 		goto out;
 	}
 	tb_sort(ents, n, sizeof *ents, cmp_entries);
-	tb_printf(&c->out, "Directory listing for %s:\n", abs);
+	buf_printf(&c->out, "Directory listing for %s:\n", abs);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			tb_puts(&c->out, "\n");
+			buf_puts(&c->out, "\n");
 		if (ents[i].dir)
-			tb_printf(&c->out, "[DIR] %s", ents[i].name);
+			buf_printf(&c->out, "[DIR] %s", ents[i].name);
 		else
-			tb_printf(&c->out, "%s (%lld bytes)", ents[i].name, ents[i].size);
+			buf_printf(&c->out, "%s (%lld bytes)", ents[i].name, ents[i].size);
 	}
 	if (nignored)
-		tb_printf(&c->out, "\n\n(%zu ignored)", nignored);
+		buf_printf(&c->out, "\n\n(%zu ignored)", nignored);
 	rc = 0;
 out:
 	if (d)

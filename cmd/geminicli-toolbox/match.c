@@ -133,13 +133,13 @@ long tb_utf16(const char *s, size_t n, uint16_t *out, size_t max)
 
 static void push_tok(struct seq *q, struct tok t)
 {
-	q->t = tb_xrealloc(q->t, (q->n + 1) * sizeof *q->t);
+	q->t = xrealloc(q->t, (q->n + 1) * sizeof *q->t);
 	q->t[q->n++] = t;
 }
 
 static void add_range(struct tok *t, uint32_t lo, uint32_t hi)
 {
-	t->ranges = tb_xrealloc(t->ranges, (t->nranges + 1) * sizeof *t->ranges);
+	t->ranges = xrealloc(t->ranges, (t->nranges + 1) * sizeof *t->ranges);
 	t->ranges[t->nranges++] = (struct range){(uint16_t)lo, (uint16_t)hi};
 }
 
@@ -236,7 +236,7 @@ static size_t parse_ext(const char *p, struct tok *t, int depth)
 			return 0;
 		}
 		i += parse_seq(p + i, &alt, true, depth + 1);
-		t->alts = tb_xrealloc(t->alts, (t->nalts + 1) * sizeof *t->alts);
+		t->alts = xrealloc(t->alts, (t->nalts + 1) * sizeof *t->alts);
 		t->alts[t->nalts++] = alt;
 		if (p[i] == '|') {
 			i++;
@@ -496,7 +496,7 @@ static int expand(const char *s, char ***out, size_t *n, int depth)
 			else if (s[j] == '}' && j < (size_t)close)
 				d--;
 			if ((s[j] == ',' && d == 0) || j == (size_t)close) {
-				char *alt = tb_xasprintf("%.*s%.*s%s", (int)i, s, (int)(j - start),
+				char *alt = xasprintf("%.*s%.*s%s", (int)i, s, (int)(j - start),
 							 s + start, s + close + 1);
 				int r = expand(alt, out, n, depth + 1);
 				free(alt);
@@ -509,14 +509,14 @@ static int expand(const char *s, char ***out, size_t *n, int depth)
 	}
 	if (*n >= GLOB_MAX_ALTERNATIVES)
 		return -1;
-	*out = tb_xrealloc(*out, (*n + 1) * sizeof **out);
-	(*out)[(*n)++] = tb_xstrdup(s);
+	*out = xrealloc(*out, (*n + 1) * sizeof **out);
+	(*out)[(*n)++] = xstrdup(s);
 	return 0;
 }
 
 static void split(const char *s, struct pat *p)
 {
-	char *copy = tb_xstrdup(s), *save = NULL, *tok;
+	char *copy = xstrdup(s), *save = NULL, *tok;
 	p->seg = NULL;
 	p->nseg = 0;
 	for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
@@ -529,7 +529,7 @@ static void split(const char *s, struct pat *p)
 			continue;
 		if (!g.globstar)
 			parse_seq(tok, &g.seq, false, 0);
-		p->seg = tb_xrealloc(p->seg, (p->nseg + 1) * sizeof *p->seg);
+		p->seg = xrealloc(p->seg, (p->nseg + 1) * sizeof *p->seg);
 		p->seg[p->nseg++] = g;
 	}
 	free(copy);
@@ -537,7 +537,7 @@ static void split(const char *s, struct pat *p)
 
 struct tb_glob *tb_glob_compile(const char *pattern, bool nocase, char **why)
 {
-	struct tb_glob *g = tb_xmalloc(sizeof *g);
+	struct tb_glob *g = xmalloc(sizeof *g);
 	char **alts = NULL;
 	size_t n = 0;
 	*why = NULL;
@@ -546,10 +546,10 @@ struct tb_glob *tb_glob_compile(const char *pattern, bool nocase, char **why)
 			free(alts[i]);
 		free(alts);
 		free(g);
-		*why = tb_xstrdup("pattern expands to too many alternatives");
+		*why = xstrdup("pattern expands to too many alternatives");
 		return NULL;
 	}
-	g->pats = tb_xmalloc((n ? n : 1) * sizeof *g->pats);
+	g->pats = xmalloc((n ? n : 1) * sizeof *g->pats);
 	g->npats = n;
 	g->nocase = nocase;
 	for (size_t i = 0; i < n; i++) {
@@ -610,7 +610,7 @@ static size_t components(char *rel, char **comp, size_t max)
 
 static bool run(const struct tb_glob *g, const char *rel, bool prefix)
 {
-	char *copy = tb_xstrdup(rel);
+	char *copy = xstrdup(rel);
 	char *comp[TB_MAX_DEPTH + 1];
 	size_t n = components(copy, comp, TB_MAX_DEPTH + 1);
 	bool hit = false;
@@ -632,7 +632,7 @@ bool tb_glob_may_descend(const struct tb_glob *g, const char *reldir)
 
 char *tb_glob_escape(const char *s)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (; *s; s++) {
 		if (strchr("*?[]{}()!@+\\", *s)) {
 			char one[4] = {'[', *s, ']', 0};
@@ -641,13 +641,13 @@ char *tb_glob_escape(const char *s)
 				one[1] = *s;
 				one[2] = 0;
 			}
-			tb_puts(&b, one);
+			buf_puts(&b, one);
 		} else {
-			tb_put(&b, s, 1);
+			buf_append(&b, s, 1);
 		}
 	}
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 }
 
@@ -675,9 +675,9 @@ static int walk_dir(const struct tb_walk *w, const char *abs, const char *rel, i
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
-			ents = tb_xrealloc(ents, cap * sizeof *ents);
+			ents = xrealloc(ents, cap * sizeof *ents);
 		}
-		ents[n].name = tb_xstrdup(de->d_name);
+		ents[n].name = xstrdup(de->d_name);
 		ents[n].type = de->d_type;
 		n++;
 	}
@@ -685,8 +685,8 @@ static int walk_dir(const struct tb_walk *w, const char *abs, const char *rel, i
 	tb_sort(ents, n, sizeof *ents, cmp_dents);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		const char *name = ents[i].name;
-		char *cabs = tb_xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", name);
-		char *crel = *rel ? tb_xasprintf("%s/%s", rel, name) : tb_xstrdup(name);
+		char *cabs = xasprintf("%s/%s", strcmp(abs, "/") ? abs : "", name);
+		char *crel = *rel ? xasprintf("%s/%s", rel, name) : xstrdup(name);
 		unsigned char type = ents[i].type;
 		struct stat st;
 		if (type == DT_UNKNOWN) {

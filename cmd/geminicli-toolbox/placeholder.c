@@ -15,7 +15,7 @@ static const char *const omitted_prefixes[] = {
 static char *normalize_line(const char *line, size_t n)
 {
 	const char *s = line, *e = line + n, *dots;
-	struct tbuf pre = {0};
+	struct buf pre = {0};
 	bool space = false;
 	char *out = NULL;
 	while (s < e && isspace((unsigned char)*s))
@@ -53,16 +53,16 @@ static char *normalize_line(const char *line, size_t n)
 			continue;
 		}
 		if (space)
-			tb_puts(&pre, " ");
+			buf_puts(&pre, " ");
 		space = false;
-		tb_put(&pre, &(char){(char)tolower((unsigned char)*q)}, 1);
+		buf_append(&pre, &(char){(char)tolower((unsigned char)*q)}, 1);
 	}
 	if (!pre.data)
 		return NULL;
 	for (size_t i = 0; omitted_prefixes[i]; i++)
 		if (!strcmp(pre.data, omitted_prefixes[i]))
-			out = tb_xasprintf("%s ...", pre.data);
-	tb_free(&pre);
+			out = xasprintf("%s ...", pre.data);
+	buf_free(&pre);
 	return out;
 }
 

@@ -65,7 +65,7 @@ static int run(struct tb_call *c)
 	if (tb_read_file(c, abs, start, end, &r) < 0)
 		goto out;
 	if (r.truncated)
-		tb_printf(&c->out,
+		buf_printf(&c->out,
 			  "\nIMPORTANT: The file content has been truncated.\n"
 			  "Status: Showing lines %lld-%lld of %lld total lines.\n"
 			  "Action: To read more of the file, you can use the 'start_line' and "
@@ -74,10 +74,10 @@ static int run(struct tb_call *c)
 			  "--- FILE CONTENT (truncated) ---\n",
 			  (long long)r.shown_start, (long long)r.shown_end, (long long)r.total,
 			  (long long)r.shown_end + 1);
-	tb_put(&c->out, r.text.data, r.text.len);
+	buf_append(&c->out, r.text.data, r.text.len);
 	rc = 0;
 out:
-	tb_free(&r.text);
+	buf_free(&r.text);
 	free(abs);
 	return rc;
 }

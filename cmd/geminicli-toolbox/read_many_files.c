@@ -51,7 +51,7 @@ static bool descend(const char *rel, void *arg)
 		may = tb_glob_may_descend(s->inc[i], rel);
 	if (!may)
 		return false;
-	probe = tb_xasprintf("%s/\x01", rel);
+	probe = xasprintf("%s/\x01", rel);
 	gone = any(s->exc, s->nexc, probe);
 	free(probe);
 	return !gone;
@@ -62,8 +62,8 @@ static int add(const char *abs, const char *rel, void *arg)
 	struct state *s = arg;
 	if (!any(s->inc, s->ninc, rel) || any(s->exc, s->nexc, rel))
 		return 0;
-	s->files = tb_xrealloc(s->files, (s->n + 1) * sizeof *s->files);
-	s->files[s->n++] = tb_xstrdup(abs);
+	s->files = xrealloc(s->files, (s->n + 1) * sizeof *s->files);
+	s->files[s->n++] = xstrdup(abs);
 	return 0;
 }
 
@@ -79,9 +79,9 @@ static bool asked_for(const char *abs, const char **inc, size_t ninc)
 	const char *base = tb_basename(abs);
 	bool hit = false;
 	tb_extname(abs, ext, sizeof ext);
-	stem = tb_xasprintf("%.*s", (int)(strlen(base) - strlen(ext)), base);
+	stem = xasprintf("%.*s", (int)(strlen(base) - strlen(ext)), base);
 	for (size_t i = 0; i < ninc && !hit; i++) {
-		char *low = tb_xstrdup(inc[i]);
+		char *low = xstrdup(inc[i]);
 		for (char *p = low; *p; p++)
 			if (*p >= 'A' && *p <= 'Z')
 				*p = (char)(*p + 32);
@@ -94,7 +94,7 @@ static bool asked_for(const char *abs, const char **inc, size_t ninc)
 
 static struct tb_glob *compile_rel(struct tb_call *c, const char *p)
 {
-	char *norm = tb_xstrdup(p), *full, *esc = NULL, *why = NULL;
+	char *norm = xstrdup(p), *full, *esc = NULL, *why = NULL;
 	const char *use;
 	struct stat st;
 	struct tb_glob *g;
@@ -116,6 +116,8 @@ static struct tb_glob *compile_rel(struct tb_call *c, const char *p)
 	return g;
 }
 
+/* Long: gemini-cli's read_many_files execute() in its order (patterns, excludes, walk, each
+ * file read, the answer), each message at byte parity. */
 static int run(struct tb_call *c)
 {
 	size_t ninc, nexc, nparts = 0;
@@ -123,8 +125,8 @@ static int run(struct tb_call *c)
 	struct state s = {0};
 	struct tb_walk w = {0};
 
-	s.inc = tb_xmalloc(ninc * sizeof *s.inc);
-	s.exc = tb_xmalloc((nexc + 32) * sizeof *s.exc);
+	s.inc = xmalloc(ninc * sizeof *s.inc);
+	s.exc = xmalloc((nexc + 32) * sizeof *s.exc);
 	for (size_t i = 0; i < ninc; i++) {
 		struct tb_glob *g = compile_rel(c, inc[i]);
 		if (g)
@@ -172,25 +174,25 @@ static int run(struct tb_call *c)
 		if (tb_file_type(s.files[i]) == TB_MEDIA && !asked_for(s.files[i], inc, ninc))
 			continue;	/* skipped: not explicitly requested */
 		if (tb_read_file(&sub, s.files[i], 0, 0, &r) < 0) {
-			tb_free(&sub.err);	/* skipped: read error (not shown to the model) */
-			tb_free(&r.text);
+			buf_free(&sub.err);	/* skipped: read error (not shown to the model) */
+			buf_free(&r.text);
 			continue;
 		}
 		if (nparts++)
-			tb_puts(&c->out, "\n");
-		tb_printf(&c->out, "--- %s ---\n\n%s", s.files[i],
+			buf_puts(&c->out, "\n");
+		buf_printf(&c->out, "--- %s ---\n\n%s", s.files[i],
 			  r.truncated ? "[WARNING: This file was truncated. To view the full "
 					"content, use the 'read_file' tool on this specific file.]\n\n"
 				      : "");
-		tb_put(&c->out, r.text.data, r.text.len);
-		tb_puts(&c->out, "\n\n");
-		tb_free(&r.text);
-		tb_free(&sub.err);
+		buf_append(&c->out, r.text.data, r.text.len);
+		buf_puts(&c->out, "\n\n");
+		buf_free(&r.text);
+		buf_free(&sub.err);
 	}
 	if (nparts)
-		tb_puts(&c->out, "\n\n--- End of content ---");
+		buf_puts(&c->out, "\n\n--- End of content ---");
 	else
-		tb_puts(&c->out, "No files matching the criteria were found or all were skipped.");
+		buf_puts(&c->out, "No files matching the criteria were found or all were skipped.");
 	for (size_t i = 0; i < s.n; i++)
 		free(s.files[i]);
 	for (size_t i = 0; i < s.ninc; i++)

@@ -28,15 +28,15 @@ static size_t count(const char *hay, const char *needle)
 
 static char *replace_all(const char *hay, const char *old, const char *new_text)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	size_t len = strlen(old);
 	const char *p = hay, *q;
 	while ((q = strstr(p, old))) {
-		tb_put(&b, p, (size_t)(q - p));
-		tb_puts(&b, new_text);
+		buf_append(&b, p, (size_t)(q - p));
+		buf_puts(&b, new_text);
 		p = q + len;
 	}
-	tb_puts(&b, p);
+	buf_puts(&b, p);
 	return b.data;
 }
 
@@ -55,10 +55,10 @@ static char *find_unique(struct tb_call *c, const char *rel)
 {
 	struct tb_ignore *ig = tb_ignore_open(c->workdir, true, true);
 	struct queue q = {0};
-	char *found = NULL, *name = tb_xstrdup(tb_basename(rel));
+	char *found = NULL, *name = xstrdup(tb_basename(rel));
 	size_t nfound = 0, scanned = 0, rl = strlen(rel);
-	q.dirs = tb_xmalloc(sizeof *q.dirs);
-	q.dirs[q.n++] = tb_xstrdup(c->workdir);
+	q.dirs = xmalloc(sizeof *q.dirs);
+	q.dirs[q.n++] = xstrdup(c->workdir);
 	while (q.head < q.n && scanned < CORRECT_MAX_DIRS) {
 		char *dir = q.dirs[q.head++];
 		DIR *d = opendir(dir);
@@ -71,11 +71,11 @@ static char *find_unique(struct tb_call *c, const char *rel)
 				continue;
 			if (!is_dir && !(is_file && !strcmp(de->d_name, name)))
 				continue;
-			full = tb_xasprintf("%s/%s", strcmp(dir, "/") ? dir : "", de->d_name);
+			full = xasprintf("%s/%s", strcmp(dir, "/") ? dir : "", de->d_name);
 			if (tb_ignore_path(ig, full, false, -1)) {
 				free(full);
 			} else if (is_dir) {
-				q.dirs = tb_xrealloc(q.dirs, (q.n + 1) * sizeof *q.dirs);
+				q.dirs = xrealloc(q.dirs, (q.n + 1) * sizeof *q.dirs);
 				q.dirs[q.n++] = full;
 			} else if (strlen(full) >= rl && !strcmp(full + strlen(full) - rl, rel) && nfound++ == 0) {
 				found = full;
@@ -106,7 +106,7 @@ static char *edit_path(struct tb_call *c, const char *fp)
 	char *lit, *abs, *corrected = NULL, *real, *err;
 	struct stat st;
 	if (fp[0] == '/') {
-		abs = tb_xstrdup(fp);
+		abs = xstrdup(fp);
 	} else {
 		lit = tb_tool_literal(c, fp);
 		abs = tb_resolve(c->workdir, lit);
@@ -131,7 +131,7 @@ static char *restore_newline(const char *orig, char *mod)
 	size_t ol = strlen(orig), ml = strlen(mod);
 	bool had = ol && orig[ol - 1] == '\n', has = ml && mod[ml - 1] == '\n';
 	if (had && !has) {
-		char *r = tb_xasprintf("%s\n", mod);
+		char *r = xasprintf("%s\n", mod);
 		free(mod);
 		return r;
 	}
@@ -140,6 +140,8 @@ static char *restore_newline(const char *orig, char *mod)
 	return mod;
 }
 
+/* Long: gemini-cli's replace execute() in its order (checks, exact, flexible and fuzzy
+ * matching, the answer), each message at byte parity. */
 static int run(struct tb_call *c)
 {
 	const char *fp = tb_str(c, "file_path");
@@ -147,7 +149,7 @@ static int run(struct tb_call *c)
 	char *abs = NULL, *raw = NULL, *text = NULL, *code = NULL, *old = NULL, *new_text = NULL;
 	char *mod = NULL, *final = NULL, *snip = NULL;
 	size_t rawlen, n, occ;
-	struct tbuf fuzzy = {0};
+	struct buf fuzzy = {0};
 	struct stat st;
 	int rc = -1;
 
@@ -171,7 +173,7 @@ static int run(struct tb_call *c)
 		}
 		if (tb_write_file(c, abs, new_text, strlen(new_text)) < 0)
 			goto out;
-		tb_printf(&c->out, "Created new file: %s with provided content. Here is the updated code:\n%s",
+		buf_printf(&c->out, "Created new file: %s with provided content. Here is the updated code:\n%s",
 			  abs, new_text);
 		rc = 0;
 		goto out;
@@ -223,15 +225,15 @@ static int run(struct tb_call *c)
 		tb_fail(c, "No changes to apply. The old_string and new_string are identical in file: %s", fp);
 		goto out;
 	}
-	final = strstr(text, "\r\n") ? tb_to_crlf(mod) : tb_xstrdup(mod);
+	final = strstr(text, "\r\n") ? tb_to_crlf(mod) : xstrdup(mod);
 	if (tb_write_file(c, abs, final, strlen(final)) < 0)
 		goto out;
 	snip = tb_snippet(code, final);
-	tb_printf(&c->out, "Successfully modified file: %s (%zu replacements). Here is the updated code:\n%s%s%s",
+	buf_printf(&c->out, "Successfully modified file: %s (%zu replacements). Here is the updated code:\n%s%s%s",
 		  abs, occ, snip, fuzzy.len ? " " : "", fuzzy.len ? fuzzy.data : "");
 	rc = 0;
 out:
-	tb_free(&fuzzy);
+	buf_free(&fuzzy);
 	free(snip);
 	free(final);
 	free(mod);

@@ -34,14 +34,14 @@ static struct strs source_lines(const char *s)
 {
 	struct strs r = {0};
 	size_t len = strlen(s), start = 0;
-	r.v = tb_xmalloc((len + 2) * sizeof *r.v);
+	r.v = xmalloc((len + 2) * sizeof *r.v);
 	for (size_t i = 0; i < len; i++)
 		if (s[i] == '\n') {
-			r.v[r.n++] = tb_xasprintf("%.*s", (int)(i + 1 - start), s + start);
+			r.v[r.n++] = xasprintf("%.*s", (int)(i + 1 - start), s + start);
 			start = i + 1;
 		}
 	if (start < len)
-		r.v[r.n++] = tb_xstrdup(s + start);
+		r.v[r.n++] = xstrdup(s + start);
 	return r;
 }
 
@@ -50,10 +50,10 @@ static struct strs split_lines(const char *s)
 {
 	struct strs r = {0};
 	size_t len = strlen(s), start = 0;
-	r.v = tb_xmalloc((len + 2) * sizeof *r.v);
+	r.v = xmalloc((len + 2) * sizeof *r.v);
 	for (size_t i = 0; i <= len; i++)
 		if (i == len || s[i] == '\n') {
-			r.v[r.n++] = tb_xasprintf("%.*s", (int)(i - start), s + start);
+			r.v[r.n++] = xasprintf("%.*s", (int)(i - start), s + start);
 			start = i + 1;
 		}
 	return r;
@@ -76,23 +76,23 @@ static size_t indent_len(const char *s)
 }
 
 /* applyIndentation(lines, indent).join('\n') */
-static void indented(struct tbuf *b, const struct strs *lines, const char *indent, size_t ilen)
+static void indented(struct buf *b, const struct strs *lines, const char *indent, size_t ilen)
 {
 	size_t ref = lines->n ? indent_len(lines->v[0]) : 0;
 	for (size_t k = 0; k < lines->n; k++) {
 		const char *l = lines->v[k];
 		if (k)
-			tb_puts(b, "\n");
+			buf_puts(b, "\n");
 		if (blank(l))
 			continue;
-		tb_put(b, indent, ilen);
+		buf_append(b, indent, ilen);
 		if (strncmp(l, lines->v[0], ref) == 0)
-			tb_puts(b, l + ref);
+			buf_puts(b, l + ref);
 		else
-			tb_puts(b, l + indent_len(l));
+			buf_puts(b, l + indent_len(l));
 	}
 	if (!b->data)
-		tb_put(b, "", 0);
+		buf_append(b, "", 0);
 }
 
 static char *trimmed(const char *s)
@@ -104,16 +104,16 @@ static char *trimmed(const char *s)
 	}
 	while (n && isspace((unsigned char)s[n - 1]))
 		n--;
-	return tb_xasprintf("%.*s", (int)n, s);
+	return xasprintf("%.*s", (int)n, s);
 }
 
 static char *join(const struct strs *s)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (size_t i = 0; i < s->n; i++)
-		tb_puts(&b, s->v[i]);
+		buf_puts(&b, s->v[i]);
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 }
 
@@ -144,13 +144,13 @@ size_t tb_replace_flexible(const char *code, const char *old, const char *new_te
 			free(t);
 		}
 		if (hit) {
-			struct tbuf b = {0};
+			struct buf b = {0};
 			const char *last = src.v[i + search.n - 1];
 			occ++;
 			indented(&b, &repl, src.v[i], indent_len(src.v[i]));
 			if (*new_text && last[strlen(last) - 1] == '\n' &&
 			    (b.len == 0 || b.data[b.len - 1] != '\n'))
-				tb_puts(&b, "\n");
+				buf_puts(&b, "\n");
 			splice(&src, i, search.n, b.data);
 		}
 	}
@@ -165,7 +165,7 @@ size_t tb_replace_flexible(const char *code, const char *old, const char *new_te
 size_t tb_replace_regex(const char *code, const char *old, const char *new_text, char **out)
 {
 	static const char delims[] = "():[]{}><=";
-	struct tbuf pat = {0}, res = {0};
+	struct buf pat = {0}, res = {0};
 	struct strs repl = split_lines(new_text);
 	pcre2_code *re = NULL;
 	pcre2_match_data *md = NULL;
@@ -173,7 +173,7 @@ size_t tb_replace_regex(const char *code, const char *old, const char *new_text,
 	int ec;
 	PCRE2_SIZE eo;
 
-	tb_puts(&pat, "^([ \\t]*)");
+	buf_puts(&pat, "^([ \\t]*)");
 	for (const char *p = old; *p;) {
 		size_t n;
 		while (*p && isspace((unsigned char)*p))
@@ -186,11 +186,11 @@ size_t tb_replace_regex(const char *code, const char *old, const char *new_text,
 			for (n = 0; p[n] && !isspace((unsigned char)p[n]) && !strchr(delims, p[n]); n++)
 				;
 		if (ntok++)
-			tb_puts(&pat, "\\s*");
+			buf_puts(&pat, "\\s*");
 		for (size_t k = 0; k < n; k++) {
 			if (strchr(".*+?^${}()|[]\\", p[k]))
-				tb_puts(&pat, "\\");
-			tb_put(&pat, p + k, 1);
+				buf_puts(&pat, "\\");
+			buf_append(&pat, p + k, 1);
 		}
 		p += n;
 	}
@@ -204,31 +204,31 @@ size_t tb_replace_regex(const char *code, const char *old, const char *new_text,
 	md = pcre2_match_data_create_from_pattern(re, NULL);
 	while (pos <= len && pcre2_match(re, (PCRE2_SPTR)code, len, pos, 0, md, NULL) >= 0) {
 		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-		tb_put(&res, code + pos, ov[0] - pos);
+		buf_append(&res, code + pos, ov[0] - pos);
 		indented(&res, &repl, code + ov[2], ov[3] - ov[2]);
 		occ++;
 		pos = ov[1] > ov[0] ? ov[1] : ov[1] + 1;
 		if (ov[1] == ov[0] && ov[0] < len)
-			tb_put(&res, code + ov[0], 1);
+			buf_append(&res, code + ov[0], 1);
 	}
 	if (occ) {
 		if (pos < len)
-			tb_puts(&res, code + pos);
+			buf_puts(&res, code + pos);
 		*out = res.data;
 		res.data = NULL;
 	}
 out:
 	pcre2_match_data_free(md);
 	pcre2_code_free(re);
-	tb_free(&pat);
-	tb_free(&res);
+	buf_free(&pat);
+	buf_free(&res);
 	strs_free(&repl);
 	return occ;
 }
 
 static size_t levenshtein(const char *a, size_t n, const char *b, size_t m)
 {
-	size_t *row = tb_xmalloc((m + 1) * sizeof *row), d;
+	size_t *row = xmalloc((m + 1) * sizeof *row), d;
 	for (size_t j = 0; j <= m; j++)
 		row[j] = j;
 	for (size_t i = 1; i <= n; i++) {
@@ -251,28 +251,28 @@ static size_t levenshtein(const char *a, size_t n, const char *b, size_t m)
 
 static char *strip_ws(const char *s)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (; *s; s++)
 		if (!isspace((unsigned char)*s))
-			tb_put(&b, s, 1);
+			buf_append(&b, s, 1);
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 }
 
 static char *rtrim_join(char *const *lines, size_t n)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(lines[i]);
 		while (l && isspace((unsigned char)lines[i][l - 1]))
 			l--;
 		if (i)
-			tb_puts(&b, "\n");
-		tb_put(&b, lines[i], l);
+			buf_puts(&b, "\n");
+		buf_append(&b, lines[i], l);
 	}
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 }
 
@@ -295,8 +295,10 @@ static int cmp_index_desc(const void *x, const void *y)
 	return a->index < b->index ? 1 : a->index > b->index ? -1 : 0;
 }
 
+/* Long: gemini-cli's fuzzy replacement algorithm as it is written there (candidates, scores,
+ * non-overlapping picks, feedback), kept in one piece to be compared with it. */
 size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text, char **out,
-			struct tbuf *feedback)
+			struct buf *feedback)
 {
 	struct strs src, search, repl;
 	struct cand *cands, *sel;
@@ -314,7 +316,7 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 	n = search.n;
 	block = rtrim_join(search.v, n);
 	block_ws = strip_ws(block);
-	cands = tb_xmalloc((src.n + 1) * sizeof *cands);
+	cands = xmalloc((src.n + 1) * sizeof *cands);
 	for (size_t i = 0; src.n >= n && i <= src.n - n; i++) {
 		char *win = rtrim_join(src.v + i, n), *win_ws;
 		size_t bl = strlen(block), wl = strlen(win), raw, norm;
@@ -336,7 +338,7 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 		free(win_ws);
 	}
 	tb_sort(cands, nc, sizeof *cands, cmp_cand);
-	sel = tb_xmalloc((nc + 1) * sizeof *sel);
+	sel = xmalloc((nc + 1) * sizeof *sel);
 	for (size_t k = 0; k < nc; k++) {
 		bool overlaps = false;
 		for (size_t j = 0; j < ns && !overlaps; j++)
@@ -347,7 +349,7 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 	}
 	if (ns) {
 		/* the feedback lists the line ranges in ascending order */
-		size_t *starts = tb_xmalloc(ns * sizeof *starts);
+		size_t *starts = xmalloc(ns * sizeof *starts);
 		for (size_t k = 0; k < ns; k++)
 			starts[k] = sel[k].index;
 		for (size_t a = 1; a < ns; a++)
@@ -356,25 +358,25 @@ size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text,
 				starts[b] = starts[b - 1];
 				starts[b - 1] = t;
 			}
-		tb_printf(feedback, "Applied fuzzy match at line%s ", ns > 1 ? "s" : "");
+		buf_printf(feedback, "Applied fuzzy match at line%s ", ns > 1 ? "s" : "");
 		for (size_t k = 0; k < ns; k++) {
 			if (k)
-				tb_puts(feedback, ", ");
+				buf_puts(feedback, ", ");
 			if (n == 1)
-				tb_printf(feedback, "%zu", starts[k] + 1);
+				buf_printf(feedback, "%zu", starts[k] + 1);
 			else
-				tb_printf(feedback, "%zu-%zu", starts[k] + 1, starts[k] + n);
+				buf_printf(feedback, "%zu-%zu", starts[k] + 1, starts[k] + n);
 		}
-		tb_puts(feedback, ".");
+		buf_puts(feedback, ".");
 		free(starts);
 		tb_sort(sel, ns, sizeof *sel, cmp_index_desc);
 		repl = split_lines(new_text);
 		for (size_t k = 0; k < ns; k++) {
-			struct tbuf b = {0};
+			struct buf b = {0};
 			const char *first = src.v[sel[k].index], *last = src.v[sel[k].index + n - 1];
 			indented(&b, &repl, first, indent_len(first));
 			if (last[strlen(last) - 1] == '\n')
-				tb_puts(&b, "\n");
+				buf_puts(&b, "\n");
 			splice(&src, sel[k].index, n, b.data);
 		}
 		strs_free(&repl);

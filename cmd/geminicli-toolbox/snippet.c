@@ -17,8 +17,8 @@ struct lines {
 static void split(const char *s, struct lines *l)
 {
 	size_t len = strlen(s), start = 0;
-	l->p = tb_xmalloc((len + 2) * sizeof *l->p);
-	l->n = tb_xmalloc((len + 2) * sizeof *l->n);
+	l->p = xmalloc((len + 2) * sizeof *l->p);
+	l->n = xmalloc((len + 2) * sizeof *l->n);
 	l->count = 0;
 	for (size_t i = 0; i <= len; i++)
 		if (i == len || s[i] == '\n') {
@@ -50,7 +50,7 @@ struct ranges {
 
 static void add_range(struct ranges *rs, size_t s, size_t e)
 {
-	rs->r = tb_xrealloc(rs->r, (rs->n + 1) * sizeof *rs->r);
+	rs->r = xrealloc(rs->r, (rs->n + 1) * sizeof *rs->r);
 	rs->r[rs->n].start = s;
 	rs->r[rs->n].end = e;
 	rs->n++;
@@ -82,13 +82,13 @@ struct arena {
 
 static struct comp *new_comp(struct arena *a, size_t count, int kind, struct comp *prev)
 {
-	struct comp *c = tb_xmalloc(sizeof *c);
+	struct comp *c = xmalloc(sizeof *c);
 	c->count = count;
 	c->kind = kind;
 	c->prev = prev;
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 256;
-		a->v = tb_xrealloc(a->v, a->cap * sizeof *a->v);
+		a->v = xrealloc(a->v, a->cap * sizeof *a->v);
 	}
 	a->v[a->n++] = c;
 	return c;
@@ -207,7 +207,7 @@ static void diff_ranges(const struct lines *a, const struct lines *b, struct ran
 	}
 	for (struct comp *k = c; k; k = k->prev)
 		n++;
-	seq = tb_xmalloc((n ? n : 1) * sizeof *seq);
+	seq = xmalloc((n ? n : 1) * sizeof *seq);
 	for (size_t i = n; c; c = c->prev)
 		seq[--i] = c;
 	for (size_t i = 0; i < n; i++) {
@@ -236,11 +236,11 @@ char *tb_snippet(const char *old, const char *new)
 {
 	struct lines a, b;
 	struct ranges rs = {0};
-	struct tbuf o = {0};
+	struct buf o = {0};
 	size_t last = 0, merged = 0;
 	bool first = true;
 	if (!old || !*old)
-		return tb_xstrdup(new);
+		return xstrdup(new);
 	split(old, &a);
 	split(new, &b);
 	diff_ranges(&a, &b, &rs);
@@ -249,7 +249,7 @@ char *tb_snippet(const char *old, const char *new)
 	if (rs.n == 0) {
 		free(b.p);
 		free(b.n);
-		return tb_xstrdup(new);
+		return xstrdup(new);
 	}
 	for (size_t k = 0; k < rs.n; k++) {
 		rs.r[k].start = rs.r[k].start > SNIPPET_CONTEXT ? rs.r[k].start - SNIPPET_CONTEXT : 0;
@@ -267,25 +267,25 @@ char *tb_snippet(const char *old, const char *new)
 	}
 	for (size_t k = 0; k <= merged; k++) {
 		if (rs.r[k].start > last) {
-			tb_puts(&o, first ? "..." : "\n...");
+			buf_puts(&o, first ? "..." : "\n...");
 			first = false;
 		}
 		if (!first)
-			tb_puts(&o, "\n");
+			buf_puts(&o, "\n");
 		first = false;
 		for (size_t l = rs.r[k].start; l < rs.r[k].end; l++) {
 			if (l > rs.r[k].start)
-				tb_puts(&o, "\n");
-			tb_put(&o, b.p[l], b.n[l]);
+				buf_puts(&o, "\n");
+			buf_append(&o, b.p[l], b.n[l]);
 		}
 		last = rs.r[k].end;
 	}
 	if (last < b.count)
-		tb_puts(&o, first ? "..." : "\n...");
+		buf_puts(&o, first ? "..." : "\n...");
 	free(rs.r);
 	free(b.p);
 	free(b.n);
 	if (!o.data)
-		tb_put(&o, "", 0);
+		buf_append(&o, "", 0);
 	return o.data;
 }

@@ -1,7 +1,8 @@
-/* tb.h — what the geminicli-toolbox tools share: a byte buffer, the call (workdir, params,
- * output, error), parameter validation with gemini-cli's schema messages, path resolution,
- * file reading, binary detection, ICU-like ordering and glob matching.
- * The helper is self-contained (no lib/libsbx.a): it runs statically linked in any image.
+/* tb.h — what the geminicli-toolbox tools share: the call (workdir, params, output, error),
+ * parameter validation with gemini-cli's schema messages, path resolution, file reading,
+ * binary detection, ICU-like ordering and glob matching.
+ * The helper runs statically linked in any image: of lib/ it carries only what
+ * geminicli-toolbox_LIBSRC in the Makefile names (xalloc, utf8, gemini_path), not libsbx.a.
  * Ownership: strings returned by tb_* are newly allocated and the caller frees them; the
  * call's buffers belong to the call and are freed by main. */
 #ifndef TB_H
@@ -13,6 +14,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "../../lib/xalloc.h"
+
 /* gemini-cli's read limits: 2000 lines per read, 2000 characters per line, 20 MB per file. */
 #define TB_MAX_LINES 2000
 #define TB_MAX_LINE_CHARS 2000
@@ -22,27 +25,17 @@
 /* Directory walks stop descending past this depth: deeper trees are symlink loops or abuse. */
 #define TB_MAX_DEPTH 256
 
-/* A growable byte buffer, always NUL-terminated. Out of memory ends the process. */
-struct tbuf {
-	char *data;
-	size_t len, cap;
-};
-void tb_put(struct tbuf *b, const void *p, size_t n);
-void tb_puts(struct tbuf *b, const char *s);
-void tb_printf(struct tbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tb_free(struct tbuf *b);
+/* Buffers and allocation are lib/xalloc.h's (struct buf, xmalloc, …): out of memory ends the
+ * process. */
+
 /* qsort that accepts an empty array (base may then be NULL, which qsort itself forbids). */
 void tb_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
-void *tb_xmalloc(size_t n);
-void *tb_xrealloc(void *p, size_t n);
-char *tb_xstrdup(const char *s);
-char *tb_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* One tool call: handlers fill out (success) or err (the failure message) and return 0/-1. */
 struct tb_call {
 	const char *workdir;		/* absolute, no trailing slash (except "/") */
 	struct json_object *params;	/* validated against the tool's parameter table */
-	struct tbuf out, err;
+	struct buf out, err;
 };
 int tb_fail(struct tb_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -113,7 +106,7 @@ char *tb_utf8_text(const char *buf, size_t len, size_t *outlen);
  * (and *truncated, *shown_start, *shown_end, *total for text files), -1 with the error
  * message in c->err. start/end are 0 when absent. */
 struct tb_read {
-	struct tbuf text;
+	struct buf text;
 	bool truncated, is_text;
 	int64_t shown_start, shown_end, total;
 };
@@ -163,7 +156,7 @@ bool tb_has_new_placeholder(const char *text, const char *old);
 size_t tb_replace_flexible(const char *code, const char *old, const char *new_text, char **out);
 size_t tb_replace_regex(const char *code, const char *old, const char *new_text, char **out);
 size_t tb_replace_fuzzy(const char *code, const char *old, const char *new_text, char **out,
-			struct tbuf *feedback);
+			struct buf *feedback);
 
 /* CRLF → LF, and LF → CRLF (lone LFs only); newly allocated. */
 char *tb_to_lf(const char *s, size_t *n);

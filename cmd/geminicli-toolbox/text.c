@@ -133,7 +133,7 @@ enum tb_ftype tb_file_type(const char *path)
 
 char *tb_read_all(const char *path, size_t max, size_t *len)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	char chunk[65536];
 	struct stat st;
 	int fd = open(path, TB_READ_FLAGS);
@@ -152,7 +152,7 @@ char *tb_read_all(const char *path, size_t max, size_t *len)
 			if (saved == EINTR)
 				continue;
 			close(fd);
-			tb_free(&b);
+			buf_free(&b);
 			errno = saved;
 			return NULL;
 		}
@@ -160,46 +160,46 @@ char *tb_read_all(const char *path, size_t max, size_t *len)
 			break;
 		if (b.len + (size_t)n > max) {
 			close(fd);
-			tb_free(&b);
+			buf_free(&b);
 			errno = EFBIG;
 			return NULL;
 		}
-		tb_put(&b, chunk, (size_t)n);
+		buf_append(&b, chunk, (size_t)n);
 	}
 	close(fd);
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	*len = b.len;
 	return b.data;
 }
 
-static void put_cp(struct tbuf *b, uint32_t cp)
+static void put_cp(struct buf *b, uint32_t cp)
 {
 	char s[4];
 	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
 		cp = 0xfffd;
 	if (cp < 0x80) {
 		s[0] = (char)cp;
-		tb_put(b, s, 1);
+		buf_append(b, s, 1);
 	} else if (cp < 0x800) {
 		s[0] = (char)(0xc0 | cp >> 6);
 		s[1] = (char)(0x80 | (cp & 0x3f));
-		tb_put(b, s, 2);
+		buf_append(b, s, 2);
 	} else if (cp < 0x10000) {
 		s[0] = (char)(0xe0 | cp >> 12);
 		s[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		s[2] = (char)(0x80 | (cp & 0x3f));
-		tb_put(b, s, 3);
+		buf_append(b, s, 3);
 	} else {
 		s[0] = (char)(0xf0 | cp >> 18);
 		s[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
 		s[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 		s[3] = (char)(0x80 | (cp & 0x3f));
-		tb_put(b, s, 4);
+		buf_append(b, s, 4);
 	}
 }
 
-static void decode16(struct tbuf *b, const unsigned char *p, size_t n, bool le)
+static void decode16(struct buf *b, const unsigned char *p, size_t n, bool le)
 {
 	for (size_t i = 0; i + 1 < n; i += 2) {
 		uint32_t u = le ? (uint32_t)(p[i] | p[i + 1] << 8) : (uint32_t)(p[i] << 8 | p[i + 1]);
@@ -216,7 +216,7 @@ static void decode16(struct tbuf *b, const unsigned char *p, size_t n, bool le)
 	}
 }
 
-static void decode32(struct tbuf *b, const unsigned char *p, size_t n, bool le)
+static void decode32(struct buf *b, const unsigned char *p, size_t n, bool le)
 {
 	for (size_t i = 0; i + 3 < n; i += 4)
 		put_cp(b, le ? (uint32_t)p[i] | (uint32_t)p[i + 1] << 8 | (uint32_t)p[i + 2] << 16 |
@@ -228,7 +228,7 @@ static void decode32(struct tbuf *b, const unsigned char *p, size_t n, bool le)
 char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
 {
 	const unsigned char *p = (const unsigned char *)buf;
-	struct tbuf b = {0};
+	struct buf b = {0};
 	if (len >= 4 && p[0] == 0xff && p[1] == 0xfe && p[2] == 0 && p[3] == 0)
 		decode32(&b, p + 4, len - 4, true);
 	else if (len >= 4 && p[0] == 0 && p[1] == 0 && p[2] == 0xfe && p[3] == 0xff)
@@ -242,14 +242,14 @@ char *tb_decode_text(const char *buf, size_t len, size_t *outlen)
 	else
 		return tb_utf8_text(buf, len, outlen);
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	*outlen = b.len;
 	return b.data;
 }
 
 char *tb_utf8_text(const char *buf, size_t len, size_t *outlen)
 {
-	char *out = tb_xmalloc(utf8_repair_room(buf, len) + 1);
+	char *out = xmalloc(utf8_repair_room(buf, len) + 1);
 
 	*outlen = utf8_repair(buf, len, out);
 	out[*outlen] = '\0';
@@ -274,6 +274,8 @@ size_t tb_utf8_prefix(const char *s, size_t n, size_t chars)
 	return n;
 }
 
+/* Long: gemini-cli's readFile steps in its order (stat, directory, size, binary and media
+ * types, SVG, the line window), each early answer one of its messages at byte parity. */
 int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end, struct tb_read *r)
 {
 	struct stat st;
@@ -308,12 +310,12 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	case TB_BINARY:
 	case TB_MEDIA:
 		/* gemini-cli sends media inline; a text transport can only name it. */
-		tb_printf(&r->text, "Cannot display content of binary file: %s", rel);
+		buf_printf(&r->text, "Cannot display content of binary file: %s", rel);
 		rc = 0;
 		goto out;
 	case TB_SVG:
 		if ((uint64_t)st.st_size > TB_SVG_MAX_BYTES) {
-			tb_printf(&r->text, "Cannot display content of SVG file larger than 1MB: %s", rel);
+			buf_printf(&r->text, "Cannot display content of SVG file larger than 1MB: %s", rel);
 			rc = 0;
 			goto out;
 		}
@@ -322,7 +324,7 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 			goto out;
 		}
 		text = tb_decode_text(raw, rawlen, &len);
-		tb_put(&r->text, text, len);
+		buf_append(&r->text, text, len);
 		rc = 0;
 		goto out;
 	case TB_TEXT:
@@ -337,15 +339,15 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	/* split on \r?\n: a trailing newline gives an empty last line */
 	{
 		size_t cap = 16, s = 0;
-		lines = tb_xmalloc(cap * sizeof *lines);
-		lens = tb_xmalloc(cap * sizeof *lens);
+		lines = xmalloc(cap * sizeof *lines);
+		lens = xmalloc(cap * sizeof *lens);
 		for (size_t i = 0; i <= len; i++) {
 			if (i < len && text[i] != '\n')
 				continue;
 			if (nlines == cap) {
 				cap *= 2;
-				lines = tb_xrealloc(lines, cap * sizeof *lines);
-				lens = tb_xrealloc(lens, cap * sizeof *lens);
+				lines = xrealloc(lines, cap * sizeof *lines);
+				lens = xrealloc(lens, cap * sizeof *lens);
 			}
 			lines[nlines] = text + s;
 			lens[nlines] = i - s;
@@ -371,7 +373,7 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 		lo = nlines;
 	r->truncated = lo > 0 || hi < nlines;
 	{
-		struct tbuf body = {0};
+		struct buf body = {0};
 		for (size_t i = lo; i < hi; i++) {
 			bool split;
 			/* String#length and #substring count UTF-16 units; a cut inside a pair leaves
@@ -379,20 +381,20 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 			size_t cut = utf8_utf16_len(lines[i], lens[i]) > TB_MAX_LINE_CHARS
 				     ? utf8_utf16_prefix(lines[i], lens[i], TB_MAX_LINE_CHARS, &split) : lens[i];
 			if (i > lo)
-				tb_puts(&body, "\n");
-			tb_put(&body, lines[i], cut);
+				buf_puts(&body, "\n");
+			buf_append(&body, lines[i], cut);
 			if (cut < lens[i]) {
 				if (split)
-					tb_puts(&body, "\xef\xbf\xbd");
-				tb_puts(&body, "... [truncated]");
+					buf_puts(&body, "\xef\xbf\xbd");
+				buf_puts(&body, "... [truncated]");
 				r->truncated = true;
 			}
 		}
 		if (body.data)
-			tb_put(&r->text, body.data, body.len);
+			buf_append(&r->text, body.data, body.len);
 		else
-			tb_put(&r->text, "", 0);
-		tb_free(&body);
+			buf_append(&r->text, "", 0);
+		buf_free(&body);
 	}
 	r->shown_start = (int64_t)lo + 1;
 	r->shown_end = (int64_t)(hi < lo ? lo : hi);
@@ -402,7 +404,7 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 	rc = 0;
 out:
 	if (!r->text.data)
-		tb_put(&r->text, "", 0);
+		buf_append(&r->text, "", 0);
 	free(lines);
 	free(lens);
 	free(text);
@@ -497,7 +499,7 @@ static int keys_of(uint32_t cp, struct ckey k[4])
 uint32_t *tb_collate_key(const char *s)
 {
 	size_t n = 0, cap = 16, k = 0;
-	struct ckey *keys = tb_xmalloc(cap * sizeof *keys);
+	struct ckey *keys = xmalloc(cap * sizeof *keys);
 	const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
 	uint32_t *out;
 	while (p < end) {
@@ -508,13 +510,13 @@ uint32_t *tb_collate_key(const char *s)
 		m = keys_of(cp, c);
 		if (n + 4 > cap) {
 			cap *= 2;
-			keys = tb_xrealloc(keys, cap * sizeof *keys);
+			keys = xrealloc(keys, cap * sizeof *keys);
 		}
 		for (int i = 0; i < m; i++)
 			keys[n++] = c[i];
 	}
 	/* primaries (but 0), 0, secondaries + 1, 0, tertiaries + 1, 0: a shorter run sorts first */
-	out = tb_xmalloc((3 * n + 3) * sizeof *out);
+	out = xmalloc((3 * n + 3) * sizeof *out);
 	for (size_t i = 0; i < n; i++)
 		if (keys[i].primary)
 			out[k++] = keys[i].primary;

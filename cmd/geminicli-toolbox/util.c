@@ -9,102 +9,17 @@
 #include <unistd.h>
 
 #include "tb.h"
-#include "../../lib/gcpath.h"
-
-static _Noreturn void oom(void)
-{
-	static const char msg[] = "out of memory\n";
-	ssize_t r = write(2, msg, sizeof msg - 1);
-	(void)r;
-	_exit(1);
-}
-
-void *tb_xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
-void *tb_xrealloc(void *p, size_t n)
-{
-	p = realloc(p, n ? n : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
-char *tb_xstrdup(const char *s)
-{
-	char *p = strdup(s);
-	if (!p)
-		oom();
-	return p;
-}
-
-char *tb_xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		oom();
-	va_end(ap);
-	return s;
-}
-
-void tb_put(struct tbuf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		b->data = tb_xrealloc(b->data, cap);
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void tb_puts(struct tbuf *b, const char *s)
-{
-	tb_put(b, s, strlen(s));
-}
-
-void tb_printf(struct tbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-	int n;
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		oom();
-	tb_put(b, s, (size_t)n);
-	free(s);
-}
-
-void tb_free(struct tbuf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-}
+#include "../../lib/gemini_path.h"
 
 int tb_fail(struct tb_call *c, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		oom();
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	c->err.len = 0;
-	tb_puts(&c->err, s);
+	buf_puts(&c->err, s);
 	free(s);
 	return -1;
 }
@@ -238,7 +153,7 @@ const char **tb_strs(struct tb_call *c, const char *name, size_t *n)
 {
 	struct json_object *v = param(c, name);
 	size_t len = v && json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 0;
-	const char **out = tb_xmalloc((len + 1) * sizeof *out);
+	const char **out = xmalloc((len + 1) * sizeof *out);
 	for (size_t i = 0; i < len; i++)
 		out[i] = json_object_get_string(json_object_array_get_idx(v, i));
 	out[len] = NULL;
@@ -252,7 +167,7 @@ const char **tb_strs(struct tb_call *c, const char *name, size_t *n)
 static char *normalize(const char *abs)
 {
 	size_t n = strlen(abs);
-	char *out = tb_xmalloc(n + 2);
+	char *out = xmalloc(n + 2);
 	size_t o = 0;
 	const char *p = abs;
 	out[o++] = '/';
@@ -288,7 +203,7 @@ char *tb_resolve(const char *workdir, const char *p)
 	char *joined, *r;
 	if (p[0] == '/')
 		return normalize(p);
-	joined = tb_xasprintf("%s/%s", workdir, p);
+	joined = xasprintf("%s/%s", workdir, p);
 	r = normalize(joined);
 	free(joined);
 	return r;
@@ -296,7 +211,7 @@ char *tb_resolve(const char *workdir, const char *p)
 
 char *tb_relative(const char *from, const char *to)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	size_t i = 0, common = 0;
 	/* the longest common prefix that ends at a component boundary of both paths */
 	while (from[i] && from[i] == to[i])
@@ -312,15 +227,15 @@ char *tb_relative(const char *from, const char *to)
 		common = 0;
 	for (const char *q = from + common; *q; q++)
 		if (*q == '/' && q[1])
-			tb_puts(&b, b.len ? "/.." : "..");
+			buf_puts(&b, b.len ? "/.." : "..");
 	for (const char *q = to + common; *q == '/'; q++)
 		common++;
 	if (to[common]) {
 		if (b.len)
-			tb_puts(&b, "/");
-		tb_puts(&b, to + common);
+			buf_puts(&b, "/");
+		buf_puts(&b, to + common);
 	}
-	return b.data ? b.data : tb_xstrdup("");
+	return b.data ? b.data : xstrdup("");
 }
 
 /* decodeURIComponent: %XX escapes of valid UTF-8 decoded; NULL when malformed (a lone `%`,
@@ -346,11 +261,11 @@ static int hex_byte(const char *s, unsigned *out)
 
 static char *uri_decode(const char *s)
 {
-	struct tbuf b = {0};
+	struct buf b = {0};
 	for (size_t i = 0; s[i];) {
 		unsigned c[4], n, cp;
 		if (s[i] != '%') {
-			tb_put(&b, s + i++, 1);
+			buf_append(&b, s + i++, 1);
 			continue;
 		}
 		if (hex_byte(s + i, &c[0]) < 0)
@@ -372,20 +287,20 @@ static char *uri_decode(const char *s)
 			goto bad;
 		for (unsigned k = 0; k < n; k++) {
 			char ch = (char)c[k];
-			tb_put(&b, &ch, 1);
+			buf_append(&b, &ch, 1);
 		}
 	}
 	if (!b.data)
-		tb_put(&b, "", 0);
+		buf_append(&b, "", 0);
 	return b.data;
 bad:
-	tb_free(&b);
+	buf_free(&b);
 	return NULL;
 }
 
 /* gemini-cli's robustRealpath: realpath; for a missing path, a dangling link is followed by
  * hand and otherwise the real parent gets the last component back. visited catches loops. */
-static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
+static char *robust_realpath(const char *p, struct buf *visited, char **err)
 {
 	char *r = realpath(p, NULL), *out;
 	const char *slash;
@@ -395,10 +310,10 @@ static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
 		return r;
 	for (size_t i = 0; i < visited->len; i += strlen(visited->data + i) + 1)
 		if (!strcmp(visited->data + i, p)) {
-			*err = tb_xasprintf("Infinite recursion detected in robustRealpath: %s", p);
+			*err = xasprintf("Infinite recursion detected in robustRealpath: %s", p);
 			return NULL;
 		}
-	tb_put(visited, p, strlen(p) + 1);
+	buf_append(visited, p, strlen(p) + 1);
 	if (e != ENOENT && e != ENOTDIR && e != ENAMETOOLONG && e != EISDIR) {
 		/* Node's realpathSync walks the path with lstat and ends with a stat */
 		*err = tb_node_err(e, e == ELOOP ? "stat" : "lstat", p);
@@ -415,7 +330,7 @@ static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
 		if (n >= 0) {
 			target[n] = '\0';
 			slash = strrchr(p, '/');
-			dir = tb_xasprintf("%.*s", slash && slash != p ? (int)(slash - p) : 1, slash ? p : "/");
+			dir = xasprintf("%.*s", slash && slash != p ? (int)(slash - p) : 1, slash ? p : "/");
 			next = tb_resolve(dir, target);
 			out = robust_realpath(next, visited, err);
 			free(dir);
@@ -425,14 +340,14 @@ static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
 	}
 	slash = strrchr(p, '/');
 	if (!slash || (slash == p && !p[1]))
-		return tb_xstrdup(p);
+		return xstrdup(p);
 	{
-		char *parent = tb_xasprintf("%.*s", slash == p ? 1 : (int)(slash - p), p);
+		char *parent = xasprintf("%.*s", slash == p ? 1 : (int)(slash - p), p);
 		char *rp = robust_realpath(parent, visited, err);
 		free(parent);
 		if (!rp)
 			return NULL;
-		out = tb_xasprintf("%s%s", strcmp(rp, "/") ? rp : "", slash);
+		out = xasprintf("%s%s", strcmp(rp, "/") ? rp : "", slash);
 		free(rp);
 	}
 	return out;
@@ -440,14 +355,14 @@ static char *robust_realpath(const char *p, struct tbuf *visited, char **err)
 
 char *tb_realpath(const char *p, char **err)
 {
-	struct tbuf visited = {0};
+	struct buf visited = {0};
 	char *dec = uri_decode(p), *abs, *out;
 	*err = NULL;
 	abs = tb_resolve("/", dec ? dec : p);
 	out = robust_realpath(abs, &visited, err);
 	free(dec);
 	free(abs);
-	tb_free(&visited);
+	buf_free(&visited);
 	return out;
 }
 
@@ -455,13 +370,13 @@ char *tb_real_or_same(const char *p)
 {
 	char *err, *r = tb_realpath(p, &err);
 	free(err);
-	return r ? r : tb_xstrdup(p);
+	return r ? r : xstrdup(p);
 }
 
 int tb_check_path(struct tb_call *c, const char *abs)
 {
 	char buf[256];
-	const char *why = gcpath_invalid(abs, buf, sizeof buf);
+	const char *why = gemini_path_invalid(abs, buf, sizeof buf);
 	return why ? tb_fail(c, "Invalid path: %s", why) : 0;
 }
 
@@ -474,21 +389,21 @@ char *tb_tool_literal(struct tb_call *c, const char *p)
 	 * segment) exists with it */
 	if (stat(lit, &st) == 0 || p[0] != '@' || !p[1]) {
 		free(lit);
-		return tb_xstrdup(p);
+		return xstrdup(p);
 	}
 	free(lit);
 	while (*stripped == '/' || *stripped == '\\')
 		stripped++;
 	if (p[1] != '/' && p[1] != '\\') {
 		size_t n = strcspn(stripped, "/\\");
-		char *first = tb_xasprintf("@%.*s", (int)n, stripped);
+		char *first = xasprintf("@%.*s", (int)n, stripped);
 		char *firstabs = tb_resolve(c->workdir, first);
 		if (n > 0 && stat(firstabs, &st) == 0)
-			out = tb_xstrdup(p);
+			out = xstrdup(p);
 		free(first);
 		free(firstabs);
 	}
-	return out ? out : tb_xstrdup(*stripped ? stripped : p);
+	return out ? out : xstrdup(*stripped ? stripped : p);
 }
 
 char *tb_tool_path(struct tb_call *c, const char *p)
@@ -546,9 +461,9 @@ char *tb_node_err(int errnum, const char *syscall, const char *path)
 	};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (tab[i].num == errnum)
-			return tb_xasprintf("%s: %s, %s '%s'", tab[i].code, tab[i].text, syscall,
+			return xasprintf("%s: %s, %s '%s'", tab[i].code, tab[i].text, syscall,
 					    path);
-	return tb_xasprintf("E%d: %s, %s '%s'", errnum, strerror(errnum), syscall, path);
+	return xasprintf("E%d: %s, %s '%s'", errnum, strerror(errnum), syscall, path);
 }
 
 void tb_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

@@ -54,11 +54,11 @@ static int run(struct tb_call *c)
 		}
 		oldtext = tb_utf8_text(old, oldlen, &n);
 	}
-	final = oldtext && strstr(oldtext, "\r\n") ? tb_to_crlf(content) : tb_xstrdup(content);
+	final = oldtext && strstr(oldtext, "\r\n") ? tb_to_crlf(content) : xstrdup(content);
 	if (tb_write_file(c, abs, final, strlen(final)) < 0)
 		goto out;
 	snip = tb_snippet(is_new ? "" : oldtext, final);
-	tb_printf(&c->out, "%s %s. Here is the updated code:\n%s",
+	buf_printf(&c->out, "%s %s. Here is the updated code:\n%s",
 		  is_new ? "Successfully created and wrote to new file:" : "Successfully overwrote file:",
 		  abs, snip);
 	rc = 0;

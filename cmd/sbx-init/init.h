@@ -2,6 +2,8 @@
 #ifndef SBX_INIT_H
 #define SBX_INIT_H
 
+#include "../../lib/exitcode.h"	/* the statuses sbx-init and its children exit with */
+
 /* Accepts exec requests on listen_fd forever (see lib/localproto.h). */
 int init_serve(int listen_fd);
 /* Runs bwrap_argv as the sandbox and removes dir when it ends. Returns the exit status. */

@@ -239,13 +239,13 @@ static pid_t spawn_helper(const char *dir, const char *uid, const char *gid, con
 		targets[i] = 3 + i;
 	if (place_fds(fds, targets, nfds) < 0 || become(uid, gid, parent) < 0) {
 		fprintf(stderr, "cannot start %s: %s\n", np.helper, strerror(errno));
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	execv(np.helper, argv);
 	fprintf(stderr, "cannot run %s: %s%s\n", np.helper, strerror(errno),
 		errno == EACCES ? " (it runs as the sandbox's host user, who must be able to reach "
 				  "and execute it)" : "");
-	_exit(127);
+	_exit(EXIT_CMD_NOT_FOUND);
 }
 
 /* Waits for the helper's readiness on fd: some bytes (ready) or EOF (it failed). */
@@ -345,6 +345,8 @@ static int sandbox_listener(int ufd, int nfd)
 	return s;
 }
 
+/* Long: the supervisor's network start in its required order (namespaces, helper, loopback,
+ * resolver, proxy), each step undone by the one exit path. */
 int net_start(const char *dir, const char *uid, const char *gid)
 {
 	int nfd = -1, ufd = -1, rd[2] = {-1, -1}, rc = -1;

@@ -83,7 +83,8 @@ static size_t kill_marked(const struct service *sv, const struct local_mark *mar
 		pid_t pid;
 		int pfd;
 
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+		/* Process directories only: a pid is a few digits, so the path always fits. */
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || strlen(de->d_name) > 20)
 			continue;
 		pid = atoi(de->d_name);
 		if (pid == self || !local_bwrap_marked(sv->procfd, de->d_name, mark))
@@ -158,7 +159,7 @@ fail:
 	err = errno;
 report:
 	if (write(errw, &err, sizeof err) < 0)
-		_exit(127);
+		_exit(EXIT_CMD_NOT_FOUND);
 	_exit(err == ENOENT ? 127 : 126);
 }
 
@@ -341,7 +342,7 @@ int init_serve(int listen_fd)
 	signal(SIGPIPE, SIG_IGN);
 	if (service_start(&sv) < 0) {
 		fprintf(stderr, "sbx-init: cannot make the commands' namespaces: %s\n", strerror(errno));
-		return 111;
+		return EXIT_FAIL;
 	}
 	for (;;) {
 		struct pollfd p[2] = {{.fd = listen_fd, .events = POLLIN},
@@ -352,7 +353,7 @@ int init_serve(int listen_fd)
 		if (poll(p, 2, -1) < 0)
 			continue;
 		if (p[1].revents)
-			return 111;	/* the commands' init died: no command can run any more */
+			return EXIT_FAIL;	/* the commands' init died: no command can run any more */
 		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
@@ -361,7 +362,7 @@ int init_serve(int listen_fd)
 					usleep(10000);
 				continue;
 			}
-			return 111;
+			return EXIT_FAIL;
 		}
 		pid = fork();
 		if (pid == 0) {

@@ -150,28 +150,28 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 	/* Into the sandbox's cgroups (its limits) while still privileged; all it starts follows. */
 	if (reslimit_join(dir) < 0) {
 		fprintf(stderr, "sbx-init: cannot join the sandbox's cgroup: %s\n", strerror(errno));
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	/* Root's sandboxes run as an unprivileged host user: root inside, nobody outside. */
 	if (strcmp(uid, "-") != 0 &&
 	    local_bwrap_become((uid_t)strtoul(uid, NULL, 10), (gid_t)strtoul(gid, NULL, 10)) < 0) {
 		fprintf(stderr, "sbx-init: cannot drop privileges: %s\n", strerror(errno));
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	if (net_child_fds() < 0) {
 		fprintf(stderr, "sbx-init: cannot pass the network descriptors: %s\n", strerror(errno));
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	if ((fd = args_file(argv, &rest)) < 0) {
 		fprintf(stderr, "sbx-init: cannot pass bubblewrap its arguments: %s\n", strerror(errno));
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	snprintf(fdtext, sizeof fdtext, "%d", fd);
 	/* The sandbox's syscall filter (lib/local_bwrap.c), under which bubblewrap starts the
 	 * service; inherited, so not close-on-exec. */
 	if ((fd = local_bwrap_filter_fd(0)) < 0 || fcntl(fd, F_SETFD, 0) < 0) {
 		fprintf(stderr, "sbx-init: cannot build the syscall filter\n");
-		_exit(111);
+		_exit(EXIT_FAIL);
 	}
 	snprintf(sctext, sizeof sctext, "%d", fd);
 	av[n++] = argv[0];
@@ -184,7 +184,7 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 	av[n] = NULL;
 	execv(argv[0], av);
 	fprintf(stderr, "sbx-init: cannot run %s: %s\n", argv[0], strerror(errno));
-	_exit(127);
+	_exit(EXIT_CMD_NOT_FOUND);
 }
 
 /* Takes the namespace lock unless SIGTERM arrives first. Returns the fd or -1. */
@@ -298,15 +298,15 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	/* fd 4, when the sandbox has a host id of its own: that id's lock, held until this
 	 * process ends (after the home is gone), never handed to bubblewrap. */
 	if (strcmp(uid, "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
-		return 111;
+		return EXIT_FAIL;
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
-		return 111;
+		return EXIT_FAIL;
 	snprintf(path, sizeof path, "%s/supervisor.pid", dir);
 	snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
 	if (fs_write_atomic(path, pid, strlen(pid), 0600) < 0)
-		return 111;
+		return EXIT_FAIL;
 
 	if (strcmp(uid, "-") != 0)
 		host_mntns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
@@ -314,7 +314,7 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "staging: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);
-		return 111;
+		return EXIT_FAIL;
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -324,18 +324,18 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
-		return 111;
+		return EXIT_FAIL;
 	if (net_load(dir) < 0 || (bwrap_argv = net_bwrap_argv(bwrap_argv)) == NULL) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "network plan: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);
-		return 111;
+		return EXIT_FAIL;
 	}
 	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
 	close(3);	/* the listening socket now lives only in the sandbox */
 	if (bwrap < 0) {
 		teardown(dir, -1);
-		return 111;
+		return EXIT_FAIL;
 	}
 	if (net_start(dir, uid, gid) < 0) {
 		/* The directory stays, with the helper's log, for sbx-create to read and remove:
@@ -346,7 +346,7 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 			;
 		net_stop();
 		release_outside(dir);
-		return 111;
+		return EXIT_FAIL;
 	}
 	return watch(dir, nslock, sfd, bwrap);
 }

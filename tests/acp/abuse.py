@@ -27,18 +27,27 @@ def send(s, i, method, params):
     s.sendall((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
 
 
+LEFT = {}  # socket -> bytes read past the last line returned
+
+
 def answer(s):
-    """The next line, or None when the server closed the connection."""
-    buf = b""
-    while not buf.endswith(b"\n"):
-        try:
-            d = s.recv(65536)
-        except (ConnectionResetError, socket.timeout):
-            return None
-        if not d:
-            return None
-        buf += d
-    return json.loads(buf)
+    """The next answer (a line with an id; notifications such as available_commands_update
+    are skipped), or None when the server closed the connection."""
+    buf = LEFT.pop(s, b"")
+    while True:
+        while b"\n" not in buf:
+            try:
+                d = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                return None
+            if not d:
+                return None
+            buf += d
+        line, buf = buf.split(b"\n", 1)
+        m = json.loads(line)
+        if "id" in m:
+            LEFT[s] = buf
+            return m
 
 
 def closed_soon(s, within):

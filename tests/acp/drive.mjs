@@ -10,7 +10,8 @@
 //              cancelled)
 //   load       session/load of --session, then one prompt
 //   cancel     a prompt, session/cancel once --cancel-on says so (tool = the tool started,
-//              file:PATH = PATH exists), plus a second prompt on the busy session
+//              file:PATH = PATH exists), plus a second prompt on the busy session; the
+//              session's mcpServers from --mcp-servers FILE (a JSON array)
 //   auth       initialize, session/new without authenticating, authenticate with --token
 //              (absent = no token), session/new again
 //   concurrent --clients N connections at once, each one tool turn approved
@@ -85,10 +86,18 @@ function openStream(v) {
   return { stream: acp.ndJsonStream(tap.writable, input), transport: t };
 }
 
+// available_commands_update comes after the session/new (load, resume) answer, at any time:
+// kept apart from a step's or turn's updates, in arrival order, with its sessionId.
+const commandUpdates = [];
+function record(state, params) {
+  if (params.update?.sessionUpdate === "available_commands_update") commandUpdates.push(params);
+  else state.updates.push(params.update);
+}
+
 // A client app that records updates and answers permission requests with `answer`.
 function makeClient(state, answer) {
   return acp.client({ name: "sbx-tests" })
-    .onNotification("session/update", ({ params }) => { state.updates.push(params.update); state.onUpdate?.(params.update); })
+    .onNotification("session/update", ({ params }) => { record(state, params); state.onUpdate?.(params.update); })
     .onRequest("session/request_permission", async ({ params }) => {
       state.permissions.push(params);
       if (answer === "cancelled") return { outcome: { outcome: "cancelled" } };
@@ -167,7 +176,8 @@ async function cancelScenario() {
   const { stream, transport } = openStream(v);
   const out = await makeClient(state, "allow-once").connectWith(stream, async (ctx) => {
     await initialize(ctx);
-    const s = await ctx.request("session/new", { cwd: CWD, mcpServers: [] });
+    const mcpServers = opt.mcpServers ? JSON.parse(fs.readFileSync(opt.mcpServers, "utf8")) : [];
+    const s = await ctx.request("session/new", { cwd: CWD, mcpServers });
     let cancelled = false;
     const cancel = () => {
       if (cancelled) return;
@@ -254,8 +264,10 @@ async function rawScenario() {
       buf += d.toString();
       let i;
       while ((i = buf.indexOf("\n")) >= 0) {
-        got.push(JSON.parse(buf.slice(0, i)));
+        const m = JSON.parse(buf.slice(0, i));
         buf = buf.slice(i + 1);
+        if (m.params?.update?.sessionUpdate === "available_commands_update") { commandUpdates.push(m.params); continue; }
+        got.push(m);
         if (got.length >= expect) resolve();
       }
     });
@@ -431,6 +443,8 @@ async function takeoverScenario() {
 //                       session id (of the last new/load) filled in
 //   {"prompt": BLOCKS | TEXT} {"mode": ID} {"config": [ID, VALUE]} {"list": PARAMS}
 //   {"close": {}} {"raw": [METHOD, PARAMS]}
+//   {"commands": N}     waits until N available_commands_update have come (they are kept in
+//                       the result's "commands", not in a step's updates)
 async function stepsScenario() {
   const v = new Validator();
   const steps = JSON.parse(fs.readFileSync(opt.steps, "utf8"));
@@ -442,7 +456,7 @@ async function stepsScenario() {
     const state = { updates: [], permissions: [] };
     const { stream, transport } = openStream(v);
     const app = acp.client({ name: "sbx-tests" })
-      .onNotification("session/update", ({ params }) => state.updates.push(params.update))
+      .onNotification("session/update", ({ params }) => record(state, params))
       .onRequest("session/request_permission", async ({ params }) => {
         state.permissions.push(params.toolCall);
         if (shared.answer === "cancelled") return { outcome: { outcome: "cancelled" } };
@@ -467,6 +481,12 @@ async function stepsScenario() {
       if (kind === "files") Object.assign(shared.files, arg);
       else shared.answer = arg;
       out.push({ step: kind });
+      continue;
+    }
+    if (kind === "commands") {
+      // Waits (bounded) until this many available_commands_update have arrived in all.
+      for (let i = 0; i < 1000 && commandUpdates.length < arg; i++) await new Promise((r) => setTimeout(r, 10));
+      out.push({ step: kind, result: commandUpdates.length });
       continue;
     }
     if (kind === "connect") {
@@ -503,7 +523,7 @@ async function stepsScenario() {
     out.push(rec);
   }
   conn?.transport.close();
-  finish(v, { sid, steps: out, reads: shared.reads });
+  finish(v, { sid, steps: out, reads: shared.reads, commands: commandUpdates });
 }
 
 // The validator must be able to fail: known-wrong shapes (acp.md §12) are each reported.

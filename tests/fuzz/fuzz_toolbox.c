@@ -80,7 +80,7 @@ static int escapes(struct json_object *v)
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
 	const struct tb_tool *tool;
-	struct tbuf in = {0};
+	struct buf in = {0};
 	struct tb_call c = {0};
 	char *why = NULL;
 
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (dir[0] == '\0')
 		setup_dir();
 	tool = tools[data[0] % (sizeof tools / sizeof tools[0])];
-	tb_put(&in, data + 1, size - 1);
+	buf_append(&in, data + 1, size - 1);
 	c.params = parse(&in, &why);
 	if (c.params == NULL) {
 		if (why == NULL)
@@ -107,9 +107,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			abort();
 out:
 	json_object_put(c.params);
-	tb_free(&c.out);
-	tb_free(&c.err);
-	tb_free(&in);
+	buf_free(&c.out);
+	buf_free(&c.err);
+	buf_free(&in);
 	free(why);
 	return 0;
 }

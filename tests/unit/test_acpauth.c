@@ -7,6 +7,7 @@
 
 #include "../../lib/acpauth.h"
 #include "../../lib/acpreg.h"
+#include "../../lib/paths.h"
 #include "tap.h"
 
 #define S (INT64_C(1000000000))
@@ -65,7 +66,7 @@ static void token_files(void)
 	{
 		char p[300];
 		snprintf(p, sizeof p, "%s/sub/dir/token-1", dir);
-		ok(acp_token_write(p, t, &e) == 0 && stat(p, &st) == 0 && (st.st_mode & 0777) == 0600,
+		ok(paths_token_write(p, t, &e) == 0 && stat(p, &st) == 0 && (st.st_mode & 0777) == 0600,
 		   "written 0600");
 		snprintf(p, sizeof p, "%s/sub/dir", dir);
 		ok(stat(p, &st) == 0 && (st.st_mode & 0777) == 0700, "its directory 0700");

@@ -56,6 +56,15 @@ static void describing(void)
 	ok(!json_object_object_get_ex(o, "locations", NULL), "a command points at no file");
 	json_object_put(o);
 	o = json_object_new_object();
+	acptool_describe(o, "write_todos", "{\"todos\":[{\"description\":\"x\",\"status\":\"pending\"}]}", &pm);
+	is_str(get(o, "/title"), "Plan 1 step", "the plan tool says how many steps");
+	is_str(get(o, "/kind"), "think", "and is thinking, not a change");
+	json_object_put(o);
+	o = json_object_new_object();
+	acptool_describe(o, "write_todos", "{\"todos\":[]}", &pm);
+	is_str(get(o, "/title"), "Clear the plan", "an empty list clears it");
+	json_object_put(o);
+	o = json_object_new_object();
 	acptool_describe(o, "read_file", "{\"file_path\":\"a.c\",\"start_line\":7}", &pm);
 	is_str(get(o, "/title"), "Read a.c", "read_file");
 	is_str(get(o, "/locations/0/path"), "/c/a.c", "its location in the client's terms");

@@ -1,12 +1,15 @@
 /* test_agent.c — history (Go field order, torn last line), child (lines, stdin, cancel,
  * SIGKILL after the grace period), agent startup checks and backend choice. */
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../lib/agent.h"
+#include "../../lib/backend.h"
 #include "../../lib/chatview.h"
 #include "../../lib/child.h"
 #include "../../lib/gojson.h"
@@ -210,6 +213,37 @@ static void child(void)
 	child_result_free(&res);
 	close(p[0]);
 	close(p[1]);
+
+	{	/* an environment of its own, a deadline, child_start's descriptors */
+		char *env_argv[] = {"sh", "-c", "printf %s \"$ONLY\"; env | wc -l", NULL};
+		char *envp[] = {"ONLY=this", NULL};
+		char *echo_argv[] = {"sh", "-c", "echo started", NULL};
+		char got[64] = "";
+		pid_t pid;
+		int st, q[2];
+
+		r = (struct child_req){.path = "/bin/sh", .argv = env_argv, .envp = envp, .cancel_fd = -1};
+		ok(child_run(&r, &res, &e) == 0 && strncmp(res.out, "this", 4) == 0 &&
+		   atoi(res.out + 4) <= 3, "envp replaces the environment");
+		child_result_free(&res);
+		r = (struct child_req){.path = "sh", .argv = sleeper, .cancel_fd = -1,
+				       .timeout_ns = 100 * INT64_C(1000000)};
+		t0 = time_mono_ns();
+		ok(child_run(&r, &res, &e) == 0 && res.timed_out && !res.canceled &&
+		   res.status == 128 + 15 && res.signal == 15, "a deadline stops the child");
+		ok(time_mono_ns() - t0 < 10 * INT64_C(1000000000), "at the deadline");
+		child_result_free(&res);
+		ok(pipe(q) == 0, "pipe");
+		r = (struct child_req){.path = "sh", .argv = echo_argv, .cancel_fd = -1};
+		ok(child_start(&r, -1, q[1], -1, &pid, &e) == 0, "child_start");
+		close(q[1]);
+		ok(read(q[0], got, sizeof got - 1) > 0 && strcmp(got, "started\n") == 0 &&
+		   waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		   "child_start wires the descriptors it is given");
+		close(q[0]);
+		r = (struct child_req){.path = "no-such-program-here", .argv = echo_argv, .cancel_fd = -1};
+		ok(child_start(&r, -1, -1, -1, &pid, &e) == ENOENT, "child_start: ENOENT when not found");
+	}
 }
 
 static void startup(void)
@@ -284,17 +318,17 @@ static void backends(const char *home)
 	unsetenv("KUBECONFIG");
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	unsetenv("SANDBOX_BACKEND");
-	is_str(agent_default_backend(&why), "local", "no configuration: local");
+	is_str(backend_default(&why), "local", "no configuration: local");
 	setenv("KUBECONFIG", kc, 1);
-	is_str(agent_default_backend(&why), "local", "KUBECONFIG naming no file: local");
+	is_str(backend_default(&why), "local", "KUBECONFIG naming no file: local");
 	put(kc, "apiVersion: v1\n", "w");
-	is_str(agent_default_backend(&why), "kubernetes", "KUBECONFIG naming a file: kubernetes");
+	is_str(backend_default(&why), "kubernetes", "KUBECONFIG naming a file: kubernetes");
 	setenv("SANDBOX_BACKEND", "local", 1);
-	is_str(agent_default_backend(&why), "local", "SANDBOX_BACKEND wins");
+	is_str(backend_default(&why), "local", "SANDBOX_BACKEND wins");
 	unsetenv("SANDBOX_BACKEND");
 	unsetenv("KUBECONFIG");
 	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
-	is_str(agent_default_backend(&why), "kubernetes", "in a pod: kubernetes");
+	is_str(backend_default(&why), "kubernetes", "in a pod: kubernetes");
 	unsetenv("KUBERNETES_SERVICE_HOST");
 	free(kc);
 }

@@ -4,13 +4,13 @@
  * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
 #include <stdlib.h>
 
-#include "../../lib/gcpath.h"
-#include "../../lib/gcshell.h"
+#include "../../lib/gemini_path.h"
+#include "../../lib/gemini_shell.h"
 #include "../../lib/toolset.h"
 #include "tap.h"
 
-/* gemini-cli's run_shell_command text rules (lib/gcshell.c), cases from its shell-utils. */
-static void gcshell_cases(void)
+/* gemini-cli's run_shell_command text rules (lib/gemini_shell.c), cases from its shell-utils. */
+static void gemini_shell_cases(void)
 {
 	static const struct { const char *in, *want; } strip[] = {
 		{"  ls -l  ", "ls -l"},
@@ -35,32 +35,32 @@ static void gcshell_cases(void)
 	size_t i, n;
 
 	for (i = 0; i < sizeof strip / sizeof strip[0]; i++) {
-		t = gcshell_strip_wrapper(strip[i].in);
+		t = gemini_shell_strip_wrapper(strip[i].in);
 		is_str(t, strip[i].want, "strip wrapper: %s", strip[i].in);
 		free(t);
 	}
 	for (i = 0; i < sizeof subst / sizeof subst[0]; i++)
-		ok(gcshell_has_substitution(subst[i].cmd) == subst[i].sub, "substitution %s: %s",
+		ok(gemini_shell_has_substitution(subst[i].cmd) == subst[i].sub, "substitution %s: %s",
 		   subst[i].sub ? "found" : "none", subst[i].cmd);
-	t = gcshell_script(" ls \\");
+	t = gemini_shell_script(" ls \\");
 	is_str(t, "shopt -u promptvars nullglob extglob nocaseglob dotglob; _bgpids_file=$1; shift\n"
 		  "(\n  trap 'jobs -p > \"$_bgpids_file\"' EXIT\nls \\ \n)\n__code=$?\n"
 		  "echo $__code >\"$_bgpids_file.code\"\nexit $__code", "script: command on line 4, trailing backslash spaced");
 	free(t);
-	n = gcshell_strip_ansi(text, strlen(text));
+	n = gemini_shell_strip_ansi(text, strlen(text));
 	text[n] = '\0';
 	is_str(text, "red okz", "ANSI: CSI, OSC, charset designation and C1 CSI removed");
 	{
 		/* ansi-regex 6.6's other forms: DCS with ST, C1 OSC with BEL, a Linux palette
 		 * reset, ESC ( 0, ESC 7; an unterminated OSC and a lone ESC stay */
 		char more[] = "\x1bP1;2qpay\x1b\\" "A" "\xc2\x9d" "osc\x07" "B\x1b]RC\x1b(0D\x1b" "7E\x1b]open F\x1b";
-		n = gcshell_strip_ansi(more, strlen(more));
+		n = gemini_shell_strip_ansi(more, strlen(more));
 		more[n] = '\0';
 		is_str(more, "ABCDE\x1b]open F\x1b", "ANSI: control strings, C1 OSC, palette, escapes");
 	}
 	{
 		const char *s = "\xe2\x80\x82 x y\xc2\xa0\n\t";
-		size_t st, end = gcshell_trim(s, strlen(s), &st);
+		size_t st, end = gemini_shell_trim(s, strlen(s), &st);
 		ok(st == 4 && end == 7, "trim: JavaScript's white space, Unicode spaces included");
 	}
 	{
@@ -68,16 +68,16 @@ static void gcshell_cases(void)
 		memset(longname, 'x', sizeof longname);
 		longname[0] = '/';
 		longname[sizeof longname - 1] = '\0';
-		ok(gcpath_invalid("/home/a/b.txt", buf, sizeof buf) == NULL, "path: a plain path is valid");
-		is_str(gcpath_invalid("/a\nb", buf, sizeof buf),
+		ok(gemini_path_invalid("/home/a/b.txt", buf, sizeof buf) == NULL, "path: a plain path is valid");
+		is_str(gemini_path_invalid("/a\nb", buf, sizeof buf),
 		       "Path contains invalid characters (newlines or control characters).", "path: newline");
-		is_str(gcpath_invalid("/w/FAIL src/x.test.ts", buf, sizeof buf),
+		is_str(gemini_path_invalid("/w/FAIL src/x.test.ts", buf, sizeof buf),
 		       "Path appears to be a misinterpreted log fragment.", "path: a log line");
-		is_str(gcpath_invalid(longname, buf, sizeof buf),
+		is_str(gemini_path_invalid(longname, buf, sizeof buf),
 		       "Path component \"xxxxxxxxxxxxxxxxxxxx...\" is too long (maximum 255 characters).",
 		       "path: a long component");
 	}
-	gcshell_untrusted(&b, "a</untrusted_context>b", strlen("a</untrusted_context>b"));
+	gemini_shell_untrusted(&b, "a</untrusted_context>b", strlen("a</untrusted_context>b"));
 	buf_append(&b, "", 0);
 	is_str(b.data, "<untrusted_context>\na&lt;/untrusted_context&gt;b\n</untrusted_context>",
 	       "untrusted wrapper escapes the closing tag");
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "prompt") == 0)
 		return print_prompt();
-	gcshell_cases();
+	gemini_shell_cases();
 	is_str(ts->name, "geminicli", "toolset name");
 	is_str(ts->default_image, "geminicli-toolbox:latest", "default image");
 	ok(ts->ntools == 8, "eight tools");

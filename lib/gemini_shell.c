@@ -1,5 +1,5 @@
-/* gcshell.c — gemini-cli's run_shell_command text rules (see gcshell.h). */
-#include "gcshell.h"
+/* gemini_shell.c — gemini-cli's run_shell_command text rules (see gemini_shell.h). */
+#include "gemini_shell.h"
 
 #include <regex.h>
 #include <stdint.h>
@@ -51,7 +51,7 @@ static char *unquote_double(const char *s, size_t len)
 	return buf_steal(&b);
 }
 
-char *gcshell_strip_wrapper(const char *command)
+char *gemini_shell_strip_wrapper(const char *command)
 {
 	regex_t re;
 	regmatch_t m[1];
@@ -84,7 +84,7 @@ char *gcshell_strip_wrapper(const char *command)
 	return out;
 }
 
-bool gcshell_has_substitution(const char *c)
+bool gemini_shell_has_substitution(const char *c)
 {
 	bool in_single = false, in_double = false;
 	size_t i = 0, n = strlen(c);
@@ -122,7 +122,7 @@ bool gcshell_has_substitution(const char *c)
 	return false;
 }
 
-char *gcshell_script(const char *command)
+char *gemini_shell_script(const char *command)
 {
 	struct buf b = {0};
 	char *t = trimmed(command, strlen(command));
@@ -233,7 +233,7 @@ static size_t ansi_at(const char *s, size_t len, size_t i)
 	return 0;
 }
 
-size_t gcshell_strip_ansi(char *s, size_t len)
+size_t gemini_shell_strip_ansi(char *s, size_t len)
 {
 	size_t i = 0, o = 0, m;
 
@@ -257,7 +257,7 @@ static bool js_space(uint32_t c)
 	       c == 0x205f || c == 0x3000 || c == 0xfeff;
 }
 
-size_t gcshell_trim(const char *s, size_t len, size_t *start)
+size_t gemini_shell_trim(const char *s, size_t len, size_t *start)
 {
 	size_t i = 0, end = len, n;
 
@@ -275,7 +275,7 @@ size_t gcshell_trim(const char *s, size_t len, size_t *start)
 	return end;
 }
 
-void gcshell_untrusted(struct buf *b, const char *text, size_t len)
+void gemini_shell_untrusted(struct buf *b, const char *text, size_t len)
 {
 	static const char close_tag[] = "</untrusted_context>";
 	const char *p, *end = text + len;

@@ -1,4 +1,4 @@
-/* fuzz_gcshell.c — gemini-cli's run_shell_command rules on a hostile model's command text:
+/* fuzz_gemini_shell.c — gemini-cli's run_shell_command rules on a hostile model's command text:
  * wrapper stripping, substitution detection, the wrapper script, ANSI stripping and the
  * <untrusted_context> wrapper. Properties checked: stripping never grows the text, the
  * script keeps the command on line 4, ANSI stripping never grows, trimming stays inside
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gcshell.h"
+#include "../../lib/gemini_shell.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
@@ -21,27 +21,27 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	cmd = malloc(size + 1);
 	memcpy(cmd, data, size);
 	cmd[size] = '\0';
-	stripped = gcshell_strip_wrapper(cmd);
+	stripped = gemini_shell_strip_wrapper(cmd);
 	if (strlen(stripped) > strlen(cmd))
 		abort();
-	(void)gcshell_has_substitution(stripped);
-	script = gcshell_script(stripped);
+	(void)gemini_shell_has_substitution(stripped);
+	script = gemini_shell_script(stripped);
 	for (p = script; (p = strchr(p, '\n')) != NULL && lines < 3; p++)
 		lines++;
 	if (lines != 3 || strncmp(script, "shopt -u ", 9) != 0)
 		abort();
 	ansi = malloc(size + 1);
 	memcpy(ansi, data, size);
-	n = gcshell_strip_ansi(ansi, size);
+	n = gemini_shell_strip_ansi(ansi, size);
 	if (n > size)
 		abort();
 	ansi[n] = '\0';
 	{
-		size_t st, end = gcshell_trim(ansi, n, &st);
+		size_t st, end = gemini_shell_trim(ansi, n, &st);
 		if (st > end || end > n)
 			abort();
 	}
-	gcshell_untrusted(&b, cmd, strlen(cmd));
+	gemini_shell_untrusted(&b, cmd, strlen(cmd));
 	buf_append(&b, "", 0);
 	p = strstr(b.data, "</untrusted_context>");
 	if (p == NULL || strcmp(p, "</untrusted_context>") != 0 || p[-1] != '\n')

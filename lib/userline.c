@@ -1,5 +1,5 @@
-/* prompt.c — interruptible line input, libedit on terminals. */
-#include "prompt.h"
+/* userline.c — the user's line: interruptible line input, libedit on terminals. */
+#include "userline.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -56,7 +56,7 @@ static int edit_getc(FILE *f)
 	}
 }
 
-bool prompt_init(int interrupt_fd)
+bool userline_init(int interrupt_fd)
 {
 	intr_fd = interrupt_fd;
 	use_edit = isatty(0) && isatty(1);
@@ -68,7 +68,7 @@ bool prompt_init(int interrupt_fd)
 	return use_edit;
 }
 
-static enum prompt_result read_plain(const char *text, char **line)
+static enum userline_result read_plain(const char *text, char **line)
 {
 	struct buf b = {0};
 	unsigned char c;
@@ -80,31 +80,31 @@ static enum prompt_result read_plain(const char *text, char **line)
 		int w = wait_input();
 		if (w <= 0) {
 			buf_free(&b);
-			return w == 0 ? PROMPT_INTERRUPTED : PROMPT_ERROR;
+			return w == 0 ? USERLINE_INTERRUPTED : USERLINE_ERROR;
 		}
 		n = read(0, &c, 1);	/* one byte at a time: what follows the line stays unread */
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			buf_free(&b);
-			return n == 0 ? PROMPT_EOF : PROMPT_ERROR;
+			return n == 0 ? USERLINE_EOF : USERLINE_ERROR;
 		}
 		if (c == '\n')
 			break;
 		if (c == '\r')
 			continue;
-		if (b.len >= PROMPT_LINE_MAX) {
+		if (b.len >= USERLINE_LINE_MAX) {
 			buf_free(&b);
 			errno = EMSGSIZE;
-			return PROMPT_ERROR;
+			return USERLINE_ERROR;
 		}
 		buf_append(&b, &c, 1);
 	}
 	*line = b.data ? buf_steal(&b) : xstrdup("");
-	return PROMPT_LINE;
+	return USERLINE_LINE;
 }
 
-enum prompt_result prompt_read(const char *text, char **line)
+enum userline_result userline_read(const char *text, char **line)
 {
 	char *l, *r, *w;
 
@@ -119,21 +119,21 @@ enum prompt_result prompt_read(const char *text, char **line)
 	fflush(stdout);
 	l = readline(text);
 	if (l == NULL)
-		return interrupted ? PROMPT_INTERRUPTED : PROMPT_EOF;
+		return interrupted ? USERLINE_INTERRUPTED : USERLINE_EOF;
 	for (r = w = l; *r; r++)	/* '\r' dropped, as in plain mode */
 		if (*r != '\r')
 			*w++ = *r;
 	*w = '\0';
-	if (strlen(l) > PROMPT_LINE_MAX) {
+	if (strlen(l) > USERLINE_LINE_MAX) {
 		free(l);
 		errno = EMSGSIZE;
-		return PROMPT_ERROR;
+		return USERLINE_ERROR;
 	}
 	*line = l;
-	return PROMPT_LINE;
+	return USERLINE_LINE;
 }
 
-void prompt_remember(const char *line)
+void userline_remember(const char *line)
 {
 	if (use_edit && *line)
 		add_history(line);

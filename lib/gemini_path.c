@@ -1,5 +1,5 @@
-/* gcpath.c — gemini-cli's validatePath (see gcpath.h). */
-#include "gcpath.h"
+/* gemini_path.c — gemini-cli's validatePath (see gemini_path.h). */
+#include "gemini_path.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@ static const char *const log_markers[] = {
 	"AssertionError:", "FAIL ", "\u2713 ", "\u00d7 ", "TestingLibraryElementError:",
 };
 
-const char *gcpath_invalid(const char *p, char *buf, size_t size)
+const char *gemini_path_invalid(const char *p, char *buf, size_t size)
 {
 	size_t len = strlen(p);
 
@@ -26,17 +26,17 @@ const char *gcpath_invalid(const char *p, char *buf, size_t size)
 	if ((strchr(p, '"') || strstr(p, "...")) && utf8_utf16_len(p, len) > 20)
 		return "Path contains suspicious characters (double quotes or ellipses) and is too "
 		       "long to be a simple filename.";
-	if (utf8_utf16_len(p, len) > GCPATH_MAX_CHARS) {
-		snprintf(buf, size, "Path is too long (maximum %d characters).", GCPATH_MAX_CHARS);
+	if (utf8_utf16_len(p, len) > GEMINI_PATH_MAX_CHARS) {
+		snprintf(buf, size, "Path is too long (maximum %d characters).", GEMINI_PATH_MAX_CHARS);
 		return buf;
 	}
 	for (const char *q = p; *q;) {
 		size_t n = strcspn(q, "/\\");
-		if (utf8_utf16_len(q, n) > GCPATH_COMPONENT_MAX_CHARS) {
+		if (utf8_utf16_len(q, n) > GEMINI_PATH_COMPONENT_MAX_CHARS) {
 			bool split;
 			size_t k = utf8_utf16_prefix(q, n, 20, &split);
 			snprintf(buf, size, "Path component \"%.*s%s...\" is too long (maximum %d characters).",
-				 (int)k, q, split ? "\xef\xbf\xbd" : "", GCPATH_COMPONENT_MAX_CHARS);
+				 (int)k, q, split ? "\xef\xbf\xbd" : "", GEMINI_PATH_COMPONENT_MAX_CHARS);
 			return buf;
 		}
 		q += n;
