@@ -277,7 +277,8 @@ EOF
 {"status":429,"headers":{"Retry-After":"1"},"body":"{\"error\":{\"message\":\"quota\"}}"}
 {"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"ok at last"},"finish_reason":"stop"}]}}
 EOF
-	run --separate-stderr llm-chat -v -backoff 10ms <<<"$(user_req hi)"
+	# (-v says the wait the policy chose; SBX_TEST_TIME_SCALE keeps it from being slept out)
+	SBX_TEST_TIME_SCALE=0.01 run --separate-stderr llm-chat -v -backoff 10ms <<<"$(user_req hi)"
 	assert_status 0
 	assert_json '.content == "ok at last"'
 	[ "$(request_count)" = 2 ]

@@ -19,7 +19,9 @@ teardown() { teardown_sbx_env; }
 	# the clone's own programs, not the ones under test on PATH
 	local path
 	path=$(printf '%s' "$PATH" | tr ':' '\n' | grep -vxF "$SBX_BIN" | paste -sd:)
-	run --separate-stderr env -u SBX_BIN PATH="$path" \
+	# (the build on every core, as the suite's own: the same objects, and a missing
+	# dependency between them would show)
+	run --separate-stderr env -u SBX_BIN PATH="$path" MAKEFLAGS="-j$(nproc)" \
 		bash -c "printf 'run: uname -a\n/exit\n' | timeout 900 make -s -C '$clone' run"
 	assert_status 0
 	[[ "$stderr" == *"run-agent: neither GEMINI_API_KEY nor OPENAI_API_KEY is set: using the built-in fake-eliza model"* ]]
