@@ -497,6 +497,8 @@ int init_serve(int listen_fd)
 			int sfd;
 
 			close(listen_fd);
+			close(took[0]);
+			close(took[1]);
 			sfd = shepherd_prepare(&sv, &mark);
 			_exit(shepherd(&sv, conn, sfd, &mark));
 		}
