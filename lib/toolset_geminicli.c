@@ -411,8 +411,10 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	bool have;
 	char oom[256];
 
-	if (shell_check(ctx, args, e) < 0)
+	if (shell_check(ctx, args, e) < 0) {
+		free(dir);
 		return NULL;
+	}
 	command = gemini_shell_strip_wrapper(arg_str(args, "command"));
 	if (gemini_shell_has_substitution(command)) {
 		res = xstrdup(GEMINI_SHELL_BLOCKED_TEXT);

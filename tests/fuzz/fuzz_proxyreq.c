@@ -2,6 +2,7 @@
  * stream, then parsed) and a SOCKS5 handshake. A parsed request must name a host that the
  * policy code can normalise or refuse, a port in range, and an upstream head that is itself
  * a complete, parseable head; nothing may read past the input. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
