@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "../lib/acp.h"
 #include "../lib/acpclient.h"
+#include "../lib/cancel.h"
 #include "../lib/flag.h"
 #include "../lib/net.h"
 #include "../lib/paths.h"
@@ -125,30 +127,24 @@ static void debug(void *arg, const char *dir, const char *line)
 		cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
 }
 
-static int sig_pipe[2] = {-1, -1};
-
-static void on_sigint(int sig)
-{
-	int saved = errno;
-	char c = (char)sig;
-
-	/* The first Ctrl-C cancels the running turn; the default action comes back for a second. */
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* already pending */
-	}
-	signal(SIGINT, SIG_DFL);
-	errno = saved;
-}
+/* Readable after the first Ctrl-C (lib/cancel.h, CANCEL_ONCE: the default action comes back
+ * for a second one). */
+static int stop_fd = -1;
 
 /* Sends session/cancel outside the signal handler (it allocates). */
 static void *canceller(void *arg)
 {
-	char c;
+	struct pollfd pf = {.fd = stop_fd, .events = POLLIN};
 
 	(void)arg;
-	while (read(sig_pipe[0], &c, 1) == 1)
-		acpclient_cancel(client);
-	return NULL;
+	for (;;) {
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			return NULL;
+		if (pf.revents & POLLIN) {
+			cancel_drain();
+			acpclient_cancel(client);
+		}
+	}
 }
 
 /* The spawned agent's log: FILE appended (0600), its directory made; -1 for "-" (ours). */
@@ -233,7 +229,7 @@ int main(int argc, char **argv)
 	};
 
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = 0,
-					       .too_many = "unexpected arguments"}, argc, argv);
+					    .too_many = "unexpected arguments"}, argc, argv);
 	if ((ca || insecure) && !use_tls)
 		cli_usage_error(usage, "-tls-ca and -tls-insecure need -tls");
 	if (use_tls && addr == NULL)
@@ -276,10 +272,11 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	{
 		pthread_t t;
-		if (pipe2(sig_pipe, O_CLOEXEC) == 0 && pthread_create(&t, NULL, canceller, NULL) == 0) {
+		/* SA_RESTART: the main thread's reads go on; the canceller watches stop_fd. */
+		if ((stop_fd = cancel_install_signals((const int[]){SIGINT, 0},
+						      CANCEL_ONCE | CANCEL_RESTART, &e)) >= 0 &&
+		    pthread_create(&t, NULL, canceller, NULL) == 0)
 			pthread_detach(t);
-			signal(SIGINT, on_sigint);
-		}
 	}
 	if (prompt) {
 		if (acpclient_prompt(client, prompt, &e) < 0) {

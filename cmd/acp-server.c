@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
 #include "../lib/acp.h"
 #include "../lib/agent.h"
+#include "../lib/cancel.h"
 #include "../lib/flag.h"
 #include "../lib/name.h"
 #include "../lib/net.h"
@@ -141,8 +141,7 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
  * token file), each a line or two; the server itself is lib/acp.c. */
 int main(int argc, char **argv)
 {
-	const char *listen_addr = "127.0.0.1:8090", *backend = NULL, *ns = NULL;
-	const char *image = backend_env_image(), *homedir = NULL;	/* NULL: backend_env_homedir */
+	const char *listen_addr = "127.0.0.1:8090", *backend, *image;
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
 	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
 	const char *models = NULL, *images = "auto";
@@ -157,16 +156,14 @@ int main(int argc, char **argv)
 	SSL_CTX *tls = NULL;
 	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX];
 	int i, lfd = -1;
-	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
+	/* -homedir not given: NULL, which the sessions read as backend_env_homedir() */
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
+					 CLI_SBX_SPEC};
 	char **create_args;
 	struct strvec model_list = {0};
 	struct flag flags[] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"stdio", FLAG_BOOL, &stdio, NULL},
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
-		{"image", FLAG_STRING, &image, NULL},
-		{"homedir", FLAG_STRING, &homedir, NULL},
 		{"toolset", FLAG_STRING, &tsname, NULL},
 		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
@@ -185,11 +182,12 @@ int main(int argc, char **argv)
 	};
 
 	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
-						 .max = 0, .too_many = "unexpected arguments"}, argc, argv);
+					  .max = 0,
+					  .too_many = "unexpected arguments"}, argc, argv);
 	if (toolset_find(tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	if (backend == NULL || *backend == '\0')
-		backend = backend_default(&why);
+	backend = cli_sandbox_backend(&sb, &why);
+	image = cli_sandbox_image(&sb);
 	/* What sbx-create would refuse at a session's first tool call is refused now. */
 	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
@@ -241,13 +239,13 @@ int main(int argc, char **argv)
 			gen_path = generate_token(dir, addr, &auth);
 	}
 
-	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	cfg.backend = backend;
-	cfg.namespace = ns;
+	cfg.namespace = sb.ns;
 	cfg.image = image;
-	cfg.homedir = homedir;
+	cfg.homedir = sb.homedir;
 	cfg.toolset = tsname;
 	cfg.model = model;
 	cfg.tool_timeout_ns = timeout > 0 ? timeout : 0;

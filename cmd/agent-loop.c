@@ -9,12 +9,12 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
 #include "../lib/agent.h"
+#include "../lib/cancel.h"
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
-#include "../lib/userline.h"
 #include "../lib/specflags.h"
+#include "../lib/userline.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -149,22 +149,18 @@ static int chat(struct agent_session *s)
 
 int main(int argc, char **argv)
 {
-	const char *session = getenv("SESSION_NAME"), *backend = NULL, *ns = NULL, *image = NULL;
-	const char *homedir = NULL, *toolset = NULL, *why = "selected with -backend";
+	const char *session = getenv("SESSION_NAME"), *backend, *image, *toolset = NULL, *why;
 	int64_t tool_timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, ttl = 0;
 	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS;
 	bool verbose = false;
 	struct agent_session *s;
 	struct sbx_err e;
-	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
+					 CLI_SBX_SPEC};
 	char **create_args;
 	int status;
 	struct flag flags[] = {
 		{"session", FLAG_STRING, &session, NULL},
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
-		{"image", FLAG_STRING, &image, NULL},
-		{"homedir", FLAG_STRING, &homedir, NULL},
 		{"toolset", FLAG_STRING, &toolset, NULL},
 		{"tool-timeout", FLAG_DURATION, &tool_timeout, NULL},
 		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
@@ -176,27 +172,26 @@ int main(int argc, char **argv)
 	if (session == NULL || *session == '\0')
 		session = "default";
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
-					       .max = 0}, argc, argv);
+					    .max = 0}, argc, argv);
 	if (rounds < 1 || rounds > 100000)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
-	if (backend == NULL || *backend == '\0')
-		backend = backend_default(&why);
+	backend = cli_sandbox_backend(&sb, &why);
 	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	create_args = specflags_argv(&sb.sf);
-	if (image == NULL || *image == '\0')
+	if ((image = sb.image) == NULL || *image == '\0')
 		image = backend_env_image();
 
 	/* no SA_RESTART (lib/cancel.h): blocking calls return to see a signal */
-	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	{
 		struct agent_config cfg = {
-			.session = session, .backend = backend, .namespace = ns, .image = image,
-			.homedir = homedir, .toolset = toolset, .tool_timeout_ns = tool_timeout,
+			.session = session, .backend = backend, .namespace = sb.ns, .image = image,
+			.homedir = sb.homedir, .toolset = toolset, .tool_timeout_ns = tool_timeout,
 			.ttl_ns = ttl, .max_tool_rounds = (int)rounds, .log = on_log,
 			.trace = verbose ? on_trace : NULL, .create_args = create_args,
 		};

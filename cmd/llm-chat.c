@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/cancel.h"
 #include "../lib/duration.h"
 #include "../lib/eliza.h"
 #include "../lib/flag.h"
@@ -47,25 +48,6 @@ static const char usage[] =
 	"OPENAI_MODEL, MODEL, LLM_VENDOR, LLM_AUTH_HEADER. Exit status: 0 ok, 100 bad\n"
 	"usage or request, 111 API or transport failure, 128+n stopped by signal n.\n";
 
-static volatile sig_atomic_t stop_signal;
-
-static void on_signal(int sig)
-{
-	stop_signal = sig;
-}
-
-static void trap_signals(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;	/* no SA_RESTART: a blocked read returns to see the flag */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);	/* a closed stdout shows up as a write error instead */
-}
-
 /* -v: bodies can be megabytes, more than cli_msg's line holds, so they are written whole. */
 static void trace(const char *what, const char *data, size_t len, void *arg)
 {
@@ -92,8 +74,8 @@ static int print_event(struct json_object *ev, void *arg)
 /* Exit status for a failure: a signal's, usage, or the runtime failure status. */
 static int fail_status(const struct sbx_err *e)
 {
-	if (e->code == SBX_ECANCELED && stop_signal)
-		return 128 + stop_signal;
+	if (e->code == SBX_ECANCELED && cancel_signal())
+		return 128 + cancel_signal();
 	return e->code == SBX_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 }
 
@@ -125,7 +107,8 @@ int main(int argc, char **argv)
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = 1}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags,
+					  .max = 1}, argc, argv);
 	if (timeout <= 0)
 		cli_usage_error(usage, "-timeout must be positive");
 	if (backoff < 0)
@@ -144,11 +127,14 @@ int main(int argc, char **argv)
 	if (auth_flag == NULL || *auth_flag == '\0')
 		auth_flag = getenv("LLM_AUTH_HEADER");
 	cfg.auth_header = auth_flag;
-	trap_signals();
+	/* SIGINT, SIGTERM (lib/cancel.h; no SA_RESTART: a blocked read returns to see them);
+	 * SIGPIPE ignored: a closed stdout shows up as a write error instead. */
+	if (cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", e.msg);
 	if (i < argc && strcmp(argv[i], "-") != 0 &&
 	    (fd = open(argv[i], O_RDONLY | O_CLOEXEC)) < 0)
 		cli_die(EXIT_USAGE, "cannot open %s: %s", argv[i], strerror(errno));
-	doc = llm_read_request(fd, &stop_signal, &e);
+	doc = llm_read_request(fd, cancel_flag(), &e);
 	if (doc == NULL)
 		cli_die(fail_status(&e), "%s", e.msg);
 	cfg.model = llm_pick_model(model_flag, doc);
@@ -160,7 +146,7 @@ int main(int argc, char **argv)
 	cfg.retries = (int)retries;
 	cfg.backoff_ns = backoff;
 	cfg.stream = stream;
-	cfg.cancel = &stop_signal;
+	cfg.cancel = cancel_flag();
 	cfg.on_event = print_event;
 	cfg.trace = verbose ? trace : NULL;
 	if (llm_chat(&cfg, doc, &res, &e) < 0) {

@@ -88,7 +88,8 @@ static int print_result(const char *from, const char *name, const struct copy_re
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL, *spath = NULL, *dpath = NULL, *src, *dst;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const char *spath = NULL, *dpath = NULL, *src, *dst;
 	long long max = (long long)ARCHIVE_MAX_EXPANDED;
 	struct copy_opts o = {0};
 	struct copy_result r;
@@ -97,14 +98,13 @@ int main(int argc, char **argv)
 	char *sname, *dname, *name;
 	int i, rc;
 	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
 		{"max-size", FLAG_SIZE, &max, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 2, .max = 2,
-						 .missing = "want SRC and DEST"}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					  .min = 2, .max = 2,
+					  .missing = "want SRC and DEST"}, argc, argv);
 	if (max <= 0)
 		cli_usage_error(usage, "-max-size must be positive");
 	src = argv[i];
@@ -120,8 +120,7 @@ int main(int argc, char **argv)
 	if ((o.cancel_fd = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
 	signal(SIGPIPE, SIG_IGN);	/* a closed reader is a write error, reported */
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 	name = sname ? sname : dname;
 	if (dname && strcmp(src, "-") == 0)
 		rc = copy_stream_in(b, dname, 0, dpath, &o, &r, &e);

@@ -130,7 +130,8 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
  * run; the exec is lib/relay.c and lib/capture.c. */
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL, *workdir = NULL, *name;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const char *workdir = NULL, *name;
 	int64_t timeout = 0;
 	long long max = CAPTURE_DEFAULT_MAX;
 	bool raw = false, use_stdin = false;
@@ -139,8 +140,6 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int i, rc, cancel;
 	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
 		{"timeout", FLAG_DURATION, &timeout, NULL},
 		{"workdir", FLAG_STRING, &workdir, NULL},
 		{"raw", FLAG_BOOL, &raw, NULL},
@@ -149,7 +148,9 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 1, .max = -1, .missing = "missing NAME"}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					  .min = 1, .max = -1,
+					  .missing = "missing NAME"}, argc, argv);
 	if (timeout < 0)
 		cli_usage_error(usage, "-timeout must not be negative");
 	if (max <= 0 || max > (1LL << 32))
@@ -174,8 +175,7 @@ int main(int argc, char **argv)
 	}
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 
 	if (raw) {
 		struct sbx_exec x = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
 #include "../lib/acp.h"
 #include "../lib/acpauth.h"
 #include "../lib/agent.h"
+#include "../lib/cancel.h"
 #include "../lib/flag.h"
 #include "../lib/mcphttp.h"
 #include "../lib/mcpserver.h"
@@ -119,12 +119,13 @@ static char *http_token(const char *file, int lfd)
 int main(int argc, char **argv)
 {
 	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");
-	const char *backend = NULL, *why = "selected with -backend";
+	const char *why;
 	int64_t snap = MCP_DEFAULT_SNAPSHOT_DELAY_NS;
 	bool verbose = false;
 	struct mcp_server_config cfg = {.tool_timeout_ns = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
-					.image = backend_env_image(), .log = on_log};
-	struct cli_sandbox sb = {.take = CLI_SBX_SPEC};
+					.log = on_log};
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
+					 CLI_SBX_SPEC};
 	struct mcp_server *srv;
 	struct sbx_err e;
 	char addr[NET_ADDR_MAX];
@@ -134,10 +135,6 @@ int main(int argc, char **argv)
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
 		{"session", FLAG_STRING, &session, &session_flag},
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &cfg.namespace, NULL},
-		{"image", FLAG_STRING, &cfg.image, NULL},
-		{"homedir", FLAG_STRING, &cfg.homedir, NULL},
 		{"toolset", FLAG_STRING, &cfg.toolset, NULL},
 		{"tool-timeout", FLAG_DURATION, &cfg.tool_timeout_ns, NULL},
 		{"ttl", FLAG_DURATION, &cfg.ttl_ns, NULL},
@@ -147,7 +144,8 @@ int main(int argc, char **argv)
 	};
 
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
-					       .max = 0, .too_many = "unexpected arguments"}, argc, argv);
+					    .max = 0,
+					    .too_many = "unexpected arguments"}, argc, argv);
 	if (cfg.ttl_ns < 0 || snap < 0)
 		cli_usage_error(usage, "-ttl and -snapshot-delay must not be negative");
 	if (listen_addr || (session && *session == '\0'))
@@ -161,7 +159,10 @@ int main(int argc, char **argv)
 				"gets its own");
 	if (token_file && !listen_addr)
 		cli_usage_error(usage, "-auth-token-file goes with -listen");
-	cfg.backend = backend && *backend ? backend : backend_default(&why);
+	cfg.backend = cli_sandbox_backend(&sb, &why);
+	cfg.namespace = sb.ns;
+	cfg.image = cli_sandbox_image(&sb);
+	cfg.homedir = sb.homedir;
 	if (specflags_check_backend(&sb.sf, cfg.backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (cfg.tool_timeout_ns < 0)
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
 	cfg.trace = verbose ? on_trace : NULL;
 	cfg.create_args = specflags_argv(&sb.sf);
 
-	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, false, &e)) < 0)
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
 
 	if ((srv = mcp_server_new(&cfg, &e)) == NULL)

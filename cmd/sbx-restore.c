@@ -32,7 +32,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
 	long long max = (long long)ARCHIVE_MAX_EXPANDED;
 	struct snapshot_restore_opts o = {0};
 	struct snapshot_restore_result r;
@@ -41,8 +41,6 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int i, rc;
 	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
 		{"from", FLAG_STRING, &o.from, NULL},
 		{"homedir", FLAG_STRING, &o.homedir, NULL},
 		{"max-size", FLAG_SIZE, &max, NULL},
@@ -50,7 +48,9 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .min = 1, .max = 1, .missing = "missing SESSION"}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					  .min = 1, .max = 1,
+					  .missing = "missing SESSION"}, argc, argv);
 	if (max <= 0)
 		cli_usage_error(usage, "-max-size must be positive");
 	if (o.from && *o.from == '\0')
@@ -62,8 +62,7 @@ int main(int argc, char **argv)
 	o.max_bytes = (uint64_t)max;
 	if ((o.cancel_fd = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 	rc = snapshot_restore(b, argv[i], &o, &r, &e);
 	backend_close(b);
 	for (size_t k = 0; k < r.skipped.n; k++)

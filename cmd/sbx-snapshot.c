@@ -133,7 +133,8 @@ static int prune_all(int keep)
  * by side so their usage errors read together. */
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL, *homedir = NULL, *compress = "gzip";
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const char *homedir = NULL, *compress = "gzip";
 	long long keep = BACKUP_DEFAULT_KEEP;
 	bool prune = false, all = false;
 	struct snapshot_opts o = {0};
@@ -144,8 +145,6 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int i, rc = EXIT_OK;
 	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
 		{"keep", FLAG_INT, &keep, NULL},
 		{"homedir", FLAG_STRING, &homedir, NULL},
 		{"compress", FLAG_STRING, &compress, NULL},
@@ -154,7 +153,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = -1}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					  .max = -1}, argc, argv);
 	if (keep < 1 || keep > KEEP_MAX)
 		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
 	if (homedir && homedir[0] != '/')
@@ -190,8 +190,7 @@ int main(int argc, char **argv)
 		o.progress = show_progress;
 		o.progress_arg = &pr;
 	}
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 	rc = snapshot_take(b, argv[i], &o, &r, &e);
 	if (pr.shown)
 		fputc('\n', stderr);

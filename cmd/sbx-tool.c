@@ -74,7 +74,8 @@ static struct json_object *read_call(void)
  * document's fields), then one toolset_call. */
 int main(int argc, char **argv)
 {
-	const char *backend = NULL, *ns = NULL, *tsname = getenv("TOOLSET"), *homedir = NULL;
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const char *tsname = getenv("TOOLSET"), *homedir = NULL;
 	const char *workdir = NULL;
 	const char *id, *fname, *fargs;
 	int64_t timeout = 120 * INT64_C(1000000000);
@@ -87,8 +88,6 @@ int main(int argc, char **argv)
 	char *content, *args_text = NULL;
 	size_t content_len;
 	struct flag flags[] = {
-		{"backend", FLAG_STRING, &backend, NULL},
-		{"namespace", FLAG_STRING, &ns, NULL},
 		{"toolset", FLAG_STRING, &tsname, NULL},
 		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
 		{"homedir", FLAG_STRING, &homedir, NULL},
@@ -97,7 +96,8 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .max = -1}, argc, argv);
+	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
+					  .max = -1}, argc, argv);
 	if ((ts = toolset_find(tsname, &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (list) {
@@ -151,8 +151,7 @@ int main(int argc, char **argv)
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
 
-	if ((b = backend_open(backend, ns, &e)) == NULL)
-		cli_die_err("", &e);
+	b = cli_backend_open(&sb);
 	{
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
 				       .workdir = workdir && *workdir ? workdir : NULL,

@@ -42,6 +42,8 @@ enum archive_links {
 };
 
 void archive_stats_free(struct archive_stats *st);
+/* Frees n names and their array (the link_names a caller took out of archive_stats). */
+void archive_names_free(char **names, size_t n);
 
 /* What a copy (sbx-cp) moves: the entry top and what is below it, created under the name as.
  * Every other entry is refused; the top and every symlink must stay within the tree (a

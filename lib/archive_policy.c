@@ -216,11 +216,16 @@ static void note_link_out(struct archive_stats *st, const char *name)
 	st->link_names[st->nlink_names++] = xstrdup(name);
 }
 
+void archive_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
 void archive_stats_free(struct archive_stats *st)
 {
-	for (size_t i = 0; i < st->nlink_names; i++)
-		free(st->link_names[i]);
-	free(st->link_names);
+	archive_names_free(st->link_names, st->nlink_names);
 	st->link_names = NULL;
 	st->nlink_names = 0;
 }

@@ -27,7 +27,7 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
-int cancel_install_signals(const int *sigs, bool once, struct sbx_err *e)
+int cancel_install_signals(const int *sigs, unsigned flags, struct sbx_err *e)
 {
 	struct sigaction sa;
 
@@ -37,7 +37,8 @@ int cancel_install_signals(const int *sigs, bool once, struct sbx_err *e)
 		return err_sys(e, errno, "pipe");
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
-	sa.sa_flags = once ? SA_RESETHAND : 0;
+	sa.sa_flags = (flags & CANCEL_ONCE ? SA_RESETHAND : 0) |
+		      (flags & CANCEL_RESTART ? SA_RESTART : 0);
 	sigemptyset(&sa.sa_mask);
 	for (; *sigs; sigs++)
 		sigaction(*sigs, &sa, NULL);
@@ -49,12 +50,17 @@ int cancel_install(struct sbx_err *e)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, 0};
 
-	return cancel_install_signals(sigs, false, e);
+	return cancel_install_signals(sigs, 0, e);
 }
 
 int cancel_signal(void)
 {
 	return got;
+}
+
+const volatile sig_atomic_t *cancel_flag(void)
+{
+	return &got;
 }
 
 int cancel_count(int sig)

@@ -465,9 +465,7 @@ out:
 
 void copy_result_free(struct copy_result *r)
 {
-	for (size_t i = 0; i < r->nlinks_out; i++)
-		free(r->links_out[i]);
-	free(r->links_out);
+	archive_names_free(r->links_out, r->nlinks_out);
 	free(r->to);
 	memset(r, 0, sizeof *r);
 }

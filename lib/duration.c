@@ -66,18 +66,27 @@ int duration_parse(const char *s, int64_t *ns)
 	return 0;
 }
 
-/* Writes v / 10^prec with trailing zeros of the fraction dropped, as Go's fmtFrac+fmtInt. */
+/* Writes v / 10^prec with trailing zeros of the fraction dropped, as Go's fmtFrac+fmtInt.
+ * prec is 3, 6 or 9 (ms, µs, s from ns); never more than 9, which frac holds. */
 static int put_frac(char *out, size_t len, uint64_t v, int prec)
 {
 	uint64_t p = 1;
 	int i, n;
 	char frac[24];
 
+	/* Callers pass 0 to 9 (ns to s); bounded here so the fraction's width is known. */
+	if (prec < 0 || prec > 9)
+		prec = prec < 0 ? 0 : 9;
 	for (i = 0; i < prec; i++)
 		p *= 10;
 	n = snprintf(out, len, "%llu", (unsigned long long)(v / p));
 	if (prec > 0 && v % p != 0) {
-		snprintf(frac, sizeof frac, "%0*llu", prec, (unsigned long long)(v % p));
+		uint64_t r = v % p;
+
+		/* prec digits, zero-padded on the left */
+		for (i = prec - 1; i >= 0; i--, r /= 10)
+			frac[i] = (char)('0' + r % 10);
+		frac[prec] = '\0';
 		for (i = prec - 1; i > 0 && frac[i] == '0'; i--)
 			frac[i] = '\0';
 		n += snprintf(out + n, len > (size_t)n ? len - (size_t)n : 0, ".%s", frac);

@@ -21,7 +21,7 @@
 /* The status channel carries one small metav1.Status. */
 #define KUBEEXEC_STATUS_MAX (64 * 1024)
 /* The request path with its query (one command= per argv element): libwebsockets 4.1 formats
- * the request line into 2048 bytes, so longer command lines go on stdin (see kube_backend.c). */
+ * the request line into 2048 bytes, so longer command lines go on stdin (see kube_wrapexec.c). */
 #define KUBEEXEC_QUERY_MAX 1900
 
 enum { KUBEEXEC_CH_STDIN = 0, KUBEEXEC_CH_STDOUT = 1, KUBEEXEC_CH_STDERR = 2,

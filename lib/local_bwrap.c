@@ -96,7 +96,7 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
 			"SBX_IMAGE_HELPER)");
 		return NULL;
 	}
-	img = oci_helper_run(helper, spec->image, spec->homedir, e);
+	img = oci_image_run(helper, spec->image, spec->homedir, e);
 	free(helper);
 	return img;
 }

@@ -33,7 +33,7 @@ int local_bwrap_harden(void);
  * an open /proc of the service's own pid namespace, for what it must still see) and empties
  * its bounding set (so no exec of a command regains a capability). 0 or -1 (errno). */
 int local_bwrap_cmdns_start(int procfd, struct local_cmdns *ns);
-/* Shepherd, before forking the command: gives it its mark and its pid namespace. procfd as
+/* Shepherd, before starting the command: gives it its mark and its pid namespace. procfd as
  * above. Returns 0 or -1. */
 int local_bwrap_shepherd(int procfd, const struct local_cmdns *ns, struct local_mark *mark);
 /* 1 when the process procfd/pid (a decimal string) carries mark. */

@@ -47,7 +47,7 @@ void oci_image_free(struct oci_image *img);
 struct json_object *oci_image_json(const struct oci_image *img, const char *ref);
 /* Runs "HELPER -homedir HOMEDIR REF" (sbx-image) and reads the image it prints; its error
  * message becomes e's, with a code from its exit status. NULL on failure. */
-struct oci_image *oci_helper_run(const char *helper, const char *ref, const char *homedir,
+struct oci_image *oci_image_run(const char *helper, const char *ref, const char *homedir,
 				 struct sbx_err *e);
 
 #endif

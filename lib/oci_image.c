@@ -89,7 +89,7 @@ static struct oci_image *from_json(const char *text, size_t len, struct sbx_err 
 	return img;
 }
 
-struct oci_image *oci_helper_run(const char *helper, const char *ref, const char *homedir,
+struct oci_image *oci_image_run(const char *helper, const char *ref, const char *homedir,
 				 struct sbx_err *e)
 {
 	char *const argv[] = {(char *)helper, "-homedir", (char *)homedir, "--", (char *)ref, NULL};

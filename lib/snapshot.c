@@ -512,9 +512,7 @@ out:
 
 void snapshot_restore_free(struct snapshot_restore_result *r)
 {
-	for (size_t i = 0; i < r->nlinks_out; i++)
-		free(r->links_out[i]);
-	free(r->links_out);
+	archive_names_free(r->links_out, r->nlinks_out);
 	free(r->restored);
 	backup_list_free(&r->skipped);
 	memset(r, 0, sizeof *r);

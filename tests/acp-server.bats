@@ -846,8 +846,10 @@ embedded
 		{"prompt":"/mode"},{"prompt":"  /mode never-ask "},{"prompt":"/mode bogus"},
 		{"prompt":"/model other-model"},{"prompt":"/sandbox"},{"prompt":"/sandbox now"},
 		{"prompt":"/nosuch thing"},
-		{"connect":{}},{"load":{}},{"commands":2}]'
+		{"connect":{}},{"load":{}},{"commands":2},{"prompt":"/model"}]'
 	assert_status 0
+	# the model a command chose is kept with the session, and /model lists the offered ones
+	upd '.steps[12].updates[0].content.text == "Model: other-model.\nModels: stub-model other-model\n"'
 	upd '.sid as $s | .commands | length == 2 and (.[0].sessionId == $s) and (.[1].sessionId == $s)'
 	upd '.commands[0].update == {"sessionUpdate":"available_commands_update","availableCommands":[
 		{"name":"mode","description":"Show or set when tool calls are asked for (ask, auto-read, never-ask)","input":{"hint":"ask | auto-read | never-ask"}},

@@ -1,11 +1,13 @@
 /* serve.c — the exec service inside a sandbox. It runs outside the commands' pid namespace
- * (lib/local_bwrap.c says why and how); one forked "shepherd" per connection starts the
- * command in that namespace, in a new session, with the command's mark, and kills every
- * process carrying the mark when the caller gives up (LP_KILL, a hang-up, the timeout). */
+ * (lib/local_bwrap.c says why and how); one forked "shepherd" per connection (forked ahead
+ * of it and waiting in accept, see init_serve) starts the command in that namespace, in a new
+ * session, with the command's mark, and kills every process carrying the mark when the
+ * caller gives up (LP_KILL, a hang-up, the timeout). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,8 @@ struct service {
 	struct local_cmdns ns;		/* the commands' namespaces */
 	struct sock_fprog filter;	/* the commands' syscall filter */
 	const char *home;		/* where commands start by default */
+	int reset[NSIG];		/* the signals a command must get back at their default */
+	int nreset;
 };
 
 static int read_full(int fd, void *buf, size_t len)
@@ -123,18 +127,19 @@ static void kill_tree(const struct service *sv, const struct local_mark *mark, p
 	}
 }
 
-/* The command, between fork and exec: its session, descriptors, environment and directory,
- * then no capability left. A failure is written to errw as an errno (-errno for the
- * directory) and nothing is run. */
+/* The command, between its clone and exec: its session, descriptors, environment and
+ * directory, then no capability left. It shares the shepherd's memory until it execs (see
+ * spawn), so a failure is left in *err as an errno (-errno for the directory) and nothing is
+ * run. */
 static void start_child(const struct service *sv, char **argv, char **env, const char *workdir,
-			int fds[3], int errw)
+			int fds[3], volatile int *errp)
 {
 	sigset_t all;
 	int i, hi[3], err;
 
 	sigemptyset(&all);
-	for (i = 1; i < NSIG; i++)
-		signal(i, SIG_DFL);
+	for (i = 0; i < sv->nreset; i++)
+		signal(sv->reset[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	setsid();
 	/* Move the three fds out of the way before placing them, whatever their numbers. */
@@ -158,10 +163,18 @@ static void start_child(const struct service *sv, char **argv, char **env, const
 fail:
 	err = errno;
 report:
-	if (write(errw, &err, sizeof err) < 0)
-		_exit(EXIT_CMD_NOT_FOUND);
+	*errp = err;
 	_exit(err == ENOENT ? 127 : 126);
 }
+
+struct request;
+
+/* What the command's clone needs: the request, and where it leaves an exec failure. */
+struct spawn {
+	const struct service *sv;
+	struct request *rq;
+	volatile int err;
+};
 
 /* Splits the payload into workdir, argv and env; every string must end inside it. */
 static int parse_payload(char *p, uint32_t len, char **workdir, char ***argv, char ***env)
@@ -276,12 +289,51 @@ static void watch(const struct service *sv, int conn, int sfd, pid_t child,
 	send_result(conn, wstatus, exec_errno, 0);
 }
 
-static int shepherd(const struct service *sv, int conn)
+static int spawn_main(void *arg)
+{
+	struct spawn *sp = arg;
+
+	start_child(sp->sv, sp->rq->argv, sp->rq->env, sp->rq->workdir, sp->rq->fds, &sp->err);
+	return 0;	/* not reached: start_child execs or exits */
+}
+
+/* The command's stack until it execs: start_child, putenv and execvp's path search. */
+#define SPAWN_STACK (256 * 1024)
+
+/* Starts the command as posix_spawn does: a clone sharing the shepherd's memory (no copy of
+ * its page tables to make and throw away at exec), the shepherd suspended until the command
+ * has exec'd or failed (CLONE_VFORK). Not shared: descriptors, directory, signal handlers,
+ * credentials, seccomp state — each of those the command changes is its own, as after a
+ * fork. The command's pid or -1; *exec_errno as start_child left it. */
+static pid_t spawn(const struct service *sv, struct request *rq, int *exec_errno)
+{
+	static char stack[SPAWN_STACK] __attribute__((aligned(16)));
+	struct spawn sp = {sv, rq, 0};
+	pid_t child = clone(spawn_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+
+	*exec_errno = sp.err;
+	return child;
+}
+
+/* A shepherd's preparation, done before its connection arrives when it is forked ahead
+ * (see init_serve): SIGCHLD as a descriptor, the command's mark and pid namespace. */
+static int shepherd_prepare(const struct service *sv, struct local_mark *mark)
+{
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	signal(SIGCHLD, SIG_DFL);
+	if (local_bwrap_shepherd(sv->procfd, &sv->ns, mark) < 0)
+		return -1;
+	return signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static int shepherd(const struct service *sv, int conn, int sfd, const struct local_mark *mark)
 {
 	struct request rq = {.fds = {-1, -1, -1}};
-	struct local_mark mark;
-	int errp[2], sfd, exec_errno = 0;
-	sigset_t chld;
+	int exec_errno = 0;
 	pid_t child;
 
 	if (read_request(conn, &rq) < 0)
@@ -290,32 +342,34 @@ static int shepherd(const struct service *sv, int conn)
 		send_result(conn, 0, 0, 0);
 		return 0;
 	}
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	signal(SIGCHLD, SIG_DFL);
-	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || pipe2(errp, O_CLOEXEC) < 0 || local_bwrap_shepherd(sv->procfd, &sv->ns, &mark) < 0)
+	if (sfd < 0)
 		return 1;
-	child = fork();
+	child = spawn(sv, &rq, &exec_errno);
 	if (child < 0) {
 		send_result(conn, 0, errno, 0);	/* EAGAIN: at the sandbox's process limit */
 		return 1;
 	}
-	if (child == 0) {
-		close(conn);
-		close(errp[0]);
-		start_child(sv, rq.argv, rq.env, rq.workdir, rq.fds, errp[1]);
-	}
-	close(errp[1]);
 	close(rq.fds[0]);
 	close(rq.fds[1]);
 	close(rq.fds[2]);
-	if (read(errp[0], &exec_errno, sizeof exec_errno) != sizeof exec_errno)
-		exec_errno = 0;
-	close(errp[0]);
-	watch(sv, conn, sfd, child, &mark, exec_errno);
+	watch(sv, conn, sfd, child, mark, exec_errno);
 	return 0;
+}
+
+/* The signals whose disposition is not the default, once: what every command must get back.
+ * Equivalent to resetting all of them in each command: a disposition only changes when this
+ * program sets one, and after service start only the shepherd does (SIGCHLD, kept on the
+ * list); the others it holds now (SIGCHLD and SIGPIPE ignored by init_serve, whatever
+ * sbx-init inherited) are the ones found here. */
+static void find_reset(struct service *sv)
+{
+	sv->nreset = 0;
+	for (int i = 1; i < NSIG; i++) {
+		struct sigaction sa;
+
+		if (i == SIGCHLD || (sigaction(i, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL))
+			sv->reset[sv->nreset++] = i;
+	}
 }
 
 /* Sets the service up: non-dumpable, the commands' namespaces made and their filter built,
@@ -326,6 +380,7 @@ static int service_start(struct service *sv)
 
 	if (local_bwrap_harden() < 0 || getcwd(home, sizeof home) == NULL)
 		return -1;
+	find_reset(sv);
 	sv->home = home;
 	sv->procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sv->procfd < 0 || local_bwrap_cmdns_start(sv->procfd, &sv->ns) < 0 ||
@@ -334,30 +389,102 @@ static int service_start(struct service *sv)
 	return chdir(home);
 }
 
+/* accept4's failures that are about one connection or a passing shortage, not the socket. */
+static int accept_transient(int err)
+{
+	return err == EINTR || err == ECONNABORTED || err == EMFILE || err == ENFILE ||
+	       err == ENOBUFS || err == ENOMEM;
+}
+
+/* The shepherd forked ahead: prepared at once, it takes the next connection itself, tells the
+ * service (one byte on took) and closes the listening socket before it reads a byte of the
+ * request. Its work is the same as a shepherd forked after accept, in the same order for
+ * the command; only the moment differs, which takes a fork, a namespace and a setns off each
+ * command's path. */
+static int ahead(const struct service *sv, int listen_fd, int took)
+{
+	struct local_mark mark;
+	int sfd = shepherd_prepare(sv, &mark), conn;
+	char one = 1;
+
+	do
+		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	while (conn < 0 && (errno == EINTR || errno == ECONNABORTED));
+	if (write(took, &one, 1) < 0) {
+		/* the service is gone: this connection is still served */
+	}
+	close(took);
+	close(listen_fd);
+	if (conn < 0) {
+		if (accept_transient(errno))
+			usleep(10000);	/* the service forks the next one: not in a tight loop */
+		return 1;
+	}
+	return shepherd(sv, conn, sfd, &mark);
+}
+
+/* Forks the shepherd ahead; a pidfd of it (readable when it ends) or -1 (no process slot
+ * left under -pids: the service then forks one per connection, as below, and answers). */
+static int fork_ahead(const struct service *sv, int listen_fd, int took[2])
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid == 0) {
+		close(took[0]);
+		_exit(ahead(sv, listen_fd, took[1]));
+	}
+	if (pid < 0)
+		return -1;
+	if ((fd = pidfd_open(pid, 0)) < 0)
+		kill(pid, SIGKILL);	/* cannot watch it: not kept (it has touched no connection) */
+	return fd;
+}
+
+/* One shepherd forked ahead waits in accept (the common path: see ahead). Only when none could
+ * be forked does the service accept, fork a shepherd for the connection or answer it. */
 int init_serve(int listen_fd)
 {
 	struct service sv;
+	int took[2], idle = -1;
 
 	signal(SIGCHLD, SIG_IGN);	/* shepherds are reaped by the kernel */
 	signal(SIGPIPE, SIG_IGN);
-	if (service_start(&sv) < 0) {
+	if (service_start(&sv) < 0 || pipe2(took, O_CLOEXEC | O_NONBLOCK) < 0) {
 		fprintf(stderr, "sbx-init: cannot make the commands' namespaces: %s\n", strerror(errno));
 		return EXIT_FAIL;
 	}
 	for (;;) {
-		struct pollfd p[2] = {{.fd = listen_fd, .events = POLLIN},
-				      {.fd = sv.ns.init_fd, .events = POLLIN}};
+		struct pollfd p[3] = {{.fd = sv.ns.init_fd, .events = POLLIN},
+				      {.fd = took[0], .events = POLLIN}, {.fd = -1, .events = POLLIN}};
 		int conn;
 		pid_t pid;
 
-		if (poll(p, 2, -1) < 0)
+		if (idle < 0)
+			idle = fork_ahead(&sv, listen_fd, took);
+		/* With one waiting, its end or its connection is what to watch; else the socket. */
+		p[2].fd = idle >= 0 ? idle : listen_fd;
+		if (poll(p, 3, -1) < 0)
 			continue;
-		if (p[1].revents)
+		if (p[0].revents)
 			return EXIT_FAIL;	/* the commands' init died: no command can run any more */
+		if (p[1].revents) {
+			char b[64];
+			while (read(took[0], b, sizeof b) > 0)
+				;
+		}
+		if (idle >= 0) {
+			if (p[1].revents || p[2].revents) {
+				close(idle);
+				idle = -1;
+			}
+			continue;
+		}
+		if (!p[2].revents)
+			continue;
 		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			    errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			if (accept_transient(errno)) {
 				if (errno != EINTR && errno != ECONNABORTED)
 					usleep(10000);
 				continue;
@@ -366,8 +493,14 @@ int init_serve(int listen_fd)
 		}
 		pid = fork();
 		if (pid == 0) {
+			struct local_mark mark;
+			int sfd;
+
 			close(listen_fd);
-			_exit(shepherd(&sv, conn));
+			close(took[0]);
+			close(took[1]);
+			sfd = shepherd_prepare(&sv, &mark);
+			_exit(shepherd(&sv, conn, sfd, &mark));
 		}
 		if (pid < 0)	/* EAGAIN: the sandbox's process limit is reached; say so */
 			send_result(conn, 0, errno, 0);

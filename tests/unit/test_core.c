@@ -8,6 +8,7 @@
 #include "../../lib/name.h"
 #include "../../lib/timeutil.h"
 #include "../../lib/toolcap.h"
+#include "../../lib/toolmsg.h"
 #include "../../lib/utf8.h"
 #include "tap.h"
 
@@ -199,6 +200,31 @@ static void utf8(void)
 	ok(n == 0 && !split, "a suffix longer than the text is all of it");
 }
 
+/* The texts the model gets instead of a tool's result, and how ACP's replay tells them apart. */
+static void toolmsgs(void)
+{
+	char *t;
+
+	t = toolmsg_run_failed("ls", "boom");
+	is_str(t, "Error calling tool \"ls\": failed to run tool: boom", "run failure text");
+	ok(toolmsg_is_harness("ls", t), "a run failure is the harness's");
+	free(t);
+	t = toolmsg_error("x", "tool \"%s\" not found", "x");
+	is_str(t, "Error calling tool \"x\": tool \"x\" not found", "registry error text");
+	free(t);
+	t = toolmsg_denied("rm");
+	is_str(t, "The user denied permission to run tool \"rm\".", "denial text (upstream's)");
+	ok(toolmsg_is_harness("rm", t), "a denial is the harness's");
+	ok(!toolmsg_is_harness("ls", t), "another tool's denial is a tool result");
+	free(t);
+	t = toolmsg_cancelled("rm");
+	is_str(t, "Tool \"rm\" was not run to completion: the user cancelled the turn.",
+	       "cancellation text");
+	ok(toolmsg_is_harness("rm", t), "a cancellation is the harness's");
+	free(t);
+	ok(!toolmsg_is_harness("ls", "total 0\n"), "a tool's own output is not");
+}
+
 static void toolcap(void)
 {
 	char b[32];
@@ -216,6 +242,7 @@ int main(void)
 {
 	utf8();
 	toolcap();
+	toolmsgs();
 	durations();
 	names();
 	flags();

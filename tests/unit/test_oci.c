@@ -1,6 +1,6 @@
 /* test_oci.c — lib/oci: layouts written here with libarchive (layers) and OpenSSL (digests):
  * unpack and cache, whiteouts, refusals, mount points that must not follow links, and the
- * sbx-image protocol of oci_helper_run (lib/oci_image.c) against stand-in helpers. */
+ * sbx-image protocol of oci_image_run (lib/oci_image.c) against stand-in helpers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,23 +261,23 @@ static void test_helper(void)
 	h = fake_helper("good", "[ \"$1 $2 $3 $4\" = \"-homedir /h -- oci:/i\" ] || exit 9\n"
 			"echo '{\"digest\":\"sha256:ab\",\"rootfs\":\"/r\",\"env\":[\"A=1\"],"
 			"\"workdir\":\"/w\",\"user\":\"u\",\"uid\":5,\"gid\":6,\"unpacked\":true}'");
-	img = oci_helper_run(h, "oci:/i", "/h", &e);
+	img = oci_image_run(h, "oci:/i", "/h", &e);
 	ok(img && strcmp(img->rootfs, "/r") == 0 && strcmp(img->env[0], "A=1") == 0 &&
 	   img->uid == 5 && img->gid == 6 && img->unpacked, "the helper's document is read");
 	oci_image_free(img);
 	free(h);
 	h = fake_helper("notfound", "echo 'sbx-image: image oci:/i: gone' >&2; exit 101");
-	img = oci_helper_run(h, "oci:/i", "/h", &e);
+	img = oci_image_run(h, "oci:/i", "/h", &e);
 	ok(img == NULL && e.code == SBX_ENOTFOUND, "exit 101 is not found");
 	is_str(e.msg, "image oci:/i: gone", "its message without the program name");
 	free(h);
 	h = fake_helper("garbage", "echo '{\"rootfs\":\"relative\"'");
-	img = oci_helper_run(h, "oci:/i", "/h", &e);
+	img = oci_image_run(h, "oci:/i", "/h", &e);
 	ok(img == NULL && e.code == SBX_EIO && strstr(e.msg, "unexpected document"),
 	   "a bad document is an error");
 	free(h);
 	h = fake_helper("silent", "kill -9 $$");
-	img = oci_helper_run(h, "oci:/i", "/h", &e);
+	img = oci_image_run(h, "oci:/i", "/h", &e);
 	ok(img == NULL && e.code == SBX_EIO, "a killed helper is an error: %s", e.msg);
 	free(h);
 }
