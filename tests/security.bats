@@ -59,7 +59,9 @@ teardown() { teardown_sbx_env; }
 	pid=$!
 	seen=0 scans=0
 	while kill -0 "$pid" 2>/dev/null && [ "$scans" -lt 400 ]; do
-		if grep -qa sk-argv-canary /proc/[0-9]*/cmdline 2>/dev/null; then seen=1; fi
+		# (the pattern does not match itself: a pid of the list, gone and reused by this very
+		# grep on a busy machine, would show the grep's own command line)
+		if grep -qa 'sk-argv-canar[y]' /proc/[0-9]*/cmdline 2>/dev/null; then seen=1; fi
 		scans=$((scans + 1))
 		sleep 0.01	# (not a wait): it samples every command line while the turn runs
 	done
