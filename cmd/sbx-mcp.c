@@ -18,6 +18,7 @@
 #include "../lib/name.h"
 #include "../lib/net.h"
 #include "../lib/paths.h"
+#include "../lib/randhex.h"
 #include "../lib/specflags.h"
 #include "../lib/xalloc.h"
 #include "cli.h"
@@ -103,7 +104,7 @@ static char *http_token(const char *file, int lfd)
 	}
 	net_local_addr(lfd, addr, sizeof addr);
 	port = strrchr(addr, ':');
-	if ((root = paths_state_root(&e)) == NULL || mcphttp_token_new(tok, &e) < 0)
+	if ((root = paths_state_root(&e)) == NULL || randhex(tok, MCPHTTP_TOKEN_LEN / 2, &e) < 0)
 		cli_die_err("cannot make an auth token", &e);
 	path = xasprintf("%s/sbx-mcp/token-%s", root, port ? port + 1 : "0");
 	if (paths_token_write(path, tok, &e) < 0)

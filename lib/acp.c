@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 
 #include "acp_int.h"
 #include "gojson.h"
 #include "jsonfield.h"
 #include "llm.h"
 #include "logfn.h"
+#include "randhex.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
@@ -42,15 +42,8 @@ const char *acp_tool_kind(const char *name)
 
 int acp_new_session_id(char out[ACP_SESSION_ID_LEN + 1], struct sbx_err *e)
 {
-	unsigned char rnd[(ACP_SESSION_ID_LEN - 3) / 2];
-	size_t i;
-
-	if (RAND_bytes(rnd, sizeof rnd) != 1)
-		return err_set(e, SBX_EIO, "failed to generate session id");
 	memcpy(out, "acp", 3);
-	for (i = 0; i < sizeof rnd; i++)
-		snprintf(out + 3 + 2 * i, 3, "%02x", rnd[i]);
-	return 0;
+	return randhex(out + 3, (ACP_SESSION_ID_LEN - 3) / 2, e);
 }
 
 struct json_object *acp_text_block(const char *text, size_t len)

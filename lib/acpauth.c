@@ -14,6 +14,7 @@
 
 #include "acpauth.h"
 #include "paths.h"
+#include "randhex.h"
 #include "xalloc.h"
 
 /* ---- token files ---- */
@@ -218,18 +219,12 @@ const char *acp_auth_check(const struct acp_auth *a, const char *token)
 
 char *acp_token_generate(struct sbx_err *e)
 {
-	unsigned char rnd[ACP_TOKEN_RANDOM_BYTES];
-	char *out = xcalloc(1, 2 * sizeof rnd + 1);
-	size_t i;
+	char *out = xmalloc(2 * ACP_TOKEN_RANDOM_BYTES + 1);
 
-	if (RAND_bytes(rnd, sizeof rnd) != 1) {
+	if (randhex(out, ACP_TOKEN_RANDOM_BYTES, e) < 0) {
 		free(out);
-		err_set(e, SBX_EIO, "failed to generate a token");
 		return NULL;
 	}
-	for (i = 0; i < sizeof rnd; i++)
-		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-	OPENSSL_cleanse(rnd, sizeof rnd);
 	return out;
 }
 

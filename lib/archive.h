@@ -42,7 +42,10 @@ enum archive_links {
 };
 
 void archive_stats_free(struct archive_stats *st);
-/* Frees n names and their array (the link_names a caller took out of archive_stats). */
+/* Hands st's link_names (and their count) to the caller, who frees them with
+ * archive_names_free; st keeps none. */
+void archive_stats_take_names(struct archive_stats *st, char ***names, size_t *n);
+/* Frees n names and their array. */
 void archive_names_free(char **names, size_t n);
 
 /* What a copy (sbx-cp) moves: the entry top and what is below it, created under the name as.

@@ -216,6 +216,14 @@ static void note_link_out(struct archive_stats *st, const char *name)
 	st->link_names[st->nlink_names++] = xstrdup(name);
 }
 
+void archive_stats_take_names(struct archive_stats *st, char ***names, size_t *n)
+{
+	*names = st->link_names;
+	*n = st->nlink_names;
+	st->link_names = NULL;
+	st->nlink_names = 0;
+}
+
 void archive_names_free(char **names, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

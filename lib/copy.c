@@ -401,10 +401,7 @@ int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *sr
 		ends_with_slash(dst) ? "" : "/", as) : xstrdup(dst);
 	r->files = st.files;
 	r->bytes = st.bytes;
-	r->links_out = st.link_names;
-	r->nlinks_out = st.nlink_names;
-	st.link_names = NULL;
-	st.nlink_names = 0;
+	archive_stats_take_names(&st, &r->links_out, &r->nlinks_out);
 	rc = 0;
 out:
 	if (sj.spool >= 0)
@@ -452,10 +449,7 @@ int copy_stream_out(struct sbx_backend *b, const char *sandbox, const char *src,
 	r->to = xstrdup("-");
 	r->files = fj.st.files;
 	r->bytes = fj.st.bytes;
-	r->links_out = fj.st.link_names;
-	r->nlinks_out = fj.st.nlink_names;
-	fj.st.link_names = NULL;
-	fj.st.nlink_names = 0;
+	archive_stats_take_names(&fj.st, &r->links_out, &r->nlinks_out);
 	rc = 0;
 out:
 	archive_stats_free(&fj.st);

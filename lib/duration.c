@@ -66,8 +66,7 @@ int duration_parse(const char *s, int64_t *ns)
 	return 0;
 }
 
-/* Writes v / 10^prec with trailing zeros of the fraction dropped, as Go's fmtFrac+fmtInt.
- * prec is 3, 6 or 9 (ms, µs, s from ns); never more than 9, which frac holds. */
+/* Writes v / 10^prec with trailing zeros of the fraction dropped, as Go's fmtFrac+fmtInt. */
 static int put_frac(char *out, size_t len, uint64_t v, int prec)
 {
 	uint64_t p = 1;

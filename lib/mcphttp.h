@@ -77,8 +77,7 @@ bool mcphttp_origin_ok(const char *origin);
  * type/ *; an absent header takes everything. */
 bool mcphttp_accepts(const char *accept, const char *type);
 
-/* A new random token (MCPHTTP_TOKEN_LEN hex digits and a NUL). */
-int mcphttp_token_new(char out[MCPHTTP_TOKEN_LEN + 1], struct sbx_err *e);
+/* A new token: randhex(out, MCPHTTP_TOKEN_LEN / 2) (lib/randhex.h). */
 /* Written to its file with paths_token_write (lib/paths.h). */
 
 /* Serves on the listening socket lfd (taken) until stop_fd becomes readable; then ends every

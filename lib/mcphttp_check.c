@@ -10,7 +10,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <openssl/rand.h>
 
 #include "acp.h"
 #include "paths.h"
@@ -122,17 +121,4 @@ void mcphttp_decide(const struct mcphttp_req *r, struct mcphttp_decision *d)
 		return refuse(d, 400, mcp_version_find(r->protocol_version)
 			      ? "bad request: MCP-Protocol-Version differs from the session's"
 			      : "bad request: unsupported MCP-Protocol-Version");
-}
-
-/* ---- tokens ---------------------------------------------------------------------------------- */
-
-int mcphttp_token_new(char out[MCPHTTP_TOKEN_LEN + 1], struct sbx_err *e)
-{
-	unsigned char rnd[MCPHTTP_TOKEN_LEN / 2];
-
-	if (RAND_bytes(rnd, sizeof rnd) != 1)
-		return err_set(e, SBX_EIO, "no random bytes for a token");
-	for (size_t i = 0; i < sizeof rnd; i++)
-		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-	return 0;
 }

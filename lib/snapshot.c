@@ -493,10 +493,7 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	used = NULL;
 	r->files = st.files;
 	r->bytes = st.bytes;
-	r->links_out = st.link_names;
-	r->nlinks_out = st.nlink_names;
-	st.link_names = NULL;
-	st.nlink_names = 0;
+	archive_stats_take_names(&st, &r->links_out, &r->nlinks_out);
 	rc = 0;
 out:
 	free(t.mark);

@@ -661,23 +661,23 @@ PY
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	start_server
-	steps '[{"new":{"cwd":"/work/proj"}},{"mode":"auto-read"},{"prompt":"go"},{"prompt":"again"},
-		{"connect":{}},{"load":{"cwd":"/work/proj"}}]' --
+	steps '[{"new":{"cwd":"/srv/proj"}},{"mode":"auto-read"},{"prompt":"go"},{"prompt":"again"},
+		{"connect":{}},{"load":{"cwd":"/srv/proj"}}]' --
 	assert_status 0
 	calls='[.steps[2].updates[] | select(.sessionUpdate == "tool_call")]'
 	upd "$calls"' | map(.toolCallId) == ["call_2_0","call_4_0","call_6_0"]'
 	upd "$calls"' | map(.title) == ["List .","Write notes.txt","Run `pwd; cat notes.txt; exit 3`"]'
 	upd "$calls"' | map(.kind) == ["search","edit","execute"]'
-	upd "$calls"' | map(.locations) == [[{"path":"/work/proj"}],[{"path":"/work/proj/notes.txt"}],null]'
+	upd "$calls"' | map(.locations) == [[{"path":"/srv/proj"}],[{"path":"/srv/proj/notes.txt"}],null]'
 	# auto-read: the listing ran without asking, the write and the command were asked
 	upd '[.steps[2].permissions[].toolCallId] == ["call_4_0","call_6_0"]'
 	upd '.steps[1].updates == [{"sessionUpdate":"current_mode_update","currentModeId":"auto-read"},{"sessionUpdate":"config_option_update","configOptions":.steps[1].updates[1].configOptions}]'
 	final='[.steps[2].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
 	upd "$final"' | map(.status) == ["completed","completed","failed"]'
-	upd "$final"' | .[1].content[0] == {"type":"diff","path":"/work/proj/notes.txt","newText":"a\nb\n"}'
+	upd "$final"' | .[1].content[0] == {"type":"diff","path":"/srv/proj/notes.txt","newText":"a\nb\n"}'
 	# the tools ran in the sandbox directory the cwd maps to, made for them
 	upd "$final"' | .[2].rawOutput == {"stdout":"/home/clawtainer/proj\na\nb\n","stderr":"","exit_code":3}'
-	upd '[.steps[3].updates[] | select(.sessionUpdate == "tool_call")] | map([.toolCallId, .title, .locations[0].path]) == [["call_10_0","Read notes.txt","/work/proj/notes.txt"]]'
+	upd '[.steps[3].updates[] | select(.sessionUpdate == "tool_call")] | map([.toolCallId, .title, .locations[0].path]) == [["call_10_0","Read notes.txt","/srv/proj/notes.txt"]]'
 	# session/load: every call again, whole, with its final status and content, in order
 	upd '[.steps[5].updates[] | select(.sessionUpdate == "tool_call") | [.toolCallId, .title, .status]] == [["call_2_0","List .","completed"],["call_4_0","Write notes.txt","completed"],["call_6_0","Run `pwd; cat notes.txt; exit 3`","failed"],["call_10_0","Read notes.txt","completed"]]'
 	upd '[.steps[5].updates[] | select(.toolCallId == "call_4_0")][0].content[0].type == "diff"'
@@ -712,17 +712,17 @@ PY
 	{ stub_text one; stub_text two; } >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	start_server
-	steps '[{"connect":{"fs":{"readTextFile":true}}},{"files":{"/work/proj/a.txt":"file A\n"}},{"new":{"cwd":"/work/proj"}},
+	steps '[{"connect":{"fs":{"readTextFile":true}}},{"files":{"/srv/proj/a.txt":"file A\n"}},{"new":{"cwd":"/srv/proj"}},
 		{"prompt":[{"type":"text","text":"alpha"},{"type":"text","text":"beta"},
-			{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"},
-			{"type":"resource_link","uri":"file:///work/proj/gone%20.txt","name":"gone .txt"},
+			{"type":"resource_link","uri":"file:///srv/proj/a.txt","name":"a.txt"},
+			{"type":"resource_link","uri":"file:///srv/proj/gone%20.txt","name":"gone .txt"},
 			{"type":"resource_link","uri":"https://example.com/spec","name":"spec","description":"the spec"},
 			{"type":"resource","resource":{"uri":"mem://x","text":"embedded","mimeType":"text/plain"}}]},
 		{"prompt":[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"}]},
 		{"prompt":[{"type":"audio","data":"AAAA","mimeType":"audio/wav"}]},
-		{"connect":{}},{"load":{"cwd":"/work/proj"}},{"prompt":[{"type":"resource_link","uri":"file:///work/proj/a.txt","name":"a.txt"}]}]'
+		{"connect":{}},{"load":{"cwd":"/srv/proj"}},{"prompt":[{"type":"resource_link","uri":"file:///srv/proj/a.txt","name":"a.txt"}]}]'
 	assert_status 0
-	upd '.reads == [{"sessionId":.sid,"path":"/work/proj/a.txt"},{"sessionId":.sid,"path":"/work/proj/gone .txt"}]'
+	upd '.reads == [{"sessionId":.sid,"path":"/srv/proj/a.txt"},{"sessionId":.sid,"path":"/srv/proj/gone .txt"}]'
 	upd '.steps[0].result.agentCapabilities.promptCapabilities == {"image":false,"audio":false,"embeddedContext":true}'
 	upd '.steps[4].error.code == -32602 and (.steps[4].error.message | test("does not take images"))'
 	upd '.steps[5].error.code == -32602 and .steps[5].error.message == "audio prompts are not accepted"'
@@ -731,11 +731,11 @@ PY
 
 beta
 
-<resource uri="file:///work/proj/a.txt" name="a.txt">
+<resource uri="file:///srv/proj/a.txt" name="a.txt">
 file A
 </resource>
 
-[Resource: gone .txt <file:///work/proj/gone%20.txt> (could not be read: Resource not found: /work/proj/gone .txt)]
+[Resource: gone .txt <file:///srv/proj/gone%20.txt> (could not be read: Resource not found: /srv/proj/gone .txt)]
 
 [Resource: spec <https://example.com/spec>: the spec]
 
@@ -744,7 +744,7 @@ embedded
 </resource>' ]
 	# a client without fs/read_text_file: the link is named, not read
 	run jq -s -r '.[1].body.messages[-1].content' "$STUB_DIR/requests.jsonl"
-	[ "$output" = '[Resource: a.txt <file:///work/proj/a.txt>]' ]
+	[ "$output" = '[Resource: a.txt <file:///srv/proj/a.txt>]' ]
 }
 
 @test "images go to a model that takes them as image_url parts, and come back in the replay" {
@@ -808,7 +808,7 @@ embedded
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	start_server
 	jq -n --rawfile py "$SBX_TOP/tests/acp/mcp-echo.py" '[
-		{"new":{"cwd":"/work/proj","mcpServers":[
+		{"new":{"cwd":"/srv/proj","mcpServers":[
 			{"name":"echo","command":"/usr/bin/python3","args":["-c",$py],"env":[{"name":"ECHO_FOO","value":"bar"}]},
 			{"name":"broken","command":"/nonexistent/mcp-server","args":[],"env":[]}]}},
 		{"prompt":"use the tools"},
@@ -842,7 +842,7 @@ embedded
 	stub_text "model saw it" >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	start_server -models other-model
-	steps '[{"new":{"cwd":"/work/proj"}},{"commands":1},
+	steps '[{"new":{"cwd":"/srv/proj"}},{"commands":1},
 		{"prompt":"/mode"},{"prompt":"  /mode never-ask "},{"prompt":"/mode bogus"},
 		{"prompt":"/model other-model"},{"prompt":"/sandbox"},{"prompt":"/sandbox now"},
 		{"prompt":"/nosuch thing"},
@@ -862,7 +862,7 @@ embedded
 	upd '.steps[4].updates[0].content.text | startswith("mode bogus: unknown mode (available: ask, auto-read, never-ask)\nMode: never-ask")'
 	upd '[.steps[5].updates[].sessionUpdate] == ["config_option_update","agent_message_chunk"] and .steps[5].updates[1].content.text == "Model: other-model.\n"'
 	upd '.steps[5].updates[0].configOptions[1].currentValue == "other-model"'
-	upd '.sid as $s | .steps[6].updates[0].content.text == "Sandbox: \($s), local backend; not made yet: the first approved tool call makes it.\nTools run in /home/clawtainer/proj there; paths shown to you are under /work/proj.\n"'
+	upd '.sid as $s | .steps[6].updates[0].content.text == "Sandbox: \($s), local backend; not made yet: the first approved tool call makes it.\nTools run in /home/clawtainer/proj there; paths shown to you are under /srv/proj.\n"'
 	upd '.steps[7].updates[0].content.text == "/sandbox takes no input.\n"'
 	# an unknown command is the model's, with the model the command chose
 	upd '.steps[8].result.stopReason == "end_turn" and ([.steps[8].updates[] | select(.sessionUpdate == "agent_message_chunk") | .content.text] == ["model saw it"])'
@@ -922,7 +922,7 @@ embedded
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	start_server -toolset geminicli
-	steps '[{"new":{"cwd":"/work/proj"}},{"prompt":"plan it"},{"connect":{}},{"load":{}}]'
+	steps '[{"new":{"cwd":"/srv/proj"}},{"prompt":"plan it"},{"connect":{}},{"load":{}}]'
 	assert_status 0
 	upd '(.steps[1].permissions | length) == 0 and .steps[1].result.stopReason == "end_turn"'
 	upd '[.steps[1].updates[] | select(.sessionUpdate == "tool_call") | [.title, .kind]] == [["Plan 4 steps","think"],["Plan 2 steps","think"],["Clear the plan","think"]]'
