@@ -64,3 +64,14 @@ usage_case() {
 	[ -z "$(sbx-list)" ]
 	[ ! -e "$HOME/.local/sandboxed-tools" ]
 }
+
+@test "every program with a manual page has a case in tests/usage-errors.txt, its -h at least" {
+	local m p missing=
+	for m in "$SBX_TOP"/man/man1/*.1; do
+		p=$(basename "$m" .1)
+		# (the in-sandbox helper speaks gemini-cli's conventions: geminicli-toolbox.bats)
+		[ "$p" = geminicli-toolbox ] && continue
+		grep -qx "\$ $p -h" "$SBX_TOP/tests/usage-errors.txt" || missing="$missing $p"
+	done
+	[ -z "$missing" ] || { echo "no \"\$ PROGRAM -h\" case for:$missing" >&2; false; }
+}
