@@ -125,7 +125,13 @@ class PodBackend:
     deleting the pod kills what it left running."""
 
     mode = "pod"
-    SCRIPT = ('set -e; r=$1; wd=$2; u=$3; g=$4; gs=$5; shift 5\n'
+    # The tool directories (the tree's bin/) are bound under a tmpfs on /mnt first, so a
+    # volume mounted over their host path (a clone under /tmp, the pod's /tmp emptyDir) does
+    # not hide them; PATH names them there.
+    SCRIPT = ('set -e; r=$1; wd=$2; u=$3; g=$4; gs=$5; shift 5; i=0\n'
+              'while [ "$1" != -- ]; do [ $i = 0 ] && mount -t tmpfs -o mode=755 kts /mnt\n'
+              '  mkdir /mnt/kts-tools$i; mount --bind "$1" /mnt/kts-tools$i; i=$((i + 1)); shift\n'
+              'done; shift\n'
               'while [ "$1" != -- ]; do src=$1 dst=$2; shift 2\n'
               '  if [ ! -d "$dst" ]; then p=$(dirname "$dst"); [ -d "$p" ] || exit 125;\n'
               '    mount -t tmpfs -o mode=755 kts "$p"; mkdir -p "$dst"; fi\n'
@@ -170,7 +176,8 @@ class PodBackend:
             os.chmod(src, 0o2777 if fs_group is not None else 0o777)
             mounts += [src, m["mountPath"]]
         env = {"PATH": ":".join(["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin",
-                                 "/sbin", "/bin"] + self.tool_dirs),
+                                 "/sbin", "/bin"] +
+                                [f"/mnt/kts-tools{i}" for i in range(len(self.tool_dirs))]),
                "HOSTNAME": name, "KTS_POD": d}
         for e in c.get("env") or []:
             if "value" in e:
@@ -205,6 +212,6 @@ class PodBackend:
             return ["false"], {}, None
         argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", self.SCRIPT,
                 "sh", self.root, workdir or p["workdir"], str(p["uid"]), str(p["gid"]),
-                ",".join(str(g) for g in p["groups"]) or str(p["gid"])] + p["mounts"] + \
-            ["--"] + list(command)
+                ",".join(str(g) for g in p["groups"]) or str(p["gid"])] + self.tool_dirs + \
+            ["--"] + p["mounts"] + ["--"] + list(command)
         return argv, dict(p["env"]), None
