@@ -736,8 +736,10 @@ bare_checkout() {
 @test "a checkout without its programs: Ready=False PodFailed with the reason, sbx-create fails at once" {
 	bare_checkout
 	kc="$BATS_TEST_TMPDIR/kts.yaml"
-	(cd "$BATS_TEST_TMPDIR/co" && env -u SBX_BIN PATH=/usr/bin:/bin scripts/kube-test-server -kubeconfig "$kc" \
-		>"$BATS_TEST_TMPDIR/kts.out" 2>"$BATS_TEST_TMPDIR/kts.err" 3>&- &
+	# The server alone in the background (not a list): $! is its pid, so teardown stops it.
+	(cd "$BATS_TEST_TMPDIR/co" || exit 1
+		env -u SBX_BIN PATH=/usr/bin:/bin scripts/kube-test-server -kubeconfig "$kc" \
+			>"$BATS_TEST_TMPDIR/kts.out" 2>"$BATS_TEST_TMPDIR/kts.err" 3>&- &
 		echo $! >"$BATS_TEST_TMPDIR/kts.pid")
 	KTS_PID=$(cat "$BATS_TEST_TMPDIR/kts.pid")
 	wait_until test -s "$kc"
