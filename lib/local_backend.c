@@ -256,21 +256,26 @@ static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
 			   struct sbx_limits *in_force, struct sbx_err *e)
 {
 	unsigned char rnd[4];
-	char leaf[128], *root, *cache;
+	char leaf[128], why[256], *root, *cache;
 	struct reslimit_ctx c = {.dir = p->dir, .leaf = leaf};
 	int rc;
 
 	if (!spec->limits.enforced)
 		return 0;
-	/* The default cap is dropped quietly for a user (README says so); one asked for is not. */
-	if (!ids->drop && spec->limits.disk_asked)
-		return err_set(e, SBX_EUNAVAIL,
-			       "cannot cap the home at -disk as a user: the cap is a loop-mounted "
-			       "image, which needs root; run as root, or leave -disk and SANDBOX_DISK "
-			       "out (a user's home has no cap)");
 	c.uid = ids->uid;
 	c.gid = ids->gid;
-	c.can_mount = ids->drop;
+	c.can_cap = true;
+	c.disk_kind = ids->drop ? HOMEDISK_LOOP : HOMEDISK_FUSE;
+	/* A user's home is capped by fuse2fs where it can be; where not, the default cap is
+	 * dropped quietly (the handle shows disk 0; README says so), one asked for is not. */
+	if (!ids->drop && spec->limits.disk > 0 && homedisk_fuse_usable(why, sizeof why) < 0) {
+		if (spec->limits.disk_asked)
+			return err_set(e, SBX_EUNAVAIL,
+				       "cannot cap the home at -disk as a user: a user's cap is a "
+				       "fuse2fs mount, and %s; or leave -disk and SANDBOX_DISK out "
+				       "(the home then has no cap)", why);
+		c.can_cap = false;
+	}
 	/* A random part: two state directories (two users, two test runs) may hold sandboxes
 	 * of the same namespace and name under one parent cgroup. */
 	if (getentropy(rnd, sizeof rnd) < 0)
@@ -623,6 +628,8 @@ static char *l_home_path(struct sbx_backend *b, const char *name, struct sbx_err
 		return NULL;
 	if (!dir_exists(p.dir) || !is_alive(p.dir))
 		not_found(name, e);
+	else if (homedisk_check(p.dir, e) < 0)
+		err_prefix(e, "the home of sandbox %s is lost", name);
 	else
 		home = xasprintf("%s/home", p.dir);
 	paths_free(&p);

@@ -94,14 +94,15 @@ int reslimit_setup(const struct reslimit_ctx *c, const struct sbx_limits *want,
 	if (save_set(c->dir, &s, e) < 0)
 		goto fail;
 	*in_force = *want;
-	in_force->disk = c->can_mount ? disk_cap(c->dir, want->disk) : 0;
+	in_force->disk = c->can_cap ? disk_cap(c->dir, want->disk) : 0;
 	if (in_force->disk < 0) {
 		err_set(e, SBX_EIO, "cannot cap the home: the file system of %s has less than %s free",
 			c->dir, reslimit_size_text(DISK_MIN_FREE, text, sizeof text));
 		goto fail;
 	}
 	if (in_force->disk > 0 &&
-	    homedisk_create(c->dir, c->cache_dir, in_force->disk, c->uid, c->gid, e) < 0) {
+	    homedisk_create(c->dir, c->cache_dir, in_force->disk, c->uid, c->gid, c->disk_kind,
+			    e) < 0) {
 		err_prefix(e, "cannot cap the home at %s",
 			   reslimit_size_text(in_force->disk, text, sizeof text));
 		goto fail;

@@ -1,6 +1,6 @@
 /* reslimit.h — a local sandbox's resource limits put in force and taken away again: its
- * cgroup (lib/cgroup: memory with swap, pids, CPU), its home's disk cap (lib/homedisk, root
- * only) and the sizes of its tmpfs mounts. State in the sandbox directory DIR: DIR/cgroups
+ * cgroup (lib/cgroup: memory with swap, pids, CPU), its home's disk cap (lib/homedisk: a
+ * loop mount as root, fuse2fs as a user) and the sizes of its tmpfs mounts. State in the sandbox directory DIR: DIR/cgroups
  * (the cgroup set as text), DIR/memory.oom (a symlink to the cgroup's OOM counter file) and
  * DIR/home.img. The local backend calls reslimit_setup and reslimit_release; the supervisor
  * (sbx-init, which links this statically: libc only) reslimit_join and reslimit_release.
@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "err.h"
+#include "homedisk.h"
 
 /* How long taking a sandbox down waits for its processes to leave its cgroup. */
 #define RESLIMIT_RELEASE_WAIT_MS 2000
@@ -36,11 +37,12 @@ struct reslimit_ctx {
 	const char *cache_dir;		/* where disk image templates are kept */
 	uid_t uid;			/* owner of the home (host ids) */
 	gid_t gid;
-	bool can_mount;			/* root: the disk cap can be a mounted image */
+	bool can_cap;			/* the home can be capped: a mounted image */
+	enum homedisk_kind disk_kind;	/* how the image is mounted (root: loop; a user: FUSE) */
 };
 
 /* Puts want in force for the sandbox of c; *in_force says what is (disk 0 when the home
- * cannot be capped: not root). Fails, saying why and how to fix it, when want is enforced
+ * cannot be capped: !can_cap). Fails, saying why and how to fix it, when want is enforced
  * and no cgroup can be had; on failure nothing is left behind. */
 int reslimit_setup(const struct reslimit_ctx *c, const struct sbx_limits *want,
 		   struct sbx_limits *in_force, struct sbx_err *e);

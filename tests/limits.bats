@@ -6,7 +6,10 @@
 load helpers
 
 setup() { setup_sbx_env; }
-teardown() { teardown_sbx_env; }
+teardown() {
+	user_cleanup
+	teardown_sbx_env
+}
 
 # (bad limit values and variables, -h: tests/usage-errors.txt)
 
@@ -46,6 +49,77 @@ absent() {
 }
 # unmounted PATH: nothing is mounted there in this mount namespace.
 unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
+
+# ---- as another user (65534), in tests run as root ----
+# user_home: $d, a directory of the user's, its HOME; its state in $d/state.
+user_home() {
+	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+}
+# user_cgroups: $dm and $dp, v1 memory and pids cgroups below this test's own, delegated to
+# the user as an administrator does it (chowned to it).
+user_cgroups() {
+	hier() { awk -v c="$1" '/ - cgroup / { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo; }
+	mine() { sed -n "s/^[0-9]*:$1:\\(.*\\)/\\1/p" /proc/self/cgroup; }
+	[ -n "$(hier memory)" ] && [ -n "$(hier pids)" ] || skip "no cgroup v1 memory and pids hierarchies here"
+	local tag=limits-test-$$-$RANDOM
+	dm="$(hier memory)$(mine memory | sed 's#^/$##')/$tag"
+	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
+	mkdir "$dm" "$dp"
+	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
+}
+# user_fuse MODE [fuse2fs]: $uns/mnt, a mount namespace of this test's where /dev/fuse has
+# MODE: 0666 is what udev makes it on distributions (these build machines have 0600); with
+# "fuse2fs", fuse2fs is missing there too. The user's commands run in it (as_user).
+user_fuse() {
+	uns=$(mktemp -d /tmp/sbx-limits-ns.XXXXXX)
+	mount -t tmpfs -o size=64k,mode=700 sbx-test-ns "$uns"
+	mount --make-private "$uns"
+	touch "$uns/mnt"
+	unshare --mount="$uns/mnt" --propagation private sh -c '
+		dev=$(mktemp -d /tmp/sbx-limits-dev.XXXXXX)
+		mount -t tmpfs -o size=64k,mode=755 sbx-test-dev "$dev" &&
+			mknod -m "$1" "$dev/fuse" c 10 229 && mount --bind "$dev/fuse" /dev/fuse &&
+			umount -l "$dev" && rmdir "$dev" || exit 1
+		if [ "$2" = fuse2fs ]; then
+			for f in /usr/bin/fuse2fs /usr/sbin/fuse2fs /sbin/fuse2fs /bin/fuse2fs; do
+				[ ! -e "$f" ] || mount --bind /dev/null "$f" || exit 1
+			done
+		fi' _ "$1" "${2-}"
+}
+# user_setup [MODE [fuse2fs]]: the test skipped unless root; user_home, user_cgroups, and with
+# MODE, user_fuse MODE [fuse2fs].
+user_setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	user_home
+	user_cgroups
+	[ $# -eq 0 ] || user_fuse "$@"
+}
+# as_user CMD…: CMD as the user, in its cgroups and mount namespace when they were made.
+as_user() {
+	local pre=()
+	[ -z "${uns-}" ] || pre=(nsenter --mount="$uns/mnt")
+	"${pre[@]}" sh -c 'for c in "$1" "$2"; do [ -z "$c" ] || echo $$ >"$c/cgroup.procs" || exit 1; done
+		shift 2; exec "$@"' _ "${dm-}" "${dp-}" \
+		setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
+}
+# user_mounted PATH: something is mounted on PATH in the user's mount namespace.
+user_mounted() { nsenter --mount="$uns/mnt" grep -qF " $1 " /proc/self/mountinfo; }
+# fuse2fs_for PATH: the pids of the user's fuse2fs processes serving PATH.
+fuse2fs_for() { pgrep -u 65534 -f "^[^ ]*fuse2fs [^ ]* $1( |\$)"; }
+# user_cleanup: the user's sandboxes deleted, its namespace, cgroups and directory removed.
+user_cleanup() {
+	local n
+	[ -n "${d-}" ] || return 0
+	for n in $(as_user sbx-list 2>/dev/null | jq -r .name); do as_user sbx-delete "$n" >/dev/null 2>&1; done
+	pkill -u 65534 -f "^[^ ]*fuse2fs $d/" || true
+	if [ -n "${uns-}" ]; then
+		umount "$uns/mnt" && umount "$uns" && rmdir "$uns"
+	fi
+	for c in ${dm-} ${dp-}; do wait_until rmdir "$c"; done
+	rm -rf "$d"
+}
 
 @test "limits are on by default: the handle shows them, the sandbox runs in its cgroup, delete removes it all" {
 	run sbx-create demo
@@ -307,10 +381,7 @@ while True:
 
 @test "a user without a cgroup of its own: sbx-create says why; -limits none works" {
 	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
-	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
-	chmod 755 "$d"
-	chown 65534:65534 "$d"
-	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+	user_home
 	run as_user sbx-create demo
 	assert_status 111
 	assert_contains "limits need a cgroup"
@@ -319,66 +390,139 @@ while True:
 	assert_status 0
 	assert_json '.limits.enforced == false'
 	run as_user sbx-delete demo
-	rm -rf "$d"
 	assert_status 0
 }
 
-@test "a user asking for a disk cap is told it cannot be had, and nothing is made" {
-	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
-	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
-	chmod 755 "$d"
-	chown 65534:65534 "$d"
-	as_user() { setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"; }
+@test "a user who cannot mount fuse2fs: a cap asked for is refused, saying what is missing; the default is dropped" {
+	user_setup 0600
 	run as_user sbx-create -disk 64M demo
-	st1=$status out1=$output
-	run as_user env SANDBOX_DISK=1G sbx-create demo
-	st2=$status out2=$output
-	run as_user sbx-list
-	list=$output
-	rm -rf "$d"
-	output=$out1 status=$st1
 	assert_status 111
-	assert_contains "cannot cap the home at -disk as a user"
-	output=$out2 status=$st2
+	assert_contains "cannot cap the home at -disk as a user: a user's cap is a fuse2fs mount, and /dev/fuse is not open to this user (Permission denied): distributions' udev makes it mode 0666"
+	run as_user env SANDBOX_DISK=1G sbx-create demo
 	assert_status 111
 	assert_contains "leave -disk and SANDBOX_DISK out"
-	[[ $list != *demo* ]]
+	run as_user sbx-list
+	[[ $output != *demo* ]]
+	# the default cap is dropped, and the handle says so
+	run as_user sbx-create demo
+	assert_status 0
+	assert_json '.limits.enforced == true and .limits.disk == 0'
+	as_user sbx-delete demo >/dev/null
+	user_cleanup
+	user_setup 0666 fuse2fs
+	run as_user sbx-create -disk 64M demo
+	assert_status 111
+	assert_contains "a user's cap is a fuse2fs mount, and fuse2fs is not installed (Debian package fuse2fs)"
 }
 
-@test "a user in a delegated cgroup v1 subtree gets its limits there (no disk cap as a user)" {
-	[ "$(id -u)" = 0 ] || skip "needs root to delegate a cgroup"
-	# v1 delegation as an administrator does it: a cgroup chowned to the user, in the
-	# memory and pids hierarchies, below this test's own cgroups.
-	hier() { awk -v c="$1" '/ - cgroup / { n = split($NF, o, ","); for (i = 1; i <= n; i++) if (o[i] == c) print $5 }' /proc/self/mountinfo; }
-	mine() { sed -n "s/^[0-9]*:$1:\\(.*\\)/\\1/p" /proc/self/cgroup; }
-	[ -n "$(hier memory)" ] && [ -n "$(hier pids)" ] || skip "no cgroup v1 memory and pids hierarchies here"
-	tag=limits-test-$$-$RANDOM
-	dm="$(hier memory)$(mine memory | sed 's#^/$##')/$tag"
-	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
-	mkdir "$dm" "$dp"
-	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
-	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
-	chmod 755 "$d"
-	chown 65534:65534 "$d"
-	as_user() {
-		sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"' _ "$dm" "$dp" \
-			setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
-	}
+@test "a user in a delegated cgroup v1 subtree gets its limits there" {
+	user_setup
 	run as_user sbx-create -memory 64M -pids 32 demo
-	status_create=$status
-	out_create=$output
-	run as_user sbx-exec -raw demo -- sh -c 'id -u; python3 -c "b = bytearray(b\"x\") * (256 << 20)"'
-	status_exec=$status
-	out_exec=$output
-	as_user sbx-delete demo >/dev/null || true
-	for c in "$dm" "$dp"; do wait_until rmdir "$c"; done
-	rm -rf "$d"
-	output=$out_create status=$status_create
 	assert_status 0
-	assert_json '.limits.enforced == true and .limits.cgroup == "v1" and .limits.memory == 67108864 and .limits.pids == 32 and .limits.disk == 0'
-	output=$out_exec status=$status_exec
+	assert_json '.limits.enforced == true and .limits.cgroup == "v1" and .limits.memory == 67108864 and .limits.pids == 32'
+	run as_user sbx-exec -raw demo -- sh -c 'id -u; python3 -c "b = bytearray(b\"x\") * (256 << 20)"'
 	assert_status 137
 	assert_contains "ran out of memory and was killed (memory limit 64M)"
+}
+
+@test "a user's home is capped by fuse2fs: ENOSPC inside, the image never past the cap, git and sqlite work, delete unmounts" {
+	user_setup 0666
+	run as_user sbx-create -disk 32M demo
+	assert_status 0
+	assert_json '.limits.disk == 33554432'
+	home=$d/state/sbx/default/demo/home
+	img=$d/state/sbx/default/demo/home.img
+	user_mounted "$home"
+	[ -n "$(fuse2fs_for "$home")" ]
+	# the host's view is the user's only: root and other users cannot enter it
+	run nsenter --mount="$uns/mnt" ls "$home"
+	assert_contains "Permission denied"
+	run as_user sbx-exec -raw demo -- sh -c 'head -c 64M /dev/zero >~/f'
+	assert_contains "No space left on device"
+	[ "$(du -k "$img" | cut -f1)" -le $((32 << 10)) ]
+	[ "$(stat -c %s "$img")" -eq $((32 << 20)) ]
+	run as_user sbx-exec -raw demo -- sh -c 'rm ~/f && echo usable'
+	[ "$output" = usable ]
+	# what a model's commands do in a home: git's read-only objects, sqlite's locks
+	run as_user sbx-exec -raw demo -- sh -c 'cd ~ && git init -q r && cd r && echo a >a && git add a &&
+		git -c user.email=m@x -c user.name=m commit -qm one && git log --format=%s &&
+		python3 -c "import sqlite3; c = sqlite3.connect(\"t.db\"); c.execute(\"create table t(a)\"); c.execute(\"insert into t values (7)\"); c.commit(); print(c.execute(\"select a from t\").fetchone()[0])"'
+	assert_status 0
+	[ "$output" = "$(printf 'one\n7')" ]
+	# without -disk, the default cap
+	run as_user sbx-create other
+	assert_status 0
+	assert_json '.limits.disk > 0'
+	user_mounted "$d/state/sbx/default/other/home"
+	for n in demo other; do as_user sbx-delete "$n" >/dev/null; done
+	run user_mounted "$home"
+	assert_status 1
+	wait_until ! fuse2fs_for "$home"
+	absent "$img" "$home"
+}
+
+@test "a user's capped home: snapshot and restore work, a backup past the cap fails clearly, a dead fuse2fs is never snapshotted" {
+	user_setup 0666
+	as_user sbx-create -disk 64M demo >/dev/null
+	as_user sbx-exec demo -- sh -c 'mkdir -p ~/d && echo kept >~/d/f && head -c 40M /dev/urandom >~/big' >/dev/null
+	run as_user sbx-snapshot demo
+	assert_status 0
+	as_user sbx-delete demo >/dev/null
+	as_user sbx-create -disk 64M demo >/dev/null
+	run as_user sbx-restore demo
+	assert_status 0
+	run as_user sbx-exec -raw demo -- sh -c 'cat ~/d/f; stat -c %s ~/big'
+	[ "$output" = "$(printf 'kept\n%s' $((40 << 20)))" ]
+	as_user sbx-delete demo >/dev/null
+	as_user sbx-create -disk 16M demo >/dev/null
+	run as_user sbx-restore demo
+	[ "$status" -ne 0 ]
+	assert_contains 'cannot write "./big"'
+	as_user sbx-delete demo >/dev/null
+	# its fuse2fs killed: the home says so inside, and no snapshot is taken of what the host
+	# path shows instead; delete still cleans up
+	# its fuse2fs killed (SIGKILL: the mount is left dead; SIGTERM: fuse2fs unmounts it,
+	# and the host path shows the empty directory below): the home says so inside, no
+	# snapshot is taken of what the host path shows instead, delete still cleans up
+	for sig in kill term; do
+		as_user sbx-create -disk 16M "dead$sig" >/dev/null
+		as_user sbx-exec "dead$sig" -- sh -c 'echo data >~/f' >/dev/null
+		home=$d/state/sbx/default/dead$sig/home
+		kill -s "${sig^^}" "$(fuse2fs_for "$home")"
+		wait_until ! fuse2fs_for "$home"
+		run as_user sbx-exec -raw "dead$sig" -- sh -c 'ls ~'
+		assert_contains "Transport endpoint is not connected"
+		run as_user sbx-snapshot "dead$sig"
+		assert_status 111
+		assert_contains "the home of sandbox dead$sig is lost: the home's filesystem"
+		run find "$d/.local/sandboxed-tools/dead$sig" -name 'backup-*'
+		[ -z "$output" ]
+		run as_user sbx-delete "dead$sig"
+		assert_status 0
+		run user_mounted "$home"
+		assert_status 1
+	done
+}
+
+@test "a user's capped home goes with its sandbox: a killed supervisor, an expired one" {
+	user_setup 0666
+	as_user sbx-create -disk 16M demo >/dev/null
+	home=$d/state/sbx/default/demo/home
+	kill -9 "$(cat "$d/state/sbx/default/demo/supervisor.pid")"
+	listed_none() { [ -z "$(as_user sbx-list)" ]; }
+	wait_until listed_none
+	wait_until absent "$home"
+	run user_mounted "$home"
+	assert_status 1
+	wait_until ! fuse2fs_for "$home"
+	# expiry: the supervisor unmounts it (with fusermount3, as the user) before it goes
+	as_user sbx-create -disk 16M demo >/dev/null
+	user_mounted "$home"
+	as_user sbx-touch -ttl 1s demo >/dev/null
+	wait_until absent "$home"
+	run user_mounted "$home"
+	assert_status 1
+	wait_until ! fuse2fs_for "$home"
 }
 
 @test "the ACP Deployment manifest sets the sandboxes' limits, and acp-server accepts them" {
