@@ -65,7 +65,7 @@ static int run_tool(const char *prog, char *const *argv, char *why, size_t cap)
 {
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	struct child_req r = {.cancel_fd = -1, .path = prog, .argv = argv, .envp = envp,
-			      .cwd = "/", .timeout_ns = TOOL_TIMEOUT_NS};
+			      .timeout_ns = TOOL_TIMEOUT_NS};
 	struct child_result res = {0};
 	const char *name = strrchr(prog, '/') + 1;
 	struct sbx_err e;
