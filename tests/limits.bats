@@ -51,11 +51,11 @@ absent() {
 unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 
 # ---- as another user (65534), in tests run as root ----
-# user_home: $d, a directory of the user's, its HOME; its state in $d/state.
+# user_home: $ud, a directory of the user's, its HOME; its state in $ud/state.
 user_home() {
-	d=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
-	chmod 755 "$d"
-	chown 65534:65534 "$d"
+	ud=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	chmod 755 "$ud"
+	chown 65534:65534 "$ud"
 }
 # user_cgroups: $dm and $dp, v1 memory and pids cgroups below this test's own, delegated to
 # the user as an administrator does it (chowned to it).
@@ -102,7 +102,7 @@ as_user() {
 	[ -z "${uns-}" ] || pre=(nsenter --mount="$uns/mnt")
 	"${pre[@]}" sh -c 'for c in "$1" "$2"; do [ -z "$c" ] || echo $$ >"$c/cgroup.procs" || exit 1; done
 		shift 2; exec "$@"' _ "${dm-}" "${dp-}" \
-		setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$d" XDG_STATE_HOME="$d/state" "$@"
+		setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$ud" XDG_STATE_HOME="$ud/state" "$@"
 }
 # user_mounted PATH: something is mounted on PATH in the user's mount namespace.
 user_mounted() { nsenter --mount="$uns/mnt" grep -qF " $1 " /proc/self/mountinfo; }
@@ -111,14 +111,14 @@ fuse2fs_for() { pgrep -u 65534 -f "^[^ ]*fuse2fs [^ ]* $1( |\$)"; }
 # user_cleanup: the user's sandboxes deleted, its namespace, cgroups and directory removed.
 user_cleanup() {
 	local n
-	[ -n "${d-}" ] || return 0
+	[ -n "${ud-}" ] || return 0
 	for n in $(as_user sbx-list 2>/dev/null | jq -r .name); do as_user sbx-delete "$n" >/dev/null 2>&1; done
-	pkill -u 65534 -f "^[^ ]*fuse2fs $d/" || true
+	pkill -u 65534 -f "^[^ ]*fuse2fs $ud/" || true
 	if [ -n "${uns-}" ]; then
 		umount "$uns/mnt" && umount "$uns" && rmdir "$uns"
 	fi
 	for c in ${dm-} ${dp-}; do wait_until rmdir "$c"; done
-	rm -rf "$d"
+	rm -rf "$ud"
 }
 
 @test "limits are on by default: the handle shows them, the sandbox runs in its cgroup, delete removes it all" {
@@ -430,8 +430,8 @@ while True:
 	run as_user sbx-create -disk 32M demo
 	assert_status 0
 	assert_json '.limits.disk == 33554432'
-	home=$d/state/sbx/default/demo/home
-	img=$d/state/sbx/default/demo/home.img
+	home=$ud/state/sbx/default/demo/home
+	img=$ud/state/sbx/default/demo/home.img
 	user_mounted "$home"
 	[ -n "$(fuse2fs_for "$home")" ]
 	# the host's view is the user's only: root and other users cannot enter it
@@ -453,7 +453,7 @@ while True:
 	run as_user sbx-create other
 	assert_status 0
 	assert_json '.limits.disk > 0'
-	user_mounted "$d/state/sbx/default/other/home"
+	user_mounted "$ud/state/sbx/default/other/home"
 	for n in demo other; do as_user sbx-delete "$n" >/dev/null; done
 	run user_mounted "$home"
 	assert_status 1
@@ -487,7 +487,7 @@ while True:
 	for sig in kill term; do
 		as_user sbx-create -disk 16M "dead$sig" >/dev/null
 		as_user sbx-exec "dead$sig" -- sh -c 'echo data >~/f' >/dev/null
-		home=$d/state/sbx/default/dead$sig/home
+		home=$ud/state/sbx/default/dead$sig/home
 		kill -s "${sig^^}" "$(fuse2fs_for "$home")"
 		wait_until ! fuse2fs_for "$home"
 		run as_user sbx-exec -raw "dead$sig" -- sh -c 'ls ~'
@@ -495,7 +495,7 @@ while True:
 		run as_user sbx-snapshot "dead$sig"
 		assert_status 111
 		assert_contains "the home of sandbox dead$sig is lost: the home's filesystem"
-		run find "$d/.local/sandboxed-tools/dead$sig" -name 'backup-*'
+		run find "$ud/.local/sandboxed-tools/dead$sig" -name 'backup-*'
 		[ -z "$output" ]
 		run as_user sbx-delete "dead$sig"
 		assert_status 0
@@ -507,8 +507,8 @@ while True:
 @test "a user's capped home goes with its sandbox: a killed supervisor, an expired one" {
 	user_setup 0666
 	as_user sbx-create -disk 16M demo >/dev/null
-	home=$d/state/sbx/default/demo/home
-	kill -9 "$(cat "$d/state/sbx/default/demo/supervisor.pid")"
+	home=$ud/state/sbx/default/demo/home
+	kill -9 "$(cat "$ud/state/sbx/default/demo/supervisor.pid")"
 	listed_none() { [ -z "$(as_user sbx-list)" ]; }
 	wait_until listed_none
 	wait_until absent "$home"
