@@ -26,7 +26,8 @@ sandbox_status() {
 	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes/$1" | tail -n 1
 }
 
-no_sandbox() {
+# no_sandbox_object NAME: the API server has no Sandbox object NAME (404).
+no_sandbox_object() {
 	[ "$(sandbox_status "$1")" = 404 ]
 }
 
@@ -41,7 +42,7 @@ EOF
 	assert_contains 'tool run_command({"command":"sh -c '\''echo Hello from Sandbox > ~/greeting.txt'\''"}): completed'
 	assert_contains "exit_code: 0"
 	assert_contains "agent-loop: saved filesystem state to new backup backup=\"$HOME/.local/sandboxed-tools/demo/fs/backup-"
-	no_sandbox demo			# deleted on /exit
+	no_sandbox_object demo			# deleted on /exit
 	ls "$HOME"/.local/sandboxed-tools/demo/fs/backup-*.tar.gz
 	jq -s -e 'map(.role) == ["system","user","assistant","tool","assistant"]' "$(hist demo)"
 	jq -s -e '.[3].content == "stdout:\n\nstderr:\n\nexit_code: 0"' "$(hist demo)"
@@ -64,7 +65,7 @@ EOF
 	jq -s -e '.[-2].content == "stdout:\nHello from Sandbox\n\nstderr:\n\nexit_code: 0"' "$(hist demo)"
 	# a fresh Sandbox was created for the resumed session, and deleted at EOF
 	kts_ctl requests | jq -s -e 'map(select(.method == "POST" and (.path | endswith("/sandboxes")))) | length == 1'
-	no_sandbox demo
+	no_sandbox_object demo
 }
 
 @test "kubernetes: a Sandbox expired mid-session is recreated and restored on the next tool call" {
@@ -73,7 +74,7 @@ EOF
 	wait_snapshot
 	[ "$(sandbox_status exp)" = 200 ]
 	kts_ctl expire default/exp
-	wait_until no_sandbox exp		# agent-loop asks for policy Delete, as upstream does
+	wait_until no_sandbox_object exp		# agent-loop asks for policy Delete, as upstream does
 	echo "run: cat ~/kept.txt" >&4
 	echo "/exit" >&4
 	fed_end
@@ -82,7 +83,7 @@ EOF
 	[ "$(grep -c 'launching sandbox for tool execution' "$BATS_TEST_TMPDIR/err")" -eq 2 ]
 	assert_contains "restoring filesystem from latest backup"
 	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist exp)"
-	no_sandbox exp
+	no_sandbox_object exp
 }
 
 @test "kubernetes: with KUBECONFIG set and no -backend the banner says kubernetes; tools run there" {
@@ -106,7 +107,7 @@ EOF
 	# the Sandbox carries the shortened lifetime; the server's controller acts on it
 	kts_curl "$KTS_URL/apis/agents.x-k8s.io/v1alpha1/namespaces/default/sandboxes/ttl" | sed '$d' |
 		jq -e '.spec.shutdownTime != null' >/dev/null
-	wait_until no_sandbox ttl
+	wait_until no_sandbox_object ttl
 	echo "run: cat ~/kept.txt" >&4
 	echo "/exit" >&4
 	fed_end
@@ -123,5 +124,5 @@ EOF
 	assert_contains 'tool "run_command" timed out after 1s'
 	jq -s -e '.[3].content == "Error calling tool \"run_command\": tool \"run_command\" timed out after 1s: context deadline exceeded"' "$(hist slow)"
 	wait_until ! pgrep -f -x "sleep 7391.$$"
-	no_sandbox slow
+	no_sandbox_object slow
 }

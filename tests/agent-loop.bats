@@ -23,6 +23,7 @@ teardown() {
 	teardown_sbx_env
 }
 
+# no_sandbox NAME: sbx-list shows no local sandbox NAME.
 no_sandbox() {
 	[ -z "$(sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .name')" ]
 }

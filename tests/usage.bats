@@ -75,3 +75,13 @@ usage_case() {
 	done
 	[ -z "$missing" ] || { echo "no \"\$ PROGRAM -h\" case for:$missing" >&2; false; }
 }
+
+@test "every manual page renders without a groff warning (non-ASCII input included)" {
+	local m w out=
+	for m in "$SBX_TOP"/man/man1/*.1; do
+		# -ww: all warnings; a line too full to adjust is only typography
+		w=$(LC_ALL=C groff -man -ww -Tutf8 -z "$m" 2>&1 | grep -v 'cannot adjust line') || true
+		[ -z "$w" ] || out="$out$w"$'\n'
+	done
+	[ -z "$out" ] || { printf '%s' "$out" >&2; false; }
+}
