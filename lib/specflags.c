@@ -64,10 +64,18 @@ static int apply_memory(struct sbx_spec *spec, const char *text, struct sbx_err 
 	return parse_size(text, SPECF_MEMORY_MIN, &spec->limits.memory, e);
 }
 
+/* 0: no cap on the home (the other limits stay). */
 static int apply_disk(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
 	spec->limits.disk_asked = true;
-	return parse_size(text, SPECF_DISK_MIN, &spec->limits.disk, e);
+	if (strcmp(text, "0") == 0) {
+		spec->limits.disk = 0;
+		return 0;
+	}
+	if (parse_size(text, SPECF_DISK_MIN, &spec->limits.disk, e) == 0)
+		return 0;
+	return err_set(e, SBX_EINVAL, "must be 0 (no cap) or a size between %" PRId64 "M and %"
+		       PRId64 "T such as 10G", SPECF_DISK_MIN >> 20, SPECF_SIZE_MAX >> 40);
 }
 
 static int apply_pids(struct sbx_spec *spec, const char *text, struct sbx_err *e)

@@ -178,6 +178,17 @@ user_cleanup() {
 	assert_contains "sandbox demo exists without limits"
 }
 
+@test "-disk 0: the home has no cap, the other limits stay" {
+	run sbx-create -disk 0 -pids 64 demo
+	assert_status 0
+	assert_json '.limits.enforced == true and .limits.disk == 0 and .limits.pids == 64'
+	[ -e "$XDG_STATE_HOME/sbx/default/demo/cgroups" ]
+	[ ! -e "$XDG_STATE_HOME/sbx/default/demo/home.img" ]
+	unmounted "$XDG_STATE_HOME/sbx/default/demo/home"
+	run env SANDBOX_DISK=0 sbx-create demo2
+	assert_json '.limits.disk == 0'
+}
+
 @test "a sandbox is reused only with the same limits" {
 	sbx-create -memory 256M -pids 200 demo >/dev/null
 	run sbx-create -memory 256M -pids 200 demo
@@ -403,6 +414,10 @@ while True:
 	assert_contains "leave -disk and SANDBOX_DISK out"
 	run as_user sbx-list
 	[[ $output != *demo* ]]
+	# no cap asked for is no cap refused
+	run as_user sbx-create -disk 0 zero
+	assert_status 0
+	assert_json '.limits.disk == 0'
 	# the default cap is dropped, and the handle says so
 	run as_user sbx-create demo
 	assert_status 0
