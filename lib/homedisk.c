@@ -382,10 +382,12 @@ int homedisk_check(const char *dir, struct sbx_err *e)
 	if (access(image, F_OK) < 0)
 		return 0;
 	snprintf(home, sizeof home, "%s/home", dir);
-	if ((m = home_mounted(dir, home)) < 0)
-		return err_sys(e, errno, "the home's filesystem cannot be read (its fuse2fs ended?)");
+	if ((m = home_mounted(dir, home)) < 0 && errno == ENOTCONN)
+		return err_set(e, SBX_EIO, "its filesystem is gone: the fuse2fs serving it ended");
+	if (m < 0)
+		return err_sys(e, errno, "cannot look at %s", home);
 	if (m == 0)
-		return err_set(e, SBX_EIO, "the home's filesystem is no longer mounted on %s", home);
+		return err_set(e, SBX_EIO, "its filesystem is no longer mounted on %s", home);
 	return 0;
 }
 

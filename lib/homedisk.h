@@ -37,8 +37,9 @@ int homedisk_fuse_usable(char *why, size_t cap);
  * failure nothing is left mounted. */
 int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t uid, gid_t gid,
 		    enum homedisk_kind kind, struct sbx_err *e);
-/* 0 when DIR has no image or its home is on it; else -1 with e: the filesystem is gone (its
- * fuse2fs ended, or it was unmounted), and what the host path shows is not the home. */
+/* 0 when DIR has no image or its home is on it; else -1 with e (saying what of "the home"):
+ * the filesystem is gone (its fuse2fs ended, or it was unmounted), and what the host path
+ * shows is not the home. */
 int homedisk_check(const char *dir, struct sbx_err *e);
 /* Detaches DIR/home's filesystem (lazily: a reader still inside keeps it until it leaves)
  * and removes the image. Harmless when there is none. 0, or -1 with errno. */

@@ -389,14 +389,40 @@ static void sweep_trash(const char *nsdir, const char *name)
 	closedir(d);
 }
 
-/* Under the name lock: is there a live sandbox? Cleans a stale directory. */
+/* Stops a live sandbox's supervisor (SIGTERM, SIGKILL after DELETE_TIMEOUT_MS) and waits
+ * until it is gone. */
+static void stop_supervisor(const char *dir)
+{
+	int pid = supervisor_pid(dir), waited;
+
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	for (waited = 0; waited < DELETE_TIMEOUT_MS && is_alive(dir); waited += 5)
+		usleep(5000);
+	if (is_alive(dir)) {
+		kill(pid, SIGKILL);
+		for (waited = 0; waited < 1000 && is_alive(dir); waited += 5)
+			usleep(5000);
+	}
+}
+
+/* Under the name lock: is there a live sandbox? Cleans a stale directory: one whose
+ * supervisor is gone (crash, reboot), and one whose capped home lost its filesystem (a
+ * user's fuse2fs ended), which no command can use again — stopped first. The caller then
+ * finds no sandbox and makes a new one (agent-loop restores its last snapshot into it). */
 static int check_live(struct sbx_paths *p)
 {
+	struct sbx_err ign;
+
 	if (!dir_exists(p->dir))
 		return 0;
-	if (is_alive(p->dir))
-		return 1;
-	remove_dead(p->dir);	/* stale: its supervisor is gone (crash, reboot) */
+	if (is_alive(p->dir)) {
+		if (homedisk_check(p->dir, &ign) == 0)
+			return 1;
+		stop_supervisor(p->dir);
+	}
+	remove_dead(p->dir);
 	return 0;
 }
 
@@ -525,22 +551,14 @@ out:
 static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 {
 	struct sbx_paths p;
-	int lk, rc = -1, pid, waited;
+	int lk, rc = -1;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return -1;
 	if ((lk = lock_name(&p, e)) < 0)
 		goto out;
-	if (check_live(&p) && (pid = supervisor_pid(p.dir)) > 0) {
-		kill(pid, SIGTERM);
-		for (waited = 0; waited < DELETE_TIMEOUT_MS && is_alive(p.dir); waited += 5)
-			usleep(5000);
-		if (is_alive(p.dir)) {
-			kill(pid, SIGKILL);
-			for (waited = 0; waited < 1000 && is_alive(p.dir); waited += 5)
-				usleep(5000);
-		}
-	}
+	if (check_live(&p))
+		stop_supervisor(p.dir);
 	/* Gone from the namespace at once; done when its home is gone too. */
 	sweep_trash(p.nsdir, name);
 	if (remove_dead(p.dir) < 0)
@@ -666,6 +684,24 @@ static void oom_check(const struct sbx_paths *p, long long before, struct sbx_ex
 		r->memory_limit = info.limits.memory;
 }
 
+/* e says why the home of live sandbox name is lost: the sandbox is removed (check_live,
+ * under its lock) and e becomes "not found", which a caller such as agent-loop answers by
+ * making a new one. */
+static void drop_lost(struct sbx_paths *p, const char *name, struct sbx_err *e)
+{
+	char why[sizeof e->msg];
+	struct sbx_err ign;
+	int lk;
+
+	snprintf(why, sizeof why, "%s", e->msg);
+	if ((lk = lock_name(p, &ign)) >= 0) {
+		check_live(p);
+		close(lk);
+	}
+	err_set(e, SBX_ENOTFOUND, "sandbox %s not found: it was removed, as its home was lost (%s)",
+		name, why);
+}
+
 static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
@@ -678,6 +714,10 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		return -1;
 	if (!dir_exists(p.dir) || !is_alive(p.dir)) {
 		not_found(name, e);
+		goto out;
+	}
+	if (homedisk_check(p.dir, e) < 0) {
+		drop_lost(&p, name, e);
 		goto out;
 	}
 	oom_before = reslimit_oom_kills(p.dir);

@@ -4,6 +4,7 @@
 # machine: the storm is capped at 64 processes, the hog at 128M, the fills at a few MiB.
 
 load helpers
+load agent
 
 setup() { setup_sbx_env; }
 teardown() {
@@ -497,26 +498,46 @@ while True:
 	# its fuse2fs killed: the home says so inside, and no snapshot is taken of what the host
 	# path shows instead; delete still cleans up
 	# its fuse2fs killed (SIGKILL: the mount is left dead; SIGTERM: fuse2fs unmounts it,
-	# and the host path shows the empty directory below): the home says so inside, no
-	# snapshot is taken of what the host path shows instead, delete still cleans up
+	# and the host path shows the empty directory below): no snapshot is taken of what the
+	# host path shows instead, and the next command finds the sandbox removed (not found:
+	# agent-loop then makes a new one from the last snapshot)
 	for sig in kill term; do
 		as_user sbx-create -disk 16M "dead$sig" >/dev/null
 		as_user sbx-exec "dead$sig" -- sh -c 'echo data >~/f' >/dev/null
 		home=$ud/state/sbx/default/dead$sig/home
 		kill -s "${sig^^}" "$(fuse2fs_for "$home")"
 		wait_until ! fuse2fs_for "$home"
-		run as_user sbx-exec -raw "dead$sig" -- sh -c 'ls ~'
-		assert_contains "Transport endpoint is not connected"
 		run as_user sbx-snapshot "dead$sig"
 		assert_status 111
-		assert_contains "the home of sandbox dead$sig is lost: the home's filesystem"
+		assert_contains "the home of sandbox dead$sig is lost: its filesystem"
 		run find "$ud/.local/sandboxed-tools/dead$sig" -name 'backup-*'
 		[ -z "$output" ]
-		run as_user sbx-delete "dead$sig"
-		assert_status 0
+		run as_user sbx-exec -raw "dead$sig" -- true
+		assert_status 101
+		assert_contains "sandbox dead$sig not found: it was removed, as its home was lost (its filesystem"
+		run as_user sbx-list
+		[ -z "$output" ]
 		run user_mounted "$home"
 		assert_status 1
+		absent "$home"
 	done
+}
+
+@test "a user's agent-loop whose fuse2fs dies: the next tool call runs in a new sandbox holding the last snapshot" {
+	user_setup 0666
+	fed as_user env OPENAI_MODEL=fake-eliza agent-loop -disk 16M -session lost
+	# (what the file holds is not in the command's text, which the transcript shows)
+	echo "run: sh -c 'echo kept-\$((6 * 7)) >~/f'" >&4
+	wait_snapshot
+	home=$ud/state/sbx/default/lost/home
+	kill -KILL "$(fuse2fs_for "$home")"
+	echo "run: cat f" >&4
+	fed_end
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_contains "kept-42"
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_contains "Active sandbox was deleted or expired, will recreate it"
+	assert_contains "restoring filesystem from latest backup"
 }
 
 @test "a user's capped home goes with its sandbox: a killed supervisor, an expired one" {
