@@ -470,7 +470,13 @@ while True:
 	assert_status 0
 	assert_json '.limits.disk > 0'
 	user_mounted "$ud/state/sbx/default/other/home"
-	for n in demo other; do as_user sbx-delete "$n" >/dev/null; done
+	# four at the same moment, with a size not made before: one template, four homes
+	for i in 1 2 3 4; do as_user sbx-create -disk 48M "par$i" >"$BATS_TEST_TMPDIR/par.$i" 2>&1 & done
+	wait
+	cat "$BATS_TEST_TMPDIR"/par.*
+	[ "$(cat "$BATS_TEST_TMPDIR"/par.* | jq -s 'map(select(.limits.disk == 50331648)) | length')" = 4 ]
+	for i in 1 2 3 4; do user_mounted "$ud/state/sbx/default/par$i/home"; done
+	for n in demo other par1 par2 par3 par4; do as_user sbx-delete "$n" >/dev/null; done
 	run user_mounted "$home"
 	assert_status 1
 	wait_until ! fuse2fs_for "$home"
