@@ -42,7 +42,8 @@ enum specflag_id {
 	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
 	"                        default 1024\n" \
 	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
-	"  -disk SIZE            most the home may hold (10G); env SANDBOX_DISK, default 10G\n" \
+	"  -disk SIZE            most the home may hold (10G; 0: no cap); env SANDBOX_DISK,\n" \
+	"                        default 10G (a user's: where fuse2fs can mount it)\n" \
 	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
 	"                        env SANDBOX_LIMITS, default on\n" \
 	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
