@@ -59,13 +59,14 @@ static const char *find_prog(const char *const *progs)
 }
 
 /* Runs prog with argv (argv[0] included) and only PATH in its environment: fuse2fs lives on
- * as the home's server, and nothing of the caller's (an API key) should live on with it. On
- * failure the first of what it said is in why. */
-static int run_tool(const char *prog, char *const *argv, char *why, size_t cap)
+ * as the home's server, and nothing of the caller's (an API key) should live on with it.
+ * timeout_ns: 0 for none. On failure the first of what it said is in why. */
+static int run_tool(const char *prog, char *const *argv, int64_t timeout_ns, char *why,
+		    size_t cap)
 {
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 	struct child_req r = {.cancel_fd = -1, .path = prog, .argv = argv, .envp = envp,
-			      .timeout_ns = TOOL_TIMEOUT_NS};
+			      .timeout_ns = timeout_ns};
 	struct child_result res = {0};
 	const char *name = strrchr(prog, '/') + 1;
 	struct sbx_err e;
@@ -75,7 +76,7 @@ static int run_tool(const char *prog, char *const *argv, char *why, size_t cap)
 		snprintf(why, cap, "cannot run %s: %.*s", name, TOOL_ERR_MAX, e.msg);
 	} else if (res.timed_out) {
 		snprintf(why, cap, "%s did not finish in %d s", name,
-			 (int)(TOOL_TIMEOUT_NS / 1000000000));
+			 (int)(timeout_ns / 1000000000));
 	} else if (res.status != 0) {
 		/* what it said first: on stderr, else on stdout */
 		const char *said = res.err_len ? res.err : res.out ? res.out : "";
@@ -109,7 +110,7 @@ static int run_mkfs(const char *path, const char *owner, char *why, size_t cap)
 	strvec_pushv(&argv, (char *const *)mkfs_argv_head);
 	strvec_push(&argv, ext);
 	strvec_push(&argv, path);
-	rc = run_tool(prog, argv.v, why, cap);
+	rc = run_tool(prog, argv.v, 0, why, cap);	/* a big filesystem takes its time */
 	strvec_clear(&argv);
 	free(ext);
 	return rc;
@@ -329,7 +330,7 @@ static int mount_fuse(const char *image, const char *home, struct sbx_err *e)
 
 	if (prog == NULL)
 		return err_set(e, SBX_EUNAVAIL, "fuse2fs is not installed (Debian package fuse2fs)");
-	if (run_tool(prog, argv, why, sizeof why) < 0)
+	if (run_tool(prog, argv, TOOL_TIMEOUT_NS, why, sizeof why) < 0)
 		return err_set(e, SBX_EUNAVAIL, "cannot mount the home's filesystem: %s", why);
 	return 0;
 }
@@ -403,7 +404,7 @@ static int unmount_fuse(const char *home)
 		errno = ENOENT;
 		return -1;
 	}
-	if (run_tool(prog, argv, why, sizeof why) < 0) {
+	if (run_tool(prog, argv, TOOL_TIMEOUT_NS, why, sizeof why) < 0) {
 		errno = EBUSY;
 		return -1;
 	}
