@@ -374,22 +374,78 @@ static int home_mounted(const char *dir, const char *home)
 	return d.st_dev != h.st_dev;
 }
 
-int homedisk_check(const char *dir, struct sbx_err *e)
+/* The two ways a home is lost; e says which (what of "the home"). */
+static int lost_fuse(struct sbx_err *e)
 {
-	char image[PATH_MAX], home[PATH_MAX];
+	err_set(e, SBX_EIO, "its filesystem is gone: the fuse2fs serving it ended");
+	return HOMEDISK_LOST;
+}
+
+static int lost_unmounted(struct sbx_err *e, const char *dir)
+{
+	err_set(e, SBX_EIO, "its filesystem is no longer mounted on %s/home", dir);
+	return HOMEDISK_LOST;
+}
+
+/* Whether the holder (pid), in the mount namespace the home was mounted in, sees it mounted:
+ * 1 with its path there (/proc/PID/root/DIR/home) in out, 0, or -1 with errno when that view
+ * cannot be had (ESRCH: no holder; EXDEV: the holder does not see DIR itself, a tmpfs on a
+ * parent in its namespace, say; EACCES: not this process's to look at). */
+static int holder_view(const char *dir, pid_t holder, char *out, size_t cap)
+{
+	char root[PATH_MAX];
+	struct stat here, there;
+
+	if (holder <= 0 || dir[0] != '/') {
+		errno = ESRCH;
+		return -1;
+	}
+	if (snprintf(root, sizeof root, "/proc/%ld/root%s", (long)holder, dir) >= (int)sizeof root ||
+	    snprintf(out, cap, "%s/home", root) >= (int)cap) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (stat(root, &there) < 0)
+		return -1;
+	if (stat(dir, &here) < 0 || here.st_dev != there.st_dev || here.st_ino != there.st_ino) {
+		errno = EXDEV;
+		return -1;
+	}
+	return home_mounted(root, out);
+}
+
+int homedisk_look(const char *dir, pid_t holder, char *home, size_t cap, struct sbx_err *e)
+{
+	char image[PATH_MAX], there[PATH_MAX];
 	int m;
 
-	snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE);
+	if (snprintf(image, sizeof image, "%s/%s", dir, HOMEDISK_IMAGE) >= (int)sizeof image ||
+	    snprintf(home, cap, "%s/home", dir) >= (int)cap)
+		return err_set(e, SBX_EINVAL, "the sandbox directory %s is too long", dir);
 	if (access(image, F_OK) < 0)
-		return 0;
-	snprintf(home, sizeof home, "%s/home", dir);
-	if ((m = home_mounted(dir, home)) < 0 && errno == ENOTCONN)
-		return err_set(e, SBX_EIO, "its filesystem is gone: the fuse2fs serving it ended");
+		return HOMEDISK_MOUNTED;
+	if ((m = home_mounted(dir, home)) > 0)
+		return HOMEDISK_MOUNTED;
+	/* A dead fuse2fs is dead in every namespace that has its mount. */
+	if (m < 0 && errno == ENOTCONN)
+		return lost_fuse(e);
 	if (m < 0)
 		return err_sys(e, errno, "cannot look at %s", home);
+	/* Not mounted here. The mount lives in the mount namespace the sandbox was made in, and
+	 * this process may be in another (a service started with a private /tmp, a container
+	 * sharing the state directory): what the host path shows here is the directory below,
+	 * which says nothing. The supervisor, which sees the mount, decides. */
+	m = holder_view(dir, holder, there, sizeof there);
+	if (m > 0) {
+		snprintf(home, cap, "%s", there);
+		return HOMEDISK_MOUNTED;
+	}
 	if (m == 0)
-		return err_set(e, SBX_EIO, "its filesystem is no longer mounted on %s", home);
-	return 0;
+		return lost_unmounted(e, dir);
+	if (errno == ENOTCONN)
+		return lost_fuse(e);
+	return err_sys(e, errno, "cannot tell whether it is mounted: not in this mount namespace, "
+		       "and its supervisor's view (/proc/%ld/root) cannot be had", (long)holder);
 }
 
 /* Unmounts a user's FUSE home, lazily; the fuse2fs serving it ends with its last user. */

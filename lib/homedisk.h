@@ -8,7 +8,7 @@
  * do where /dev/fuse is open to users, as udev makes it on every distribution; freed blocks
  * stay in the image (its size is the home's high-water mark, never past the cap), and the
  * home lives as long as that fuse2fs process (killed, the home reads "Transport endpoint is
- * not connected" inside and out, and homedisk_check says so).
+ * not connected" inside and out, and homedisk_look says so).
  * Making the filesystem costs one mke2fs per size (and owner), kept as a template under the
  * state root; each sandbox copies the template's few allocated blocks. e2fsprogs' mke2fs;
  * fuse2fs and fusermount3 for a user. libc only (sbx-init links it). Ownership: nothing
@@ -37,10 +37,16 @@ int homedisk_fuse_usable(char *why, size_t cap);
  * failure nothing is left mounted. */
 int homedisk_create(const char *dir, const char *cache_dir, int64_t size, uid_t uid, gid_t gid,
 		    enum homedisk_kind kind, struct sbx_err *e);
-/* 0 when DIR has no image or its home is on it; else -1 with e (saying what of "the home"):
- * the filesystem is gone (its fuse2fs ended, or it was unmounted), and what the host path
- * shows is not the home. */
-int homedisk_check(const char *dir, struct sbx_err *e);
+/* What homedisk_look finds. */
+#define HOMEDISK_MOUNTED 0		/* no image, or the home is on it */
+#define HOMEDISK_LOST 1			/* its filesystem is gone (its fuse2fs ended, or it was
+					 * unmounted): what the host path shows is not the home */
+/* Looks at DIR's home: HOMEDISK_MOUNTED with the path to read and write it by in home (DIR/home,
+ * or, for a caller in another mount namespace than the one it is mounted in, the same seen
+ * through holder's: /proc/HOLDER/root/DIR/home); HOMEDISK_LOST with e saying why (what of
+ * "the home"); or -1 with e when this process cannot tell (not mounted in its namespace and
+ * holder's view closed to it). holder: a process that sees the mount (the supervisor). */
+int homedisk_look(const char *dir, pid_t holder, char *home, size_t cap, struct sbx_err *e);
 /* Detaches DIR/home's filesystem (lazily: a reader still inside keeps it until it leaves)
  * and removes the image. Harmless when there is none. 0, or -1 with errno. */
 int homedisk_release(const char *dir);

@@ -354,6 +354,18 @@ static int supervisor_pid(const char *dir)
 	return pid > 1 ? pid : -1;
 }
 
+/* homedisk_look on dir's home, its supervisor the holder; *home (when asked for, and found
+ * mounted) is the path to reach it by, newly allocated. */
+static int look_home(const char *dir, char **home, struct sbx_err *e)
+{
+	char path[PATH_MAX];
+	int m = homedisk_look(dir, supervisor_pid(dir), path, sizeof path, e);
+
+	if (m == HOMEDISK_MOUNTED && home)
+		*home = xstrdup(path);
+	return m;
+}
+
 /* A .trash.NAME.PID directory is a sandbox its supervisor is removing (holding its lock) or
  * one whose removal was cut short (a killed supervisor, a reboot): nobody holds its lock, and
  * it is removed here. With name, only that sandbox's, waiting for a removal under way. */
@@ -418,7 +430,8 @@ static int check_live(struct sbx_paths *p)
 	if (!dir_exists(p->dir))
 		return 0;
 	if (is_alive(p->dir)) {
-		if (homedisk_check(p->dir, &ign) == 0)
+		/* Only a home known lost goes: one this process cannot tell about stays. */
+		if (look_home(p->dir, NULL, &ign) != HOMEDISK_LOST)
 			return 1;
 		stop_supervisor(p->dir);
 	}
@@ -641,15 +654,16 @@ static char *l_home_path(struct sbx_backend *b, const char *name, struct sbx_err
 {
 	struct sbx_paths p;
 	char *home = NULL;
+	int m;
 
 	if (paths_for(b, name, &p, e) < 0)
 		return NULL;
 	if (!dir_exists(p.dir) || !is_alive(p.dir))
 		not_found(name, e);
-	else if (homedisk_check(p.dir, e) < 0)
+	else if ((m = look_home(p.dir, &home, e)) == HOMEDISK_LOST)
 		err_prefix(e, "the home of sandbox %s is lost", name);
-	else
-		home = xasprintf("%s/home", p.dir);
+	else if (m < 0)
+		err_prefix(e, "cannot look at the home of sandbox %s", name);
 	paths_free(&p);
 	return home;
 }
@@ -716,7 +730,8 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		not_found(name, e);
 		goto out;
 	}
-	if (homedisk_check(p.dir, e) < 0) {
+	/* One that cannot be told about runs: its commands see the home in any case. */
+	if (look_home(p.dir, NULL, e) == HOMEDISK_LOST) {
 		drop_lost(&p, name, e);
 		goto out;
 	}

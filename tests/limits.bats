@@ -105,10 +105,39 @@ as_user() {
 		shift 2; exec "$@"' _ "${dm-}" "${dp-}" \
 		setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$ud" XDG_STATE_HOME="$ud/state" "$@"
 }
+# here_as_user CMD…: as_user, in this test's own mount namespace rather than the user's.
+here_as_user() {
+	local uns=
+	as_user "$@"
+}
 # user_mounted PATH: something is mounted on PATH in the user's mount namespace.
 user_mounted() { nsenter --mount="$uns/mnt" grep -qF " $1 " /proc/self/mountinfo; }
 # fuse2fs_for PATH: the pids of the user's fuse2fs processes serving PATH.
 fuse2fs_for() { pgrep -u 65534 -f "^[^ ]*fuse2fs [^ ]* $1( |\$)"; }
+# lost_home_seen RUNNER SIG: a user's sandbox deadSIG (made by as_user) whose fuse2fs gets
+# SIGSIG; then, run by RUNNER (as_user or here_as_user), sbx-snapshot refuses and saves
+# nothing, sbx-exec finds it removed (101), and its home is gone and unmounted.
+lost_home_seen() {
+	local run_as=$1 n=dead$2 home
+	as_user sbx-create -disk 16M "$n" >/dev/null
+	as_user sbx-exec "$n" -- sh -c 'echo data >~/f' >/dev/null
+	home=$ud/state/sbx/default/$n/home
+	kill -s "${2^^}" "$(fuse2fs_for "$home")"
+	wait_until ! fuse2fs_for "$home"
+	run "$run_as" sbx-snapshot "$n"
+	assert_status 111
+	assert_contains "the home of sandbox $n is lost: its filesystem"
+	run find "$ud/.local/sandboxed-tools/$n" -name 'backup-*'
+	[ -z "$output" ]
+	run "$run_as" sbx-exec -raw "$n" -- true
+	assert_status 101
+	assert_contains "sandbox $n not found: it was removed, as its home was lost (its filesystem"
+	run "$run_as" sbx-list
+	[ -z "$output" ]
+	run user_mounted "$home"
+	assert_status 1
+	absent "$home"
+}
 # user_cleanup: the user's sandboxes deleted, its namespace, cgroups and directory removed.
 user_cleanup() {
 	local n
@@ -321,6 +350,36 @@ while True:
 	fi
 }
 
+@test "a sandbox made in another mount namespace: its capped home is used, snapshotted and restored from this one" {
+	[ "$(id -u)" = 0 ] || skip "needs root for a mount namespace of the test's own"
+	# as a service with a private /tmp (systemd's PrivateTmp) makes one, and sbx-exec,
+	# sbx-snapshot, sbx-restore run beside it without
+	unshare --mount --propagation private sbx-create -disk 64M demo >/dev/null
+	home=$XDG_STATE_HOME/sbx/default/demo/home
+	# here the host path is the empty directory below the mount, never taken for the home
+	unmounted "$home"
+	[ -z "$(ls -A "$home")" ]
+	sbx-exec demo -- sh -c 'echo kept >~/f' >/dev/null
+	run sbx-snapshot demo
+	assert_status 0
+	sbx-exec demo -- rm f >/dev/null
+	run sbx-restore demo
+	assert_status 0
+	run sbx-exec -raw demo -- cat f
+	assert_status 0
+	[ "$output" = kept ]
+	[ -z "$(ls -A "$home")" ]
+	run sbx-touch demo
+	assert_status 0
+	run sbx-create -disk 64M demo
+	assert_status 0
+	run sbx-delete demo
+	assert_status 0
+	absent "$home"
+	run bash -c "losetup -a | grep -F '$XDG_STATE_HOME/'"
+	assert_status 1
+}
+
 @test "a supervisor killed with SIGKILL or an expired sandbox leaves no cgroup and no mount behind" {
 	sbx-create demo >/dev/null
 	dirs=$(cg_dirs demo)
@@ -501,32 +560,33 @@ while True:
 	[ "$status" -ne 0 ]
 	assert_contains 'cannot write "./big"'
 	as_user sbx-delete demo >/dev/null
-	# its fuse2fs killed: the home says so inside, and no snapshot is taken of what the host
-	# path shows instead; delete still cleans up
 	# its fuse2fs killed (SIGKILL: the mount is left dead; SIGTERM: fuse2fs unmounts it,
 	# and the host path shows the empty directory below): no snapshot is taken of what the
 	# host path shows instead, and the next command finds the sandbox removed (not found:
 	# agent-loop then makes a new one from the last snapshot)
-	for sig in kill term; do
-		as_user sbx-create -disk 16M "dead$sig" >/dev/null
-		as_user sbx-exec "dead$sig" -- sh -c 'echo data >~/f' >/dev/null
-		home=$ud/state/sbx/default/dead$sig/home
-		kill -s "${sig^^}" "$(fuse2fs_for "$home")"
-		wait_until ! fuse2fs_for "$home"
-		run as_user sbx-snapshot "dead$sig"
-		assert_status 111
-		assert_contains "the home of sandbox dead$sig is lost: its filesystem"
-		run find "$ud/.local/sandboxed-tools/dead$sig" -name 'backup-*'
-		[ -z "$output" ]
-		run as_user sbx-exec -raw "dead$sig" -- true
-		assert_status 101
-		assert_contains "sandbox dead$sig not found: it was removed, as its home was lost (its filesystem"
-		run as_user sbx-list
-		[ -z "$output" ]
-		run user_mounted "$home"
-		assert_status 1
-		absent "$home"
-	done
+	lost_home_seen as_user kill
+	lost_home_seen as_user term
+}
+
+@test "a user's capped home made in another mount namespace: used and snapshotted from this one; its dead fuse2fs still seen" {
+	user_setup 0666
+	# the user's sandboxes are made in its namespace ($uns); here (uns= as_user), its home's
+	# host path is the empty directory below the mount
+	as_user sbx-create -disk 16M demo >/dev/null
+	home=$ud/state/sbx/default/demo/home
+	unmounted "$home"
+	here_as_user sbx-exec demo -- sh -c 'echo kept >~/f' >/dev/null
+	run here_as_user sbx-snapshot demo
+	assert_status 0
+	here_as_user sbx-exec demo -- rm f >/dev/null
+	run here_as_user sbx-restore demo
+	assert_status 0
+	run here_as_user sbx-exec -raw demo -- cat f
+	[ "$output" = kept ]
+	[ -z "$(ls -A "$home")" ]
+	as_user sbx-delete demo >/dev/null
+	lost_home_seen here_as_user kill
+	lost_home_seen here_as_user term
 }
 
 @test "a user's agent-loop whose fuse2fs dies: the next tool call runs in a new sandbox holding the last snapshot" {
