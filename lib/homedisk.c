@@ -444,8 +444,11 @@ int homedisk_look(const char *dir, pid_t holder, char *home, size_t cap, struct 
 		return lost_unmounted(e, dir);
 	if (errno == ENOTCONN)
 		return lost_fuse(e);
-	return err_sys(e, errno, "cannot tell whether it is mounted: not in this mount namespace, "
-		       "and its supervisor's view (/proc/%ld/root) cannot be had", (long)holder);
+	if (holder <= 0)
+		return err_set(e, SBX_EIO, "it is not mounted in this mount namespace, and it has "
+			       "no supervisor to ask");
+	return err_sys(e, errno, "it is not mounted in this mount namespace, and its "
+		       "supervisor's view (/proc/%ld/root) cannot be had", (long)holder);
 }
 
 /* Unmounts a user's FUSE home, lazily; the fuse2fs serving it ends with its last user. */

@@ -1,11 +1,21 @@
 /* test_reslimit.c — lib/reslimit's pure parts: tmpfs sizes against the memory limit (each
  * below it, together at most 7/8 of it), the size text of messages, and the limits JSON of
- * the handle both ways (lib/backend.c). */
+ * the handle both ways (lib/backend.c); lib/homedisk's look at a home, from the mount
+ * namespace it is mounted in and from another (as root). */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../../lib/backend.h"
+#include "../../lib/homedisk.h"
 #include "../../lib/reslimit.h"
 #include "tap.h"
 
@@ -70,10 +80,88 @@ static void test_json(void)
 	json_object_put(o);
 }
 
+/* A child in a mount namespace of its own with a tmpfs on home, until killed; its pid. */
+static pid_t mount_elsewhere(const char *home)
+{
+	int p[2];
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(p) < 0 || (pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		    mount("test-home", home, "tmpfs", 0, "size=64k") == 0)
+			c = 1;
+		if (write(p[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1 || c != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static void test_look(void)
+{
+	char dir[] = "/tmp/test-homedisk.XXXXXX", home[4096], want[4096], img[4096], sub[4096];
+	struct sbx_err e;
+	FILE *f;
+	pid_t pid;
+	int m;
+
+	if (mkdtemp(dir) == NULL) {
+		ok(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(sub, sizeof sub, "%s/home", dir);
+	snprintf(img, sizeof img, "%s/%s", dir, HOMEDISK_IMAGE);
+	mkdir(sub, 0755);
+	m = homedisk_look(dir, getpid(), home, sizeof home, &e);
+	ok(m == HOMEDISK_MOUNTED && strcmp(home, sub) == 0, "no image: the home is its directory");
+	if ((f = fopen(img, "w")) == NULL) {
+		ok(0, "%s: %s", img, strerror(errno));
+		return;
+	}
+	fclose(f);
+	m = homedisk_look(dir, getpid(), home, sizeof home, &e);
+	ok(m == HOMEDISK_LOST && strstr(e.msg, "no longer mounted on") != NULL,
+	   "an image, and its holder sees no mount: lost (%s)", e.msg);
+	m = homedisk_look(dir, -1, home, sizeof home, &e);
+	ok(m == -1 && strstr(e.msg, "no supervisor to ask") != NULL,
+	   "no holder to ask: cannot tell, not lost (%s)", e.msg);
+	if (geteuid() != 0) {
+		printf("# not root: no mount namespace to look at the home from outside\n");
+	} else if ((pid = mount_elsewhere(sub)) < 0) {
+		ok(0, "a tmpfs on the home in a mount namespace of a child's");
+	} else {
+		m = homedisk_look(dir, pid, home, sizeof home, &e);
+		snprintf(want, sizeof want, "/proc/%ld/root%s/home", (long)pid, dir);
+		ok(m == HOMEDISK_MOUNTED && strcmp(home, want) == 0,
+		   "mounted in the holder's namespace only: seen through its view (%s)", home);
+		m = homedisk_look(dir, getpid(), home, sizeof home, &e);
+		ok(m == HOMEDISK_LOST, "a holder in this namespace sees it unmounted");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		m = homedisk_look(dir, pid, home, sizeof home, &e);
+		ok(m == -1, "its holder gone: cannot tell (%s)", e.msg);
+	}
+	unlink(img);
+	rmdir(sub);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_tmpfs();
 	test_text();
 	test_json();
+	test_look();
 	return done_testing();
 }
