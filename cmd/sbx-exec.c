@@ -28,7 +28,8 @@ static const char usage[] =
 	"\n"
 	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -timeout D      kill every process the command started after D (Go duration); exit 124\n"
+	"  -timeout D      kill every process the command started after D (Go duration); exit 124;\n"
+	"                  a request's own \"timeout\" wins, \"0s\" (none) too\n"
 	"  -workdir W      working directory inside (default: the home)\n"
 	"  -raw            stream stdin/stdout/stderr as bytes, no JSON\n"
 	"  -stdin          JSON mode: pass this program's standard input to the command\n"
@@ -48,8 +49,20 @@ struct request {
 	const char *in;
 	size_t in_len;
 	int64_t timeout;
+	bool has_timeout;	/* the request named one: it wins over -timeout, "0s" too */
 	struct json_object *doc;
 };
+
+/* A string of the request as C sees it: one with an embedded NUL would be cut there, so that
+ * the sandbox ran something other than what was asked; it is refused instead (as Go's exec). */
+static const char *request_string(struct json_object *v, const char *field)
+{
+	const char *s = json_object_get_string(v);
+
+	if (memchr(s, '\0', (size_t)json_object_get_string_len(v)) != NULL)
+		cli_die(EXIT_USAGE, "invalid request: a string of \"%s\" holds a NUL byte", field);
+	return s;
+}
 
 /* Reads and checks the request document on stdin. */
 static void read_request(struct request *rq)
@@ -80,7 +93,7 @@ static void read_request(struct request *rq)
 		v = json_object_array_get_idx(cmd, i);
 		if (!json_object_is_type(v, json_type_string))
 			cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
-		rq->argv[i] = (char *)json_object_get_string(v);
+		rq->argv[i] = (char *)request_string(v, "command");
 	}
 	if (json_object_object_get_ex(rq->doc, "stdin", &v)) {
 		if (!json_object_is_type(v, json_type_string))
@@ -92,11 +105,12 @@ static void read_request(struct request *rq)
 		if (!json_object_is_type(v, json_type_string) ||
 		    duration_parse(json_object_get_string(v), &rq->timeout) < 0 || rq->timeout < 0)
 			cli_die(EXIT_USAGE, "invalid request: \"timeout\" must be a Go duration such as \"30s\"");
+		rq->has_timeout = true;
 	}
 	if (json_object_object_get_ex(rq->doc, "workdir", &v)) {
 		if (!json_object_is_type(v, json_type_string))
 			cli_die(EXIT_USAGE, "invalid request: \"workdir\" must be a string");
-		rq->workdir = json_object_get_string(v);
+		rq->workdir = request_string(v, "workdir");
 	}
 	if (json_object_object_get_ex(rq->doc, "env", &v)) {
 		size_t k = 0;
@@ -106,7 +120,7 @@ static void read_request(struct request *rq)
 		json_object_object_foreach(v, key, val) {
 			if (!json_object_is_type(val, json_type_string) || !*key || strchr(key, '='))
 				cli_die(EXIT_USAGE, "invalid request: \"env\" must be an object of strings");
-			rq->env[k++] = xasprintf("%s=%s", key, json_object_get_string(val));
+			rq->env[k++] = xasprintf("%s=%s", key, request_string(val, "env"));
 		}
 	}
 }
@@ -168,7 +182,7 @@ int main(int argc, char **argv)
 		if (raw)
 			cli_usage_error(usage, "-raw needs a command on the command line");
 		read_request(&rq);
-		if (timeout && !rq.timeout)
+		if (!rq.has_timeout)
 			rq.timeout = timeout;
 		if (workdir && !rq.workdir)
 			rq.workdir = workdir;

@@ -60,6 +60,36 @@ teardown() { teardown_sbx_env; }
 	assert_status 100
 }
 
+@test "a request string holding a NUL byte is refused, never cut short" {
+	sbx-create demo >/dev/null
+	run --separate-stderr sbx-exec demo <<<'{"command":["sh","-c","echo ran > ~/ran\u0000; echo other"]}'
+	assert_status 100
+	[ "$stderr" = 'sbx-exec: invalid request: a string of "command" holds a NUL byte' ]
+	run --separate-stderr sbx-exec demo <<<'{"command":["true"],"env":{"A":"b\u0000c"}}'
+	assert_status 100
+	[ "$stderr" = 'sbx-exec: invalid request: a string of "env" holds a NUL byte' ]
+	run --separate-stderr sbx-exec demo <<<'{"command":["true"],"workdir":"/tmp\u0000/x"}'
+	assert_status 100
+	[ "$stderr" = 'sbx-exec: invalid request: a string of "workdir" holds a NUL byte' ]
+	run sbx-exec -raw demo -- sh -c 'ls ~'
+	[ -z "$output" ]
+	# stdin is bytes: a NUL there is data.
+	run sbx-exec demo <<<'{"command":["od","-An","-c"],"stdin":"a\u0000b"}'
+	assert_status 0
+	assert_json '.stdout | test("a *\\\\0 *b")'
+}
+
+@test "a request's own timeout wins over -timeout, \"0s\" (none) too" {
+	sbx-create demo >/dev/null
+	run sbx-exec -timeout 200ms demo <<<'{"command":["sh","-c","sleep 1; echo done"],"timeout":"0s"}'
+	assert_status 0
+	assert_json '.stdout == "done\n"'
+	run sbx-exec -timeout 10s demo <<<'{"command":["sleep","5"],"timeout":"200ms"}'
+	assert_status 124
+	run sbx-exec -timeout 200ms demo <<<'{"command":["sleep","5"]}'
+	assert_status 124
+}
+
 @test "an unknown field in a request is refused, naming it: nothing runs without the timeout it asked for" {
 	sbx-create demo >/dev/null
 	run --separate-stderr sbx-exec demo <<<'{"command":["sh","-c","echo ran > ~/ran"],"timout":"1s"}'
