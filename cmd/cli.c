@@ -1,6 +1,7 @@
 /* cli.c — the shared front end of the sbx programs. */
 #include "cli.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,10 @@
 #include "../lib/version.h"
 
 const char *cli_prog = "sbx";
+
+/* The shared rows sandbox_rows can write besides the spec ones: backend, namespace, image,
+ * homedir, ttl. A sixth row there must raise it (the assert says so at once). */
+#define CLI_SBX_ROWS 5
 
 /* The shared sandbox flags' rows (lib/flag.h) for sb: how many were written to tbl. */
 static size_t sandbox_rows(struct cli_sandbox *sb, struct flag *tbl)
@@ -31,6 +36,7 @@ static size_t sandbox_rows(struct cli_sandbox *sb, struct flag *tbl)
 		tbl[n++] = (struct flag){"ttl", FLAG_DURATION, &sb->ttl_ns, NULL};
 	if (sb->take & CLI_SBX_SPEC)
 		n += specflags_table(&sb->sf, tbl + n);
+	assert(n <= CLI_SBX_ROWS + SPECF_COUNT);
 	return n;
 }
 
@@ -45,7 +51,7 @@ int cli_parse(const struct cli *c, int argc, char **argv)
 	while (c->flags && c->flags[own].name)
 		own++;
 	/* Room for the program's rows, every shared one and the end. */
-	tbl = xcalloc(own + 5 + SPECF_COUNT + 1, sizeof *tbl);
+	tbl = xcalloc(own + CLI_SBX_ROWS + SPECF_COUNT + 1, sizeof *tbl);
 	memcpy(tbl, c->flags ? c->flags : tbl, own * sizeof *tbl);
 	n = own + (c->sandbox ? sandbox_rows(c->sandbox, tbl + own) : 0);
 	tbl[n].name = NULL;
