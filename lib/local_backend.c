@@ -83,7 +83,8 @@ static int lock_name(struct sbx_paths *p, struct sbx_err *e)
 	return fd;
 }
 
-/* 1 when a supervisor holds dir/lock, 0 when not (no dir, or stale). */
+/* 1 when a supervisor holds dir/lock, 0 when not (no dir, or stale). The probe holds the lock
+ * for a moment when nobody does: a supervisor starting then waits it out (supervise.c). */
 static int is_alive(const char *dir)
 {
 	char path[PATH_MAX];

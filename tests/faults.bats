@@ -362,3 +362,36 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	run sbx-list -backend kubernetes
 	[ -z "$output" ]
 }
+
+# ---- issue 28: history and state (kill -9 mid-tool and mid-history, a full history disk,
+# garbage history and spec, the create/probe race) ----
+
+@test "create vs liveness probes: 200 creates against a tight probe loop all succeed" {
+	lock=$XDG_STATE_HOME/sbx/default/race/lock
+	# what a liveness probe does (is_alive: open the sandbox's lock, try it, let go), as fast
+	# as it goes, and sbx-list, which probes every sandbox, in a loop beside it
+	/usr/bin/python3 -c '
+import fcntl, os, sys
+while True:
+    try:
+        fd = os.open(sys.argv[1], os.O_RDWR)
+    except OSError:
+        continue
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
+    os.close(fd)' "$lock" &
+	probe=$!
+	bash -c 'while :; do sbx-list >/dev/null 2>&1; done' &
+	lister=$!
+	fails=0
+	for _ in $(seq 200); do
+		sbx-create race >/dev/null 2>>"$BATS_TEST_TMPDIR/create.err" || fails=$((fails + 1))
+		sbx-delete race >/dev/null
+	done
+	kill "$probe" "$lister"
+	wait "$probe" "$lister" || true
+	sort "$BATS_TEST_TMPDIR/create.err" | uniq -c
+	[ "$fails" = 0 ]
+}
