@@ -504,3 +504,38 @@ every_line_parses() { jq -e -s 'all(.[]; type == "object" and (.role | type) == 
 	assert_status 0
 	[[ "$output" != *"warning"* ]]
 }
+
+@test "a garbage spec.json: sbx-list shows the sandbox broken, sbx-touch says what to do, the next turn replaces it from the last backup" {
+	agent_start gspec "run: echo keep > ~/a"
+	kill -9 "$FED_PID"	# the sandbox stays, as after a crash
+	fed_end || true
+	spec=$XDG_STATE_HOME/sbx/default/gspec/spec.json
+	echo 'garbage{' >"$spec"
+	run sbx-list
+	assert_status 0
+	assert_json '.name == "gspec" and .state == "broken" and .ready == false and
+		(.reason | startswith("corrupt '"$spec"': "))'
+	run sbx-touch gspec
+	assert_status 111
+	assert_contains "sbx-touch: "
+	assert_contains "sandbox gspec is broken (corrupt $spec: "
+	assert_contains "sbx-create gspec replaces it, sbx-delete gspec removes it"
+	# commands still run in it: its home stays reachable until it is replaced
+	run sbx-exec -raw gspec -- sh -c 'cat ~/a'
+	[ "$output" = keep ]
+	run bash -c "printf 'run: cat ~/a\n' | OPENAI_MODEL=fake-eliza agent-loop -session gspec"
+	echo "$output"
+	assert_status 0
+	jq -s -e '.[-2].content | startswith("stdout:\nkeep\n")' "$(hist gspec)"
+	run sbx-list
+	[[ "$output" != *broken* ]]
+	# sbx-create alone says what it did
+	sbx-create gspec >/dev/null
+	echo '{"name":"other"}' >"$spec"
+	run sbx-create gspec
+	assert_status 0
+	assert_contains "sbx-create: warning: sandbox gspec was broken (corrupt $spec: it is not the spec of sandbox gspec): replaced it"
+	run sbx-list
+	assert_json '.name == "gspec" and .ready == true and .state == null'
+	sbx-delete gspec >/dev/null
+}
