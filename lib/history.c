@@ -128,6 +128,7 @@ static int write_all(int fd, const char *p, size_t n)
  * onto a torn line; when even the cut fails, the next append makes it first (h->torn). */
 static int write_tail(struct history *h, const char *data, size_t len, struct sbx_err *e)
 {
+	struct stat st;
 	bool made = false;
 	int fd = open(h->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
 
@@ -143,6 +144,13 @@ static int write_tail(struct history *h, const char *data, size_t len, struct sb
 		return -1;
 	}
 	h->torn = false;
+	/* where this append starts: what a failed one is cut back to */
+	if (fstat(fd, &st) < 0) {
+		err_sys(e, errno, "failed to open session file %s", h->path);
+		close(fd);
+		return -1;
+	}
+	h->good_len = st.st_size;
 	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
 		err_sys(e, errno, "failed to write session file %s", h->path);
 		h->torn = ftruncate(fd, h->good_len) < 0 || fsync(fd) < 0;
