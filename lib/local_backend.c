@@ -3,9 +3,10 @@
  *
  * State: $XDG_STATE_HOME/sbx/<namespace>/<name>/ holds spec.json (the handle, shaped like the
  * Kubernetes resource), deadline (shutdown time, ns), lock (flocked by the supervisor while
- * the sandbox lives: an unlocked directory is stale, e.g. after a reboot), sock (the exec
- * service) and home/ (the sandbox home, the only persistent writable place). Operations on
- * one name are serialized by <namespace>/.<name>.lock. A supervisor (sbx-init supervise)
+ * the sandbox lives: an unlocked directory is stale, e.g. after a reboot; a locked one whose
+ * spec.json cannot be read is broken: listed as such, replaced by the next create), sock (the
+ * exec service) and home/ (the sandbox home, the only persistent writable place). Operations
+ * on one name are serialized by <namespace>/.<name>.lock. A supervisor (sbx-init supervise)
  * runs bubblewrap and removes everything when the deadline passes; inside, sbx-init serve
  * runs commands for sbx_exec over the socket, with the caller's own file descriptors. */
 #include <errno.h>
