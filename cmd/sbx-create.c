@@ -60,6 +60,9 @@ int main(int argc, char **argv)
 		spec.limits.memory = backend_default_memory_of(b);
 	if (sbx_create(b, &spec, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to create sandbox %s: %s", spec.name, e.msg);
+	if (info.broken[0])
+		cli_warn("sandbox %s was broken (%s): replaced it with a new one (its home is a "
+			 "new one too)", spec.name, info.broken);
 	o = sbx_info_json(&info);
 	rc = cli_print_json(o) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(o);

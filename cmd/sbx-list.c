@@ -6,7 +6,9 @@
 static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
-	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts).\n"
+	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts);\n"
+	"a local sandbox whose state is corrupt: name, namespace, backend, ready false,\n"
+	"state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
@@ -21,6 +23,14 @@ static int print_one(const struct sbx_info *in, void *arg)
 
 	age -= age % 1000000000;	/* whole seconds, as kubectl shows ages */
 	json_object_object_add(o, "name", json_object_new_string(in->name));
+	if (in->broken[0]) {	/* nothing else of it is known */
+		json_object_object_add(o, "namespace", json_object_new_string(in->namespace));
+		json_object_object_add(o, "backend", json_object_new_string(in->backend));
+		json_object_object_add(o, "ready", json_object_new_boolean(0));
+		json_object_object_add(o, "state", json_object_new_string("broken"));
+		json_object_object_add(o, "reason", json_object_new_string(in->broken));
+		goto print;
+	}
 	json_object_object_add(o, "namespace", json_object_new_string(in->namespace));
 	json_object_object_add(o, "backend", json_object_new_string(in->backend));
 	json_object_object_add(o, "age", json_object_new_string(
@@ -32,6 +42,7 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "ready", json_object_new_boolean(in->ready));
 	json_object_object_add(o, "network", sbx_network_json(in));
+print:
 	if (cli_print_json(o) < 0)
 		*failed = 1;
 	json_object_put(o);

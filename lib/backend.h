@@ -26,6 +26,8 @@
 #define SBX_ALLOW_HOSTS_MAX 4097
 /* A RuntimeClass name: a DNS-1123 subdomain. */
 #define SBX_RUNTIME_CLASS_MAX 254
+/* Why a sandbox is broken: a path and a parser's reason. */
+#define SBX_BROKEN_MAX 1024
 
 /* Resource limits (issue 14): set by sbx-create -memory -pids -cpus -disk -limits. In a spec
  * they are what is asked for; in an sbx_info what is in force. A quantity of 0 means no limit
@@ -80,6 +82,9 @@ struct sbx_info {
 	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
+	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
+	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
+	char broken[SBX_BROKEN_MAX];
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */

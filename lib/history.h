@@ -2,10 +2,17 @@
  * ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl, one LLM message per line in Go's
  * JSON encoding (fields in upstream's Message order: role, content, tool_calls, tool_call_id,
  * thought_signature, extra_content; other fields kept after them), directory 0700, file 0600,
- * append-only, each append a single write.
- * A crash in the middle of an append leaves a torn last line: loading skips it with a warning
- * (never an error) and the next append cuts it off first, so no good line is ever lost and the
- * file stays loadable. A bad line anywhere else is an error, as upstream.
+ * each append a single write, fsynced (and the directory when the append made the file).
+ * Loading always leaves a history a model accepts, and says what it set right (the warning):
+ * - a bad line (garbage, or torn: a crash or a full disk in the middle of an append) is moved
+ *   aside to latest.jsonl.corrupt (appended, fsynced) and the session goes on from the good
+ *   lines: bad lines at the end are cut off, ones in the middle make an atomic rewrite of the
+ *   good lines (their own bytes);
+ * - an assistant's tool call with no tool message (the process died during the call) gets one
+ *   saying it was interrupted (toolmsg_interrupted), right after its turn's tool messages;
+ *   it is never run again and never sent to a model unanswered.
+ * An append that fails half-way (a full disk) is cut off again, so no later append glues onto
+ * a torn line.
  * One process at a time holds a session: history_open takes an exclusive flock on
  * sessions/HISTORY_LOCK (recording "PID PROGRAM" in it for the message a second one gets),
  * released by history_close or by the holder's death.
@@ -38,14 +45,15 @@ int history_lock(const char *session, struct sbx_err *e);
  * does. Creates nothing. */
 char *history_holder(const char *session);
 /* Validates the session name (upstream's texts), takes the session's lock (SBX_EBUSY when
- * another process holds it), creates the sessions directory (0700) and loads the file
- * (missing = empty). Errors: `failed to decode message from session file: …`. */
+ * another process holds it), creates the sessions directory (0700), loads the file (missing =
+ * empty) and sets it right as above. Errors: the file cannot be read or set right (e.g. a
+ * full disk: `cannot move the bad lines of … aside to …: No space left on device`). */
 struct history *history_open(const char *session, struct sbx_err *e);
 /* The messages loaded and appended so far (borrowed json array). */
 struct json_object *history_messages(struct history *h);
 /* The file's path (borrowed). */
 const char *history_path(const struct history *h);
-/* A warning about a skipped torn last line, or NULL. */
+/* What loading set right (bad lines moved aside, interrupted calls answered), or NULL. */
 const char *history_warning(const struct history *h);
 /* Appends n messages as one write and adds them to the loaded array. */
 int history_append(struct history *h, struct json_object *const *msgs, size_t n,

@@ -3,9 +3,10 @@
  *
  * State: $XDG_STATE_HOME/sbx/<namespace>/<name>/ holds spec.json (the handle, shaped like the
  * Kubernetes resource), deadline (shutdown time, ns), lock (flocked by the supervisor while
- * the sandbox lives: an unlocked directory is stale, e.g. after a reboot), sock (the exec
- * service) and home/ (the sandbox home, the only persistent writable place). Operations on
- * one name are serialized by <namespace>/.<name>.lock. A supervisor (sbx-init supervise)
+ * the sandbox lives: an unlocked directory is stale, e.g. after a reboot; a locked one whose
+ * spec.json cannot be read is broken: listed as such, replaced by the next create), sock (the
+ * exec service) and home/ (the sandbox home, the only persistent writable place). Operations
+ * on one name are serialized by <namespace>/.<name>.lock. A supervisor (sbx-init supervise)
  * runs bubblewrap and removes everything when the deadline passes; inside, sbx-init serve
  * runs commands for sbx_exec over the socket, with the caller's own file descriptors. */
 #include <errno.h>
@@ -83,7 +84,8 @@ static int lock_name(struct sbx_paths *p, struct sbx_err *e)
 	return fd;
 }
 
-/* 1 when a supervisor holds dir/lock, 0 when not (no dir, or stale). */
+/* 1 when a supervisor holds dir/lock, 0 when not (no dir, or stale). The probe holds the lock
+ * for a moment when nobody does: a supervisor starting then waits it out (supervise.c). */
 static int is_alive(const char *dir)
 {
 	char path[PATH_MAX];
@@ -105,13 +107,17 @@ static int dir_exists(const char *dir)
 	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* Reads dir's spec.json into out (zeroed first). A live sandbox whose spec cannot be read
+ * is broken (see broken_msg). */
 static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 {
+	const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
 	char path[PATH_MAX], *s;
 	struct json_object *o, *v;
 	const char *why;
 	size_t len;
 
+	memset(out, 0, sizeof *out);
 	snprintf(path, sizeof path, "%s/spec.json", dir);
 	s = fs_read_small(path, SPEC_MAX, &len);
 	if (s == NULL)
@@ -143,6 +149,9 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		sbx_limits_from_json(v, &out->limits);
 	out->backend = "local";
 	json_object_put(o);
+	/* What every use of the handle needs: a spec of this sandbox, with its home. */
+	if (strcmp(out->name, base) != 0 || out->homedir[0] == '\0')
+		return err_set(e, SBX_EIO, "corrupt %s: it is not the spec of sandbox %s", path, base);
 	return 0;
 }
 
@@ -487,13 +496,23 @@ static int spec_matches(const struct sbx_info *have, const struct sbx_spec *want
 	return limits_match(have, want, e);
 }
 
-static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *out,
-			struct sbx_err *e)
+/* e (read_spec's failure on live sandbox name) with what to do about it. */
+static int broken_msg(const char *name, struct sbx_err *e)
+{
+	char why[sizeof e->msg];
+
+	snprintf(why, sizeof why, "%s", e->msg);
+	return err_set(e, SBX_EIO, "sandbox %s is broken (%s): sbx-create %s replaces it, "
+		       "sbx-delete %s removes it", name, why, name, name);
+}
+
+static int set_deadline(struct sbx_paths *p, const char *name, int64_t ttl_ns,
+			struct sbx_info *out, struct sbx_err *e)
 {
 	int pid;
 
 	if (read_spec(p->dir, out, e) < 0)
-		return -1;
+		return broken_msg(name, e);
 	out->shutdown_ns = time_now_ns() + ttl_ns;
 	if (write_spec(p->dir, out, e) < 0)
 		return -1;
@@ -503,11 +522,23 @@ static int set_deadline(struct sbx_paths *p, int64_t ttl_ns, struct sbx_info *ou
 	return 0;
 }
 
+/* Under the name lock: stops sandbox name and removes it, its home too. */
+static int remove_locked(struct sbx_paths *p, const char *name, struct sbx_err *e)
+{
+	if (check_live(p))
+		stop_supervisor(p->dir);
+	/* Gone from the namespace at once; done when its home is gone too. */
+	sweep_trash(p->nsdir, name);
+	if (remove_dead(p->dir) < 0)
+		return err_sys(e, errno, "cannot remove %s", p->dir);
+	return 0;
+}
+
 static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
 		    struct sbx_err *e)
 {
 	struct sbx_paths p;
-	int lk, rc = -1;
+	int lk, rc = -1, live;
 
 	if (local_bwrap_check_image(spec->image, e) < 0)
 		return -1;
@@ -516,14 +547,25 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 	if ((lk = lock_name(&p, e)) < 0)
 		goto out;
 	sweep_trash(p.nsdir, NULL);
-	if (check_live(&p)) {
-		if (read_spec(p.dir, out, e) < 0 || spec_matches(out, spec, e) < 0)
+	live = check_live(&p);
+	if (live && read_spec(p.dir, out, e) < 0) {
+		/* Broken: no handle to reuse or to match the spec against. It goes, and a new one
+		 * takes its place (agent-loop restores its last snapshot into it). */
+		char why[sizeof out->broken];
+		snprintf(why, sizeof why, "%.*s", (int)sizeof why - 1, e->msg);
+		err_clear(e);
+		if (remove_locked(&p, spec->name, e) < 0 || create_new(b, spec, &p, out, e) < 0)
+			goto out;
+		snprintf(out->broken, sizeof out->broken, "%s", why);
+		rc = 0;
+	} else if (live) {
+		if (spec_matches(out, spec, e) < 0)
 			goto out;
 		if (local_exec_ping(p.dir, READY_TIMEOUT_MS) < 0) {
 			err_set(e, SBX_EIO, "sandbox %s exists but does not answer", spec->name);
 			goto out;
 		}
-		rc = set_deadline(&p, spec->ttl_ns, out, e);
+		rc = set_deadline(&p, spec->name, spec->ttl_ns, out, e);
 		out->reused = true;
 	} else {
 		rc = create_new(b, spec, &p, out, e);
@@ -553,7 +595,7 @@ static int l_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, stru
 	if (!check_live(&p))
 		rc = not_found(name, e);
 	else
-		rc = set_deadline(&p, ttl_ns, out, e);
+		rc = set_deadline(&p, name, ttl_ns, out, e);
 out:
 	if (lk >= 0)
 		close(lk);
@@ -570,14 +612,7 @@ static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 		return -1;
 	if ((lk = lock_name(&p, e)) < 0)
 		goto out;
-	if (check_live(&p))
-		stop_supervisor(p.dir);
-	/* Gone from the namespace at once; done when its home is gone too. */
-	sweep_trash(p.nsdir, name);
-	if (remove_dead(p.dir) < 0)
-		err_sys(e, errno, "cannot remove %s", p.dir);
-	else
-		rc = 0;
+	rc = remove_locked(&p, name, e);
 out:
 	if (lk >= 0)
 		close(lk);
@@ -630,7 +665,18 @@ static int l_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, void
 			if (l_get(b, ents[i]->d_name, &info, &ign) == 0) {
 				if (fn(&info, arg) != 0)
 					rc = 1;
-			} else if (ign.code == SBX_ENOTFOUND) {
+			} else if (ign.code != SBX_ENOTFOUND) {
+				/* live, its spec unreadable: shown, so that someone can act */
+				memset(&info, 0, sizeof info);
+				snprintf(info.name, sizeof info.name, "%.*s",
+					 (int)sizeof info.name - 1, ents[i]->d_name);
+				snprintf(info.namespace, sizeof info.namespace, "%s", b->namespace);
+				info.backend = "local";
+				snprintf(info.broken, sizeof info.broken, "%.*s",
+					 (int)sizeof info.broken - 1, ign.msg);
+				if (fn(&info, arg) != 0)
+					rc = 1;
+			} else {
 				/* stale: clean it under its lock */
 				struct sbx_paths p;
 				int lk;

@@ -27,6 +27,12 @@ char *toolmsg_run_failed(const char *tool, const char *why)
 	return toolmsg_error(tool, "failed to run tool: %s", why);
 }
 
+char *toolmsg_interrupted(const char *tool)
+{
+	return toolmsg_error(tool, "the call was interrupted before its result was saved; it "
+			     "was not run again: check what it did before repeating it");
+}
+
 char *toolmsg_denied(const char *tool)
 {
 	return xasprintf(TOOLMSG_DENIED_FMT, tool);

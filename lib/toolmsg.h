@@ -19,6 +19,9 @@ char *toolmsg_error(const char *tool, const char *fmt, ...) __attribute__((forma
  * sandbox, the runner failed). */
 char *toolmsg_run_failed(const char *tool, const char *why);
 char *toolmsg_denied(const char *tool);
+/* `Error calling tool "<tool>": the call was interrupted …`: the answer a resumed session gives
+ * a call whose process died before its result was saved (it is never run again). */
+char *toolmsg_interrupted(const char *tool);
 char *toolmsg_cancelled(const char *tool);
 /* Whether content is one of the texts above for tool (so the harness's, not the tool's). */
 bool toolmsg_is_harness(const char *tool, const char *content);

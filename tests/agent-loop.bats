@@ -181,21 +181,25 @@ expire_between() {
 	assert_contains "Agent> back again"
 }
 
-@test "a torn last line (crash mid-append) is skipped with a warning and cut on the next append" {
+@test "a torn last line (crash mid-append) is moved aside with a warning and cut at once" {
 	run eliza -session torn <<<'first'
 	assert_status 0
 	printf '{"role":"user","content":"half a li' >>"$(hist torn)"
 	run eliza -session torn <<<'second'
 	assert_status 0
-	assert_contains "agent-loop: warning: skipping a torn last line in $(hist torn)"
+	assert_contains "agent-loop: warning: moved 1 bad line of $(hist torn) aside to $(hist torn).corrupt (line 4: torn, "
 	assert_contains 'Resumed session "torn" with 3 messages in history:'
 	[ "$(wc -l <"$(hist torn)")" -eq 5 ]
 	jq -s -e 'map(.content) | .[1] == "first" and .[3] == "second"' "$(hist torn)"
-	# a bad line in the middle is an error, as upstream
+	[ "$(cat "$(hist torn).corrupt")" = '{"role":"user","content":"half a li' ]
+	# a bad line in the middle goes aside too; the session goes on from the good ones
 	sed -i '2s/.*/{not json/' "$(hist torn)"
-	run eliza -session torn </dev/null
-	assert_status 100
-	assert_contains "agent-loop: failed to decode message from session file: line 2:"
+	run eliza -session torn <<<'third'
+	assert_status 0
+	assert_contains "agent-loop: warning: moved 1 bad line of $(hist torn) aside to $(hist torn).corrupt (line 2: "
+	assert_contains 'Resumed session "torn" with 4 messages in history:'
+	jq -s -e 'map(.content) | .[2] == "second" and .[4] == "third"' "$(hist torn)"
+	[ "$(tail -n 1 "$(hist torn).corrupt")" = '{not json' ]
 }
 
 @test "invalid session names are refused with upstream's texts, before the API key check" {

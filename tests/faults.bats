@@ -362,3 +362,180 @@ kube() { SANDBOX_BACKEND=kubernetes "$@"; }
 	run sbx-list -backend kubernetes
 	[ -z "$output" ]
 }
+
+# ---- issue 28: history and state (kill -9 mid-tool and mid-history, a full history disk,
+# garbage history and spec, the create/probe race) ----
+
+@test "create vs liveness probes: 200 creates against a tight probe loop all succeed" {
+	lock=$XDG_STATE_HOME/sbx/default/race/lock
+	# what a liveness probe does (is_alive: open the sandbox's lock, try it, let go), as fast
+	# as it goes, and sbx-list, which probes every sandbox, in a loop beside it
+	/usr/bin/python3 -c '
+import fcntl, os, sys
+while True:
+    try:
+        fd = os.open(sys.argv[1], os.O_RDWR)
+    except OSError:
+        continue
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
+    os.close(fd)' "$lock" &
+	probe=$!
+	bash -c 'while :; do sbx-list >/dev/null 2>&1; done' &
+	lister=$!
+	fails=0
+	for _ in $(seq 200); do
+		sbx-create race >/dev/null 2>>"$BATS_TEST_TMPDIR/create.err" || fails=$((fails + 1))
+		sbx-delete race >/dev/null
+	done
+	kill "$probe" "$lister"
+	wait "$probe" "$lister" || true
+	sort "$BATS_TEST_TMPDIR/create.err" | uniq -c
+	[ "$fails" = 0 ]
+}
+
+# every_call_answered N: in request N to the stub, each assistant's tool calls are answered by
+# tool messages right after it (what OpenAI-compatible endpoints require; 400 otherwise).
+every_call_answered() {
+	request "$1" | jq -e '.body.messages | reduce .[] as $m ({open: [], ok: true};
+		if $m.role == "tool" then .open -= [$m.tool_call_id]
+		else (if .open != [] then .ok = false else . end) | .open = [$m.tool_calls[]?.id] end)
+		| .ok and .open == []' >/dev/null
+}
+
+# every_line_parses FILE: each line of FILE is a JSON message (none torn, none glued).
+every_line_parses() { jq -e -s 'all(.[]; type == "object" and (.role | type) == "string")' "$1" >/dev/null; }
+
+@test "kill -9 mid-tool: the resumed session answers the call as interrupted, never runs it again, never sends it unanswered" {
+	start_stub "$(stub_call c1 run_command '{"command":"echo ran >>~/count; sleep 31.'$$'"}')" \
+		"$(stub_text 'after the crash')"
+	OPENAI_MODEL=m agent_fed -session kmid
+	echo "go" >&4
+	wait_until pgrep -f -x "sleep 31.$$"
+	kill -9 "$FED_PID"
+	fed_end || true
+	run bash -c "printf 'next\n' | OPENAI_MODEL=m agent-loop -session kmid"
+	echo "$output"
+	assert_status 0
+	assert_contains "after the crash"
+	[ "$(request_count)" = 2 ]
+	every_call_answered 2
+	assert_contains "agent-loop: warning: 1 tool call in $(hist kmid) had no result"
+	request 2 | jq -e '.body.messages[-2] | .role == "tool" and .tool_call_id == "c1" and
+		(.content | startswith("Error calling tool \"run_command\": the call was interrupted"))'
+	every_line_parses "$(hist kmid)"
+	# the call ran once, before the kill: never again
+	run sbx-exec -raw kmid -- sh -c 'cat ~/count'
+	[ "$output" = ran ]
+	sbx-delete kmid >/dev/null
+}
+
+@test "kill -9 mid-history: a torn tool message after an unanswered call goes aside; the session resumes whole" {
+	start_stub "$(stub_call c1 run_command '{"command":"sleep 32.'$$'"}')" "$(stub_text 'resumed whole')"
+	OPENAI_MODEL=m agent_fed -session khist
+	echo "go" >&4
+	wait_until pgrep -f -x "sleep 32.$$"
+	kill -9 "$FED_PID"
+	fed_end || true
+	sbx-delete khist >/dev/null
+	# what a kill (or power loss) in the middle of appending the tool message leaves
+	printf '{"role":"tool","content":"stdout:\\npart' >>"$(hist khist)"
+	run bash -c "printf 'next\n' | OPENAI_MODEL=m agent-loop -session khist"
+	echo "$output"
+	assert_status 0
+	assert_contains "resumed whole"
+	every_call_answered 2
+	assert_contains "agent-loop: warning: moved 1 bad line of $(hist khist) aside to $(hist khist).corrupt"
+	run ! grep -q part <<<"$(request 2)"
+	[ "$(cat "$(hist khist).corrupt")" = '{"role":"tool","content":"stdout:\npart' ]
+	every_line_parses "$(hist khist)"
+}
+
+@test "disk full while appending history: the half-written line is cut, the next run resumes whole" {
+	start_stub "$(stub_call c1 run_command '{"command":"head -c 20000 /dev/zero | tr \"\\\\0\" x"}')" \
+		"$(stub_text 'space again')"
+	turn hdisk 'hello' 	# (eliza: makes the session and its system prompt)
+	h=$(hist hdisk)
+	run unshare -m bash -c '
+		d=$(dirname "$1")
+		cp -a "$d" "$d.saved"
+		mount -t tmpfs -o size=64k tmpfs "$d"
+		cp -a "$d.saved/." "$d/"
+		head -c $((56 * 1024)) /dev/zero >"$d/filler"
+		printf "go\n" | OPENAI_MODEL=m agent-loop -session hdisk
+		echo "first-status=$?"
+		cp "$1" "$2/after-full"
+		rm "$d/filler"
+		printf "next\n" | OPENAI_MODEL=m agent-loop -session hdisk
+		echo "second-status=$?"
+		cp "$1" "$2/after-next"
+		' _ "$h" "$BATS_TEST_TMPDIR"
+	echo "$output"
+	rm -rf "$(dirname "$h").saved"
+	assert_contains "No space left on device"
+	assert_contains "first-status=111"
+	# the failed append left no torn line behind
+	every_line_parses "$BATS_TEST_TMPDIR/after-full"
+	[ "$(tail -c 1 "$BATS_TEST_TMPDIR/after-full" | od -An -c | tr -d ' ')" = '\n' ]
+	assert_contains "second-status=0"
+	assert_contains "space again"
+	[ "$(request_count)" = 2 ]
+	every_call_answered 2
+	every_line_parses "$BATS_TEST_TMPDIR/after-next"
+}
+
+@test "a garbage line in the middle of the history goes aside to a named .corrupt file; the session goes on" {
+	turn hgarb 'run: echo one'
+	turn hgarb 'run: echo two'
+	n=$(wc -l <"$(hist hgarb)")
+	sed -i '4s/.*/{"role": true, garbage/' "$(hist hgarb)"
+	run bash -c "printf 'run: echo three\n' | OPENAI_MODEL=fake-eliza agent-loop -session hgarb"
+	echo "$output"
+	assert_status 0
+	assert_contains "three"
+	assert_contains "agent-loop: warning: moved 1 bad line of $(hist hgarb) aside to $(hist hgarb).corrupt (line 4: "
+	[ "$(cat "$(hist hgarb).corrupt")" = '{"role": true, garbage' ]
+	every_line_parses "$(hist hgarb)"
+	[ "$(wc -l <"$(hist hgarb)")" -gt "$((n - 1))" ]
+	# nothing more to set right the next time
+	run bash -c "printf 'run: echo four\n' | OPENAI_MODEL=fake-eliza agent-loop -session hgarb"
+	assert_status 0
+	[[ "$output" != *"warning"* ]]
+}
+
+@test "a garbage spec.json: sbx-list shows the sandbox broken, sbx-touch says what to do, the next turn replaces it from the last backup" {
+	agent_start gspec "run: echo keep > ~/a"
+	kill -9 "$FED_PID"	# the sandbox stays, as after a crash
+	fed_end || true
+	spec=$XDG_STATE_HOME/sbx/default/gspec/spec.json
+	echo 'garbage{' >"$spec"
+	run sbx-list
+	assert_status 0
+	assert_json '.name == "gspec" and .state == "broken" and .ready == false and
+		(.reason | startswith("corrupt '"$spec"': "))'
+	run sbx-touch gspec
+	assert_status 111
+	assert_contains "sbx-touch: "
+	assert_contains "sandbox gspec is broken (corrupt $spec: "
+	assert_contains "sbx-create gspec replaces it, sbx-delete gspec removes it"
+	# commands still run in it: its home stays reachable until it is replaced
+	run sbx-exec -raw gspec -- sh -c 'cat ~/a'
+	[ "$output" = keep ]
+	run bash -c "printf 'run: cat ~/a\n' | OPENAI_MODEL=fake-eliza agent-loop -session gspec"
+	echo "$output"
+	assert_status 0
+	jq -s -e '.[-2].content | startswith("stdout:\nkeep\n")' "$(hist gspec)"
+	run sbx-list
+	[[ "$output" != *broken* ]]
+	# sbx-create alone says what it did
+	sbx-create gspec >/dev/null
+	echo '{"name":"other"}' >"$spec"
+	run sbx-create gspec
+	assert_status 0
+	assert_contains "sbx-create: warning: sandbox gspec was broken (corrupt $spec: it is not the spec of sandbox gspec): replaced it"
+	run sbx-list
+	assert_json '.name == "gspec" and .ready == true and .state == null'
+	sbx-delete gspec >/dev/null
+}

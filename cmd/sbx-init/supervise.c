@@ -31,6 +31,9 @@
 /* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
+/* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
+ * lib/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
+#define OWN_LOCK_WAIT_MS 5000
 /* Words of the command bubblewrap runs (after its options): "sbx-init serve" and a few. */
 #define ARGV_MAX 16
 
@@ -205,6 +208,22 @@ static int take_nslock(const char *nslock, int sfd)
 	return -1;
 }
 
+/* Takes the sandbox's own lock. Creating is serialized by the namespace lock, so nobody but a
+ * liveness probe (sbx-list, sbx-exec, … trying it for a moment) holds it now: wait those out,
+ * a bounded time, rather than give up and leave the create waiting for a sandbox that never
+ * starts. 0, or -1 when it stays taken. */
+static int take_own_lock(int fd)
+{
+	for (int waited = 0; waited < OWN_LOCK_WAIT_MS; waited++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		usleep(1000);
+	}
+	return -1;
+}
+
 /* The mount namespace the supervisor started in (the caller's), where the home's disk image
  * is mounted; -1 when the supervisor never left it. */
 static int host_mntns = -1;
@@ -301,7 +320,7 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		return EXIT_FAIL;
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+	if (lock < 0 || take_own_lock(lock) < 0)
 		return EXIT_FAIL;
 	snprintf(path, sizeof path, "%s/supervisor.pid", dir);
 	snprintf(pid, sizeof pid, "%ld\n", (long)getpid());

@@ -1,6 +1,7 @@
-/* fuzz_history.c — loading a session's history file (JSONL, possibly torn by a crash): the
- * input is written as the session's latest.jsonl, then opened. When it loads, one more
- * message is appended and the file must load again with exactly one more message. */
+/* fuzz_history.c — loading a session's history file (JSONL, possibly torn by a crash, with
+ * garbage and unanswered tool calls): the input is written as the session's latest.jsonl,
+ * then opened (which sets it right). When it loads, one more message is appended and the file
+ * must load again with exactly one more message and nothing left to set right. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
-static char home[64], file[160];
+static char home[64], file[160], corrupt[176];
 
 static void cleanup(void)
 {
@@ -43,8 +44,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		snprintf(d, sizeof d, "%s/.local/sandboxed-tools/fz/sessions", home);
 		mkdir(d, 0700);
 		snprintf(file, sizeof file, "%s/latest.jsonl", d);
+		snprintf(corrupt, sizeof corrupt, "%s.corrupt", file);
 		atexit(cleanup);
 	}
+	unlink(corrupt);	/* bad lines moved aside by the last input */
 	f = fopen(file, "w");
 	if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0)
 		abort();
@@ -62,6 +65,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	h = history_open("fz", &e);
 	if (h == NULL || json_object_array_length(history_messages(h)) != n + 1)
 		abort();	/* the append lost a line or left the file unloadable */
+	if (history_warning(h) != NULL)
+		abort();	/* the first load left something to set right */
 	history_close(h);
 	return 0;
 }

@@ -105,17 +105,31 @@ static void history(const char *home)
 		close(fd);
 	}
 
-	/* a crash mid-append: the torn bytes are skipped, then cut before the next append */
+	/* a crash mid-append: the torn bytes are moved aside and cut off at once */
 	put(path, "{\"role\":\"tool\",\"cont", "a");
 	h = history_open("h1", &e);
 	ok(h && json_object_array_length(history_messages(h)) == 2, "the torn line is skipped");
-	ok(h && history_warning(h) && strstr(history_warning(h), "skipping a torn last line"), "with a warning");
+	ok(h && history_warning(h) && strstr(history_warning(h), "moved 1 bad line of ") &&
+	   strstr(history_warning(h), "latest.jsonl.corrupt (line 3: torn, "), "with a warning naming the file: %s",
+	   h && history_warning(h) ? history_warning(h) : "(none)");
+	text = slurp(path);
+	is_str(text, "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n{\"role\":\"assistant\",\"content\":\"ok\"}\n",
+	       "the torn bytes were cut at load, nothing else");
+	free(text);
 	ok(history_append(h, m, 1, &e) == 0, "append after a torn line");
 	history_close(h);
 	text = slurp(path);
 	is_str(text, "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n{\"role\":\"assistant\",\"content\":\"ok\"}\n"
-	       "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n", "the torn bytes were cut, nothing else");
+	       "{\"role\":\"user\",\"content\":\"a \\u0026 b\"}\n", "the next line starts on its own");
 	free(text);
+	{
+		char *corrupt = xasprintf("%s.corrupt", path);
+		text = slurp(corrupt);
+		is_str(text, "{\"role\":\"tool\",\"cont\n", "the torn bytes are kept in latest.jsonl.corrupt");
+		free(text);
+		unlink(corrupt);
+		free(corrupt);
+	}
 
 	/* a good last line without its newline gets one before the next line */
 	put(path, "{\"role\":\"user\",\"content\":\"x\"}", "a");
@@ -128,16 +142,76 @@ static void history(const char *home)
 	ok(h && json_object_array_length(history_messages(h)) == 5, "both lines load");
 	history_close(h);
 
-	/* garbage in the middle is an error, as upstream */
-	put(path, "not json\n{\"role\":\"user\"}\n", "w");
-	ok(history_open("h1", &e) == NULL &&
-	   strstr(e.msg, "failed to decode message from session file: line 1: ") == e.msg,
-	   "a bad line before the last one fails the load: %s", e.msg);
-	put(path, "[1]\n", "w");
-	ok(history_open("h1", &e) == NULL, "a line that is not a message object fails the load");
+	/* garbage in the middle is moved aside; the good lines keep their own bytes */
+	put(path, "not json\n{\"role\":\"user\", \"content\":\"z\"}\n[1]\n{\"role\":\"assistant\",\"content\":\"k\"}\n", "w");
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 2, "the good lines load around bad ones");
+	ok(h && history_warning(h) && strstr(history_warning(h), "moved 2 bad lines of ") &&
+	   strstr(history_warning(h), "(line 1: ") && strstr(history_warning(h), "; line 3: "),
+	   "the warning names both: %s", h && history_warning(h) ? history_warning(h) : "(none)");
+	history_close(h);
+	text = slurp(path);
+	is_str(text, "{\"role\":\"user\", \"content\":\"z\"}\n{\"role\":\"assistant\",\"content\":\"k\"}\n",
+	       "the file was rewritten without them");
+	free(text);
+	{
+		char *corrupt = xasprintf("%s.corrupt", path);
+		text = slurp(corrupt);
+		is_str(text, "not json\n[1]\n", "they are in latest.jsonl.corrupt");
+		free(text);
+		unlink(corrupt);
+		free(corrupt);
+	}
 	put(path, "\n  \n{\"role\":\"user\",\"content\":\"y\"}\n\n", "w");
 	h = history_open("h1", &e);
 	ok(h && json_object_array_length(history_messages(h)) == 1, "blank lines are ignored");
+	history_close(h);
+
+	/* calls without results: answered once as interrupted, where they belong */
+	put(path, "{\"role\":\"user\",\"content\":\"go\"}\n"
+	    "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}},"
+	    "{\"id\":\"a2\",\"type\":\"function\",\"function\":{\"name\":\"rm\",\"arguments\":\"{}\"}}]}\n"
+	    "{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":\"a1\"}\n"
+	    "{\"role\":\"user\",\"content\":\"again\"}\n"
+	    "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"b1\",\"type\":\"function\",\"function\":{\"name\":\"cat\",\"arguments\":\"{}\"}}]}\n", "w");
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 7, "two tool messages added");
+	ok(h && history_warning(h) && strstr(history_warning(h), "2 tool calls in "),
+	   "with a warning: %s", h && history_warning(h) ? history_warning(h) : "(none)");
+	history_close(h);
+	text = slurp(path);
+	is_str(text, "{\"role\":\"user\",\"content\":\"go\"}\n"
+	       "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a1\",\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}},"
+	       "{\"id\":\"a2\",\"type\":\"function\",\"function\":{\"name\":\"rm\",\"arguments\":\"{}\"}}]}\n"
+	       "{\"role\":\"tool\",\"content\":\"x\",\"tool_call_id\":\"a1\"}\n"
+	       "{\"role\":\"tool\",\"content\":\"Error calling tool \\\"rm\\\": the call was interrupted before its result "
+	       "was saved; it was not run again: check what it did before repeating it\",\"tool_call_id\":\"a2\"}\n"
+	       "{\"role\":\"user\",\"content\":\"again\"}\n"
+	       "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"b1\",\"type\":\"function\",\"function\":{\"name\":\"cat\",\"arguments\":\"{}\"}}]}\n"
+	       "{\"role\":\"tool\",\"content\":\"Error calling tool \\\"cat\\\": the call was interrupted before its result "
+	       "was saved; it was not run again: check what it did before repeating it\",\"tool_call_id\":\"b1\"}\n", "each after its turn's tool messages");
+	free(text);
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 7 && history_warning(h) == NULL,
+	   "loaded again: nothing more to set right");
+	{
+		/* a call whose tool message was never appended (it could not be saved) is answered
+		 * before the next message, in memory and in the file */
+		struct json_object *call = json_tokener_parse("{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c9\","
+			"\"type\":\"function\",\"function\":{\"name\":\"ls\",\"arguments\":\"{}\"}}]}");
+		struct json_object *last;
+		ok(history_append(h, &call, 1, &e) == 0 && history_append(h, m, 1, &e) == 0,
+		   "a user message after an unanswered call");
+		last = json_object_array_get_idx(history_messages(h), 8);
+		ok(json_object_array_length(history_messages(h)) == 10 &&
+		   strcmp(json_object_get_string(json_object_object_get(last, "tool_call_id")), "c9") == 0,
+		   "the call is answered before it");
+		json_object_put(call);
+	}
+	history_close(h);
+	h = history_open("h1", &e);
+	ok(h && json_object_array_length(history_messages(h)) == 10 && history_warning(h) == NULL,
+	   "and so in the file");
 	history_close(h);
 	json_object_put(m[0]);
 	json_object_put(m[1]);
