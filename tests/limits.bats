@@ -684,4 +684,10 @@ PY
 	[ "$(printf '%s\n' "$output" | awk '{ split($0, p, " - ") } p[2] ~ /^tmpfs / { n++ } END { print n }')" -ge 6 ]
 	run sbx-exec -raw demo -- sh -c 'rm /big && echo usable'
 	[ "$output" = usable ]
+	# a user's sandbox too
+	user_setup
+	as_user sbx-create -limits none udemo >/dev/null
+	run as_user sbx-exec -raw udemo -- sh -c 'df -k / | tail -1; head -c 2M /dev/zero >/big'
+	assert_contains "No space left on device"
+	[ "$(echo "$output" | head -1 | awk '{print $2}')" -eq 1024 ]
 }
