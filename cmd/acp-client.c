@@ -16,6 +16,7 @@
 #include "../lib/flag.h"
 #include "../lib/net.h"
 #include "../lib/paths.h"
+#include "../lib/termtext.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -268,7 +269,11 @@ int main(int argc, char **argv)
 		cli_die(cli_status(e.code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e.code), "%s",
 			e.msg);
 	}
-	printf("Session: %s\n", acpclient_session(client));
+	{
+		char *sid = termtext_str(acpclient_session(client), TERMTEXT_LINE);	/* the agent's */
+		printf("Session: %s\n", sid);
+		free(sid);
+	}
 	fflush(stdout);
 	{
 		pthread_t t;

@@ -14,6 +14,7 @@
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
 #include "../lib/specflags.h"
+#include "../lib/termtext.h"
 #include "../lib/userline.h"
 #include "cli.h"
 
@@ -62,12 +63,15 @@ static void on_log(void *arg, enum agent_log_level lv, const char *msg)
 		cli_msg("%s", msg);
 }
 
-/* -v: documents can be large; written whole rather than through cli_msg's line. */
+/* -v: documents can be large; written whole rather than through cli_msg's line, with what
+ * JSON leaves raw (DEL, C1, bidi controls) shown as termtext does. */
 static void on_trace(void *arg, const char *label, const char *json)
 {
 	(void)arg;
 	fflush(stdout);
-	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
+	fprintf(stderr, "%s: %s: ", cli_prog, label);
+	termtext_write(stderr, json, strlen(json), TERMTEXT_TEXT);
+	fputc('\n', stderr);
 }
 
 /* One line per tool call: name, arguments as people read them (shortened), outcome. */

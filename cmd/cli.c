@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../lib/gojson.h"
+#include "../lib/termtext.h"
 #include "../lib/xalloc.h"
 #include "../lib/version.h"
 
@@ -109,12 +110,16 @@ void cli_init(int argc, char **argv)
 	}
 }
 
+/* A message often quotes what a sandbox, a model or a peer said (a command's stderr, an API's
+ * error body, a path from an archive): its controls are shown, never acted on (termtext.h). */
 static void vmsg(const char *pre, const char *fmt, va_list ap)
 {
-	char line[4096];
+	char line[4096], *shown;
 
 	vsnprintf(line, sizeof line, fmt, ap);
-	fprintf(stderr, "%s: %s%s\n", cli_prog, pre, line);
+	shown = termtext_str(line, TERMTEXT_TEXT);
+	fprintf(stderr, "%s: %s%s\n", cli_prog, pre, shown);
+	free(shown);
 }
 
 void cli_msg(const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include "../lib/eliza.h"
 #include "../lib/flag.h"
 #include "../lib/llm.h"
+#include "../lib/termtext.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -48,7 +49,8 @@ static const char usage[] =
 	"OPENAI_MODEL, MODEL, LLM_VENDOR, LLM_AUTH_HEADER. Exit status: 0 ok, 100 bad\n"
 	"usage or request, 111 API or transport failure, 128+n stopped by signal n.\n";
 
-/* -v: bodies can be megabytes, more than cli_msg's line holds, so they are written whole. */
+/* -v: bodies can be megabytes, more than cli_msg's line holds, so they are written whole, their
+ * controls made visible (the server's bytes: termtext.h). */
 static void trace(const char *what, const char *data, size_t len, void *arg)
 {
 	(void)arg;
@@ -61,7 +63,7 @@ static void trace(const char *what, const char *data, size_t len, void *arg)
 	fputs(": ", stderr);
 	fputs(what, stderr);
 	fputs(": ", stderr);
-	fwrite(data, 1, len, stderr);
+	termtext_write(stderr, data, len, TERMTEXT_TEXT);
 	fputc('\n', stderr);
 }
 

@@ -15,6 +15,7 @@
 #include "acpview.h"
 #include "gojson.h"
 #include "jsonfield.h"
+#include "termtext.h"
 #include "xalloc.h"
 
 struct acpclient {
@@ -43,6 +44,27 @@ static void on_update(struct acpclient *c, struct json_object *params)
 		acpview_update(c->view, u);
 }
 
+/* "<label><text>\n", the text on one line exactly as it is (termtext's line form: a control,
+ * a newline or a bidi override in it cannot hide or redraw what the user approves). */
+static void emit_exact(struct acpclient *c, const char *label, const char *text)
+{
+	char *shown = termtext_str(text, TERMTEXT_LINE);
+
+	emitf(c, "%s%s\n", label, shown);
+	free(shown);
+}
+
+/* What is asked about: the call's title and, when its input names one, the whole command. */
+static void show_call(struct acpclient *c, struct json_object *tc)
+{
+	struct json_object *in;
+
+	emit_exact(c, "\nPermission requested: ",
+		   jsonfield_str(tc, "title") ?: jsonfield_str(tc, "toolCallId") ?: "");
+	if (json_object_object_get_ex(tc, "rawInput", &in) && jsonfield_str(in, "command"))
+		emit_exact(c, "  command: ", jsonfield_str(in, "command"));
+}
+
 /* Asks the user (or approves with -yolo); returns the chosen optionId (borrowed) or NULL. */
 static const char *choose(struct acpclient *c, struct json_object *params)
 {
@@ -62,8 +84,7 @@ static const char *choose(struct acpclient *c, struct json_object *params)
 		return NULL;
 	}
 	if (json_object_object_get_ex(params, "toolCall", &tc))
-		emitf(c, "\nPermission requested: %s\n",
-		      jsonfield_str(tc, "title") ?: jsonfield_str(tc, "toolCallId") ?: "");
+		show_call(c, tc);
 	for (i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(opts, i);
 		emitf(c, "  %zu) %s [%s]\n", i + 1, jsonfield_str(o, "name") ?: "",

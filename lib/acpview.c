@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acpview.h"
+#include "termtext.h"
 #include "xalloc.h"
 
 enum stream { NONE, MESSAGE, THOUGHT, USER };
@@ -19,13 +20,18 @@ struct acpview {
 	bool at_bol;			/* the last text ended a line */
 };
 
+/* Every piece of text reaches the terminal through here, its controls made visible
+ * (termtext.h): most of it is the agent's, the model's or a tool's. */
 static void put(struct acpview *v, const char *s)
 {
 	size_t n = strlen(s);
+	char *shown;
 
 	if (n == 0)
 		return;
-	v->emit(v->arg, s);
+	shown = termtext_str(s, TERMTEXT_TEXT);
+	v->emit(v->arg, shown);
+	free(shown);
 	v->at_bol = s[n - 1] == '\n';
 }
 

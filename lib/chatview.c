@@ -4,9 +4,18 @@
 #include <string.h>
 
 #include "gojson.h"
+#include "termtext.h"
 #include "xalloc.h"
 
 #define RULE "================================================================================\n"
+
+/* label, then text (from the model or the user's history) as termtext shows it, a newline. */
+static void shown(FILE *out, const char *label, const char *text)
+{
+	fputs(label, out);
+	termtext_write(out, text ? text : "", text ? strlen(text) : 0, TERMTEXT_TEXT);
+	fputc('\n', out);
+}
 
 bool chatview_banner(FILE *out, struct agent_session *s, const char *why)
 {
@@ -29,9 +38,9 @@ bool chatview_banner(FILE *out, struct agent_session *s, const char *why)
 		content = json_object_object_get_ex(m, "content", &v) && v &&
 			  json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
 		if (strcmp(role, "user") == 0)
-			fprintf(out, "User> %s\n", content ? content : "");
+			shown(out, "User> ", content);
 		else if (strcmp(role, "assistant") == 0 && content && *content)
-			fprintf(out, "Agent> %s\n", content);
+			shown(out, "Agent> ", content);
 	}
 	return true;
 }
@@ -43,7 +52,7 @@ void chatview_delta(void *view, const char *text, size_t len)
 	if (!v->line_open)
 		fputs("\nAgent> ", v->out);
 	v->line_open = true;
-	fwrite(text, 1, len, v->out);
+	termtext_write(v->out, text, len, TERMTEXT_TEXT);
 	fflush(v->out);
 }
 
@@ -55,8 +64,8 @@ void chatview_assistant(void *view, struct json_object *msg, bool final)
 	if (v->line_open)
 		fputs("\n", v->out);
 	else if (final)	/* nothing streamed: upstream's "\nAgent> <text>\n" in one piece */
-		fprintf(v->out, "\nAgent> %s\n", json_object_object_get_ex(msg, "content", &c) && c
-			? json_object_get_string(c) : "");
+		shown(v->out, "\nAgent> ", json_object_object_get_ex(msg, "content", &c) && c
+		      ? json_object_get_string(c) : "");
 	v->line_open = false;
 	fflush(v->out);
 }

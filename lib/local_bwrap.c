@@ -242,6 +242,7 @@ static void plan_host_root(struct strvec *a)
 	size_t i;
 	ssize_t n;
 
+	push_tmpfs(a, NULL, RESLIMIT_ROOT, "/");	/* below every other mount: bwrap's has no size */
 	push3(a, "--ro-bind", "/usr", "/usr");
 	for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
 		snprintf(src, sizeof src, "/%s", host_dirs[i]);

@@ -160,6 +160,8 @@ int64_t reslimit_tmpfs_size(int64_t memory, enum reslimit_tmpfs which)
 		return memory / 8 < 64 * MIB ? memory / 8 : 64 * MIB;
 	case RESLIMIT_SHM:
 		return memory / 4 < 64 * MIB ? memory / 4 : 64 * MIB;
+	case RESLIMIT_ROOT:
+		return MIB;
 	case RESLIMIT_MASK:
 		break;
 	}

@@ -29,6 +29,7 @@ enum reslimit_tmpfs {
 	RESLIMIT_RUN,		/* /run: 1/8, at most 64M */
 	RESLIMIT_SHM,		/* /dev/shm: 64M, at most 1/4 */
 	RESLIMIT_MASK,		/* the empty tmpfs masking /etc/ssh and the like: 64K */
+	RESLIMIT_ROOT,		/* / over the host's root: mount points and small files, 1M */
 };
 
 struct reslimit_ctx {

@@ -665,3 +665,29 @@ PY
 	absent $all
 	[ "$(grep -cF "$XDG_STATE_HOME/sbx/default/par" /proc/self/mountinfo)" = 0 ]
 }
+
+@test "/ has a size of its own: df shows 1M, writing past it is ENOSPC; every tmpfs has a size or is read-only" {
+	sbx-create demo >/dev/null
+	run sbx-exec -raw demo -- sh -c 'df -k / | tail -1'
+	assert_status 0
+	[ "$(echo "$output" | awk '{print $2}')" -eq 1024 ]
+	run sbx-exec -raw demo -- sh -c 'head -c 2M /dev/zero >/big; ls -l /big | cut -d" " -f5'
+	assert_contains "No space left on device"
+	[ "$(echo "$output" | tail -1)" -le $((1 << 20)) ]
+	# /proc/self/mountinfo: mount options are field 6, the type and the superblock's options
+	# follow " - "; bwrap's own /dev (no size= of bwrap's making) is read-only
+	run sbx-exec -raw demo -- cat /proc/self/mountinfo
+	assert_status 0
+	unsized=$(printf '%s\n' "$output" | awk '{ split($0, p, " - "); split(p[2], t, " ") }
+		t[1] == "tmpfs" && t[3] !~ /(^|,)size=/ && $6 !~ /^ro(,|$)/ { print $5 }')
+	[ -z "$unsized" ]
+	[ "$(printf '%s\n' "$output" | awk '{ split($0, p, " - ") } p[2] ~ /^tmpfs / { n++ } END { print n }')" -ge 6 ]
+	run sbx-exec -raw demo -- sh -c 'rm /big && echo usable'
+	[ "$output" = usable ]
+	# a user's sandbox too
+	user_setup
+	as_user sbx-create -limits none udemo >/dev/null
+	run as_user sbx-exec -raw udemo -- sh -c 'df -k / | tail -1; head -c 2M /dev/zero >/big'
+	assert_contains "No space left on device"
+	[ "$(echo "$output" | head -1 | awk '{print $2}')" -eq 1024 ]
+}

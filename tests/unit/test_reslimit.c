@@ -42,6 +42,9 @@ static void test_tmpfs(void)
 	   "/tmp is a quarter of the default limit");
 	ok(reslimit_tmpfs_size(INT64_C(32) << 20, RESLIMIT_MASK) == 64 << 10,
 	   "a masking tmpfs is 64K: five of them still fit in the last eighth of 32M");
+	ok(reslimit_tmpfs_size(INT64_C(32) << 20, RESLIMIT_ROOT) == INT64_C(1) << 20 &&
+	   reslimit_tmpfs_size(INT64_C(64) << 30, RESLIMIT_ROOT) == INT64_C(1) << 20,
+	   "the root tmpfs is 1M whatever the memory: with the masks, within the last eighth of 32M");
 }
 
 static void test_text(void)
