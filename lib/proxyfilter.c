@@ -40,16 +40,15 @@ static int allow_when(scmp_filter_ctx ctx, const char *name, unsigned n,
 static int add_conditional(scmp_filter_ctx ctx)
 {
 	/* Files: read only (resolv.conf, hosts, nsswitch and its modules). */
-	const struct scmp_arg_cmp ro = SCMP_A2(SCMP_CMP_MASKED_EQ,
-					       O_ACCMODE | O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY),
-					       0);
+	const struct scmp_arg_cmp ro = {2, SCMP_CMP_MASKED_EQ,
+					O_ACCMODE | O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY), 0};
 	/* Threads, never another process: clone must share the address space as a thread. */
-	const struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM,
-						   CLONE_THREAD | CLONE_VM);
+	const struct scmp_arg_cmp thread = {0, SCMP_CMP_MASKED_EQ, CLONE_THREAD | CLONE_VM,
+					    CLONE_THREAD | CLONE_VM};
 	/* Signals to itself only (abort, a sanitizer's report). */
-	const struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
+	const struct scmp_arg_cmp self = {0, SCMP_CMP_EQ, (scmp_datum_t)getpid(), 0};
 	/* The resolver asks how much a datagram holds; nothing else of ioctl. */
-	const struct scmp_arg_cmp fionread = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, FIONREAD);
+	const struct scmp_arg_cmp fionread = {1, SCMP_CMP_MASKED_EQ, 0xffffffffu, FIONREAD};
 	static const int families[] = {AF_INET, AF_INET6, AF_NETLINK};
 
 	if (allow_when(ctx, "openat", 1, &ro) < 0 || allow_when(ctx, "clone", 1, &thread) < 0 ||
@@ -57,7 +56,7 @@ static int add_conditional(scmp_filter_ctx ctx)
 		return -1;
 	/* Sockets: IP for upstream and DNS, netlink for the host's own addresses. */
 	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
-		const struct scmp_arg_cmp fam = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]);
+		const struct scmp_arg_cmp fam = {0, SCMP_CMP_EQ, (scmp_datum_t)families[i], 0};
 		if (allow_when(ctx, "socket", 1, &fam) < 0)
 			return -1;
 	}
