@@ -279,11 +279,8 @@ LIST
 	[ "$output" = "hello from web" ]
 	run sbx-exec -raw plus -- curl -sS -m 10 http://alibaba.sbx.test:8080/
 	assert_contains "resolves to 100.100.100.200 (cloud metadata), which only an IP entry naming that address may reach (entry +alibaba.sbx.test)"
-	# by its address it is tried (the test host holds it and serves nothing there)
-	run sbx-exec -raw plus -- curl -sS -m 10 -o /dev/null -w '%{http_code}' http://100.100.100.200:8080/
-	[ "$output" = 502 ]
-	run jq -c 'select(.host=="100.100.100.200") | [.decision, .rule, .reason]' "$(sandbox_dir plus)/net.log"
-	[ "$output" = '["allowed","100.100.100.200:8080","connection failed"]' ]
+	# (by its IP entry it would be tried: tests/unit/test_net.c; no test connects to a
+	# metadata address, whose route into the test host other runs may share)
 	run sbx-list
 	assert_json ".network.allow_hosts == [\"+intra.sbx.test:8080\",\"+mapped.sbx.test\",\"+alibaba.sbx.test\",\"$INTRA:8080\",\"10.77.$NETNS_ID.0/24:8443\",\"100.100.100.200:8080\"]"
 }
