@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../lib/proxy.h"
+#include "../lib/proxyfilter.h"
 #include "../lib/xalloc.h"
 #include "cli.h"
 
@@ -14,8 +15,8 @@ static const char usage[] =
 	"                 [-nameservers ADDR,...]\n"
 	"The egress proxy of a sandbox made with sbx-create -allow-host: HTTP (CONNECT and\n"
 	"plain http://) and SOCKS5 on the listening socket N, only to the hosts LIST allows,\n"
-	"one JSON line per decision on the log descriptor. The supervisor starts it; it is not\n"
-	"meant to be run by hand.\n"
+	"one JSON line per decision on the log descriptor. It serves under no_new_privs and a\n"
+	"seccomp filter of its own. The supervisor starts it; it is not meant to be run by hand.\n"
 	"\n"
 	"  -sandbox NAME         the sandbox's name, for the log\n"
 	"  -allow LIST           the -allow-host list\n"
@@ -75,6 +76,9 @@ int main(int argc, char **argv)
 	cfg.policy_text = allow;
 	cfg.listen_fd = (int)lfd;
 	cfg.log_fd = (int)logfd;
+	/* From here on it reads what a sandbox sends: confined before the first byte. */
+	if (proxyfilter_apply(&e) < 0)
+		cli_die(EXIT_FAIL, "cannot confine itself: %s", e.msg);
 	if (ready >= 0) {
 		if (write((int)ready, "ready\n", 6) != 6)
 			cli_die(EXIT_FAIL, "cannot signal readiness");

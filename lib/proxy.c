@@ -44,6 +44,7 @@ struct conn {
 	char rule[NETPOLICY_NAME_MAX + 32];
 	char addr[INET6_ADDRSTRLEN];
 	const char *decision, *reason;
+	char why[160];			/* reason, when made up here */
 	long long bytes_out, bytes_in;
 	char head[PROXYREQ_HEAD_MAX];
 	size_t have;			/* bytes read into head */
@@ -239,7 +240,7 @@ static int open_upstream(struct conn *c, int *code)
 	struct proxy_config *cfg = c->cfg;
 	const struct netpolicy_rule *rule;
 	struct sockaddr_storage addrs[PROXY_ADDRS_MAX];
-	const char *refused = NULL;
+	const char *refused = NULL, *refused_who = NULL;
 	char refused_addr[INET6_ADDRSTRLEN] = "";
 	int n, tried = 0;
 
@@ -264,15 +265,16 @@ static int open_upstream(struct conn *c, int *code)
 		c->reason = "the name does not resolve";
 		return -1;
 	}
+	/* Each address is checked as it will be connected to (no second resolution can swap
+	 * it): a name may resolve to a public address and an internal one, and only the
+	 * allowed ones are tried. */
 	for (int i = 0; i < n; i++) {
-		/* The host's own services (loopback, link-local, its own addresses) are for an
-		 * entry that names the host exactly, never for a wildcard's chance resolution. */
-		const char *cls = netpolicy_addr_class((struct sockaddr *)&addrs[i]);
-		if (cls == NULL && netpolicy_is_local_addr((struct sockaddr *)&addrs[i]) != 0)
-			cls = "one of this host's own addresses";
-		if (cls && rule->wildcard) {
+		const struct sockaddr *sa = (const struct sockaddr *)&addrs[i];
+		const char *cls, *who;
+		if (!netpolicy_may_connect(rule, sa, netpolicy_is_local_addr(sa) != 0, &cls, &who)) {
 			if (refused == NULL) {
 				refused = cls;
+				refused_who = who;
 				sa_text(&addrs[i], refused_addr, sizeof refused_addr);
 			}
 			continue;
@@ -285,11 +287,10 @@ static int open_upstream(struct conn *c, int *code)
 		}
 	}
 	if (!tried) {
-		static __thread char why[160];
-		snprintf(why, sizeof why, "resolves to %s (%s), which only an exact entry may reach",
-			 refused_addr, refused);
+		snprintf(c->why, sizeof c->why, "resolves to %s (%s), which %s", refused_addr, refused,
+			 refused_who);
 		snprintf(c->addr, sizeof c->addr, "%s", refused_addr);
-		c->reason = why;
+		c->reason = c->why;
 		c->decision = "denied";
 		*code = 403;
 	} else {
@@ -306,6 +307,7 @@ struct lane {
 	size_t pending, cap;		/* bytes in the pipe, and what it holds */
 	int eof, shut;
 	long long *count;
+	long long limit;		/* bytes still to take from the source; -1: no end */
 };
 
 /* Moves what it can without blocking (in and out by turns until both would wait, so one
@@ -318,13 +320,16 @@ static int lane_step(struct lane *l, short rev_from, short rev_to)
 
 	for (int round = 0; round < 64 && (can_in || can_out); round++) {
 		int moved = 0;
-		if (can_in && !l->eof && l->pending < l->cap) {
-			n = splice(l->from, NULL, l->pipe[1], NULL, l->cap - l->pending,
+		size_t want = l->cap - l->pending;
+		if (l->limit >= 0 && (long long)want > l->limit)
+			want = (size_t)l->limit;
+		if (can_in && !l->eof && want > 0) {
+			n = splice(l->from, NULL, l->pipe[1], NULL, want,
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n == 0)
 				l->eof = 1;
 			else if (n > 0)
-				l->pending += (size_t)n, moved = 1;
+				l->pending += (size_t)n, moved = 1, l->limit -= l->limit >= 0 ? n : 0;
 			else if (errno == EAGAIN)
 				can_in = 0;
 			else if (errno != EINTR)
@@ -346,6 +351,11 @@ static int lane_step(struct lane *l, short rev_from, short rev_to)
 		if (!moved)
 			break;
 	}
+	if (l->limit == 0 && l->pending == 0) {
+		/* The request is complete: the server hears nothing more from this connection
+		 * (no half-close either, which some servers take for an abort). */
+		l->eof = l->shut = 1;
+	}
 	if (l->eof && l->pending == 0 && !l->shut) {
 		/* One side is done sending: pass the half-close on, keep the other way open. */
 		shutdown(l->to, SHUT_WR);
@@ -354,12 +364,13 @@ static int lane_step(struct lane *l, short rev_from, short rev_to)
 	return 0;
 }
 
-/* Copies both ways until both ends are done or nothing moves for PROXY_IDLE_TIMEOUT_MS. */
-static void relay(struct conn *c)
+/* Copies both ways until both ends are done or nothing moves for PROXY_IDLE_TIMEOUT_MS; from
+ * the client at most limit bytes (-1: a tunnel, no end). */
+static void relay(struct conn *c, long long limit)
 {
 	int r;
-	struct lane lanes[2] = {{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->bytes_out},
-				{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->bytes_in}};
+	struct lane lanes[2] = {{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->bytes_out, limit},
+				{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->bytes_in, -1}};
 
 	fcntl(c->fd, F_SETFL, O_NONBLOCK);
 	fcntl(c->up, F_SETFL, O_NONBLOCK);
@@ -377,7 +388,8 @@ static void relay(struct conn *c)
 		struct pollfd p[4];
 		for (int d = 0; d < 2; d++) {
 			struct lane *l = &lanes[d];
-			p[2 * d] = (struct pollfd){.fd = !l->eof && l->pending < l->cap ? l->from : -1,
+			p[2 * d] = (struct pollfd){.fd = !l->eof && l->pending < l->cap && l->limit != 0
+							   ? l->from : -1,
 						   .events = POLLIN};
 			p[2 * d + 1] = (struct pollfd){.fd = l->pending ? l->to : -1, .events = POLLOUT};
 		}
@@ -436,7 +448,7 @@ static void serve_socks(struct conn *c, int64_t deadline)
 	if (write_all(c->fd, reply, sizeof reply) == 0 &&
 	    (c->have == (size_t)r || write_all(c->up, c->head + r, c->have - (size_t)r) == 0)) {
 		c->bytes_out = (long long)(c->have - (size_t)r);
-		relay(c);
+		relay(c, -1);
 	}
 	log_decision(c);
 }
@@ -445,6 +457,7 @@ static void serve_http(struct conn *c, int64_t deadline)
 {
 	struct proxyreq req;
 	struct sbx_err e;
+	long long extra;
 	long hl;
 	int code;
 
@@ -465,6 +478,14 @@ static void serve_http(struct conn *c, int64_t deadline)
 	c->kind = req.connect ? "connect" : "http";
 	snprintf(c->host, sizeof c->host, "%s", req.host);
 	c->port = req.port;
+	if (req.chunked) {
+		/* Where a chunked body ends is the one thing left to read for; a proxy that does
+		 * not look cannot promise the server hears one request only. */
+		http_reply(c->fd, 411, "Length Required", "sbx-proxy: a request body needs a "
+			   "Content-Length (Transfer-Encoding is not relayed over plain HTTP)\n");
+		proxyreq_free(&req);
+		return;
+	}
 	if (open_upstream(c, &code) < 0) {
 		char *body;
 		if (code == 403 && c->rule[0] == '\0')
@@ -490,14 +511,36 @@ static void serve_http(struct conn *c, int64_t deadline)
 	} else if (write_all(c->up, req.upstream, req.upstream_len) < 0) {
 		goto done;
 	}
-	/* What the client sent after its head (a body, a TLS hello) goes first. */
-	if (c->have > (size_t)hl && write_all(c->up, c->head + hl, c->have - (size_t)hl) < 0)
+	/* What the client sent after its head (a body, a TLS hello) goes first. A plain HTTP
+	 * connection carries one request: its body and not a byte more, so a request
+	 * pipelined behind it (for any Host) never reaches the server unchecked. */
+	extra = (long long)(c->have - (size_t)hl);
+	if (!req.connect && extra > req.body_len)
+		extra = req.body_len;
+	if (extra > 0 && write_all(c->up, c->head + hl, (size_t)extra) < 0)
 		goto done;
-	c->bytes_out = (long long)(c->have - (size_t)hl) + (req.connect ? 0 : (long long)req.upstream_len);
-	relay(c);
+	c->bytes_out = extra + (req.connect ? 0 : (long long)req.upstream_len);
+	relay(c, req.connect ? -1 : req.body_len - extra);
 done:
 	log_decision(c);
 	proxyreq_free(&req);
+}
+
+/* Reads what already arrived and was not used (a request pipelined behind the one carried),
+ * so that closing does not reset the connection before the client read its answer. */
+static void drain(int fd)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 64 && recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0; i++)
+		;
+}
+
+static void drain_close(int fd)
+{
+	shutdown(fd, SHUT_WR);
+	drain(fd);
+	close(fd);
 }
 
 static void *serve_conn(void *arg)
@@ -513,7 +556,7 @@ static void *serve_conn(void *arg)
 	}
 	if (c->up >= 0)
 		close(c->up);
-	close(c->fd);
+	drain_close(c->fd);
 	free(c);
 	atomic_fetch_sub(&active, 1);
 	return NULL;
@@ -542,14 +585,10 @@ int proxy_serve(struct proxy_config *cfg, struct sbx_err *e)
 			return err_sys(e, errno, "accept");
 		}
 		if (atomic_fetch_add(&active, 1) >= PROXY_CONNS_MAX) {
-			char drain[4096];
-			/* What already arrived is read, so that closing does not reset the answer. */
-			while (recv(fd, drain, sizeof drain, MSG_DONTWAIT) > 0)
-				;
+			drain(fd);
 			http_reply(fd, 503, "Service Unavailable",
 				   "sbx-proxy: too many connections at once\n");
-			shutdown(fd, SHUT_WR);
-			close(fd);
+			drain_close(fd);
 			atomic_fetch_sub(&active, 1);
 			continue;
 		}

@@ -97,9 +97,36 @@ static int hop_by_hop(const char *name, size_t len)
 	return 0;
 }
 
-static int is_host_field(const char *name, size_t len)
+static int is_field(const char *name, size_t len, const char *want)
 {
-	return len == 4 && strncasecmp(name, "host", 4) == 0;
+	return len == strlen(want) && strncasecmp(name, want, len) == 0;
+}
+
+/* The body's framing from a Content-Length or Transfer-Encoding field (value v, vlen bytes
+ * with its surrounding spaces): a second Content-Length, or one that is not all digits, is
+ * refused, so the proxy and the server never disagree on where the request ends. */
+static int body_field(const char *name, size_t nlen, const char *v, size_t vlen,
+		      struct proxyreq *r, struct sbx_err *e)
+{
+	if (is_field(name, nlen, "transfer-encoding")) {
+		r->chunked = 1;
+		return 0;
+	}
+	if (!is_field(name, nlen, "content-length"))
+		return 0;
+	while (vlen && (*v == ' ' || *v == '\t'))
+		v++, vlen--;
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+		vlen--;
+	if (r->body_len >= 0 || vlen == 0 || vlen > PROXYREQ_LENGTH_DIGITS)
+		return err_set(e, SBX_EINVAL, "bad or repeated Content-Length");
+	r->body_len = 0;
+	for (size_t i = 0; i < vlen; i++) {
+		if (!isdigit((unsigned char)v[i]))
+			return err_set(e, SBX_EINVAL, "bad or repeated Content-Length");
+		r->body_len = r->body_len * 10 + (v[i] - '0');
+	}
+	return 0;
 }
 
 /* Parses the request line; *path is the origin-form target for plain HTTP. */
@@ -164,6 +191,7 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 	struct buf up = {0};
 
 	memset(r, 0, sizeof *r);
+	r->body_len = -1;
 	if (len > PROXYREQ_HEAD_MAX)
 		return err_set(e, SBX_EINVAL, "request head too long");
 	if (memchr(head, '\0', len))
@@ -208,7 +236,10 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 					goto bad;
 			/* The Host the server sees is the URL's, the one the policy checked: a
 			 * client's own could name another site on the same address. */
-			if (!r->connect && !is_host_field(p, nlen) && !hop_by_hop(p, nlen)) {
+			if (!r->connect && body_field(p, nlen, colon + 1, (size_t)(p + l - colon - 1), r,
+						      e) < 0)
+				goto fail;
+			if (!r->connect && !is_field(p, nlen, "host") && !hop_by_hop(p, nlen)) {
 				buf_append(&up, p, l);
 				buf_puts(&up, "\r\n");
 			}
@@ -217,6 +248,12 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 	}
 	if (ver == NULL)
 		goto bad;
+	if (r->chunked && r->body_len >= 0) {
+		err_set(e, SBX_EINVAL, "both Content-Length and Transfer-Encoding");
+		goto fail;
+	}
+	if (r->body_len < 0)
+		r->body_len = 0;
 	if (!r->connect) {
 		int v6 = strchr(r->host, ':') != NULL;
 		buf_printf(&up, "Host: %s%s%s", v6 ? "[" : "", r->host, v6 ? "]" : "");

@@ -15,6 +15,8 @@
 #define PROXYREQ_HEAD_MAX 65536
 /* Header fields in one request. */
 #define PROXYREQ_FIELDS_MAX 128
+/* Digits in a Content-Length: 15 is 999 TB, past any upload and any overflow. */
+#define PROXYREQ_LENGTH_DIGITS 15
 
 struct proxyreq {
 	char method[32];
@@ -26,6 +28,11 @@ struct proxyreq {
 	 * length. */
 	char *upstream;
 	size_t upstream_len;
+	/* Plain HTTP: the body's length from Content-Length (0 without one): the proxy carries
+	 * one request per connection, and not a byte after it. chunked: the request has a
+	 * Transfer-Encoding, whose end the proxy does not look for (it answers 411). */
+	long long body_len;
+	int chunked;
 };
 
 /* Length of the head at the start of buf (through the blank line), 0 when not complete yet,

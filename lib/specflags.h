@@ -35,8 +35,9 @@ enum specflag_id {
 	"  -network              a network of its own with NAT to the outside; env\n" \
 	"                        SANDBOX_NETWORK=true, default: none\n" \
 	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
-	"                        *.DOMAIN or IP, each with an optional :PORT, comma-separated;\n" \
-	"                        env SANDBOX_ALLOW_HOSTS\n" \
+	"                        *.DOMAIN, +NAME (may reach internal addresses), IP or CIDR,\n" \
+	"                        each with an optional :PORT, comma-separated; env\n" \
+	"                        SANDBOX_ALLOW_HOSTS\n" \
 	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
 	"                        default 2G (local: half of the RAM if less)\n" \
 	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \

@@ -8,6 +8,11 @@
 #   WEB=198.18.N.2 (web.sbx.test, also the DNS server), OTHER=198.18.N.3 (other.sbx.test),
 #   HTTP on port 8080 and HTTPS on 8443 at both; /hello.txt says "hello from web";
 #   NETNS_CA: the test CA's certificate; HOST_PORT: a server on the host's 127.0.0.1 only.
+#   Internal addresses for the proxy's address checks: INTRA=10.77.N.2 (intra.sbx.test,
+#   served like WEB), 172.16.N.2, 192.168.N.2, 100.64.N.2 and 100.100.100.200 held by the test
+#   host, fd00:ec2::254 and the NAT64 form of INTRA routed to it: each a host route into the
+#   veth, so that nothing for them could leave this machine even were the proxy to connect
+#   (the metadata ones are the same in every run: tests never connect to them on purpose).
 
 netns_up() {
 	local d=$BATS_FILE_TMPDIR/netns n tries=0
@@ -28,6 +33,16 @@ netns_up() {
 	ip -n "$NETNS" addr add "$OTHER/24" dev "sbxt${n}w"
 	ip -n "$NETNS" link set "sbxt${n}w" up
 	ip -n "$NETNS" link set lo up
+	export INTRA=10.77.$n.2 NAT64; NAT64=$(printf '64:ff9b::a4d:%x' $((n * 256 + 2)))
+	local a
+	for a in "$INTRA" "172.16.$n.2" "192.168.$n.2" "100.64.$n.2" 100.100.100.200; do
+		ip -n "$NETNS" addr add "$a/32" dev "sbxt${n}w"
+		ip route replace "$a/32" dev "sbxt${n}h"
+	done
+	for a in fd00:ec2::254 "$NAT64"; do
+		# (without IPv6 on the host nothing could go there anyway)
+		ip -6 route replace "$a/128" dev "sbxt${n}h" 2>/dev/null || true
+	done
 	echo "hello from web" >"$d/www/hello.txt"
 	head -c 1048576 /dev/zero >"$d/www/1m.bin"
 	# A CA and a certificate for web.sbx.test, so HTTPS through CONNECT can be verified.
@@ -65,13 +80,18 @@ print("ready", flush=True)
 servers[0].serve_forever()
 PY
 	ip netns exec "$NETNS" /usr/bin/python3 "$d/serve.py" "$d/www" "$d/web.pem" "$d/web.key" \
-		"$WEB" "$OTHER" >"$d/serve.out" 2>"$d/serve.err" 3>&- &
+		"$WEB" "$OTHER" "$INTRA" >"$d/serve.out" 2>"$d/serve.err" 3>&- &
 	echo $! >"$d/serve.pid"
 	ip netns exec "$NETNS" dnsmasq --keep-in-foreground --no-resolv --no-hosts \
 		--listen-address="$WEB" --bind-interfaces --port=53 --pid-file= \
 		--address=/web.sbx.test/"$WEB" --address=/other.sbx.test/"$OTHER" \
 		--address=/loop.sbx.test/127.0.0.1 --address=/sub.web.sbx.test/"$WEB" \
 		--address=/self.sbx.test/"$HOSTSIDE" --address=/meta.sbx.test/169.254.169.254 \
+		--address=/intra.sbx.test/"$INTRA" --address=/p172.sbx.test/"172.16.$n.2" \
+		--address=/p192.sbx.test/"192.168.$n.2" --address=/cgnat.sbx.test/"100.64.$n.2" \
+		--address=/alibaba.sbx.test/100.100.100.200 --address=/ec2.sbx.test/fd00:ec2::254 \
+		--address=/nat64.sbx.test/"$NAT64" --address=/mapped.sbx.test/"::ffff:$INTRA" \
+		--address=/mixed.sbx.test/"$INTRA" --address=/mixed.sbx.test/"$WEB" \
 		--log-facility="$d/dnsmasq.log" >/dev/null 2>&1 3>&- &
 	echo $! >"$d/dns.pid"
 	printf 'nameserver %s\n' "$WEB" >"$d/resolv.conf"

@@ -10,6 +10,7 @@ setup_file() { netns_up; }
 teardown_file() { netns_down; }
 setup() { setup_sbx_env; }
 teardown() {
+	[ -z "${RECORDER_PID:-}" ] || kill "$RECORDER_PID" 2>/dev/null || true
 	teardown_sbx_env
 	# what a test made outside its temporary directory (for a user other than root)
 	if [ -n "${OUTSIDE_DIR:-}" ]; then
@@ -21,6 +22,20 @@ teardown() {
 }
 
 sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
+
+# Python run in a sandbox: ask(data) sends raw bytes to its proxy, returns all it answers.
+PROXY_ASK='
+import socket
+def ask(data):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(data)
+    r = b""
+    while True:
+        c = s.recv(65536)
+        if not c: break
+        r += c
+    return r
+'
 
 @test "-network: a network namespace of its own that reaches a test host, by name through the host's resolver" {
 	run sbx-create -network web
@@ -195,18 +210,18 @@ except OSError as e:
 	assert_contains "Network is unreachable"
 }
 
-@test "-allow-host: the host's loopback and own addresses only for an exact entry" {
+@test "-allow-host: the host's loopback, own and link-local addresses only for a \"+\" entry, metadata never by name" {
 	sbx-create -allow-host '*.sbx.test' wild >/dev/null
 	run sbx-exec -raw wild -- curl -sS -m 10 -i "http://loop.sbx.test:$HOST_PORT/secret.txt"
 	assert_contains "403 Forbidden"
-	assert_contains "resolves to 127.0.0.1 (loopback), which only an exact entry may reach"
+	assert_contains 'resolves to 127.0.0.1 (loopback), which only an entry marked "+" or an IP entry may reach'
 	[[ "$output" != *host-only-secret* ]]
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://127.0.0.1:$HOST_PORT/secret.txt" --proxy http://127.0.0.1:3128
 	[[ "$output" != *host-only-secret* ]]
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://self.sbx.test:$HOST_PORT/"
-	assert_contains "resolves to $HOSTSIDE (one of this host's own addresses), which only an exact entry may reach"
+	assert_contains "resolves to $HOSTSIDE (one of this host's own addresses), which only an entry marked \"+\" or an IP entry may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://meta.sbx.test/latest/meta-data/"
-	assert_contains "resolves to 169.254.169.254 (link-local), which only an exact entry may reach"
+	assert_contains "resolves to 169.254.169.254 (cloud metadata), which only an IP entry naming that address may reach"
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://sub.web.sbx.test:8080/hello.txt"
 	[ "$output" = "hello from web" ]
 	# allowed by the list but not resolvable: 502, logged as allowed with the reason
@@ -216,9 +231,125 @@ except OSError as e:
 	[ "$output" = '["allowed","the name does not resolve"]' ]
 	run jq -c 'select(.host=="loop.sbx.test") | [.decision, .address]' "$(sandbox_dir wild)/net.log"
 	[ "$output" = '["denied","127.0.0.1"]' ]
-	sbx-create -allow-host "loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
+	sbx-create -allow-host "+loop.sbx.test:$HOST_PORT,$HOSTSIDE" exact >/dev/null
 	run sbx-exec -raw exact -- curl -sS -m 10 "http://loop.sbx.test:$HOST_PORT/secret.txt"
 	[ "$output" = host-only-secret ]
+}
+
+# Before: a name (or wildcard) entry reached whatever it resolved to but loopback, link-local
+# and the host's own addresses: DNS rebinding from an allowed domain reached the LAN, the
+# carrier's NAT, AWS's IPv6 metadata and NAT64 gateways.
+@test "-allow-host: a name never reaches an internal address (RFC 1918, CGNAT, ULA, NAT64, IPv4-mapped) nor cloud metadata; each refusal logged" {
+	sbx-create -allow-host 'intra.sbx.test,*.sbx.test' names >/dev/null
+	while IFS='|' read -r name addr cls who; do
+		run sbx-exec -raw names -- curl -sS -m 20 -i "http://$name:8080/hello.txt"
+		assert_contains "403 Forbidden"
+		assert_contains "$name:8080 is not allowed: it resolves to $addr ($cls), which only $who may reach"
+		[[ "$output" != *"hello from web"* ]]
+		run jq -c --arg h "$name" 'select(.host==$h) | [.decision, .address, .rule]' "$(sandbox_dir names)/net.log"
+		rule='*.sbx.test'
+		[ "$name" = intra.sbx.test ] && rule=$name
+		[ "$output" = "[\"denied\",\"$addr\",\"$rule\"]" ]
+	done <<LIST
+intra.sbx.test|$INTRA|private|an entry marked "+" or an IP entry
+p172.sbx.test|172.16.$NETNS_ID.2|private|an entry marked "+" or an IP entry
+p192.sbx.test|192.168.$NETNS_ID.2|private|an entry marked "+" or an IP entry
+cgnat.sbx.test|100.64.$NETNS_ID.2|carrier-grade NAT|an entry marked "+" or an IP entry
+nat64.sbx.test|$NAT64|NAT64|an entry marked "+" or an IP entry
+mapped.sbx.test|::ffff:$INTRA|private|an entry marked "+" or an IP entry
+ec2.sbx.test|fd00:ec2::254|cloud metadata|an IP entry naming that address
+alibaba.sbx.test|100.100.100.200|cloud metadata|an IP entry naming that address
+LIST
+	# a name with a public and an internal address: only the public one is tried
+	run sbx-exec -raw names -- curl -sS -m 20 "http://mixed.sbx.test:8080/hello.txt"
+	[ "$output" = "hello from web" ]
+	run jq -r 'select(.host=="mixed.sbx.test") | .address' "$(sandbox_dir names)/net.log"
+	[ "$output" = "$WEB" ]
+}
+
+@test "-allow-host: a \"+\" entry reaches the intranet host it names, an IP or CIDR entry what it names; metadata only by its address" {
+	sbx-create -allow-host "+intra.sbx.test:8080,+mapped.sbx.test,+alibaba.sbx.test,$INTRA:8080,10.77.$NETNS_ID.0/24:8443,100.100.100.200:8080" plus >/dev/null
+	run sbx-exec -raw plus -- curl -sS -m 10 http://intra.sbx.test:8080/hello.txt
+	[ "$output" = "hello from web" ]
+	run sbx-exec -raw plus -- curl -sS -m 10 http://mapped.sbx.test:8080/hello.txt
+	[ "$output" = "hello from web" ]
+	run sbx-exec -raw plus -- curl -sS -m 10 "http://$INTRA:8080/hello.txt"
+	[ "$output" = "hello from web" ]
+	run sbx-exec -raw plus -- curl -sS -m 10 -k "https://$INTRA:8443/hello.txt"
+	[ "$output" = "hello from web" ]
+	run sbx-exec -raw plus -- curl -sS -m 10 http://alibaba.sbx.test:8080/
+	assert_contains "resolves to 100.100.100.200 (cloud metadata), which only an IP entry naming that address may reach (entry +alibaba.sbx.test)"
+	# (by its IP entry it would be tried: tests/unit/test_net.c; no test connects to a
+	# metadata address, whose route into the test host other runs may share)
+	run sbx-list
+	assert_json ".network.allow_hosts == [\"+intra.sbx.test:8080\",\"+mapped.sbx.test\",\"+alibaba.sbx.test\",\"$INTRA:8080\",\"10.77.$NETNS_ID.0/24:8443\",\"100.100.100.200:8080\"]"
+}
+
+# Before: only the first request head on a connection was checked; what followed it was
+# relayed as it came, so a request pipelined behind an allowed one reached the server with
+# any Host.
+@test "-allow-host: a plain HTTP connection carries one request: one pipelined behind it, for another Host, never reaches the server" {
+	got=$BATS_TEST_TMPDIR/received
+	# a server that records every byte it receives and answers each request line it sees
+	ip netns exec "$NETNS" /usr/bin/python3 -c '
+import socket, sys, threading
+srv = socket.create_server((sys.argv[1], 8081))
+srv.settimeout(120)
+out = open(sys.argv[2], "ab", buffering=0)
+print("ready", flush=True)
+def serve(c):
+    c.settimeout(1)
+    data = b""
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b: break
+            data += b
+    except socket.timeout:
+        pass
+    out.write(data + b"\n--\n")
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" * data.count(b" HTTP/1.1\r\n"))
+    c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()' "$WEB" "$got" >"$BATS_TEST_TMPDIR/rec.out" 2>&1 3>&- &
+	RECORDER_PID=$!
+	wait_until grep -q ready "$BATS_TEST_TMPDIR/rec.out"
+	sbx-create -allow-host web.sbx.test:8081 ka >/dev/null
+	run sbx-exec -raw ka -- python3 -c "$PROXY_ASK"'
+print(ask(b"GET http://web.sbx.test:8081/first HTTP/1.1\r\nHost: web.sbx.test:8081\r\n\r\n"
+          b"GET http://other.sbx.test:8081/second HTTP/1.1\r\nHost: other.sbx.test:8081\r\n\r\n").count(b"200 OK"))
+print(ask(b"POST http://web.sbx.test:8081/third HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
+          b"helloGET /fourth HTTP/1.1\r\nHost: other.sbx.test\r\n\r\n").count(b"200 OK"))
+print(ask(b"POST http://web.sbx.test:8081/fifth HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+          b"5\r\nhello\r\n0\r\n\r\nGET /sixth HTTP/1.1\r\nHost: other.sbx.test\r\n\r\n").split(b"\r\n")[0].decode())'
+	assert_status 0
+	[ "${lines[0]}" = 1 ]
+	[ "${lines[1]}" = 1 ]
+	[ "${lines[2]}" = "HTTP/1.1 411 Length Required" ]
+	grep -q '^GET /first HTTP/1.1' "$got"
+	grep -q '^POST /third HTTP/1.1' "$got"
+	grep -qx 'hello' "$got"	# the body, and not a byte after it
+	run grep -c -e second -e fourth -e fifth -e sixth -e other.sbx.test "$got"
+	[ "$output" = 0 ]
+	run jq -c '[.host, .decision]' "$(sandbox_dir ka)/net.log"
+	[ "$output" = "$(printf '%s\n%s' '["web.sbx.test","allowed"]' '["web.sbx.test","allowed"]')" ]
+}
+
+@test "sbx-proxy serves under no_new_privs and a seccomp filter of its own, which refuses exec" {
+	sbx-create -allow-host web.sbx.test:8080 sc >/dev/null
+	sup=$(cat "$(sandbox_dir sc)/supervisor.pid")
+	pid=$(pgrep -P "$sup" -x sbx-proxy)
+	run grep -E '^(NoNewPrivs|Seccomp):' "/proc/$pid/status"
+	[ "$output" = "$(printf 'NoNewPrivs:\t1\nSeccomp:\t2')" ]
+	run sbx-exec -raw sc -- curl -sS -m 10 http://web.sbx.test:8080/hello.txt
+	[ "$output" = "hello from web" ]
+	# the same filter, loaded by a test program: exec, writing a file, fork, a Unix socket,
+	# signalling or tracing another process refused; IP sockets, threads, reading allowed
+	run "$SBX_UNIT/test_proxyfilter"
+	assert_status 0
+	assert_contains "ok 5 - execve is refused"
+	[[ "$output" != *"not ok"* ]]
 }
 
 @test "-allow-host: bad lists are refused before anything starts, and a reused sandbox must match" {
@@ -268,23 +399,16 @@ except OSError as e:
 
 @test "-allow-host: the proxy's inputs are bounded: head size, request line, connections at once" {
 	sbx-create -allow-host web.sbx.test prox >/dev/null
-	run sbx-exec -raw prox -- python3 -c '
-import socket
-def ask(data):
-    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
-    s.sendall(data)
-    r = b""
-    while True:
-        c = s.recv(4096)
-        if not c: break
-        r += c
+	run sbx-exec -raw prox -- python3 -c "$PROXY_ASK"'
+def ask_line(data):
+    r = ask(data)
     return r.split(b"\r\n")[0].decode() + " | " + r.split(b"\r\n\r\n", 1)[-1].decode().strip()
 head = b"GET http://web.sbx.test:8080/ HTTP/1.1\r\nX: "
-print(ask(head + b"a" * (65536 - len(head))))   # all of it read, so the answer is not reset
-print(ask(b"GET http://web.sbx.test:8080/" + b"a" * 9000))
-print(ask(b"GET http://web.sbx.test:8080/ HTTP/1.1\r\n folded: x\r\n\r\n"))
+print(ask_line(head + b"a" * (65536 - len(head))))   # all of it read, so the answer is not reset
+print(ask_line(b"GET http://web.sbx.test:8080/" + b"a" * 9000))
+print(ask_line(b"GET http://web.sbx.test:8080/ HTTP/1.1\r\n folded: x\r\n\r\n"))
 held = [socket.create_connection(("127.0.0.1", 3128), timeout=20) for _ in range(256)]
-print(ask(b""))   # the proxy answers before any request: nothing sent, nothing reset
+print(ask_line(b""))   # the proxy answers before any request: nothing sent, nothing reset
 for s in held: s.close()'
 	assert_status 0
 	[ "${lines[0]}" = "HTTP/1.1 400 Bad Request | sbx-proxy: bad request: request head too long" ]

@@ -1,7 +1,9 @@
 /* fuzz_proxyreq.c — what a sandbox sends its egress proxy: the HTTP request head (found in a
  * stream, then parsed) and a SOCKS5 handshake. A parsed request must name a host that the
  * policy code can normalise or refuse, a port in range, and an upstream head that is itself
- * a complete, parseable head; nothing may read past the input. */
+ * a complete, parseable head; nothing may read past the input. The address classifier judges
+ * an IPv4 address and its mapped form alike. */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,20 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			if (q > 0 && (s.port < 1 || s.port > 65535 || strlen(s.host) >= sizeof s.host))
 				abort();
 		}
+	}
+	/* The address classifier: an IPv4 address and its mapped form are one class. */
+	if (size >= 4) {
+		struct sockaddr_in s4 = {.sin_family = AF_INET};
+		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+		enum netpolicy_reach r4, r6;
+		const char *c4, *c6;
+		memcpy(&s4.sin_addr, data, 4);
+		s6.sin6_addr.s6_addr[10] = s6.sin6_addr.s6_addr[11] = 0xff;
+		memcpy(s6.sin6_addr.s6_addr + 12, data, 4);
+		c4 = netpolicy_addr_class((struct sockaddr *)&s4, &r4);
+		c6 = netpolicy_addr_class((struct sockaddr *)&s6, &r6);
+		if (r4 != r6 || (c4 == NULL) != (c6 == NULL) || (c4 && strcmp(c4, c6) != 0))
+			abort();
 	}
 	/* The allowlist parser too: it reads sbx-create's flag and the environment. */
 	if (size < 8192) {
