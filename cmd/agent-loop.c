@@ -14,6 +14,7 @@
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
 #include "../lib/specflags.h"
+#include "../lib/toolset.h"
 #include "../lib/userline.h"
 #include "cli.h"
 
@@ -70,11 +71,28 @@ static void on_trace(void *arg, const char *label, const char *json)
 	fprintf(stderr, "%s: %s: %s\n", cli_prog, label, json);
 }
 
+/* The line of a failed result that says why: a command's exit code or signal line when it
+ * has one (basic's `exit_code: N`, geminicli's `Exit Code: N` or `Signal: N`), else its
+ * first line. */
+static const char *failure_line(const char *tool, const char *content, int *len)
+{
+	static const char *const keys[] = {"\nexit_code: ", "\nExit Code: ", "\nSignal: "};
+	const char *line = content, *p;
+
+	for (size_t i = 0; strcmp(toolset_tool_kind(tool), "execute") == 0 &&
+			   i < sizeof keys / sizeof keys[0]; i++)
+		for (p = strstr(content, keys[i]); p; p = strstr(p + 1, keys[i]))
+			line = p + 1;
+	*len = (int)strcspn(line, "\n");
+	return line;
+}
+
 /* One line per tool call: name, arguments as people read them (shortened), outcome. */
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
 {
-	int shown = (int)strcspn(content, "\n");
+	int shown;
+	const char *why = failure_line(c->name, content, &shown);
 	char *args = chatview_args(c->arguments);
 
 	(void)arg;
@@ -83,7 +101,7 @@ static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 		cli_msg("tool %s(%.300s): cancelled", c->name, args);
 	else if (failed)
 		cli_msg("tool %s(%.300s): failed: %.*s", c->name, args,
-			shown > 300 ? 300 : shown, content);
+			shown > 300 ? 300 : shown, why);
 	else
 		cli_msg("tool %s(%.300s): completed", c->name, args);
 	free(args);

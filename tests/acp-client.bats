@@ -46,6 +46,26 @@ make_cert() {
 	assert_contains "[turn ended: end_turn]"
 }
 
+@test "a tool's own failure is shown failed, its success completed (basic toolset)" {
+	{
+		stub_call c1 read '{"path":"/nope"}'
+		stub_call c2 ls '{"path":"/nope"}'
+		stub_call c3 write '{"path":"/proc/x/y","content":"z"}'
+		stub_call c4 run_command '{"command":"exit 3"}'
+		stub_call c5 ls '{}'
+		stub_text "failures seen"
+	} >"$BATS_TEST_TMPDIR/script"
+	STUB_MODEL=stub-model start_stub <"$BATS_TEST_TMPDIR/script"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "fail"
+	assert_status 0
+	assert_contains '[tool] Read /nope → failed'
+	assert_contains '[tool] List /nope → failed'
+	assert_contains '[tool] Run `exit 3` → failed'
+	assert_contains '[tool] List . → completed'
+	[ "$(grep -c ' → failed$' <<<"$output")" -eq 4 ]
+	assert_contains "failures seen"
+}
+
 @test "interactive: the permission menu, a rejection, then an approval by Enter" {
 	grep -qF "printf 'run: echo first\\\\n3\\\\n' | acp-client -addr localhost:8090" "$SBX_TOP/man/man1/acp-client.1"
 	start_server

@@ -135,12 +135,25 @@ expire_between() {
 	no_sandbox gone
 }
 
-@test "a failing command is a completed tool call with its exit code" {
+@test "a failing command is a failed tool call with its exit code" {
 	run eliza -session fail <<<'run: echo oops >&2; exit 3'
 	assert_status 0
-	assert_contains "exit_code: 3"
-	assert_contains "): completed"
+	assert_contains 'tool run_command({"command":"echo oops >&2; exit 3"}): failed: exit_code: 3'
+	run ! grep -q '): completed' <<<"$output"
 	jq -s -e '.[3].content == "stdout:\n\nstderr:\noops\n\nexit_code: 3"' "$(hist fail)"
+}
+
+@test "a tool's own failure is logged as failed; its success as completed" {
+	start_stub "$(answer_tool read '{"path":"/nope"}')" "$(answer_tool ls '{"path":"/nope"}')" \
+		"$(answer_tool write '{"path":"/proc/x/y","content":"z"}')" "$(answer_tool ls '{}')" \
+		"$(stub_text 'all done')"
+	run agent-loop -session tf <<<'go'
+	assert_status 0
+	assert_contains 'tool read({"path":"/nope"}): failed: Failed to read "/nope":'
+	assert_contains 'tool ls({"path":"/nope"}): failed: Failed to list "/nope":'
+	assert_contains 'tool write({"path":"/proc/x/y","content":"z"}): failed: failed to write file "/proc/x/y":'
+	assert_contains 'tool ls({}): completed'
+	assert_contains "Agent> all done"
 }
 
 @test "unknown tools and bad arguments become upstream's error texts for the model" {
