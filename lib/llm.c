@@ -511,7 +511,7 @@ static int check_config(const struct llm_config *c, struct sbx_err *e)
 static int chat_eliza(const struct llm_config *c, struct json_object *doc, struct llm_result *r,
 		      struct sbx_err *e)
 {
-	struct json_object *messages = NULL;
+	struct json_object *messages = NULL, *tools = NULL;
 	struct assembly as = {0};
 
 	if (c->trace) {
@@ -521,7 +521,8 @@ static int chat_eliza(const struct llm_config *c, struct json_object *doc, struc
 		free(body);
 	}
 	json_object_object_get_ex(doc, "messages", &messages);
-	r->response = eliza_reply(messages);
+	json_object_object_get_ex(doc, "tools", &tools);
+	r->response = eliza_reply(messages, tools);
 	r->message = llm_response_message(r->response, e);
 	r->finish_reason = llm_finish_reason(r->response);
 	if (c->stream && emit_delta(c, &as, r->message, true, e) < 0)
