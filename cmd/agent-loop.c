@@ -14,8 +14,10 @@
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
 #include "../lib/specflags.h"
+#include "../lib/ticker.h"
 #include "../lib/toolset.h"
 #include "../lib/userline.h"
+#include "../lib/xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -87,6 +89,66 @@ static const char *failure_line(const char *tool, const char *content, int *len)
 	return line;
 }
 
+/* On a terminal: a live line for a tool call running longer than this, redrawn each second. */
+#define LIVE_DELAY_NS (2 * INT64_C(1000000000))
+#define LIVE_PERIOD_NS INT64_C(1000000000)
+/* What the live line shows of the arguments, in bytes. */
+#define LIVE_ARGS_MAX 60
+
+/* Standard error is a terminal: people wait there, so say what runs and why the model waits. */
+static bool on_tty;
+static struct {
+	struct ticker *t;
+	char *what;
+} live;
+
+static void live_tick(void *arg, int64_t elapsed_ns)
+{
+	(void)arg;
+	fprintf(stderr, "\r\033[K%s: running: %s (%lld s)", cli_prog, live.what,
+		(long long)(elapsed_ns / 1000000000));
+	fflush(stderr);
+}
+
+static void on_tool_start(void *arg, const struct agent_tool_call *c)
+{
+	char *args;
+	size_t n;
+
+	(void)arg;
+	if (!on_tty)
+		return;
+	args = chatview_args(c->arguments);
+	n = strlen(args);
+	if (n > LIVE_ARGS_MAX)	/* cut at a character's start */
+		for (n = LIVE_ARGS_MAX; n > 0 && ((unsigned char)args[n] & 0xc0) == 0x80; n--)
+			;
+	live.what = xasprintf("%s(%.*s%s)", c->name, (int)n, args, args[n] ? "…" : "");
+	free(args);
+	fflush(stdout);
+	live.t = ticker_start(LIVE_DELAY_NS, LIVE_PERIOD_NS, live_tick, NULL);
+}
+
+/* Ends the live line, erasing it when it was drawn. */
+static void live_end(void)
+{
+	if (ticker_stop(live.t))
+		fputs("\r\033[K", stderr);
+	live.t = NULL;
+	free(live.what);
+	live.what = NULL;
+}
+
+static void on_llm_retry(void *arg, const char *why, int64_t wait_ns, int attempt, int attempts)
+{
+	(void)arg;
+	if (!on_tty)
+		return;
+	fflush(stdout);
+	cli_msg("retrying in %lld s (%d/%d): %s", (long long)((wait_ns + 999999999) / 1000000000),
+		attempt - 1, attempts - 1, why);
+}
+
 /* One line per tool call: name, arguments as people read them (shortened), outcome. */
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
@@ -96,6 +158,7 @@ static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 	char *args = chatview_args(c->arguments);
 
 	(void)arg;
+	live_end();
 	fflush(stdout);
 	if (failed && strstr(content, "the user cancelled the turn"))
 		cli_msg("tool %s(%.300s): cancelled", c->name, args);
@@ -112,7 +175,8 @@ static int chat(struct agent_session *s)
 {
 	struct chatview v = {.out = stdout};
 	struct agent_callbacks cb = {.arg = &v, .on_delta = chatview_delta,
-				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end};
+				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end,
+				     .on_tool_start = on_tool_start, .on_llm_retry = on_llm_retry};
 	struct sbx_err e;
 	char *line, *reply, *in;
 	int status = EXIT_OK, seen;
@@ -141,6 +205,7 @@ static int chat(struct agent_session *s)
 		userline_remember(in);
 		seen = cancel_count(SIGINT);	/* a Ctrl-C from now on cancels this turn */
 		st = agent_turn(s, in, &cb, stop_fd, &reply, &e);
+		live_end();
 		free(line);
 		free(reply);
 		chatview_end_turn(&v);
@@ -189,6 +254,7 @@ int main(int argc, char **argv)
 
 	if (session == NULL || *session == '\0')
 		session = "default";
+	on_tty = isatty(STDERR_FILENO);
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
 					    .max = 0}, argc, argv);
 	if (rounds < 1 || rounds > 100000)

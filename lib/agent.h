@@ -108,6 +108,10 @@ struct agent_callbacks {
 	/* After each model call: its finish_reason ("" when none was given) and usage object
 	 * (NULL when none; borrowed). May be NULL. */
 	void (*on_llm_done)(void *arg, const char *finish_reason, struct json_object *usage);
+	/* A model call failed and is tried again after wait_ns: why, the attempt to come and
+	 * the attempts in all (llm-chat's retry event). May be NULL. */
+	void (*on_llm_retry)(void *arg, const char *why, int64_t wait_ns, int attempt,
+			     int attempts);
 	/* An assistant message was stored; final: it has no tool calls (the turn's answer). */
 	void (*on_assistant)(void *arg, struct json_object *msg, bool final);
 	/* Before each tool call: 1 allow, 0 deny, -1 error (turn aborts with

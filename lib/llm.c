@@ -600,6 +600,8 @@ static int attempts(struct xfer *x, struct json_object **resp, struct sbx_err *e
 		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
 			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
 		trace(c, tbuf, e->msg, strlen(e->msg));
+		if (c->on_retry)
+			c->on_retry(e->msg, wait, i + 2, c->retries + 1, c->arg);
 		if (pause_ns(duration_test_scaled(wait), c->cancel) < 0)
 			return err_set(e, SBX_ECANCELED, "llm: request canceled");
 	}

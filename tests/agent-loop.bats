@@ -156,6 +156,43 @@ expire_between() {
 	assert_contains "Agent> all done"
 }
 
+# on_tty CMD: CMD (a shell command line) with a terminal for its output, as script(1) makes
+# one; the terminal's text in $output.
+on_tty() {
+	run script -qec "$1" /dev/null </dev/null
+}
+
+@test "on a terminal: a live running line for a tool call over 2 s, then erased; never on a pipe" {
+	on_tty "printf 'run: sleep 3.5; echo slept\\n' | OPENAI_MODEL=fake-eliza agent-loop -session live"
+	assert_status 0
+	assert_contains 'agent-loop: running: run_command({"command":"sleep 3.5; echo slept"}) (2 s)'
+	# erased before the tool's line
+	assert_contains $'(2 s)\r\033[K'
+	assert_contains 'tool run_command({"command":"sleep 3.5; echo slept"}): completed'
+	run eliza -session live2 <<<'run: sleep 2.5'
+	assert_status 0
+	assert_contains 'tool run_command({"command":"sleep 2.5"}): completed'
+	run ! grep -q 'running:' <<<"$output"
+}
+
+@test "on a terminal: a line per LLM retry saying when, which and why; never on a pipe" {
+	local fail='{"status": 503, "json": {"error": {"message": "overloaded"}}}'
+	start_stub "$fail" "$fail" "$(stub_text 'back')"
+	on_tty "printf 'hi\\n' | SBX_TEST_TIME_SCALE=0.01 agent-loop -session retry"
+	assert_status 0
+	assert_contains 'agent-loop: retrying in '
+	[[ "$output" =~ 'agent-loop: retrying in '[0-9]+' s (1/4): llm: api error (status 503): overloaded' ]]
+	[[ "$output" =~ 'agent-loop: retrying in '[0-9]+' s (2/4): llm: api error (status 503): overloaded' ]]
+	assert_contains "Agent> back"
+	stop_stub
+	rm -rf "$STUB_DIR"
+	start_stub "$fail" "$(stub_text 'back')"
+	run env SBX_TEST_TIME_SCALE=0.01 agent-loop -session retry2 <<<'hi'
+	assert_status 0
+	assert_contains "Agent> back"
+	run ! grep -q 'retrying' <<<"$output"
+}
+
 @test "unknown tools and bad arguments become upstream's error texts for the model" {
 	start_stub "$(answer_tool nope '{}')" "$(answer_tool run_command '{"command":')" \
 		"$(answer_tool read '{"path":7}')" "$(stub_text 'all done')"

@@ -288,6 +288,29 @@ EOF
 	esac
 }
 
+@test "-stream: a {\"retry\"} line before each retry's wait says which, how long and why" {
+	start_stub <<'EOF'
+{"status":429,"headers":{"Retry-After":"1"},"body":"{\"error\":{\"message\":\"quota\"}}"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"ok at last"},"finish_reason":"stop"}]}}
+EOF
+	SBX_TEST_TIME_SCALE=0.01 run --separate-stderr llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
+	assert_status 0
+	[ "${#lines[@]}" -ge 2 ]
+	printf '%s' "${lines[0]}" | jq -e '.retry == {"attempt":2,"attempts":5,"wait_ms":1000,"error":"llm: api error (status 429): quota"}' >/dev/null
+	printf '%s' "${lines[${#lines[@]}-1]}" | jq -e '.message.content == "ok at last"' >/dev/null
+	# without -stream the answer is the one line it always was
+	stop_stub
+	rm -rf "$STUB_DIR"
+	start_stub <<'EOF'
+{"status":503,"body":"busy"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]}}
+EOF
+	run --separate-stderr llm-chat -backoff 10ms <<<"$(user_req hi)"
+	assert_status 0
+	[ "${#lines[@]}" -eq 1 ]
+	assert_json '.content == "fine"'
+}
+
 @test "500 then success; retries run out on persistent 503" {
 	start_stub <<'EOF'
 {"status":500,"body":"oops"}
