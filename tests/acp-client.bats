@@ -227,11 +227,20 @@ EOF
 	grep -q "acp-server: serving ACP" "$BATS_TEST_TMPDIR/mine.log"
 	run acp-client -addr 127.0.0.1:1 -agent-log x
 	assert_status 100
-	# an agent that fails: where its messages are is said
+	# an agent that fails: its last messages (this run's only) are shown, and where they are
 	run acp-client -cmd "acp-server -stdio -bogus" -prompt hi
 	assert_status 111
-	assert_contains "the agent's messages are in $log"
+	assert_contains "the agent's last messages ($log):"
+	assert_contains "acp-client: agent: acp-server: flag provided but not defined: -bogus"
+	run ! grep -q 'agent: acp-server: serving ACP' <<<"$output"
 	grep -q -- "-bogus" "$log"
+	# one that dies mid-session: why, from its log; control characters never reach the screen
+	printf '#!/bin/sh\nread -r line\nprintf "dying: out of \\033[31mluck\\n" >&2\nexit 3\n' >"$BATS_TEST_TMPDIR/dies"
+	chmod +x "$BATS_TEST_TMPDIR/dies"
+	run acp-client -cmd "$BATS_TEST_TMPDIR/dies" -prompt hi
+	assert_status 111
+	assert_contains "acp-client: agent: dying: out of ?[31mluck"
+	run ! grep -q $'\033' <<<"$output"
 }
 
 @test "-cmd: Ctrl-C (SIGINT to the terminal's process group) cancels the turn and leaves the agent running" {
