@@ -27,9 +27,11 @@ make_cert() {
 # (-h and the usage errors: tests/usage-errors.txt)
 
 @test "nothing listening: a clear connection error" {
-	run acp-client -addr 127.0.0.1:1 -prompt hi
+	local port
+	port=$(closed_port)
+	run acp-client -addr "127.0.0.1:$port" -prompt hi
 	assert_status 111
-	assert_contains "cannot connect to 127.0.0.1:1"
+	assert_contains "cannot connect to 127.0.0.1:$port"
 }
 
 @test "one-shot -yolo turn over TCP (man page example)" {
@@ -225,7 +227,7 @@ EOF
 	run acp-client -cmd "acp-server -stdio" -agent-log "$BATS_TEST_TMPDIR/mine.log" -prompt "hi"
 	assert_status 0
 	grep -q "acp-server: serving ACP" "$BATS_TEST_TMPDIR/mine.log"
-	run acp-client -addr 127.0.0.1:1 -agent-log x
+	run acp-client -addr "127.0.0.1:$(closed_port)" -agent-log x
 	assert_status 100
 	# an agent that fails: its last messages (this run's only) are shown, and where they are
 	run acp-client -cmd "acp-server -stdio -bogus" -prompt hi

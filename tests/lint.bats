@@ -147,6 +147,45 @@ EOF
 	[[ "${lines[1]}" == *"sample.bats:5: "* ]]
 }
 
+# fixed_ports FILE...: prints FILE:LINE: TEXT for each loopback address with a fixed port
+# (127.0.0.1:N, localhost:N, [::1]:N, -listen :N): a user's own server there fails the suite, or
+# answers in its place. Tests bind port 0 and read the port back, or take closed_port
+# (helpers.bash) for "nothing listening". Lines that check a text (grep) are not binds; a port
+# that is no host port says why with "(port: <why>)".
+fixed_ports() {
+	awk '
+		{ line = $0; sub(/(^|[[:space:]])#.*/, "", line) }
+		line ~ /grep/ || $0 ~ /\(port: / { next }
+		line ~ /(127\.0\.0\.1|localhost|\[::1\]):[1-9][0-9]*/ || line ~ /-listen[ =]:[1-9]/ {
+			print FILENAME ":" FNR ": " $0
+		}
+	' "$@"
+}
+
+@test "no test uses a fixed loopback port (port 0 and read back, or closed_port)" {
+	mapfile -t files < <(bats_files)
+	run fixed_ports "${files[@]}" "$SBX_TOP"/tests/*.bash "$SBX_TOP"/tests/*/*.bash
+	[ -z "$output" ] || { echo "fixed ports:" >&2; echo "$output" >&2; false; }
+}
+
+@test "the port lint finds fixed ports, not port 0, text checks or marked ones" {
+	# (written with LO, LH and AT, so that no line of this file holds a fixed port itself)
+	sed 's/LO/127.0.0.1/; s/LH/localhost/; s/AT/:/' >"$BATS_TEST_TMPDIR/sample.bats" <<'EOF'
+acp-server -listen LO:8090 &
+run acp-client -addr LO:1 -prompt hi
+sbx-mcp -listen AT8765
+curl http://LH:8080/x
+acp-server -listen LO:0 &
+grep -qF 'acp-server -listen LO:8090' page
+run acp-server -listen LO:99999	# (port: invalid, never bound)
+curl "http://LO:$port/f"
+EOF
+	run fixed_ports "$BATS_TEST_TMPDIR/sample.bats"
+	[ "${#lines[@]}" = 4 ]
+	[[ "${lines[0]}" == *"sample.bats:1: "* ]]
+	[[ "${lines[3]}" == *"sample.bats:4: "* ]]
+}
+
 @test "tests/run prints a line as each suite finishes, then every suite's TAP and the closing line alone" {
 	local u=$BATS_TEST_TMPDIR/unit
 	mkdir -p "$u"

@@ -141,7 +141,7 @@ EOF
 }
 
 @test "fake-eliza needs no key and no network, and model precedence is flag > document > env" {
-	export OPENAI_BASE_URL=http://127.0.0.1:9/unreachable
+	export OPENAI_BASE_URL="http://127.0.0.1:$(closed_port)/unreachable"
 	run llm-chat <<<'{"model":"fake-eliza","messages":[{"role":"user","content":"hi"}]}'
 	assert_status 0
 	assert_json '.role == "assistant"'
@@ -197,7 +197,7 @@ EOF
 {"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]}}
 EOF
 	local url=$OPENAI_BASE_URL
-	export OPENAI_BASE_URL=http://127.0.0.1:9/nowhere OPENAI_MODEL=env-model
+	export OPENAI_BASE_URL="http://127.0.0.1:$(closed_port)/nowhere" OPENAI_MODEL=env-model
 	run llm-chat -base-url "$url" -model flag-model <<<'{"model":"doc-model","messages":[{"role":"user","content":"x"}],"tools":[]}'
 	assert_status 0
 	assert_json '.content == "a"'
@@ -490,7 +490,7 @@ EOF
 }
 
 @test "nothing listening is a transport failure after the retries" {
-	run --separate-stderr env OPENAI_API_KEY=$KEY llm-chat -base-url http://127.0.0.1:9/v1 -retries 1 -backoff 10ms <<<"$(user_req hi)"
+	run --separate-stderr env OPENAI_API_KEY=$KEY llm-chat -base-url "http://127.0.0.1:$(closed_port)/v1" -retries 1 -backoff 10ms <<<"$(user_req hi)"
 	assert_status 111
 	case $stderr in "llm-chat: llm: http request failed: "*) ;; *) echo "$stderr" >&2; return 1 ;; esac
 }

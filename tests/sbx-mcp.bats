@@ -159,6 +159,21 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	j '.results[3].isError == false and (.results[3].text | contains("2"))'
 }
 
+@test "http: every flag is checked before the port is opened: a bad token file on a busy port is itself (100)" {
+	start_http
+	local busy=${MCP_URL#http://}
+	busy=${busy%%/*}
+	printf 'a tok-a-0123456789abcdef\nb tok-b-0123456789abcdef\n' >"$BATS_TEST_TMPDIR/two"
+	chmod 600 "$BATS_TEST_TMPDIR/two"
+	run sbx-mcp -listen "$busy" -auth-token-file "$BATS_TEST_TMPDIR/two"
+	assert_status 100
+	assert_contains "holds 2 tokens; sbx-mcp takes exactly one"
+	run sbx-mcp -listen "$busy" -auth-token-file "$BATS_TEST_TMPDIR/missing"
+	assert_status 100
+	run sbx-mcp -listen "$busy"
+	assert_status 111
+}
+
 @test "stdio: every tool's own failure is isError, in both toolsets; its success is not" {
 	mcpc '[{"call":"read","args":{"path":"/nope"}},
 	       {"call":"ls","args":{"path":"/nope"}},
@@ -353,7 +368,7 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	assert_contains 'Mcp-Session-Id: mcp'
 	assert_contains 'data: {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"'
 	# a session: initialize (JSON answer with the id), a notification (202), a request, DELETE
-	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"
+	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"	# (port: a header's text)
 	assert_contains 'HTTP/1.1 200'
 	assert_contains 'Content-Type: application/json'
 	assert_contains '"protocolVersion":"2025-06-18"'
