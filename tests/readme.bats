@@ -43,7 +43,8 @@ readme_blocks() {
 	' "$1"
 }
 
-# run_block FILE: runs the block in its private machine; its output on stdout and stderr.
+# run_block FILE [STATE]: runs the block in its private machine (XDG_STATE_HOME=STATE when
+# given, else unset); its output on stdout and stderr.
 run_block() {
 	timeout -k 10 "$BLOCK_TIMEOUT" unshare -mnpf --mount-proc bash -c '
 		set -e
@@ -65,7 +66,7 @@ run_block() {
 		mount -t overlay overlay \
 			-o "lowerdir=$lower,upperdir=/tmp/.readme/upper,workdir=/tmp/.readme/work" "$top"
 		export HOME=/tmp/home
-		unset XDG_STATE_HOME
+		if [ -n "$3" ]; then export XDG_STATE_HOME=$3; else unset XDG_STATE_HOME; fi
 		cd "$top"
 		set +e
 		bash -e -o pipefail -c "$block" </dev/null
@@ -76,7 +77,7 @@ run_block() {
 			sbx-delete "$n" >/dev/null 2>&1
 		done
 		exit $rc
-	' _ "$SBX_TOP" "$1"
+	' _ "$SBX_TOP" "$1" "${2:-}"
 }
 
 @test "every shell block of README.md runs verbatim (or says why it cannot)" {
@@ -140,4 +141,18 @@ run_block() {
 	run run_block "$BATS_TEST_TMPDIR/f.sh"
 	[ "$status" -ne 0 ]
 	[[ "$output" != *"not reached"* ]]
+}
+
+@test "the README's ACP example runs twice in a row with XDG_STATE_HOME set" {
+	local dir=$BATS_TEST_TMPDIR/blocks b
+	mkdir -p "$dir"
+	readme_blocks "$SBX_TOP/README.md" "$dir"
+	b=$(grep -l '^acp-server 2>/tmp/acp.log' "$dir"/*.sh)
+	[ -n "$b" ]
+	# the block, then the block again: the second run must find its own server, not the first's
+	{ cat "$b"; cat "$b"; } >"$dir/twice.sh"
+	run run_block "$dir/twice.sh" /tmp/state-elsewhere
+	assert_status 0
+	[ "$(grep -c 'clients send the token in /tmp/state-elsewhere/sbx/.acp-server/token-8090' <<<"$output")" -eq 2 ]
+	[ "$(grep -c 'hi' <<<"$output")" -ge 4 ]
 }
