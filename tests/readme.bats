@@ -156,3 +156,17 @@ run_block() {
 	[ "$(grep -c 'clients send the token in /tmp/state-elsewhere/sbx/.acp-server/token-8090' <<<"$output")" -eq 2 ]
 	[ "$(grep -c 'hi' <<<"$output")" -ge 4 ]
 }
+
+@test "the README's client notes: the Inspector version the suite runs, Codex's approval mode, the backend choice" {
+	local readme=$SBX_TOP/README.md v
+	v=$(sed -n 's/^MCP_INSPECTOR_VERSION=//p' "$SBX_TOP/tests/mcp/common.bash")
+	[ -n "$v" ]
+	grep -qF "npx @modelcontextprotocol/inspector@$v --cli" "$readme"
+	grep -qF "declares node 22.19 or later" "$readme"
+	# every Codex MCP server entry says default_tools_approval_mode = "approve" (codex exec)
+	run awk '/^```toml$/ { t = 1; next } t && /^```$/ { t = 0 } t && /^\[mcp_servers\./ { n++ }
+		t && /^default_tools_approval_mode = "approve"$/ { a++ } END { print n + 0, a + 0 }' "$readme"
+	[ "$output" = "2 2" ]
+	# the quick start says when agent-loop picks kubernetes
+	sed -n '/^\*\*4\. Your first agent turn/,/^\*\*5\./p' "$readme" | grep -q 'kubernetes when a Kubernetes configuration exists'
+}
