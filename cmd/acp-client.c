@@ -247,6 +247,7 @@ int main(int argc, char **argv)
 	int64_t setup_timeout = INT64_C(60) * 1000000000;
 	bool yolo = false, use_tls = false, insecure = false, dbg = false;
 	struct acpclient_config cfg = {0};
+	bool ended;
 	long long log_from = 0;
 	char cwd[PATH_MAX], *token = NULL, *line, *log_path = NULL;
 	struct sbx_err e;
@@ -356,11 +357,16 @@ int main(int argc, char **argv)
 				break;
 		}
 	}
+	ended = acpclient_input_ended(client);
 	acpclient_close(client);
 	if (agent_pid > 0)
 		peer_reap(agent_pid, AGENT_EXIT_WAIT_MS);
 	if (status != EXIT_OK && log_path)
 		show_agent_log(log_path, log_from);
+	if (ended) {
+		cli_msg("input ended at a permission prompt: the tool call was cancelled");
+		status = EXIT_FAIL;
+	}
 	free(log_path);
 	free(token);
 	return cli_finish(status);

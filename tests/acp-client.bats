@@ -91,6 +91,24 @@ The user denied permission to run tool "run_command".'
 	[ "$(printf '%s' "$output" | grep -c '\[turn ended: end_turn\]')" -eq 2 ]
 }
 
+@test "interactive: a bad answer is told the choices; input ending at the prompt cancels and fails" {
+	start_server
+	run acp-client -addr "$ACP_ADDR" <<'EOF'
+run: echo first
+9
+yes
+2
+EOF
+	assert_status 0
+	[ "$(grep -c 'Not one of the choices: choose 1-4.' <<<"$output")" -eq 2 ]
+	assert_contains '[tool] Run `echo first` → completed'
+	run --separate-stderr acp-client -addr "$ACP_ADDR" <<<'run: echo never'
+	assert_status 111
+	assert_contains "No answer (end of input): the tool call is cancelled."
+	[ "$stderr" = "acp-client: input ended at a permission prompt: the tool call was cancelled" ]
+	run ! grep -q 'never$' <<<"$output"
+}
+
 @test "-session-id resumes: the history is replayed" {
 	start_server
 	run acp-client -addr "$ACP_ADDR" -prompt "remember me"
