@@ -397,10 +397,13 @@ EOF
 {"sse":["data: {\"choices\":[{\"ind"],"cut":true}
 {"sse":[{"choices":[{"index":0,"delta":{"role":"assistant","content":"second try"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}
 EOF
-	run llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
+	run --separate-stderr llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
 	assert_status 0
-	[ "${lines[0]}" = '{"delta":"second try"}' ]
-	[ "${lines[1]}" = '{"message":{"role":"assistant","content":"second try"},"finish_reason":"stop"}' ]
+	# the retry is said on the stream, then nothing of the cut attempt
+	printf '%s' "${lines[0]}" | jq -e '.retry.attempt == 2 and (.retry.error | startswith("llm: "))' >/dev/null
+	[ "${lines[1]}" = '{"delta":"second try"}' ]
+	[ "${lines[2]}" = '{"message":{"role":"assistant","content":"second try"},"finish_reason":"stop"}' ]
+	[ "${#lines[@]}" = 3 ]
 	[ "$(request_count)" = 2 ]
 }
 
