@@ -14,6 +14,7 @@
 #include "../lib/acpclient.h"
 #include "../lib/cancel.h"
 #include "../lib/flag.h"
+#include "../lib/fsutil.h"
 #include "../lib/net.h"
 #include "../lib/paths.h"
 #include "../lib/termtext.h"
@@ -56,6 +57,11 @@ static const char usage[] =
 /* After the conversation, how long a spawned agent gets to exit (it may be deleting its
  * sandboxes) before it is sent SIGTERM. */
 #define AGENT_EXIT_WAIT_MS 20000
+/* When setup failed: how long the agent may take to finish dying (its last words in the log). */
+#define AGENT_DIED_WAIT_MS 2000
+/* What is shown of the agent's log when it went away: its last lines, from its last bytes. */
+#define AGENT_LOG_TAIL_LINES 10
+#define AGENT_LOG_TAIL_BYTES 8192
 
 static struct acpclient *client;
 
@@ -176,6 +182,41 @@ static int open_agent_log(const char *file, char **shown)
 	return fd;
 }
 
+/* The last lines of the agent's log that this run wrote (from offset from on), each as
+ * "agent: <line>", control characters shown as '?': why the agent it started went away. */
+static void show_agent_log(const char *path, long long from)
+{
+	size_t len, i, start = 0;
+	int lines = 0;
+	char *text = fs_read_tail(path, from, AGENT_LOG_TAIL_BYTES, &len), *p, *nl;
+
+	if (text == NULL)
+		return;
+	while (len > 0 && text[len - 1] == '\n')
+		text[--len] = '\0';
+	for (i = len; i-- > 0;)
+		if (text[i] == '\n' && ++lines == AGENT_LOG_TAIL_LINES) {
+			start = i + 1;
+			break;
+		}
+	for (i = start; i < len; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
+		    (c == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
+		     (unsigned char)text[i + 1] <= 0x9f))	/* C1 controls as UTF-8 */
+			text[i] = '?';
+		if (c == 0xc2 && text[i] == '?')
+			text[++i] = '?';
+	}
+	if (start < len)
+		cli_msg("the agent's last messages (%s):", path);
+	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		cli_msg("agent: %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+	}
+	free(text);
+}
+
 /* Spawns the agent command (split at white space), its standard error to log_fd. */
 static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 {
@@ -207,6 +248,8 @@ int main(int argc, char **argv)
 	int64_t setup_timeout = INT64_C(60) * 1000000000;
 	bool yolo = false, use_tls = false, insecure = false, dbg = false;
 	struct acpclient_config cfg = {0};
+	bool ended;
+	long long log_from = 0;
 	char cwd[PATH_MAX], *token = NULL, *line, *log_path = NULL;
 	struct sbx_err e;
 	struct peer *p;
@@ -247,6 +290,7 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-agent-log goes with -cmd");
 	if (addr == NULL) {
 		int log_fd = open_agent_log(agent_log, &log_path);
+		log_from = log_fd >= 0 ? (long long)lseek(log_fd, 0, SEEK_END) : 0;
 		p = spawn_agent(cmd, cwd, log_fd);
 		if (log_fd >= 0)
 			close(log_fd);
@@ -264,8 +308,10 @@ int main(int argc, char **argv)
 	cfg.read_line = read_line;
 	cfg.debug = dbg ? debug : NULL;
 	if ((client = acpclient_open(&cfg, p, &e)) == NULL) {
+		if (agent_pid > 0)
+			peer_reap(agent_pid, AGENT_DIED_WAIT_MS);
 		if (log_path)
-			cli_msg("the agent's messages are in %s", log_path);
+			show_agent_log(log_path, log_from);
 		cli_die(cli_status(e.code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e.code), "%s",
 			e.msg);
 	}
@@ -316,11 +362,16 @@ int main(int argc, char **argv)
 				break;
 		}
 	}
+	ended = acpclient_input_ended(client);
 	acpclient_close(client);
 	if (agent_pid > 0)
 		peer_reap(agent_pid, AGENT_EXIT_WAIT_MS);
 	if (status != EXIT_OK && log_path)
-		cli_msg("the agent's messages are in %s", log_path);
+		show_agent_log(log_path, log_from);
+	if (ended) {
+		cli_msg("input ended at a permission prompt: the tool call was cancelled");
+		status = EXIT_FAIL;
+	}
 	free(log_path);
 	free(token);
 	return cli_finish(status);

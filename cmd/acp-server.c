@@ -90,27 +90,35 @@ static char *state_dir(void)
 	return d;
 }
 
-/* -import-session: NAME[=PRINCIPAL],… recorded as issued. */
+/* -import-session: NAME[=PRINCIPAL],… recorded as issued; with srv NULL only checked (before
+ * any socket is opened, so a bad value is reported as itself). operator_only: the token will
+ * be generated, so its one principal is the operator. */
 static void import_sessions(struct acp_server *srv, const char *list, const struct acp_auth *auth,
-			    const char *anon)
+			    const char *anon, bool operator_only)
 {
 	char *copy = xstrdup(list), *save = NULL, *w;
 	struct sbx_err e;
 
 	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
 		char *who = strchr(w, '=');
-		bool known = !auth;
+		bool known = !auth && !operator_only;
 		size_t i;
 
 		if (who)
 			*who++ = '\0';
 		else
-			who = (char *)(auth ? ACP_PRINCIPAL_OPERATOR : anon);
+			who = (char *)(auth || operator_only ? ACP_PRINCIPAL_OPERATOR : anon);
 		for (i = 0; auth && i < auth->n; i++)
 			known = known || strcmp(auth->v[i].name, who) == 0;
+		if (operator_only)
+			known = strcmp(who, ACP_PRINCIPAL_OPERATOR) == 0;
 		if (!known)
 			cli_die(EXIT_USAGE, "-import-session %s: no principal \"%s\" in the token file",
 				w, who);
+		if (name_check(w, &e) < 0)
+			cli_die(EXIT_USAGE, "-import-session: invalid session name \"%s\": %s", w, e.msg);
+		if (srv == NULL)
+			continue;
 		if (acp_server_import(srv, w, who, &e) < 0)
 			cli_die_err("-import-session", &e);
 		cli_msg("imported session %s for principal %s", w, who);
@@ -223,6 +231,10 @@ int main(int argc, char **argv)
 		cli_warn("token file %s can be read by other users (chmod 600 it)", token_file);
 	if (cert && (tls = net_tls_server(cert, key, &e)) == NULL)
 		cli_die_err("", &e);
+	if (imports)	/* every flag is checked before a socket is opened */
+		import_sessions(NULL, imports, token_file ? &auth : NULL,
+				stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS,
+				!stdio && !no_auth && !token_file);
 
 	dir = state_dir();
 	if (stdio) {
@@ -266,7 +278,7 @@ int main(int argc, char **argv)
 	if ((srv = acp_server_new(&cfg, &e)) == NULL)
 		cli_die_err("", &e);
 	if (imports)
-		import_sessions(srv, imports, cfg.auth, cfg.anon_principal);
+		import_sessions(srv, imports, cfg.auth, cfg.anon_principal, false);
 
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
 		" tls=%s auth=%s", addr, model ? model : "", tsname ? tsname : "basic",

@@ -15,7 +15,10 @@
 #include "../lib/flag.h"
 #include "../lib/specflags.h"
 #include "../lib/termtext.h"
+#include "../lib/ticker.h"
+#include "../lib/toolset.h"
 #include "../lib/userline.h"
+#include "../lib/xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -74,20 +77,100 @@ static void on_trace(void *arg, const char *label, const char *json)
 	fputc('\n', stderr);
 }
 
+/* The line of a failed result that says why: a command's exit code or signal line when it
+ * has one (basic's `exit_code: N`, geminicli's `Exit Code: N` or `Signal: N`), else its
+ * first line. */
+static const char *failure_line(const char *tool, const char *content, int *len)
+{
+	static const char *const keys[] = {"\nexit_code: ", "\nExit Code: ", "\nSignal: "};
+	const char *line = content, *p;
+
+	for (size_t i = 0; strcmp(toolset_tool_kind(tool), "execute") == 0 &&
+			   i < sizeof keys / sizeof keys[0]; i++)
+		for (p = strstr(content, keys[i]); p; p = strstr(p + 1, keys[i]))
+			line = p + 1;
+	*len = (int)strcspn(line, "\n");
+	return line;
+}
+
+/* On a terminal: a live line for a tool call running longer than this, redrawn each second. */
+#define LIVE_DELAY_NS (2 * INT64_C(1000000000))
+#define LIVE_PERIOD_NS INT64_C(1000000000)
+/* What the live line shows of the arguments, in bytes. */
+#define LIVE_ARGS_MAX 60
+
+/* Standard error is a terminal: people wait there, so say what runs and why the model waits. */
+static bool on_tty;
+static struct {
+	struct ticker *t;
+	char *what;
+} live;
+
+static void live_tick(void *arg, int64_t elapsed_ns)
+{
+	(void)arg;
+	fprintf(stderr, "\r\033[K%s: running: %s (%lld s)", cli_prog, live.what,
+		(long long)(elapsed_ns / 1000000000));
+	fflush(stderr);
+}
+
+static void on_tool_start(void *arg, const struct agent_tool_call *c)
+{
+	char *args, *what;
+	size_t n;
+
+	(void)arg;
+	if (!on_tty)
+		return;
+	args = chatview_args(c->arguments);
+	n = strlen(args);
+	if (n > LIVE_ARGS_MAX)	/* cut at a character's start */
+		for (n = LIVE_ARGS_MAX; n > 0 && ((unsigned char)args[n] & 0xc0) == 0x80; n--)
+			;
+	what = xasprintf("%s(%.*s%s)", c->name, (int)n, args, args[n] ? "…" : "");
+	live.what = termtext_str(what, TERMTEXT_TEXT);	/* the model's words: never raw */
+	free(what);
+	free(args);
+	fflush(stdout);
+	live.t = ticker_start(LIVE_DELAY_NS, LIVE_PERIOD_NS, live_tick, NULL);
+}
+
+/* Ends the live line, erasing it when it was drawn. */
+static void live_end(void)
+{
+	if (ticker_stop(live.t))
+		fputs("\r\033[K", stderr);
+	live.t = NULL;
+	free(live.what);
+	live.what = NULL;
+}
+
+static void on_llm_retry(void *arg, const char *why, int64_t wait_ns, int attempt, int attempts)
+{
+	(void)arg;
+	if (!on_tty)
+		return;
+	fflush(stdout);
+	cli_msg("retrying in %lld s (%d/%d): %s", (long long)((wait_ns + 999999999) / 1000000000),
+		attempt - 1, attempts - 1, why);
+}
+
 /* One line per tool call: name, arguments as people read them (shortened), outcome. */
 static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 			const char *content)
 {
-	int shown = (int)strcspn(content, "\n");
+	int shown;
+	const char *why = failure_line(c->name, content, &shown);
 	char *args = chatview_args(c->arguments);
 
 	(void)arg;
+	live_end();
 	fflush(stdout);
 	if (failed && strstr(content, "the user cancelled the turn"))
 		cli_msg("tool %s(%.300s): cancelled", c->name, args);
 	else if (failed)
 		cli_msg("tool %s(%.300s): failed: %.*s", c->name, args,
-			shown > 300 ? 300 : shown, content);
+			shown > 300 ? 300 : shown, why);
 	else
 		cli_msg("tool %s(%.300s): completed", c->name, args);
 	free(args);
@@ -98,7 +181,8 @@ static int chat(struct agent_session *s)
 {
 	struct chatview v = {.out = stdout};
 	struct agent_callbacks cb = {.arg = &v, .on_delta = chatview_delta,
-				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end};
+				     .on_assistant = chatview_assistant, .on_tool_end = on_tool_end,
+				     .on_tool_start = on_tool_start, .on_llm_retry = on_llm_retry};
 	struct sbx_err e;
 	char *line, *reply, *in;
 	int status = EXIT_OK, seen;
@@ -127,6 +211,7 @@ static int chat(struct agent_session *s)
 		userline_remember(in);
 		seen = cancel_count(SIGINT);	/* a Ctrl-C from now on cancels this turn */
 		st = agent_turn(s, in, &cb, stop_fd, &reply, &e);
+		live_end();
 		free(line);
 		free(reply);
 		chatview_end_turn(&v);
@@ -175,6 +260,7 @@ int main(int argc, char **argv)
 
 	if (session == NULL || *session == '\0')
 		session = "default";
+	on_tty = isatty(STDERR_FILENO);
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
 					    .max = 0}, argc, argv);
 	if (rounds < 1 || rounds > 100000)

@@ -40,7 +40,8 @@ static const char usage[] =
 	"  -retries N         attempts after transport errors, 408, 409, 429, 5xx (default 4)\n"
 	"  -backoff DURATION  first wait before a retry, doubled, jittered (default 1s)\n"
 	"  -stream            print {\"delta\":...}, {\"reasoning_delta\":...} and\n"
-	"                     {\"tool_call_delta\":...} lines as they arrive, then\n"
+	"                     {\"tool_call_delta\":...} lines as they arrive, a\n"
+	"                     {\"retry\":{...}} line before each retry's wait, then\n"
 	"                     {\"message\":{...},\"finish_reason\":...,\"usage\":{...}}\n"
 	"  -full              print the whole response instead of the message\n"
 	"  -v                 trace requests and responses on stderr (API key redacted)\n"
@@ -71,6 +72,22 @@ static int print_event(struct json_object *ev, void *arg)
 {
 	(void)arg;
 	return cli_print_json(ev);
+}
+
+/* -stream: {"retry":{"attempt":k,"attempts":M,"wait_ms":N,"error":"…"}} before a retry's wait,
+ * so whoever reads the stream can say why it waits. */
+static void print_retry(const char *why, int64_t wait_ns, int attempt, int attempts, void *arg)
+{
+	struct json_object *ev = json_object_new_object(), *r = json_object_new_object();
+
+	(void)arg;
+	json_object_object_add(r, "attempt", json_object_new_int(attempt));
+	json_object_object_add(r, "attempts", json_object_new_int(attempts));
+	json_object_object_add(r, "wait_ms", json_object_new_int64(wait_ns / 1000000));
+	json_object_object_add(r, "error", json_object_new_string(why));
+	json_object_object_add(ev, "retry", r);
+	(void)cli_print_json(ev);
+	json_object_put(ev);
 }
 
 /* Exit status for a failure: a signal's, usage, or the runtime failure status. */
@@ -150,6 +167,7 @@ int main(int argc, char **argv)
 	cfg.stream = stream;
 	cfg.cancel = cancel_flag();
 	cfg.on_event = print_event;
+	cfg.on_retry = stream ? print_retry : NULL;
 	cfg.trace = verbose ? trace : NULL;
 	if (llm_chat(&cfg, doc, &res, &e) < 0) {
 		cli_msg("%s", e.msg);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sbx-init/init.h"
+#include "../lib/version.h"
 
 static const char usage[] =
 	"usage: sbx-init supervise DIR NSLOCK UID GID HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV...\n"
@@ -17,6 +18,16 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+	/* answered like every sbx program, for whoever finds it in libexec */
+	if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-version") == 0)) {
+		printf("sbx-init (sbx) %s\n", SBX_VERSION);
+		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
+	}
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "-help") == 0)) {
+		fputs(usage, stdout);
+		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
+	}
 	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
 		return init_serve(3);
 	if (argc >= 12 && strcmp(argv[1], "supervise") == 0 && strcmp(argv[10], "--") == 0) {

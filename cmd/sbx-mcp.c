@@ -83,8 +83,9 @@ static void take_stdio(int *in, int *out)
 	close(null);
 }
 
-/* The token for HTTP: read from -auth-token-file, else generated and written next to the
- * local state (one file per port). Newly allocated. */
+/* The token for HTTP: read from -auth-token-file (lfd unused: read before any socket is
+ * opened, so a bad file is reported as itself), else generated and written next to the local
+ * state (one file per port of lfd). Newly allocated. */
 static char *http_token(const char *file, int lfd)
 {
 	char addr[NET_ADDR_MAX], tok[MCPHTTP_TOKEN_LEN + 1], *root, *path, *port;
@@ -179,8 +180,8 @@ int main(int argc, char **argv)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (listen_addr) {
 		struct mcphttp_config hc = {.log = on_log};
+		char *token = token_file ? http_token(token_file, -1) : NULL;
 		int lfd = net_listen(listen_addr, &e);
-		char *token;
 
 		if (lfd < 0)
 			cli_die_err("", &e);
@@ -188,7 +189,8 @@ int main(int argc, char **argv)
 		if (strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0)
 			cli_warn("serving on %s, beyond loopback, without TLS: the token and every "
 				 "call cross the network in clear", addr);
-		token = http_token(token_file, lfd);
+		if (token == NULL)
+			token = http_token(NULL, lfd);
 		hc.token = token;
 		cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",
 			addr, cfg.toolset ? cfg.toolset : "basic", cfg.backend);

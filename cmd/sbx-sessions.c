@@ -11,8 +11,9 @@ static const char usage[] =
 	"Prints one JSON line per session kept under ~/.local/sandboxed-tools (by agent-loop,\n"
 	"acp-server, sbx-snapshot): name, messages, backups, bytes, updated and in_use_by (the\n"
 	"process using it, or null). With -delete, removes each SESSION's history and backups and\n"
-	"prints {\"name\",\"deleted\":true}; a session in use is refused. A running sandbox of the\n"
-	"same name is not touched: sbx-delete removes it.\n"
+	"prints {\"name\",\"deleted\":true}; a session in use is refused, one that does not\n"
+	"exist is exit 101. A running sandbox of the same name is not touched: sbx-delete\n"
+	"removes it.\n"
 	"\n"
 	"  -delete    remove the named sessions\n"
 	"  -h         show this help\n";

@@ -30,6 +30,7 @@ struct acpclient {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool setup_done;
+	volatile bool input_ended;		/* standard input ended at a permission prompt */
 };
 
 #define emitf(c, ...) acpview_printf((c)->view, __VA_ARGS__)
@@ -94,8 +95,12 @@ static const char *choose(struct acpclient *c, struct json_object *params)
 		char *line, *end;
 
 		emitf(c, "Choose 1-%zu (Enter = 1): ", n);
-		if ((line = c->cfg.read_line(c->cfg.arg)) == NULL)
-			return NULL;	/* end of input: the turn is cancelled */
+		if ((line = c->cfg.read_line(c->cfg.arg)) == NULL) {
+			/* end of input: the turn is cancelled, and nobody answered */
+			c->input_ended = true;
+			emitf(c, "\nNo answer (end of input): the tool call is cancelled.\n");
+			return NULL;
+		}
 		if (line[0] == '\0') {
 			pick = 1;
 		} else {
@@ -106,6 +111,7 @@ static const char *choose(struct acpclient *c, struct json_object *params)
 		free(line);
 		if (pick >= 1 && (size_t)pick <= n)
 			break;
+		emitf(c, "Not one of the choices: choose 1-%zu.\n", n);
 	}
 	return jsonfield_str(json_object_array_get_idx(opts, (size_t)pick - 1), "optionId");
 }
@@ -520,6 +526,11 @@ setup_over:
 bad:
 	acpclient_close(c);
 	return NULL;
+}
+
+bool acpclient_input_ended(const struct acpclient *c)
+{
+	return c->input_ended;
 }
 
 const char *acpclient_session(const struct acpclient *c)

@@ -46,6 +46,9 @@ struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer
 				 struct sbx_err *e);
 /* The session id in use (borrowed). */
 const char *acpclient_session(const struct acpclient *c);
+/* Whether standard input ended at a permission prompt (the call was then cancelled): nobody
+ * was there to answer, which the program reports as a failure. */
+bool acpclient_input_ended(const struct acpclient *c);
 /* Sends one prompt and renders the turn until its stop reason ("[turn ended: …]"). A
  * JSON-RPC error answer is returned as -1 with the agent's message and code SBX_EINVAL;
  * a broken connection as SBX_EIO. */

@@ -112,7 +112,7 @@ static bool replay_calls(struct acp_session *s, struct peer *p, struct json_obje
 		free(id);
 		acptool_describe(u, name, args, &pm);
 		if (content)
-			acptool_result(u, name, args, content, toolmsg_is_harness(name, content), &pm);
+			acptool_result(u, name, args, content, acptool_failed_text(name, content), &pm);
 		else
 			json_object_object_add(u, "status", json_object_new_string("failed"));
 		if (!send_replay(s, p, u))

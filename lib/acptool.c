@@ -7,6 +7,7 @@
 #include "acptool.h"
 #include "gojson.h"
 #include "jsonfield.h"
+#include "toolmsg.h"
 #include "toolset.h"
 #include "xalloc.h"
 
@@ -220,14 +221,19 @@ static long exit_code_of(const char *content)
 	return last ? strtol(last, NULL, 10) : 0;
 }
 
-const char *acptool_status(const char *name, const char *content, bool registry_failed)
+bool acptool_failed_text(const char *name, const char *content)
 {
-	if (registry_failed)
-		return "failed";
-	if (strcmp(toolset_tool_kind(name), "execute") == 0 && content &&
-	    exit_code_of(content) != 0)
-		return "failed";
-	return "completed";
+	/* the tools' own failure texts: basic's report heads, the geminicli toolbox's error */
+	static const char *const heads[] = {"Failed to read \"", "Failed to list \"",
+					    "failed to write file \"", "Error: tool \""};
+
+	if (toolmsg_is_harness(name, content))
+		return true;
+	for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++)
+		if (strncmp(content, heads[i], strlen(heads[i])) == 0)
+			return true;
+	return strcmp(toolset_tool_kind(name), "execute") == 0 &&
+	       (exit_code_of(content) != 0 || strstr(content, "\nSignal: ") != NULL);
 }
 
 static struct json_object *content_item(const char *text)
@@ -291,10 +297,10 @@ static struct json_object *command_output(const char *content)
 }
 
 void acptool_result(struct json_object *o, const char *name, const char *arguments,
-		    const char *content, bool registry_failed, const struct acp_pathmap *pm)
+		    const char *content, bool failed, const struct acp_pathmap *pm)
 {
 	const struct tool_view *v = view_of(name);
-	const char *status = acptool_status(name, content, registry_failed);
+	const char *status = failed ? "failed" : "completed";
 	struct json_object *args = parse_args(arguments), *list = json_object_new_array(), *raw, *d;
 	struct json_object *obj = json_object_is_type(args, json_type_object) ? args : NULL;
 

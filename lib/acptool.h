@@ -31,12 +31,13 @@ char *acptool_client_path(const struct acp_pathmap *pm, const char *path);
 /* Adds title, kind, locations and rawInput (arguments: raw JSON text, possibly invalid). */
 void acptool_describe(struct json_object *o, const char *name, const char *arguments,
 		      const struct acp_pathmap *pm);
-/* "failed" when registry_failed, or an execute tool's result reports a non-zero exit code;
- * else "completed". */
-const char *acptool_status(const char *name, const char *content, bool registry_failed);
-/* Adds the final status, content (a diff for a completed edit, then the result text) and
- * rawOutput. */
+/* Whether a result kept in history reports a failure, for a replay where the live flag is
+ * gone: a harness text (lib/toolmsg.h), a tool's own failure text, or an execute tool's
+ * non-zero exit code or signal. Live calls use toolset_call's flag instead. */
+bool acptool_failed_text(const char *name, const char *content);
+/* Adds the final status ("failed" when failed, else "completed"), content (a diff for a
+ * completed edit, then the result text) and rawOutput. */
 void acptool_result(struct json_object *o, const char *name, const char *arguments,
-		    const char *content, bool registry_failed, const struct acp_pathmap *pm);
+		    const char *content, bool failed, const struct acp_pathmap *pm);
 
 #endif

@@ -682,6 +682,16 @@ static int on_llm_line(void *arg, char *line, size_t len)
 		if (r->cb && r->cb->on_thought && json_object_get_string_len(v) > 0)
 			r->cb->on_thought(r->cb->arg, json_object_get_string(v),
 					  (size_t)json_object_get_string_len(v));
+	} else if (json_object_object_get_ex(ev, "retry", &v) &&
+		   json_object_is_type(v, json_type_object)) {
+		const char *err = jsonfield_str(v, "error");
+		struct json_object *k = NULL, *m = NULL, *w = NULL;
+		json_object_object_get_ex(v, "attempt", &k);
+		json_object_object_get_ex(v, "attempts", &m);
+		json_object_object_get_ex(v, "wait_ms", &w);
+		if (r->cb && r->cb->on_llm_retry)
+			r->cb->on_llm_retry(r->cb->arg, err ? err : "", json_object_get_int64(w) * 1000000,
+					    json_object_get_int(k), json_object_get_int(m));
 	} else if (json_object_object_get_ex(ev, "message", &v) &&
 		   json_object_is_type(v, json_type_object)) {
 		json_object_put(r->final);

@@ -108,6 +108,10 @@ struct agent_callbacks {
 	/* After each model call: its finish_reason ("" when none was given) and usage object
 	 * (NULL when none; borrowed). May be NULL. */
 	void (*on_llm_done)(void *arg, const char *finish_reason, struct json_object *usage);
+	/* A model call failed and is tried again after wait_ns: why, the attempt to come and
+	 * the attempts in all (llm-chat's retry event). May be NULL. */
+	void (*on_llm_retry)(void *arg, const char *why, int64_t wait_ns, int attempt,
+			     int attempts);
 	/* An assistant message was stored; final: it has no tool calls (the turn's answer). */
 	void (*on_assistant)(void *arg, struct json_object *msg, bool final);
 	/* Before each tool call: 1 allow, 0 deny, -1 error (turn aborts with
@@ -116,8 +120,9 @@ struct agent_callbacks {
 	int (*approve)(void *arg, const struct agent_tool_call *call, struct sbx_err *e);
 	/* An approved call starts running in the sandbox (after the sandbox is ready). */
 	void (*on_tool_start)(void *arg, const struct agent_tool_call *call);
-	/* It finished: failed when the registry reported an error (unknown tool, bad arguments,
-	 * tool error, timeout); content is the tool message's text. Not called for denied calls;
+	/* It finished: failed when the registry or the tool reported an error (unknown tool, bad
+	 * arguments, timeout, a command that exited non-zero, a file that could not be read:
+	 * toolset_call's flag); content is the tool message's text. Not called for denied calls;
 	 * called with failed and the cancellation text when cancelled. */
 	void (*on_tool_end)(void *arg, const struct agent_tool_call *call, bool failed,
 			    const char *content);
@@ -190,7 +195,8 @@ const char *agent_session_workdir(const struct agent_session *s);
 struct agent_tool_result {
 	char *content;			/* the tool message's text (newly allocated) */
 	size_t content_len;		/* its length: it may hold NUL bytes */
-	bool failed;			/* the registry reported an error (ACP "failed", MCP isError) */
+	bool failed;			/* the registry or the tool reported an error (ACP "failed",
+					 * MCP isError, sbx-tool's exit status 1) */
 	struct json_object *structured;	/* the tool's structured result, or NULL (new reference) */
 };
 

@@ -9,7 +9,7 @@
 
 /* What the fake says when there is nothing to reflect. */
 #define ELIZA_DEFAULT_REPLY "How does that make you feel?"
-/* The prefix that turns a user message into a run_command tool call (case-sensitive). */
+/* The prefix that turns a user message into a shell tool call (case-sensitive). */
 #define ELIZA_RUN_PREFIX "run:"
 
 /* A message's "content" when it is a string (Go decodes content as *string), else NULL. */
@@ -111,9 +111,26 @@ static struct json_object *text_response(const char *text, size_t n)
 	return response(msg, "stop");
 }
 
-/* The run_command call for the command text at cmd: arguments are Go's json.Marshal of
+/* The shell tool the request offers: run_shell_command (gemini-cli's name) when its tools
+ * declare it, else upstream's run_command. Both take {"command"}. */
+static const char *shell_tool(struct json_object *tools)
+{
+	size_t n = json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *fn, *name;
+		if (json_object_object_get_ex(json_object_array_get_idx(tools, i), "function", &fn) &&
+		    json_object_object_get_ex(fn, "name", &name) &&
+		    json_object_is_type(name, json_type_string) &&
+		    strcmp(json_object_get_string(name), "run_shell_command") == 0)
+			return "run_shell_command";
+	}
+	return "run_command";
+}
+
+/* The shell tool's call for the command text at cmd: arguments are Go's json.Marshal of
  * {"command": cmd}, HTML-escaped as Go does it. */
-static struct json_object *run_response(const char *cmd, size_t n)
+static struct json_object *run_response(const char *tool, const char *cmd, size_t n)
 {
 	struct json_object *msg = json_object_new_object(), *calls = json_object_new_array();
 	struct json_object *call = json_object_new_object(), *fn = json_object_new_object();
@@ -122,7 +139,7 @@ static struct json_object *run_response(const char *cmd, size_t n)
 	buf_puts(&args, "{\"command\":");
 	gojson_append_string(&args, cmd, n);
 	buf_puts(&args, "}");
-	json_object_object_add(fn, "name", json_object_new_string("run_command"));
+	json_object_object_add(fn, "name", json_object_new_string(tool));
 	json_object_object_add(fn, "arguments", json_object_new_string_len(args.data, (int)args.len));
 	json_object_object_add(call, "id", json_object_new_string("eliza-run-1"));
 	json_object_object_add(call, "type", json_object_new_string("function"));
@@ -134,7 +151,7 @@ static struct json_object *run_response(const char *cmd, size_t n)
 	return response(msg, "tool_calls");
 }
 
-struct json_object *eliza_reply(struct json_object *messages)
+struct json_object *eliza_reply(struct json_object *messages, struct json_object *tools)
 {
 	size_t n = json_object_is_type(messages, json_type_array) ?
 		   json_object_array_length(messages) : 0;
@@ -163,7 +180,7 @@ struct json_object *eliza_reply(struct json_object *messages)
 	    memcmp(user, ELIZA_RUN_PREFIX, strlen(ELIZA_RUN_PREFIX)) == 0) {
 		cmd = user + strlen(ELIZA_RUN_PREFIX);
 		clen = trim_space(&cmd, ulen - strlen(ELIZA_RUN_PREFIX));
-		return run_response(cmd, clen);
+		return run_response(shell_tool(tools), cmd, clen);
 	}
 	if (ulen > 0) {
 		buf_puts(&text, "What do you think it means when you say '");

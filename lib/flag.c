@@ -64,8 +64,8 @@ static int set_value(const struct flag *f, const char *name, const char *val, st
 		break;
 	case FLAG_DURATION:
 		if (duration_parse(val, (int64_t *)f->ptr) < 0)
-			return err_set(e, SBX_EINVAL, "invalid value \"%s\" for flag -%s: parse error",
-				       val, name);
+			return err_set(e, SBX_EINVAL, "invalid value \"%s\" for flag -%s: not a "
+				       "duration (use a unit: 5s, 2m, 1h)", val, name);
 		break;
 	case FLAG_INT:
 		errno = 0;

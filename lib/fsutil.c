@@ -356,3 +356,45 @@ fail:
 	}
 	return NULL;
 }
+
+char *fs_read_tail(const char *path, long long from, size_t max, size_t *lenp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	size_t len = 0, want;
+	char *buf = NULL;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (from < 0)
+		from = 0;
+	if ((long long)st.st_size - from > (long long)max)
+		from = (long long)st.st_size - (long long)max;
+	want = st.st_size > from ? (size_t)(st.st_size - from) : 0;
+	if ((buf = malloc(want + 1)) == NULL)
+		goto fail;
+	while (len < want) {
+		ssize_t n = pread(fd, buf + len, want - len, (off_t)from + (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*lenp = len;
+	return buf;
+fail:
+	{
+		int err = errno;
+		free(buf);
+		close(fd);
+		errno = err;
+	}
+	return NULL;
+}

@@ -16,5 +16,8 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 /* Reads a whole small file (at most max bytes) into a new NUL-terminated buffer. NULL + errno
  * on failure (EFBIG when larger than max). */
 char *fs_read_small(const char *path, size_t max, size_t *len);
+/* Reads what path holds from offset from on, at most its last max bytes, into a new
+ * NUL-terminated buffer (empty when nothing is there). NULL + errno on failure. */
+char *fs_read_tail(const char *path, long long from, size_t max, size_t *len);
 
 #endif

@@ -511,7 +511,7 @@ static int check_config(const struct llm_config *c, struct sbx_err *e)
 static int chat_eliza(const struct llm_config *c, struct json_object *doc, struct llm_result *r,
 		      struct sbx_err *e)
 {
-	struct json_object *messages = NULL;
+	struct json_object *messages = NULL, *tools = NULL;
 	struct assembly as = {0};
 
 	if (c->trace) {
@@ -521,7 +521,8 @@ static int chat_eliza(const struct llm_config *c, struct json_object *doc, struc
 		free(body);
 	}
 	json_object_object_get_ex(doc, "messages", &messages);
-	r->response = eliza_reply(messages);
+	json_object_object_get_ex(doc, "tools", &tools);
+	r->response = eliza_reply(messages, tools);
 	r->message = llm_response_message(r->response, e);
 	r->finish_reason = llm_finish_reason(r->response);
 	if (c->stream && emit_delta(c, &as, r->message, true, e) < 0)
@@ -599,6 +600,8 @@ static int attempts(struct xfer *x, struct json_object **resp, struct sbx_err *e
 		snprintf(tbuf, sizeof tbuf, "retrying in %s (attempt %d of %d) after",
 			 duration_format(wait, d, sizeof d), i + 2, c->retries + 1);
 		trace(c, tbuf, e->msg, strlen(e->msg));
+		if (c->on_retry)
+			c->on_retry(e->msg, wait, i + 2, c->retries + 1, c->arg);
 		if (pause_ns(duration_test_scaled(wait), c->cancel) < 0)
 			return err_set(e, SBX_ECANCELED, "llm: request canceled");
 	}

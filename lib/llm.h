@@ -71,6 +71,9 @@ struct llm_config {
 	 * {"tool_call_delta":{…}}) as it arrives. The object is only valid during the call.
 	 * Returning -1 abandons the request. */
 	int (*on_event)(struct json_object *ev, void *arg);
+	/* Optional: before each retry's wait, why the last attempt failed, the wait, the number of
+	 * the attempt to come (2 for the first retry) and of attempts in all. */
+	void (*on_retry)(const char *why, int64_t wait_ns, int attempt, int attempts, void *arg);
 	/* Optional trace (-v): a label and, for bodies, the text. Keys are redacted. */
 	void (*trace)(const char *what, const char *data, size_t len, void *arg);
 	void *arg;

@@ -53,19 +53,15 @@ static void on_tool_start(void *arg, const struct agent_tool_call *call)
 	pthread_mutex_unlock(&c->ss->srv->mu);
 }
 
-/* The result of a finished call: isError when the registry reported a failure or the command
- * exited non-zero (a command's failure is the tool's result, never a protocol error). */
+/* The result of a finished call: isError when the registry or the tool reported a failure
+ * (toolset_call's one flag: a command that exited non-zero, a file that could not be read;
+ * a tool's failure is its result, never a protocol error). */
 static struct json_object *call_result(struct mcp_session *ss, struct agent_tool_result *r)
 {
-	struct json_object *code;
-	bool is_error = r->failed;
+	struct json_object *structured = r->structured;
 
-	if (r->structured && json_object_object_get_ex(r->structured, "exit_code", &code) &&
-	    json_object_get_int(code) != 0)
-		is_error = true;
-	code = r->structured;
 	r->structured = NULL;
-	return mcp_call_result(mcp_session_version(ss), r->content, is_error, code);
+	return mcp_call_result(mcp_session_version(ss), r->content, r->failed, structured);
 }
 
 static void *call_main(void *arg)

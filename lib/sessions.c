@@ -128,7 +128,7 @@ int sessions_remove(const char *name, struct sbx_err *e)
 	free(root);
 	if (lstat(dir, &st) < 0 && errno == ENOENT) {
 		free(dir);
-		return 0;
+		return err_set(e, SBX_ENOTFOUND, "session \"%s\" does not exist", name);
 	}
 	/* Held while the tree goes: nobody starts on the session halfway through. */
 	if ((lock = history_lock(name, e)) < 0)

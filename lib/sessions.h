@@ -21,7 +21,8 @@ struct session_info {
 /* Calls fn for each session, by name; stops at fn's non-zero. No store yet is no session. */
 int sessions_list(int (*fn)(const struct session_info *, void *), void *arg, struct sbx_err *e);
 /* Removes session name's directory (history, backups, everything) under its lock: a session
- * in use is refused (SBX_EBUSY, naming the holder). One that does not exist is removed. */
+ * in use is refused (SBX_EBUSY, naming the holder); one that does not exist is SBX_ENOTFOUND
+ * (`session "<name>" does not exist`), as kubectl and docker say of what is not there. */
 int sessions_remove(const char *name, struct sbx_err *e);
 
 #endif

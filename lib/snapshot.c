@@ -394,6 +394,29 @@ static int clear_home(const struct target *t, struct sbx_err *e)
 	return clear_by_exec(t->b, t->session, t->home, t->cancel_fd, e);
 }
 
+/* -from names the file itself: one that is not there is SBX_ENOTFOUND, one that is no archive
+ * at all (neither gzip, zstd nor tar by its first bytes) the caller's mistake (SBX_EINVAL); a
+ * damaged archive is found by the verification after. */
+static int from_check(const char *path, struct sbx_err *e)
+{
+	unsigned char m[262];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	ssize_t n;
+
+	if (fd < 0 && errno == ENOENT)
+		return err_set(e, SBX_ENOTFOUND, "%s: no such file", path);
+	if (fd < 0)
+		return 0;	/* the open that reads it says why */
+	n = pread(fd, m, sizeof m, 0);
+	close(fd);
+	if ((n >= 2 && m[0] == 0x1f && m[1] == 0x8b) ||
+	    (n >= 4 && memcmp(m, "\x28\xb5\x2f\xfd", 4) == 0) ||
+	    (n >= 262 && memcmp(m + 257, "ustar", 5) == 0))
+		return 0;
+	return err_set(e, SBX_EINVAL, "%s is not a backup (a tar archive, gzip- or zstd-compressed)",
+		       path);
+}
+
 /* The candidates of a restore, oldest first, and the directory they are in. */
 static char *candidates(const char *session, const struct snapshot_restore_opts *o,
 			struct backup_list *l, struct sbx_err *e)
@@ -430,6 +453,8 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	int fd = -1, rc = -1;
 
 	memset(r, 0, sizeof *r);
+	if (o->from && from_check(o->from, e) < 0)
+		return -1;
 	if (sbx_get(b, session, &info, e) < 0)
 		return -1;
 	t.home = o->homedir ? o->homedir : info.homedir;

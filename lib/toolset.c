@@ -138,7 +138,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 	const char *why;
 	char *out = NULL, d[DURATION_BUFSZ];
 	size_t n = 0;
-	bool sized = false;
+	bool sized = false, tool_failed = false;
 
 	*failed = TOOL_FAILED;
 	*len = 0;
@@ -159,9 +159,9 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 		goto done;
 	}
 	err_clear(&te);
-	out = t->run(ctx, args, &n, &te);
+	out = t->run(ctx, args, &n, &tool_failed, &te);
 	if (out != NULL) {
-		*failed = TOOL_OK;
+		*failed = tool_failed ? TOOL_FAILED : TOOL_OK;
 		sized = true;
 	} else if (te.code == SBX_ECANCELED) {
 		err_set(e, SBX_ECANCELED, "%s", te.msg);
@@ -334,7 +334,7 @@ static struct json_object *structured_stream(const char *p, size_t n, size_t dro
 }
 
 static char *run_command(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
-			 struct sbx_err *e)
+			 bool *failed, struct sbx_err *e)
 {
 	const char *cmd = arg_str(args, "command");
 	char *argv[] = {"sh", "-c", (char *)cmd, NULL}, *out;
@@ -347,6 +347,7 @@ static char *run_command(const struct tool_ctx *ctx, struct json_object *args, s
 	if (run(ctx, argv, NULL, 0, &c, e) < 0)
 		return NULL;
 	out = report(ctx, "run_command", "", &c, len);
+	*failed = c.res.exit_code != 0;
 	if (ctx->structured) {
 		struct json_object *o = json_object_new_object();
 		json_object_object_add(o, "stdout", structured_stream(c.out, c.out_len, c.out_dropped));
@@ -366,7 +367,7 @@ static const char run_command_output[] =
 	"\"required\":[\"stdout\",\"stderr\",\"exit_code\"]}";
 
 static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, int is_read,
-			size_t *len, struct sbx_err *e)
+			size_t *len, bool *failed, struct sbx_err *e)
 {
 	const char *path = arg_str(args, "path");
 	char *argv[] = {is_read ? "cat" : "ls", is_read ? "--" : "-p", is_read ? (char *)path : "--",
@@ -389,6 +390,7 @@ static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, in
 		q = go_quote(is_read ? path : (*path ? path : "."));
 		head = xasprintf("Failed to %s %s:\n", is_read ? "read" : "list", q);
 		out = report(ctx, is_read ? "read" : "ls", head, &c, len);
+		*failed = true;
 		free(q);
 		free(head);
 	}
@@ -397,15 +399,15 @@ static char *ls_or_read(const struct tool_ctx *ctx, struct json_object *args, in
 }
 
 static char *ls_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
-		     struct sbx_err *e)
+		     bool *failed, struct sbx_err *e)
 {
-	return ls_or_read(ctx, args, 0, len, e);
+	return ls_or_read(ctx, args, 0, len, failed, e);
 }
 
 static char *read_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
-		       struct sbx_err *e)
+		       bool *failed, struct sbx_err *e)
 {
-	return ls_or_read(ctx, args, 1, len, e);
+	return ls_or_read(ctx, args, 1, len, failed, e);
 }
 
 /* Go's filepath.Dir: "foo" → ".", "/a/b" → "/a", "/a" → "/". */
@@ -423,7 +425,7 @@ static char *go_dir(const char *p)
 }
 
 static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
-			struct sbx_err *e)
+			bool *failed, struct sbx_err *e)
 {
 	const char *path = arg_str(args, "path"), *content;
 	struct json_object *v;
@@ -465,6 +467,7 @@ static char *write_tool(const struct tool_ctx *ctx, struct json_object *args, si
 	} else {
 		head = xasprintf("failed to write file %s:\n", q);
 		out = report(ctx, "write", head, &c, len);
+		*failed = true;
 		free(head);
 	}
 	free(q);

@@ -35,11 +35,12 @@ struct tool {
 	const char *description;
 	const char *parameters;		/* JSON Schema text of the arguments object */
 	/* Runs the call with decoded arguments. Returns the model-visible content, *len bytes of
-	 * valid UTF-8 that may hold NUL bytes, or NULL with e set (a harness error: the caller
-	 * turns it into `Error calling tool "<name>": <why>`). On a deadline, e->code is
-	 * SBX_ETIMEDOUT. */
+	 * valid UTF-8 that may hold NUL bytes, with *failed set when that content reports the
+	 * tool's own failure (a file it could not read, a command that exited non-zero or was
+	 * killed, a refused edit); or NULL with e set (a harness error: the caller turns it into
+	 * `Error calling tool "<name>": <why>`). On a deadline, e->code is SBX_ETIMEDOUT. */
 	char *(*run)(const struct tool_ctx *ctx, struct json_object *args, size_t *len,
-		     struct sbx_err *e);
+		     bool *failed, struct sbx_err *e);
 };
 
 struct toolset {
@@ -73,8 +74,9 @@ const char *toolset_output_schema(const char *name);
  * (either the tool's result or the `Error calling tool …` text), *len bytes of valid UTF-8
  * that may hold NUL bytes; NULL only for failures that must abort the turn (cancellation,
  * or a sandbox that was not there: SBX_ENOTFOUND, nothing ran, safe to recreate it and call
- * again), with e set. *failed is TOOL_FAILED when the registry reported an error (ACP's
- * "failed" status), TOOL_SANDBOX_GONE when the sandbox went away while the tool ran (the
+ * again), with e set. *failed is TOOL_FAILED when the registry or the tool itself reported an
+ * error (the one truth behind MCP's isError, sbx-tool's exit status 1, ACP's "failed" status
+ * and agent-loop's log), TOOL_SANDBOX_GONE when the sandbox went away while the tool ran (the
  * content says so; the call may have run in part, so it must not be repeated). */
 enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_SANDBOX_GONE = 2 };
 char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const char *name,

@@ -392,7 +392,7 @@ static int shell_check(const struct tool_ctx *ctx, struct json_object *args, str
  * script, exec, background pids, the answer), its texts at byte parity; the text rules are
  * gemini_shell.c. */
 static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *args,
-			       size_t *outlen, struct sbx_err *e)
+			       size_t *outlen, bool *failed, struct sbx_err *e)
 {
 	char *command = NULL, *script = NULL, *bg = NULL;
 	char *dir = shell_dir(ctx, args);
@@ -419,6 +419,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	if (gemini_shell_has_substitution(command)) {
 		res = xstrdup(GEMINI_SHELL_BLOCKED_TEXT);
 		*outlen = strlen(res);
+		*failed = true;	/* refused: nothing ran */
 		goto out;
 	}
 	if (getentropy(rnd, sizeof rnd) < 0) {
@@ -471,6 +472,7 @@ static char *run_shell_command(const struct tool_ctx *ctx, struct json_object *a
 	}
 	if (have && pid > 0)
 		buf_printf(&t, "\nProcess Group PGID: %ld", pid);
+	*failed = c.res.oom_killed || sig > 0 || code != 0;
 	gemini_shell_untrusted(&b, t.data, t.len);
 	buf_free(&t);
 	capture_free(&c);
@@ -510,7 +512,7 @@ static char *toolbox_input(const struct tool *t, struct json_object *args)
 
 /* Every file tool: `geminicli-toolbox <name>` with the parameters on stdin. */
 static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct json_object *args,
-			 size_t *len, struct sbx_err *e)
+			 size_t *len, bool *failed, struct sbx_err *e)
 {
 	const struct tool *t = find_tool(name);
 	char *wd = ctx->workdir ? xasprintf("--workdir=%s", ctx->workdir) : NULL;
@@ -540,6 +542,7 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 		;
 	for (z = msg.len; z > a && strchr(" \t\r\n\v\f", msg.data[z - 1]); z--)
 		;
+	*failed = true;
 	out = xasprintf("Error: tool \"%s\" failed (exit code %d): %.*s%s%s", name, c.res.exit_code,
 			(int)(z - a), msg.data + a, c.res.oom_killed ? "\n" : "",
 			toolset_oom_text(&c.res, oomtext, sizeof oomtext));
@@ -551,9 +554,9 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 
 #define TOOLBOX_RUN(tool)                                                                     \
 	static char *run_##tool(const struct tool_ctx *ctx, struct json_object *args,         \
-				size_t *len, struct sbx_err *e)                               \
+				size_t *len, bool *failed, struct sbx_err *e)                 \
 	{                                                                                     \
-		return run_toolbox(#tool, ctx, args, len, e);                                 \
+		return run_toolbox(#tool, ctx, args, len, failed, e);                         \
 	}
 TOOLBOX_RUN(glob)
 TOOLBOX_RUN(grep_search)

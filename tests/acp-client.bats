@@ -27,9 +27,11 @@ make_cert() {
 # (-h and the usage errors: tests/usage-errors.txt)
 
 @test "nothing listening: a clear connection error" {
-	run acp-client -addr 127.0.0.1:1 -prompt hi
+	local port
+	port=$(closed_port)
+	run acp-client -addr "127.0.0.1:$port" -prompt hi
 	assert_status 111
-	assert_contains "cannot connect to 127.0.0.1:1"
+	assert_contains "cannot connect to 127.0.0.1:$port"
 }
 
 @test "one-shot -yolo turn over TCP (man page example)" {
@@ -44,6 +46,26 @@ make_cert() {
 	assert_contains "The tool told me:"
 	assert_contains "Linux"
 	assert_contains "[turn ended: end_turn]"
+}
+
+@test "a tool's own failure is shown failed, its success completed (basic toolset)" {
+	{
+		stub_call c1 read '{"path":"/nope"}'
+		stub_call c2 ls '{"path":"/nope"}'
+		stub_call c3 write '{"path":"/proc/x/y","content":"z"}'
+		stub_call c4 run_command '{"command":"exit 3"}'
+		stub_call c5 ls '{}'
+		stub_text "failures seen"
+	} >"$BATS_TEST_TMPDIR/script"
+	STUB_MODEL=stub-model start_stub <"$BATS_TEST_TMPDIR/script"
+	run acp-client -cmd "acp-server -stdio" -yolo -prompt "fail"
+	assert_status 0
+	assert_contains '[tool] Read /nope → failed'
+	assert_contains '[tool] List /nope → failed'
+	assert_contains '[tool] Run `exit 3` → failed'
+	assert_contains '[tool] List . → completed'
+	[ "$(grep -c ' → failed$' <<<"$output")" -eq 4 ]
+	assert_contains "failures seen"
 }
 
 @test "interactive: the permission menu, a rejection, then an approval by Enter" {
@@ -67,6 +89,24 @@ EOF
 The user denied permission to run tool "run_command".'
 	assert_contains "second"
 	[ "$(printf '%s' "$output" | grep -c '\[turn ended: end_turn\]')" -eq 2 ]
+}
+
+@test "interactive: a bad answer is told the choices; input ending at the prompt cancels and fails" {
+	start_server
+	run acp-client -addr "$ACP_ADDR" <<'EOF'
+run: echo first
+9
+yes
+2
+EOF
+	assert_status 0
+	[ "$(grep -c 'Not one of the choices: choose 1-4.' <<<"$output")" -eq 2 ]
+	assert_contains '[tool] Run `echo first` → completed'
+	run --separate-stderr acp-client -addr "$ACP_ADDR" <<<'run: echo never'
+	assert_status 111
+	assert_contains "No answer (end of input): the tool call is cancelled."
+	[ "$stderr" = "acp-client: input ended at a permission prompt: the tool call was cancelled" ]
+	run ! grep -q 'never$' <<<"$output"
 }
 
 @test "-session-id resumes: the history is replayed" {
@@ -205,13 +245,22 @@ EOF
 	run acp-client -cmd "acp-server -stdio" -agent-log "$BATS_TEST_TMPDIR/mine.log" -prompt "hi"
 	assert_status 0
 	grep -q "acp-server: serving ACP" "$BATS_TEST_TMPDIR/mine.log"
-	run acp-client -addr 127.0.0.1:1 -agent-log x
+	run acp-client -addr "127.0.0.1:$(closed_port)" -agent-log x
 	assert_status 100
-	# an agent that fails: where its messages are is said
+	# an agent that fails: its last messages (this run's only) are shown, and where they are
 	run acp-client -cmd "acp-server -stdio -bogus" -prompt hi
 	assert_status 111
-	assert_contains "the agent's messages are in $log"
+	assert_contains "the agent's last messages ($log):"
+	assert_contains "acp-client: agent: acp-server: flag provided but not defined: -bogus"
+	run ! grep -q 'agent: acp-server: serving ACP' <<<"$output"
 	grep -q -- "-bogus" "$log"
+	# one that dies mid-session: why, from its log; control characters never reach the screen
+	printf '#!/bin/sh\nread -r line\nprintf "dying: out of \\033[31mluck\\n" >&2\nexit 3\n' >"$BATS_TEST_TMPDIR/dies"
+	chmod +x "$BATS_TEST_TMPDIR/dies"
+	run acp-client -cmd "$BATS_TEST_TMPDIR/dies" -prompt hi
+	assert_status 111
+	assert_contains "acp-client: agent: dying: out of ?[31mluck"
+	run ! grep -q $'\033' <<<"$output"
 }
 
 @test "-cmd: Ctrl-C (SIGINT to the terminal's process group) cancels the turn and leaves the agent running" {

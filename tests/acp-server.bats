@@ -73,7 +73,7 @@ upd() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { e
 	run acp-server -listen nonsense
 	assert_status 100
 	assert_contains "missing port"
-	run acp-server -listen 127.0.0.1:99999
+	run acp-server -listen 127.0.0.1:99999	# (port: invalid, never bound)
 	assert_status 100
 	assert_contains "invalid port"
 	: >"$BATS_TEST_TMPDIR/empty"
@@ -620,6 +620,25 @@ PY
 	run acp-server -auth-token-file "$BATS_TEST_TMPDIR/t" -import-session default=mallory
 	assert_status 100
 	assert_contains 'no principal "mallory" in the token file'
+}
+
+@test "every flag is checked before the port is opened: a bad -import-session on a busy port is itself (100)" {
+	start_server
+	# the address is taken by the running server: a check after the bind would say so (111)
+	run acp-server -listen "$ACP_ADDR" -import-session 'Not-A-Name'
+	assert_status 100
+	assert_contains '-import-session: invalid session name "Not-A-Name"'
+	run acp-server -listen "$ACP_ADDR" -import-session default=mallory
+	assert_status 100
+	assert_contains 'no principal "mallory" in the token file'
+	printf 'alice tok-alice-0123456789\n' >"$BATS_TEST_TMPDIR/t"
+	run acp-server -listen "$ACP_ADDR" -auth-token-file "$BATS_TEST_TMPDIR/t" -import-session default=bob
+	assert_status 100
+	assert_contains 'no principal "bob" in the token file'
+	# and the flags being right, the busy port is what is said
+	run acp-server -listen "$ACP_ADDR" -import-session default
+	assert_status 111
+	assert_contains "in use"
 }
 
 @test "connection hygiene: a silent connection is closed after -auth-timeout; a logged-in one stays" {

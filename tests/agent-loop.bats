@@ -135,12 +135,62 @@ expire_between() {
 	no_sandbox gone
 }
 
-@test "a failing command is a completed tool call with its exit code" {
+@test "a failing command is a failed tool call with its exit code" {
 	run eliza -session fail <<<'run: echo oops >&2; exit 3'
 	assert_status 0
-	assert_contains "exit_code: 3"
-	assert_contains "): completed"
+	assert_contains 'tool run_command({"command":"echo oops >&2; exit 3"}): failed: exit_code: 3'
+	run ! grep -q '): completed' <<<"$output"
 	jq -s -e '.[3].content == "stdout:\n\nstderr:\noops\n\nexit_code: 3"' "$(hist fail)"
+}
+
+@test "a tool's own failure is logged as failed; its success as completed" {
+	start_stub "$(answer_tool read '{"path":"/nope"}')" "$(answer_tool ls '{"path":"/nope"}')" \
+		"$(answer_tool write '{"path":"/proc/x/y","content":"z"}')" "$(answer_tool ls '{}')" \
+		"$(stub_text 'all done')"
+	run agent-loop -session tf <<<'go'
+	assert_status 0
+	assert_contains 'tool read({"path":"/nope"}): failed: Failed to read "/nope":'
+	assert_contains 'tool ls({"path":"/nope"}): failed: Failed to list "/nope":'
+	assert_contains 'tool write({"path":"/proc/x/y","content":"z"}): failed: failed to write file "/proc/x/y":'
+	assert_contains 'tool ls({}): completed'
+	assert_contains "Agent> all done"
+}
+
+# on_tty CMD: CMD (a shell command line) with a terminal for its output, as script(1) makes
+# one; the terminal's text in $output.
+on_tty() {
+	run script -qec "$1" /dev/null </dev/null
+}
+
+@test "on a terminal: a live running line for a tool call over 2 s, then erased; never on a pipe" {
+	on_tty "printf 'run: sleep 3.5; echo slept\\n' | OPENAI_MODEL=fake-eliza agent-loop -session live"
+	assert_status 0
+	assert_contains 'agent-loop: running: run_command({"command":"sleep 3.5; echo slept"}) (2 s)'
+	# erased before the tool's line
+	assert_contains $'(2 s)\r\033[K'
+	assert_contains 'tool run_command({"command":"sleep 3.5; echo slept"}): completed'
+	run eliza -session live2 <<<'run: sleep 2.5'
+	assert_status 0
+	assert_contains 'tool run_command({"command":"sleep 2.5"}): completed'
+	run ! grep -q 'running:' <<<"$output"
+}
+
+@test "on a terminal: a line per LLM retry saying when, which and why; never on a pipe" {
+	local fail='{"status": 503, "json": {"error": {"message": "overloaded"}}}'
+	start_stub "$fail" "$fail" "$(stub_text 'back')"
+	on_tty "printf 'hi\\n' | SBX_TEST_TIME_SCALE=0.01 agent-loop -session retry"
+	assert_status 0
+	assert_contains 'agent-loop: retrying in '
+	[[ "$output" =~ 'agent-loop: retrying in '[0-9]+' s (1/4): llm: api error (status 503): overloaded' ]]
+	[[ "$output" =~ 'agent-loop: retrying in '[0-9]+' s (2/4): llm: api error (status 503): overloaded' ]]
+	assert_contains "Agent> back"
+	stop_stub
+	rm -rf "$STUB_DIR"
+	start_stub "$fail" "$(stub_text 'back')"
+	run env SBX_TEST_TIME_SCALE=0.01 agent-loop -session retry2 <<<'hi'
+	assert_status 0
+	assert_contains "Agent> back"
+	run ! grep -q 'retrying' <<<"$output"
 }
 
 @test "unknown tools and bad arguments become upstream's error texts for the model" {

@@ -30,6 +30,21 @@ programs() {
 	done
 }
 
+@test "the internal helpers (sbx-init, sbx-proxy) answer --version and -h too" {
+	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/version.h")
+	for p in sbx-init sbx-proxy; do
+		run "$SBX_BIN/$p" --version
+		assert_status 0
+		[ "$output" = "$p (sbx) $version" ] || { echo "$p: $output" >&2; false; }
+		run "$SBX_BIN/$p" -h
+		assert_status 0
+		assert_contains "usage: $p"
+	done
+	# misuse is still a usage error
+	run "$SBX_BIN/sbx-init"
+	assert_status 100
+}
+
 @test "every program prints its usage on -h and exits 0" {
 	for p in $(programs); do
 		run "$p" -h

@@ -148,6 +148,47 @@ check_session() {
 	check_session "${hists[0]}" '["write_todos"]'
 }
 
+# The stub's script of failing calls (ids gf-1 …) and one that works, then a closing text.
+failing_script() {
+	local calls=(
+		'read_file	{"file_path":"nope.txt"}'
+		'replace	{"file_path":"a.txt","old_string":"x","new_string":"y"}'
+		'list_directory	{"dir_path":"nope"}'
+		'write_file	{"file_path":"/proc/x/y","content":"x"}'
+		'run_shell_command	{"command":"exit 2"}'
+		'run_shell_command	{"command":"echo fine"}'
+	) i
+	for i in "${!calls[@]}"; do
+		stub_call "gf-$((i + 1))" "${calls[$i]%%	*}" "${calls[$i]#*	}"
+	done
+	stub_text "failures seen"
+}
+
+@test "agent-loop and acp-client -toolset geminicli: a tool's own failure is failed, its success completed" {
+	start_stub < <(failing_script)
+	run --separate-stderr agent-loop -toolset geminicli -session gf <<<'fail'
+	assert_status 0
+	assert_contains "failures seen"
+	[[ "$stderr" == *'tool read_file({"file_path":"nope.txt"}): failed: Error: tool "read_file" failed (exit code 1): '* ]]
+	[[ "$stderr" == *'tool replace({"file_path":"a.txt","old_string":"x","new_string":"y"}): failed: Error: tool "replace" failed (exit code 1): params must have required property '"'instruction'"* ]]
+	[[ "$stderr" == *'tool list_directory({"dir_path":"nope"}): failed: '* ]]
+	[[ "$stderr" == *'tool write_file({"file_path":"/proc/x/y","content":"x"}): failed: '* ]]
+	[[ "$stderr" == *'tool run_shell_command({"command":"exit 2"}): failed: Exit Code: 2'* ]]
+	[[ "$stderr" == *'tool run_shell_command({"command":"echo fine"}): completed'* ]]
+	stop_stub
+	rm -rf "$STUB_DIR"
+	start_stub < <(failing_script)
+	start_server -toolset geminicli
+	run acp-client -addr "$ACP_ADDR" -yolo -prompt "fail"
+	assert_status 0
+	assert_contains '[tool] Read nope.txt → failed'
+	assert_contains '[tool] List nope → failed'
+	assert_contains '[tool] Run `exit 2` → failed'
+	assert_contains '[tool] Run `echo fine` → completed'
+	assert_contains "failures seen"
+	[ "$(grep -c ' → failed$' <<<"$output")" -eq 5 ]
+}
+
 @test "agent-loop: a NUL byte in a tool result reaches the history and the next request whole" {
 	nul_script() {
 		local args='{"command":"head -c 600 /dev/zero | tr \"\\\\0\" x; printf \"\\\\0after nul\\\\n\""}'

@@ -189,9 +189,13 @@ run_cases_sandboxed() {
 		if [ -f "$d/setup.sh" ]; then sbx-exec -raw tb -- bash -c "cd && $(cat "$d/setup.sh")" >/dev/null || return 1; fi
 		jq -nc --arg n "$tool" --rawfile a "$d/input.json" \
 			'{id:"c",type:"function",function:{name:$n,arguments:$a}}' >"$BATS_TEST_TMPDIR/call"
-		got=$(sbx-tool -toolset geminicli tb <"$BATS_TEST_TMPDIR/call" | jq -j .content; echo .)
+		st=0
+		sbx-tool -toolset geminicli tb <"$BATS_TEST_TMPDIR/call" >"$BATS_TEST_TMPDIR/msg" || st=$?
+		got=$(jq -j .content "$BATS_TEST_TMPDIR/msg"; echo .)
 		got=${got%.}
 		exp=$(cat "$d/status" 2>/dev/null || echo 0)
+		# the tool's failure is sbx-tool's: exit status 1 (0 when it worked)
+		[ "$st" = "$((exp != 0))" ] || { echo "case ${d##*/}: sbx-tool exit status $st"; bad=1; }
 		if [ "$exp" = 0 ]; then
 			want=$(sed "s|@WORKDIR@|$h|g" "$d/expected"; echo .)
 			want=${want%.}
@@ -213,18 +217,28 @@ run_cases_sandboxed() {
 
 @test "sandboxed: run_shell_command foreground, dir_path, exit code, background" {
 	sbx-create tb >/dev/null
-	call() { jq -nc --arg a "$1" '{id:"c",type:"function",function:{name:"run_shell_command",arguments:$a}}' |
-		sbx-tool -toolset geminicli tb | jq -r .content; }
+	# the content; sbx-tool's exit status (1: the tool failed)
+	call() {
+		local st=0
+		jq -nc --arg a "$1" '{id:"c",type:"function",function:{name:"run_shell_command",arguments:$a}}' |
+			sbx-tool -toolset geminicli tb >"$BATS_TEST_TMPDIR/msg" || st=$?
+		jq -r .content "$BATS_TEST_TMPDIR/msg"
+		return $st
+	}
 	pgid() { printf '%s\n' "$output" | sed -n 's/^Process Group PGID: \([0-9][0-9]*\)$/\1/p'; }
 	run call '{"command":"echo out; echo err 1>&2; exit 3"}'
+	assert_status 1
 	[ "$output" = "$(printf '<untrusted_context>\nOutput: out\nerr\nExit Code: 3\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)")" ]
 	[ -n "$(pgid)" ]
 	# errors name line 4, where gemini-cli's wrapper puts the command, and bash by its path
 	run call '{"command":"nosuchcmd"}'
+	assert_status 1
 	assert_contains "Output: $(sbx-exec -raw tb -- sh -c 'command -v bash'): line 4: nosuchcmd: command not found"$'\n'"Exit Code: 127"
 	run call '{"command":"   "}'
+	assert_status 1
 	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: Command cannot be empty.' ]
 	run call '{"command":"true"}'
+	assert_status 0
 	assert_contains $'<untrusted_context>\nOutput: (empty)\nProcess Group PGID: '
 	sbx-exec tb -- mkdir -p /home/clawtainer/sub
 	run call '{"command":"pwd","dir_path":"sub"}'
@@ -235,11 +249,14 @@ run_cases_sandboxed() {
 	run call '{"command":"sleep 300 & echo bg"}'
 	assert_contains $'Output: bg\nBackground PIDs: '
 	run call '{"command":"kill -9 $$"}'
+	assert_status 1
 	assert_contains $'Output: (empty)\nSignal: 9\nProcess Group PGID: '
 	# a bash -c wrapper is unwrapped; substitutions are refused before anything runs
 	run call '{"command":"bash -c \"echo wrapped\""}'
+	assert_status 0
 	assert_contains $'Output: wrapped\nProcess Group PGID: '
 	run call '{"command":"touch /tmp/ran-$(id -u)"}'
+	assert_status 1
 	[ "$output" = "Command injection detected: command substitution syntax (\$(), backticks, <() or >()) found in command arguments. On PowerShell, @() array subexpressions and \$() subexpressions are also blocked. This is a security risk and the command was blocked." ]
 	run sbx-exec tb -- sh -c 'ls /tmp/ran-* 2>/dev/null | wc -l'
 	assert_json '.stdout == "0\n"'
@@ -261,9 +278,11 @@ run_cases_sandboxed() {
 	[[ "${lines[0]}" -gt 16777216 && "${lines[1]}" == "<untrusted_context>" && "${lines[2]}" == "Output: aaaaaaaaaaaa" ]]
 	# a delay_ms that is not an integer is gemini-cli's schema error
 	run call '{"command":"echo hi","is_background":true,"delay_ms":"soon"}'
+	assert_status 1
 	[ "$output" = 'Error calling tool "run_shell_command": failed to run tool: params/delay_ms must be integer' ]
 	# background: gemini-cli's answer whether it still runs or not; the output goes to its log
 	run call '{"command":"echo started; sleep 30","is_background":true}'
+	assert_status 0
 	[[ "$output" =~ ^'<untrusted_context>'$'\n''Command moved to background (PID: '([0-9]+)'). Output hidden. Press Ctrl+B to view.'$'\n''</untrusted_context>'$ ]]
 	pid=${BASH_REMATCH[1]}
 	run sbx-exec -raw tb -- sh -c "cat /tmp/sbx/background-processes/background-$pid.log; ps -o pgid= -p $pid"
@@ -274,6 +293,7 @@ run_cases_sandboxed() {
 	[ "$output" = quick ]
 	# a dir_path that does not exist fails as gemini-cli's spawn does
 	run call '{"command":"true","dir_path":"nowhere"}'
+	assert_status 1
 	[ "$output" = "Error calling tool \"run_shell_command\": failed to run tool: spawn $(sbx-exec -raw tb -- sh -c 'command -v bash') ENOENT" ]
 }
 

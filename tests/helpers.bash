@@ -17,6 +17,13 @@ setup_sbx_env() {
 	unset GEMINI_API_KEY OPENAI_API_KEY OPENAI_BASE_URL OPENAI_MODEL MODEL SESSION_NAME TOOLSET
 }
 
+# closed_port: a loopback TCP port nothing listens on, for "nothing listening" cases: one the
+# kernel gave a socket that is closed again (a fixed port may be a user's own server; the
+# lint in tests/lint.bats rejects them).
+closed_port() {
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
 # Deletes every local sandbox the test made, so no holder outlives its test.
 teardown_sbx_env() {
 	local n

@@ -404,13 +404,15 @@ done" ]
 }
 
 @test "config: unreachable server, TLS failure and garbage kubeconfig are clear errors" {
-	sed -E 's#server: https://127.0.0.1:[0-9]+#server: https://127.0.0.1:1#' "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/down"
+	local port
+	port=$(closed_port)
+	sed -E "s#server: https://127.0.0.1:[0-9]+#server: https://127.0.0.1:$port#" "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/down"
 	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-list
 	assert_status 111
-	assert_contains "cannot reach the Kubernetes API server at https://127.0.0.1:1"
+	assert_contains "cannot reach the Kubernetes API server at https://127.0.0.1:$port"
 	KUBECONFIG="$BATS_TEST_TMPDIR/down" run sbx-exec kz -- true
 	assert_status 111
-	assert_contains "kubernetes exec failed: cannot reach the Kubernetes API server at https://127.0.0.1:1"
+	assert_contains "kubernetes exec failed: cannot reach the Kubernetes API server at https://127.0.0.1:$port"
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
 		-subj /CN=other -keyout "$BATS_TEST_TMPDIR/other.key" -out "$BATS_TEST_TMPDIR/other.crt" 2>/dev/null
 	sed -E 's#certificate-authority-data: .*#certificate-authority-data: '"$(base64 -w0 "$BATS_TEST_TMPDIR/other.crt")"'#' "$KS/kubeconfig" >"$BATS_TEST_TMPDIR/badca"

@@ -293,11 +293,11 @@ while True:
 	assert_contains "sbx-exec: command in sandbox demo ran out of memory and was killed (memory limit 128M)"
 	call=$(jq -cn --arg c "$hog" '{id:"c1",type:"function",function:{name:"run_command",arguments:({command:$c}|tojson)}}')
 	run sbx-tool demo <<<"$call"
-	assert_status 0
+	assert_status 1	# killed: the tool failed
 	assert_json '.content | test("exit_code: 137\nThe command ran out of memory: the sandbox.s memory limit \\(128M\\) killed it")'
 	call=$(jq -cn --arg c "$hog" '{id:"c2",type:"function",function:{name:"run_shell_command",arguments:({command:$c}|tojson)}}')
 	run sbx-tool -toolset geminicli demo <<<"$call"
-	assert_status 0
+	assert_status 1
 	assert_json '.content | test("^<untrusted_context>\nOutput: .*\nError: The command ran out of memory: the sandbox.s memory limit \\(128M\\) killed it.*\nExit Code: 137\n")'
 	# a command that merely exits 137 is not called out of memory
 	run sbx-exec demo -- sh -c 'exit 137'

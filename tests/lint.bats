@@ -5,6 +5,7 @@
 # end the line with `|| false`). So does `set -e` for every command of an && list but the
 # last: in `[ -e a ] && [ -e b ]` a missing a fails nothing; write one test a line.
 
+bats_require_minimum_version 1.5.0
 load helpers
 
 setup() { setup_sbx_env; }
@@ -144,4 +145,70 @@ EOF
 	[ "${#lines[@]}" = 2 ]
 	[[ "${lines[0]}" == *"sample.bats:1: "* ]]
 	[[ "${lines[1]}" == *"sample.bats:5: "* ]]
+}
+
+# fixed_ports FILE...: prints FILE:LINE: TEXT for each loopback address with a fixed port
+# (127.0.0.1:N, localhost:N, [::1]:N, -listen :N): a user's own server there fails the suite, or
+# answers in its place. Tests bind port 0 and read the port back, or take closed_port
+# (helpers.bash) for "nothing listening". Lines that check a text (grep) are not binds; a port
+# that is no host port says why with "(port: <why>)".
+fixed_ports() {
+	awk '
+		{ line = $0; sub(/(^|[[:space:]])#.*/, "", line) }
+		line ~ /grep/ || $0 ~ /\(port: / { next }
+		line ~ /(127\.0\.0\.1|localhost|\[::1\]):[1-9][0-9]*/ || line ~ /-listen[ =]:[1-9]/ {
+			print FILENAME ":" FNR ": " $0
+		}
+	' "$@"
+}
+
+@test "no test uses a fixed loopback port (port 0 and read back, or closed_port)" {
+	mapfile -t files < <(bats_files)
+	run fixed_ports "${files[@]}" "$SBX_TOP"/tests/*.bash "$SBX_TOP"/tests/*/*.bash
+	[ -z "$output" ] || { echo "fixed ports:" >&2; echo "$output" >&2; false; }
+}
+
+@test "the port lint finds fixed ports, not port 0, text checks or marked ones" {
+	# (written with LO, LH and AT, so that no line of this file holds a fixed port itself)
+	sed 's/LO/127.0.0.1/; s/LH/localhost/; s/AT/:/' >"$BATS_TEST_TMPDIR/sample.bats" <<'EOF'
+acp-server -listen LO:8090 &
+run acp-client -addr LO:1 -prompt hi
+sbx-mcp -listen AT8765
+curl http://LH:8080/x
+acp-server -listen LO:0 &
+grep -qF 'acp-server -listen LO:8090' page
+run acp-server -listen LO:99999	# (port: invalid, never bound)
+curl "http://LO:$port/f"
+EOF
+	run fixed_ports "$BATS_TEST_TMPDIR/sample.bats"
+	[ "${#lines[@]}" = 4 ]
+	[[ "${lines[0]}" == *"sample.bats:1: "* ]]
+	[[ "${lines[3]}" == *"sample.bats:4: "* ]]
+}
+
+@test "tests/run prints a line as each suite finishes, then every suite's TAP and the closing line alone" {
+	local u=$BATS_TEST_TMPDIR/unit
+	mkdir -p "$u"
+	# a slow suite that waits for a line on a FIFO, and a quick one with a failure
+	mkfifo "$u/go"
+	printf '#!/bin/sh\nread -r x <"%s/go"\necho 1..1\necho ok 1 - waited\n' "$u" >"$u/test_lintrun_slow"
+	printf '#!/bin/sh\necho 1..2\necho ok 1 - a\necho not ok 2 - b\nexit 1\n' >"$u/test_lintrun_quick"
+	chmod +x "$u"/test_lintrun_*
+	SBX_UNIT=$u SBX_TEST_JOBS=2 "$SBX_TOP/tests/run" unit/test_lintrun_slow unit/test_lintrun_quick \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 3>&- &
+	local pid=$!
+	# the quick suite's line is out while the slow one still runs
+	wait_until -p "$pid" grep -qE '^# finished unit/test_lintrun_quick: 1 passed, 1 failed, [0-9]+\.[0-9] s$' "$BATS_TEST_TMPDIR/out"
+	run ! grep -q 'test_lintrun_slow' "$BATS_TEST_TMPDIR/out"
+	echo go >"$u/go"
+	local st=0
+	wait "$pid" || st=$?
+	[ "$st" = 1 ]
+	run cat "$BATS_TEST_TMPDIR/out"
+	assert_contains '# finished unit/test_lintrun_slow: 1 passed, 0 failed'
+	assert_contains 'ok 1 - waited'
+	assert_contains 'not ok 2 - b'
+	[ "${lines[${#lines[@]}-1]}" = "2 passed, 1 failed" ]
+	# .ci/run's parse: the closing line is the one line of its form
+	[ "$(grep -cE '^[0-9]+ passed, [0-9]+ failed$' "$BATS_TEST_TMPDIR/out")" -eq 1 ]
 }

@@ -141,7 +141,7 @@ EOF
 }
 
 @test "fake-eliza needs no key and no network, and model precedence is flag > document > env" {
-	export OPENAI_BASE_URL=http://127.0.0.1:9/unreachable
+	export OPENAI_BASE_URL="http://127.0.0.1:$(closed_port)/unreachable"
 	run llm-chat <<<'{"model":"fake-eliza","messages":[{"role":"user","content":"hi"}]}'
 	assert_status 0
 	assert_json '.role == "assistant"'
@@ -197,7 +197,7 @@ EOF
 {"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"b"},"finish_reason":"stop"}]}}
 EOF
 	local url=$OPENAI_BASE_URL
-	export OPENAI_BASE_URL=http://127.0.0.1:9/nowhere OPENAI_MODEL=env-model
+	export OPENAI_BASE_URL="http://127.0.0.1:$(closed_port)/nowhere" OPENAI_MODEL=env-model
 	run llm-chat -base-url "$url" -model flag-model <<<'{"model":"doc-model","messages":[{"role":"user","content":"x"}],"tools":[]}'
 	assert_status 0
 	assert_json '.content == "a"'
@@ -288,6 +288,29 @@ EOF
 	esac
 }
 
+@test "-stream: a {\"retry\"} line before each retry's wait says which, how long and why" {
+	start_stub <<'EOF'
+{"status":429,"headers":{"Retry-After":"1"},"body":"{\"error\":{\"message\":\"quota\"}}"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"ok at last"},"finish_reason":"stop"}]}}
+EOF
+	SBX_TEST_TIME_SCALE=0.01 run --separate-stderr llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
+	assert_status 0
+	[ "${#lines[@]}" -ge 2 ]
+	printf '%s' "${lines[0]}" | jq -e '.retry == {"attempt":2,"attempts":5,"wait_ms":1000,"error":"llm: api error (status 429): quota"}' >/dev/null
+	printf '%s' "${lines[${#lines[@]}-1]}" | jq -e '.message.content == "ok at last"' >/dev/null
+	# without -stream the answer is the one line it always was
+	stop_stub
+	rm -rf "$STUB_DIR"
+	start_stub <<'EOF'
+{"status":503,"body":"busy"}
+{"json":{"choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}]}}
+EOF
+	run --separate-stderr llm-chat -backoff 10ms <<<"$(user_req hi)"
+	assert_status 0
+	[ "${#lines[@]}" -eq 1 ]
+	assert_json '.content == "fine"'
+}
+
 @test "500 then success; retries run out on persistent 503" {
 	start_stub <<'EOF'
 {"status":500,"body":"oops"}
@@ -374,10 +397,13 @@ EOF
 {"sse":["data: {\"choices\":[{\"ind"],"cut":true}
 {"sse":[{"choices":[{"index":0,"delta":{"role":"assistant","content":"second try"},"finish_reason":"stop"}]},"data: [DONE]\n\n"]}
 EOF
-	run llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
+	run --separate-stderr llm-chat -stream -backoff 10ms <<<"$(user_req hi)"
 	assert_status 0
-	[ "${lines[0]}" = '{"delta":"second try"}' ]
-	[ "${lines[1]}" = '{"message":{"role":"assistant","content":"second try"},"finish_reason":"stop"}' ]
+	# the retry is said on the stream, then nothing of the cut attempt
+	printf '%s' "${lines[0]}" | jq -e '.retry.attempt == 2 and (.retry.error | startswith("llm: "))' >/dev/null
+	[ "${lines[1]}" = '{"delta":"second try"}' ]
+	[ "${lines[2]}" = '{"message":{"role":"assistant","content":"second try"},"finish_reason":"stop"}' ]
+	[ "${#lines[@]}" = 3 ]
 	[ "$(request_count)" = 2 ]
 }
 
@@ -467,7 +493,7 @@ EOF
 }
 
 @test "nothing listening is a transport failure after the retries" {
-	run --separate-stderr env OPENAI_API_KEY=$KEY llm-chat -base-url http://127.0.0.1:9/v1 -retries 1 -backoff 10ms <<<"$(user_req hi)"
+	run --separate-stderr env OPENAI_API_KEY=$KEY llm-chat -base-url "http://127.0.0.1:$(closed_port)/v1" -retries 1 -backoff 10ms <<<"$(user_req hi)"
 	assert_status 111
 	case $stderr in "llm-chat: llm: http request failed: "*) ;; *) echo "$stderr" >&2; return 1 ;; esac
 }

@@ -226,6 +226,22 @@ sent() { request "$1" | jq -c '.body.messages'; }
 	jq -s -e '.[2].reasoning == "The user wants a count."' "$(hist rt)"
 }
 
+@test "Groq round trip, streamed: reasoning deltas before a call and before a text never go back, in the turn or the next" {
+	round_trip groq groq/reasoning-tool-call.sse groq/reasoning.sse <<<$'list /tmp\nagain'
+	assert_status 0
+	[ "$(request_count)" -eq 3 ]
+	# after the call: the assistant message that called it, then its result, no reasoning
+	output=$(sent 2)
+	assert_json '.[2] == {"role":"assistant","tool_calls":[{"id":"sbx8p4r2t","type":"function","function":{"name":"ls","arguments":"{\"path\":\"/tmp\"}"}}]}'
+	assert_json '.[3].role == "tool" and .[3].tool_call_id == "sbx8p4r2t"'
+	# the next turn: neither answer carries its reasoning
+	output=$(sent 3)
+	assert_json '.[4] == {"role":"assistant","content":"Three."}'
+	assert_json '[.[] | select(has("reasoning") or has("reasoning_content"))] == []'
+	# the history keeps both
+	jq -s -e '.[2].reasoning == "Listing /tmp answers." and .[4].reasoning == "The user wants a count."' "$(hist rt)"
+}
+
 @test "DeepSeek: reasoning_content streamed before the call, whole answers, an error" {
 	{
 		stream_answers deepseek/tool-call.sse

@@ -46,3 +46,14 @@ teardown() { teardown_sbx_env; }
 	[[ "$stderr" == *"sbx-create -backend local -namespace default -homedir /home/clawtainer -ttl 10s makeargs"* ]]
 	[ -s "$(hist makeargs)" ]
 }
+
+@test "make run TOOLSET=geminicli, no API key: fake-eliza asks for run_shell_command" {
+	run --separate-stderr env -u OPENAI_API_KEY -u GEMINI_API_KEY bash -c \
+		"printf 'run: echo hi from gemini\n/exit\n' | make -s -C '$SBX_TOP' run TOOLSET=geminicli ARGS='-session gem'"
+	assert_status 0
+	[[ "$stderr" == *"using the built-in fake-eliza model"* ]]
+	[[ "$stderr" == *'tool run_shell_command({"command":"echo hi from gemini"}): completed'* ]]
+	assert_contains "Agent> The tool told me:"
+	assert_contains "Output: hi from gemini"
+	jq -s -e '.[2].tool_calls[0].function.name == "run_shell_command"' "$(hist gem)"
+}

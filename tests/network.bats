@@ -91,15 +91,17 @@ except OSError as e:
 @test "-network: two sandboxes cannot reach each other, nor the host them" {
 	sbx-create -network a >/dev/null
 	sbx-create -network b >/dev/null
-	sbx-exec -raw a -- sh -c 'cd /tmp && echo from-a >f && setsid python3 -m http.server 9000 >/dev/null 2>&1 &'
-	wait_until sbx-exec -raw a -- curl -sf -m 1 http://127.0.0.1:9000/f
+	# a port no host server holds, so that reaching the host's own proves nothing wrong
+	port=$(closed_port)
+	sbx-exec -raw a -- sh -c "cd /tmp && echo from-a >f && setsid python3 -m http.server $port >/dev/null 2>&1 &"
+	wait_until sbx-exec -raw a -- curl -sf -m 1 "http://127.0.0.1:$port/f"
 	addr=$(sbx-exec -raw a -- sh -c "ip -4 -o addr show dev eth0 | awk '{print \$4}' | cut -d/ -f1")
-	for target in "127.0.0.1:9000" "$addr:9000" "$HOSTSIDE:9000"; do
+	for target in "127.0.0.1:$port" "$addr:$port" "$HOSTSIDE:$port"; do
 		run sbx-exec -raw b -- curl -sS -m 3 "http://$target/f"
 		[ "$status" -ne 0 ]
 		[[ "$output" != *from-a* ]]
 	done
-	run curl -sS -m 3 http://127.0.0.1:9000/f
+	run curl -sS -m 3 "http://127.0.0.1:$port/f"
 	[ "$status" -ne 0 ]
 }
 
@@ -216,7 +218,7 @@ except OSError as e:
 	assert_contains "403 Forbidden"
 	assert_contains 'resolves to 127.0.0.1 (loopback), which only an entry marked "+" or an IP entry may reach'
 	[[ "$output" != *host-only-secret* ]]
-	run sbx-exec -raw wild -- curl -sS -m 10 "http://127.0.0.1:$HOST_PORT/secret.txt" --proxy http://127.0.0.1:3128
+	run sbx-exec -raw wild -- curl -sS -m 10 "http://127.0.0.1:$HOST_PORT/secret.txt" --proxy http://127.0.0.1:3128	# (port: the sandbox's own proxy, in its namespace)
 	[[ "$output" != *host-only-secret* ]]
 	run sbx-exec -raw wild -- curl -sS -m 10 "http://self.sbx.test:$HOST_PORT/"
 	assert_contains "resolves to $HOSTSIDE (one of this host's own addresses), which only an entry marked \"+\" or an IP entry may reach"

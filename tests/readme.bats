@@ -43,7 +43,8 @@ readme_blocks() {
 	' "$1"
 }
 
-# run_block FILE: runs the block in its private machine; its output on stdout and stderr.
+# run_block FILE [STATE]: runs the block in its private machine (XDG_STATE_HOME=STATE when
+# given, else unset); its output on stdout and stderr.
 run_block() {
 	timeout -k 10 "$BLOCK_TIMEOUT" unshare -mnpf --mount-proc bash -c '
 		set -e
@@ -65,7 +66,7 @@ run_block() {
 		mount -t overlay overlay \
 			-o "lowerdir=$lower,upperdir=/tmp/.readme/upper,workdir=/tmp/.readme/work" "$top"
 		export HOME=/tmp/home
-		unset XDG_STATE_HOME
+		if [ -n "$3" ]; then export XDG_STATE_HOME=$3; else unset XDG_STATE_HOME; fi
 		cd "$top"
 		set +e
 		bash -e -o pipefail -c "$block" </dev/null
@@ -76,7 +77,7 @@ run_block() {
 			sbx-delete "$n" >/dev/null 2>&1
 		done
 		exit $rc
-	' _ "$SBX_TOP" "$1"
+	' _ "$SBX_TOP" "$1" "${2:-}"
 }
 
 @test "every shell block of README.md runs verbatim (or says why it cannot)" {
@@ -140,4 +141,32 @@ run_block() {
 	run run_block "$BATS_TEST_TMPDIR/f.sh"
 	[ "$status" -ne 0 ]
 	[[ "$output" != *"not reached"* ]]
+}
+
+@test "the README's ACP example runs twice in a row with XDG_STATE_HOME set" {
+	local dir=$BATS_TEST_TMPDIR/blocks b
+	mkdir -p "$dir"
+	readme_blocks "$SBX_TOP/README.md" "$dir"
+	b=$(grep -l '^acp-server 2>/tmp/acp.log' "$dir"/*.sh)
+	[ -n "$b" ]
+	# the block, then the block again: the second run must find its own server, not the first's
+	{ cat "$b"; cat "$b"; } >"$dir/twice.sh"
+	run run_block "$dir/twice.sh" /tmp/state-elsewhere
+	assert_status 0
+	[ "$(grep -c 'clients send the token in /tmp/state-elsewhere/sbx/.acp-server/token-8090' <<<"$output")" -eq 2 ]
+	[ "$(grep -c 'hi' <<<"$output")" -ge 4 ]
+}
+
+@test "the README's client notes: the Inspector version the suite runs, Codex's approval mode, the backend choice" {
+	local readme=$SBX_TOP/README.md v
+	v=$(sed -n 's/^MCP_INSPECTOR_VERSION=//p' "$SBX_TOP/tests/mcp/common.bash")
+	[ -n "$v" ]
+	grep -qF "npx @modelcontextprotocol/inspector@$v --cli" "$readme"
+	grep -qF "declares node 22.19 or later" "$readme"
+	# every Codex MCP server entry says default_tools_approval_mode = "approve" (codex exec)
+	run awk '/^```toml$/ { t = 1; next } t && /^```$/ { t = 0 } t && /^\[mcp_servers\./ { n++ }
+		t && /^default_tools_approval_mode = "approve"$/ { a++ } END { print n + 0, a + 0 }' "$readme"
+	[ "$output" = "2 2" ]
+	# the quick start says when agent-loop picks kubernetes
+	sed -n '/^\*\*4\. Your first agent turn/,/^\*\*5\./p' "$readme" | grep -q 'kubernetes when a Kubernetes configuration exists'
 }

@@ -159,6 +159,60 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	j '.results[3].isError == false and (.results[3].text | contains("2"))'
 }
 
+@test "http: every flag is checked before the port is opened: a bad token file on a busy port is itself (100)" {
+	start_http
+	local busy=${MCP_URL#http://}
+	busy=${busy%%/*}
+	printf 'a tok-a-0123456789abcdef\nb tok-b-0123456789abcdef\n' >"$BATS_TEST_TMPDIR/two"
+	chmod 600 "$BATS_TEST_TMPDIR/two"
+	run sbx-mcp -listen "$busy" -auth-token-file "$BATS_TEST_TMPDIR/two"
+	assert_status 100
+	assert_contains "holds 2 tokens; sbx-mcp takes exactly one"
+	run sbx-mcp -listen "$busy" -auth-token-file "$BATS_TEST_TMPDIR/missing"
+	assert_status 100
+	run sbx-mcp -listen "$busy"
+	assert_status 111
+}
+
+@test "stdio: every tool's own failure is isError, in both toolsets; its success is not" {
+	mcpc '[{"call":"read","args":{"path":"/nope"}},
+	       {"call":"ls","args":{"path":"/nope"}},
+	       {"call":"write","args":{"path":"/proc/x/y","content":"z"}},
+	       {"call":"run_command","args":{"command":"exit 1"}},
+	       {"call":"write","args":{"path":"a.txt","content":"z"}},
+	       {"call":"read","args":{"path":"a.txt"}},
+	       {"call":"ls","args":{}},
+	       {"call":"run_command","args":{"command":"true"}}]' --stdio sbx-mcp
+	assert_status 0
+	j '[.results[].isError] == [true,true,true,true,false,false,false,false]'
+	j '.results[0].text | startswith("Failed to read \"/nope\":\n")'
+	j '.results[3].structured.exit_code == 1'
+	mcpc '[{"call":"read_file","args":{"file_path":"nope.txt"}},
+	       {"call":"replace","args":{"file_path":"a.txt","old_string":"x","new_string":"y"}},
+	       {"call":"write_file","args":{"file_path":"a.txt","content":"one x\n"}},
+	       {"call":"replace","args":{"file_path":"a.txt","instruction":"i","old_string":"absent","new_string":"y"}},
+	       {"call":"replace","args":{"file_path":"a.txt","instruction":"i","old_string":"x","new_string":"y"}},
+	       {"call":"read_file","args":{"file_path":"a.txt"}},
+	       {"call":"list_directory","args":{"dir_path":"nope"}},
+	       {"call":"list_directory","args":{"dir_path":"."}},
+	       {"call":"glob","args":{"pattern":"*","dir_path":"nope"}},
+	       {"call":"glob","args":{"pattern":"*.txt"}},
+	       {"call":"grep_search","args":{"pattern":"(","dir_path":"."}},
+	       {"call":"grep_search","args":{"pattern":"one"}},
+	       {"call":"read_many_files","args":{"include":[]}},
+	       {"call":"read_many_files","args":{"include":["a.txt"]}},
+	       {"call":"write_file","args":{"file_path":"/proc/x/y","content":"x"}},
+	       {"call":"run_shell_command","args":{"command":"exit 2"}},
+	       {"call":"run_shell_command","args":{"command":"echo $(id)"}},
+	       {"call":"run_shell_command","args":{"command":""}},
+	       {"call":"run_shell_command","args":{"command":"echo ok"}}]' --stdio sbx-mcp -toolset geminicli
+	assert_status 0
+	j '[.results[].isError] == [true,true,false,true,false,false,true,false,true,false,true,false,true,false,true,true,true,true,false]'
+	j '.results[0].text | startswith("Error: tool \"read_file\" failed (exit code 1): ")'
+	j '.results[1].text | contains("params must have required property '"'instruction'"'")'
+	j '.results[5].text == "one y\n"'
+}
+
 @test "stdio: nothing but JSON-RPC on stdout; malformed and over-long lines get errors and the session goes on" {
 	{
 		printf 'not json\n'
@@ -245,7 +299,7 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	j '.results[2].progress >= 2 and .results[2].structured.stdout == "slow\n"'
 	mcpc '[{"call":"read","args":{"path":"mine.txt"}}]' --url "$MCP_URL" --token "$tok"
 	assert_status 0
-	j '.results[0].isError == false and (.results[0].text | startswith("Failed to read \"mine.txt\""))'
+	j '.results[0].isError == true and (.results[0].text | startswith("Failed to read \"mine.txt\""))'
 	[ "$(grep -c 'launching sandbox' "$MCP_LOG")" = 2 ]
 	wait_until grep -q 'ended' "$MCP_LOG"	# the first one's DELETE
 	[ "$(sbx-list | jq -s length)" = 1 ]
@@ -314,7 +368,7 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	assert_contains 'Mcp-Session-Id: mcp'
 	assert_contains 'data: {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"'
 	# a session: initialize (JSON answer with the id), a notification (202), a request, DELETE
-	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"
+	c "${A[@]}" -H 'Origin: http://localhost:1234' -d "$init" "$MCP_URL"	# (port: a header's text)
 	assert_contains 'HTTP/1.1 200'
 	assert_contains 'Content-Type: application/json'
 	assert_contains '"protocolVersion":"2025-06-18"'

@@ -194,15 +194,22 @@ PY
 	assert_contains "none of the 2 backups"
 }
 
-@test "-from a corrupt file fails without falling back" {
+@test "-from a corrupt file fails without falling back; a file that is no archive is 100, a missing one 101" {
 	sbx-create demo >/dev/null
-	printf 'junk' >"$BATS_TEST_TMPDIR/junk.tar.gz"
-	run sbx-restore -from "$BATS_TEST_TMPDIR/junk.tar.gz" demo
+	printf 'hello\n' | gzip | head -c 12 >"$BATS_TEST_TMPDIR/cut.tar.gz"
+	run sbx-restore -from "$BATS_TEST_TMPDIR/cut.tar.gz" demo
 	assert_status 111
 	assert_contains "corrupt archive"
+	printf 'junk' >"$BATS_TEST_TMPDIR/junk.tar.gz"
+	run --separate-stderr sbx-restore -from "$BATS_TEST_TMPDIR/junk.tar.gz" demo
+	assert_status 100
+	[ "$stderr" = "sbx-restore: unable to restore sandbox demo: $BATS_TEST_TMPDIR/junk.tar.gz is not a backup (a tar archive, gzip- or zstd-compressed)" ]
+	run sbx-restore -from /etc/passwd demo
+	assert_status 100
+	assert_contains "/etc/passwd is not a backup"
 	run sbx-restore -from "$BATS_TEST_TMPDIR/missing.tar.gz" demo
-	assert_status 111
-	assert_contains "No such file"
+	assert_status 101
+	assert_contains "missing.tar.gz: no such file"
 }
 
 @test "hostile archives are refused, naming the entry, and the home is untouched" {

@@ -18,9 +18,11 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 
 @test "run_command reports stdout, stderr and the exit code" {
 	run call run_command '{"command":"echo hi; echo oops >&2; exit 3"}'
-	assert_status 0
+	assert_status 1	# the command failed, so the tool did
 	assert_json '.role == "tool" and .tool_call_id == "call-1"'
 	assert_json '.content == "stdout:\nhi\n\nstderr:\noops\n\nexit_code: 3"'
+	run call run_command '{"command":"true"}'
+	assert_status 0
 	[ "$(printf '%s' "$output" | jq -r 'keys_unsorted | join(",")')" = "role,content,tool_call_id" ]
 }
 
@@ -37,14 +39,18 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	assert_json '.content == "hello\nworld\n"'
 }
 
-@test "failures carry upstream's texts" {
+@test "failures carry upstream's texts and exit 1" {
 	run call read '{"path":"/nope"}'
-	assert_status 0
+	assert_status 1
 	assert_json '.content == "Failed to read \"/nope\":\nstdout:\n\nstderr:\ncat: /nope: No such file or directory\n\nexit_code: 1"'
 	run call ls '{"path":"/nope"}'
+	assert_status 1
 	assert_json '.content | startswith("Failed to list \"/nope\":\nstdout:\n\nstderr:\nls: cannot access")'
 	run call write '{"path":"/proc/x/y","content":"z"}'
+	assert_status 1
 	assert_json '.content | startswith("failed to write file \"/proc/x/y\":\nstdout:\n")'
+	run call write '{"path":"w.txt","content":"z"}'
+	assert_status 0
 }
 
 @test "registry errors: unknown tool, bad arguments, missing path" {
@@ -55,12 +61,16 @@ call() {	# call NAME ARGS-JSON-TEXT [sbx-tool flags...]
 	assert_status 1
 	assert_json '.content == "Error calling tool \"read\": failed to parse arguments: json: cannot unmarshal number into Go struct field .path of type string"'
 	run call read 'not json'
+	assert_status 1
 	assert_json '.content | startswith("Error calling tool \"read\": failed to parse arguments: ")'
 	run call read ''
+	assert_status 1
 	assert_json '.content == "Error calling tool \"read\": failed to parse arguments: unexpected end of JSON input"'
 	run call read '{}'
+	assert_status 1
 	assert_json '.content == "Error calling tool \"read\": failed to run tool: path is required"'
 	run call write '{"content":"x"}'
+	assert_status 1
 	assert_json '.content == "Error calling tool \"write\": failed to run tool: path is required"'
 }
 

@@ -91,14 +91,26 @@ static void results(void)
 	struct acp_pathmap pm = {.client = "/c", .sandbox = "/s"};
 	struct json_object *o;
 
-	is_str(acptool_status("run_command", "stdout:\n\nstderr:\n\nexit_code: 2", false), "failed",
-	       "a non-zero exit fails the call");
-	is_str(acptool_status("run_command", "stdout:\nexit_code: 9\n\nstderr:\n\nexit_code: 0", false),
-	       "completed", "the last exit code counts");
-	is_str(acptool_status("run_shell_command", "Output: x\nExit Code: 1\n", false), "failed",
-	       "gemini-cli's Exit Code");
-	is_str(acptool_status("read", "exit_code: 1", false), "completed", "only commands have exits");
-	is_str(acptool_status("read", "x", true), "failed", "the registry's failure");
+	ok(acptool_failed_text("run_command", "stdout:\n\nstderr:\n\nexit_code: 2"),
+	   "a kept result with a non-zero exit failed");
+	ok(!acptool_failed_text("run_command", "stdout:\nexit_code: 9\n\nstderr:\n\nexit_code: 0"),
+	   "the last exit code counts");
+	ok(acptool_failed_text("run_shell_command", "Output: x\nExit Code: 1\n"), "gemini-cli's Exit Code");
+	ok(acptool_failed_text("run_shell_command", "Output: x\nSignal: 9\n"), "gemini-cli's Signal");
+	ok(!acptool_failed_text("read", "exit_code: 1"), "only commands have exits");
+	ok(acptool_failed_text("read", "Failed to read \"x\":\nstdout:\n"), "basic's read failure");
+	ok(acptool_failed_text("read_file", "Error: tool \"read_file\" failed (exit code 1): no"),
+	   "the toolbox's failure");
+	ok(acptool_failed_text("read", "Error calling tool \"read\": failed to run tool: x"),
+	   "the registry's failure");
+	o = json_object_new_object();
+	acptool_result(o, "read", "{}", "Output: x\nExit Code: 1\n", false, &pm);
+	is_str(get(o, "/status"), "completed", "a live result's status is its flag, never its text");
+	json_object_put(o);
+	o = json_object_new_object();
+	acptool_result(o, "read", "{}", "x", true, &pm);
+	is_str(get(o, "/status"), "failed", "the flag fails the call");
+	json_object_put(o);
 	o = json_object_new_object();
 	acptool_result(o, "replace", "{\"file_path\":\"a.c\",\"old_string\":\"x\",\"new_string\":\"y\"}",
 		       "ok", false, &pm);

@@ -161,14 +161,16 @@ static void sse(void)
 	sse_free(&p);
 }
 
-/* fake-eliza's message for the given messages array, as JSON text. */
-static char *eliza(const char *messages)
+/* fake-eliza's message for the given messages array and tools (NULL: none), as JSON text. */
+static char *eliza_tools(const char *messages, const char *tools)
 {
 	const char *why;
 	struct json_object *m = gojson_parse(messages, strlen(messages), &why), *r, *c, *msg;
+	struct json_object *t = tools ? gojson_parse(tools, strlen(tools), &why) : NULL;
 	char *s, *enc;
 
-	r = eliza_reply(m);
+	r = eliza_reply(m, t);
+	json_object_put(t);
 	c = json_object_array_get_idx(json_object_object_get(r, "choices"), 0);
 	msg = json_object_object_get(c, "message");
 	enc = gojson_encode(msg);
@@ -177,6 +179,11 @@ static char *eliza(const char *messages)
 	json_object_put(r);
 	json_object_put(m);
 	return s;
+}
+
+static char *eliza(const char *messages)
+{
+	return eliza_tools(messages, NULL);
 }
 
 static void eliza_rules(void)
@@ -226,6 +233,19 @@ static void eliza_rules(void)
 		is_str(got, cases[i].out, "eliza: %s", cases[i].name);
 		free(got);
 	}
+	/* the shell tool the request offers */
+	char *got = eliza_tools("[{\"role\":\"user\",\"content\":\"run: ls\"}]",
+				"[{\"type\":\"function\",\"function\":{\"name\":\"read_file\"}},"
+				"{\"type\":\"function\",\"function\":{\"name\":\"run_shell_command\"}}]");
+	is_str(got, "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"eliza-run-1\",\"type\":"
+	       "\"function\",\"function\":{\"name\":\"run_shell_command\",\"arguments\":"
+	       "\"{\\\"command\\\":\\\"ls\\\"}\"}}]} tool_calls",
+	       "eliza: run: asks for run_shell_command when the tools have it (geminicli)");
+	free(got);
+	got = eliza_tools("[{\"role\":\"user\",\"content\":\"run: ls\"}]",
+			  "[{\"type\":\"function\",\"function\":{\"name\":\"ls\"}}]");
+	ok(strstr(got, "\"name\":\"run_command\"") != NULL, "eliza: else run_command");
+	free(got);
 }
 
 static void retries(void)
