@@ -144,6 +144,33 @@ static void guard(void)
 	acp_guard_free(g);
 }
 
+/* The server-wide bucket: 2 s worth of failures, then 1 a second for sources that failed. */
+static void bucket(void)
+{
+	struct acp_guard *g = acp_guard_new(0, 0);
+	int64_t t = 100 * S, wait;
+	int n, i;
+
+	acp_guard_set_rate(g, 1);
+	for (i = 0; i < 2; i++) {
+		ok(acp_guard_may_try(g, "a", t, &wait), "within the bucket %d", i);
+		acp_guard_fail(g, "a", t, &n);
+	}
+	ok(!acp_guard_may_try(g, "a", t, &wait) && wait > 0 && wait <= S,
+	   "empty: a source that failed waits, at most a second");
+	ok(acp_guard_may_try(g, "b", t, &wait), "a source with no failure is still heard");
+	ok(acp_guard_may_try(g, "a", t + S, &wait), "a second later one more");
+	acp_guard_fail(g, "a", t + S, &n);
+	ok(!acp_guard_may_try(g, "a", t + S + S / 2, &wait), "and no more");
+	ok(acp_guard_may_try(g, "a", t + S + ACP_GUARD_WINDOW_NS, &wait),
+	   "a source whose failures are old is heard again");
+	acp_guard_free(g);
+	g = acp_guard_new(0, 0);
+	acp_guard_fail(g, "a", t, &n);
+	ok(acp_guard_may_try(g, "a", t, &wait), "no rate: no bucket");
+	acp_guard_free(g);
+}
+
 static void registry(void)
 {
 	char path[300];
@@ -205,6 +232,7 @@ int main(void)
 		abort();
 	token_files();
 	guard();
+	bucket();
 	registry();
 	{
 		char cmd[300];
