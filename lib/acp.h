@@ -42,7 +42,7 @@
 /* Defaults of the connection hygiene flags: an unauthenticated connection is closed after
  * ACP_AUTH_TIMEOUT_NS; one source address may hold ACP_CONNS_PER_SOURCE connections and fail
  * ACP_AUTH_FAILS_PER_MIN authentications a minute before it is blocked (see acpauth.h). */
-#define ACP_AUTH_TIMEOUT_NS (INT64_C(5) * 1000000000)
+#define ACP_AUTH_TIMEOUT_NS (INT64_C(10) * 1000000000)
 #define ACP_CONNS_PER_SOURCE 64
 #define ACP_AUTH_FAILS_PER_MIN 10
 /* Failed authentications a second, server-wide, once its bucket is empty; and the live
