@@ -1,6 +1,7 @@
 /* acplisten.c — the ACP server's listener and connections: the accept loop (TCP, optionally
- * TLS, or standard input and output), the per-source guard, the authentication deadline that
- * closes idle connections, and the shutdown that drains them. */
+ * TLS, or standard input and output), the per-source guard, the share of slots kept for
+ * authenticated connections (a newcomer past a cap closes the oldest unauthenticated one), the
+ * authentication deadline that closes idle connections, and the shutdown that drains them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
