@@ -24,7 +24,8 @@ static const char usage[] =
 	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"                  [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
-	"                  [-max-auth-failures 10] [-import-session NAME[=PRINCIPAL],...]\n"
+	"                  [-max-auth-failures 10] [-auth-failure-rate 5] [-max-sessions 64]\n"
+	"                  [-import-session NAME[=PRINCIPAL],...]\n"
 	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"
 	"                  [-context-window N]\n"
 	"Serves the agent over the Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object per\n"
@@ -53,9 +54,14 @@ static const char usage[] =
 	"                       flag a token is generated into a 0600 file named on stderr\n"
 	"  -no-auth             TCP without authentication (refused unless on loopback)\n"
 	"  -auth-timeout D      close connections not authenticated within D (default 10s)\n"
-	"  -max-conns-per-source N  connections one address may hold open (default 64)\n"
-	"  -max-auth-failures N failed authentications per address and minute before it is\n"
+	"  -max-conns-per-source N  connections one source may hold open (default 64; all of\n"
+	"                       loopback is one source per local user); a new one closes the\n"
+	"                       source's oldest unauthenticated one\n"
+	"  -max-auth-failures N failed authentications per source and minute before it is\n"
 	"                       blocked, 10s at first, doubling (default 10)\n"
+	"  -auth-failure-rate N failed authentications a second on the whole server (default 5;\n"
+	"                       0: no limit); past it, sources that failed lately wait\n"
+	"  -max-sessions N      sessions in use (each with its sandbox) per principal (64)\n"
 	"  -import-session L    let these sessions made by other tools (agent-loop) be loaded:\n"
 	"                       NAME or NAME=PRINCIPAL (default principal: operator), comma-separated\n"
 	"  -tls-cert F          serve TLS with this PEM certificate chain (needs -tls-key)\n"
@@ -156,6 +162,7 @@ int main(int argc, char **argv)
 	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
 	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
 	long long per_source = ACP_CONNS_PER_SOURCE, fails = ACP_AUTH_FAILS_PER_MIN;
+	long long fail_rate = ACP_AUTH_FAILS_PER_S, max_sessions = ACP_SESSIONS_PER_PRINCIPAL;
 	bool stdio = false, no_auth = false, loose = false;
 	struct acp_config cfg = {0};
 	struct acp_auth auth = {0};
@@ -179,6 +186,8 @@ int main(int argc, char **argv)
 		{"auth-timeout", FLAG_DURATION, &auth_timeout, NULL},
 		{"max-conns-per-source", FLAG_INT, &per_source, NULL},
 		{"max-auth-failures", FLAG_INT, &fails, NULL},
+		{"auth-failure-rate", FLAG_INT, &fail_rate, NULL},
+		{"max-sessions", FLAG_INT, &max_sessions, NULL},
 		{"import-session", FLAG_STRING, &imports, NULL},
 		{"tls-cert", FLAG_STRING, &cert, NULL},
 		{"tls-key", FLAG_STRING, &key, NULL},
@@ -207,6 +216,10 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-no-auth and -auth-token-file exclude each other");
 	if (per_source < 0 || per_source > ACP_CONN_MAX || fails < 0 || fails > 1000000)
 		cli_usage_error(usage, "-max-conns-per-source is 0-1024, -max-auth-failures 0-1000000");
+	if (fail_rate < 0 || fail_rate > 1000000)
+		cli_usage_error(usage, "-auth-failure-rate is 0-1000000");
+	if (max_sessions < 1 || max_sessions > ACP_SESSIONS_MAX)
+		cli_usage_error(usage, "-max-sessions is 1-10000");
 	if (rounds < 1 || rounds > 100000)
 		cli_usage_error(usage, "-max-tool-rounds is 1-100000");
 	if (strcmp(images, "auto") != 0 && strcmp(images, "yes") != 0 && strcmp(images, "no") != 0)
@@ -274,6 +287,8 @@ int main(int argc, char **argv)
 	cfg.auth_timeout_ns = auth_timeout > 0 ? auth_timeout : 0;
 	cfg.conns_per_source = (int)per_source;
 	cfg.auth_fails_per_min = (int)fails;
+	cfg.auth_fails_per_s = (int)fail_rate;
+	cfg.max_sessions = (int)max_sessions;
 	cfg.log = log_line;
 	if ((srv = acp_server_new(&cfg, &e)) == NULL)
 		cli_die_err("", &e);

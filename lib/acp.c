@@ -139,13 +139,14 @@ static void m_initialize(const struct req *r)
 				json_object_get_boolean(v);
 		pthread_mutex_unlock(&srv->mu);
 	}
+	pthread_mutex_lock(&srv->mu);
 	r->c->initialized = true;
 	if (srv->cfg.auth == NULL) {
 		/* Without authentication, initializing is what keeps the connection open. */
-		pthread_mutex_lock(&srv->mu);
 		r->c->deadline = 0;
-		pthread_mutex_unlock(&srv->mu);
+		r->c->admitted = true;
 	}
+	pthread_mutex_unlock(&srv->mu);
 	json_object_object_add(res, "protocolVersion", json_object_new_int64(version));
 	caps = json_object_new_object();
 	json_object_object_add(caps, "loadSession", json_object_new_boolean(1));
@@ -191,7 +192,7 @@ static void auth_failed(struct acp_conn *c, struct json_object *id, const char *
 	int count = 0;
 
 	c->auth_failures++;
-	if (srv->guard && c->guarded)
+	if (srv->guard && c->source[0])
 		block = acp_guard_fail(srv->guard, c->source, time_mono_ns(), &count);
 	acp_log(srv, "failed authentication remote=\"%s\" (%d from %s in the last minute): %s",
 		c->remote, count, c->source, why);
@@ -207,13 +208,49 @@ static void auth_failed(struct acp_conn *c, struct json_object *id, const char *
 	}
 }
 
+/* Answers (and closes) an authentication that gets no comparison: its source is blocked, or it
+ * failed lately while the server-wide bucket is empty. */
+static bool auth_refused(struct acp_conn *c, struct json_object *id)
+{
+	struct acp_server *srv = c->srv;
+	int64_t wait, now = time_mono_ns();
+	bool log;
+
+	if (srv->guard == NULL || c->source[0] == '\0')
+		return false;
+	/* A blocked source gets no comparison at all, however many connections it holds open. */
+	if (acp_guard_blocked(srv->guard, c->source, now, &wait)) {
+		acp_reply_error(c->p, id, JSONRPC_AUTH_REQUIRED,
+				"authentication failed: too many failed authentications from %s; "
+				"try again in %llds", c->source, (long long)(wait / 1000000000 + 1));
+		peer_close(c->p);
+		return true;
+	}
+	/* Guessing is bounded server-wide too: past the bucket, a source that failed lately is
+	 * answered without a comparison (one that did not is still heard). */
+	if (acp_guard_may_try(srv->guard, c->source, now, &wait))
+		return false;
+	pthread_mutex_lock(&srv->mu);
+	/* A flood of refusals must not become a flood of log lines: one a second. */
+	if ((log = now - srv->refusal_logged >= 1000000000 || srv->refusal_logged == 0))
+		srv->refusal_logged = now;
+	pthread_mutex_unlock(&srv->mu);
+	if (log)
+		acp_log(srv, "refusing authentication remote=\"%s\": more than %d failed "
+			"authentications a second on this server", c->remote, srv->cfg.auth_fails_per_s);
+	acp_reply_error(c->p, id, JSONRPC_AUTH_REQUIRED,
+			"authentication failed: too many failed authentications on this server; "
+			"try again in %lldms", (long long)(wait / 1000000 + 1));
+	peer_close(c->p);
+	return true;
+}
+
 static void m_authenticate(const struct req *r)
 {
 	struct acp_conn *c = r->c;
 	struct acp_server *srv = c->srv;
 	const char *method = jsonfield_str(r->params, "methodId"), *token = NULL, *who;
 	struct json_object *meta;
-	int64_t wait;
 
 	if (srv->cfg.auth == NULL) {
 		acp_reply_error(c->p, r->id, JSONRPC_METHOD_NOT_FOUND,
@@ -231,14 +268,8 @@ static void m_authenticate(const struct req *r)
 				ACP_AUTH_METHOD);
 		return;
 	}
-	/* A blocked source gets no comparison at all, however many connections it holds open. */
-	if (srv->guard && c->guarded && acp_guard_blocked(srv->guard, c->source, time_mono_ns(), &wait)) {
-		acp_reply_error(c->p, r->id, JSONRPC_AUTH_REQUIRED,
-				"authentication failed: too many failed authentications from %s; "
-				"try again in %llds", c->source, (long long)(wait / 1000000000 + 1));
-		peer_close(c->p);
+	if (auth_refused(c, r->id))
 		return;
-	}
 	if (json_object_object_get_ex(r->params, "_meta", &meta))
 		token = jsonfield_str(meta, "token");
 	if (token == NULL) {
@@ -257,6 +288,7 @@ static void m_authenticate(const struct req *r)
 	}
 	pthread_mutex_lock(&srv->mu);
 	c->authenticated = true;
+	c->admitted = true;
 	c->principal = who;
 	c->deadline = 0;
 	pthread_mutex_unlock(&srv->mu);
@@ -430,6 +462,7 @@ struct acp_server *acp_server_new(const struct acp_config *cfg, struct sbx_err *
 		}
 	}
 	srv->guard = acp_guard_new(cfg->conns_per_source, cfg->auth_fails_per_min);
+	acp_guard_set_rate(srv->guard, cfg->auth_fails_per_s);
 	return srv;
 }
 
@@ -460,6 +493,7 @@ struct acp_conn *acp_conn_new(struct acp_server *srv, struct peer *p, const char
 
 	c->srv = srv;
 	c->p = p;
+	c->slot = -1;
 	snprintf(c->remote, sizeof c->remote, "%s", remote ? remote : "");
 	if (srv->cfg.auth == NULL)
 		c->principal = srv->cfg.anon_principal;

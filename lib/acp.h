@@ -45,6 +45,10 @@
 #define ACP_AUTH_TIMEOUT_NS (INT64_C(10) * 1000000000)
 #define ACP_CONNS_PER_SOURCE 64
 #define ACP_AUTH_FAILS_PER_MIN 10
+/* Failed authentications a second, server-wide, once its bucket is empty; and the live
+ * sessions (each with its sandbox) one principal may hold. */
+#define ACP_AUTH_FAILS_PER_S 5
+#define ACP_SESSIONS_PER_PRINCIPAL 64
 /* "acp" + 32 hex digits: 128 random bits, so ids cannot be guessed. */
 #define ACP_SESSION_ID_LEN 35
 /* How long a session/load waits for the turn it takes over to stop. */
@@ -72,6 +76,8 @@ struct acp_config {
 	int64_t auth_timeout_ns;	/* TCP connections not authenticated by then are closed; 0 never */
 	int conns_per_source;		/* <= 0: no cap */
 	int auth_fails_per_min;		/* per source; <= 0: no blocking */
+	int auth_fails_per_s;		/* server-wide bucket (acp_guard_set_rate); <= 0: none */
+	int max_sessions;		/* live sessions per principal; <= 0: ACP_SESSIONS_MAX */
 	/* Log lines for people (may be NULL). */
 	void (*log)(void *arg, const char *msg);
 	void *log_arg;
@@ -91,6 +97,14 @@ int acp_serve(struct acp_server *srv, struct peer *p, struct sbx_err *e);
 /* Simultaneous connections acp_server_run serves: each holds a thread; beyond this new ones
  * are closed at once. */
 #define ACP_CONN_MAX 1024
+/* Of these, unauthenticated ones hold at most ACP_UNAUTH_MAX: the rest is kept for principals
+ * who authenticated, so a flood of connections that never log in cannot take every slot.
+ * Beyond it (or beyond the per-source cap) a new connection closes the oldest unauthenticated
+ * one (of its source, for the per-source cap) instead of being refused, so a real client can
+ * always get in and log in. */
+#define ACP_UNAUTH_MAX (ACP_CONN_MAX * 3 / 4)
+/* Slots for connections being closed to make room, until their threads end. */
+#define ACP_CONN_SLOTS (ACP_CONN_MAX + 256)
 
 /* Serves until stop_fd becomes readable: connections accepted on lfd (TLS when tls is not
  * NULL), each on a thread of its own, or, when lfd < 0, one connection on standard input and

@@ -86,9 +86,14 @@ struct acp_conn {
 	int auth_failures;
 	/* Guarded by srv->mu: */
 	size_t nsessions;		/* sessions attached to this connection */
+	int making;			/* session/new in progress (counted for its principal) */
 	int workers;
 	int64_t deadline;		/* monotonic ns: closed unless authenticated by then; 0 none */
 	bool guarded;			/* counted under source in srv->guard */
+	bool admitted;			/* authenticated (initialized, without auth): keeps its slot */
+	bool evicted;			/* closed to make room; no longer counted in srv->nlive */
+	int slot;			/* its index in srv->conns; -1: none (stdio, acp_serve) */
+	int64_t since;			/* monotonic ns it was accepted */
 	bool notices;			/* the client takes `notice` session updates */
 	bool fs_read;			/* the client serves fs/read_text_file */
 	char remote[NET_ADDR_MAX];	/* "host:port" or "stdio" (logs) */
@@ -99,16 +104,19 @@ struct acp_server {
 	struct acp_config cfg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* workers, connections or a session's busy state changed */
-	struct acp_conn *conns[ACP_CONN_MAX];	/* open connections (acp_server_run) */
-	int nconns;
+	struct acp_conn *conns[ACP_CONN_SLOTS];	/* open connections (acp_server_run) */
+	int nconns;			/* connection threads running */
+	int nlive;			/* connections counted against ACP_CONN_MAX (not evicted) */
 	int stdio_done;			/* eventfd: the stdio connection ended */
 	int wakefd;			/* eventfd: a connection deadline was set */
 	struct acp_session *sessions;
 	size_t nsessions;
+	struct acp_session *retired;	/* closed to make room, sandboxes still to delete */
 	int workers;			/* prompt/load threads running, all connections */
 	bool draining;
 	struct acpreg *reg;		/* issued sessions; NULL: only this process's */
 	struct acp_guard *guard;
+	int64_t refusal_logged;		/* when "refusing authentication" was last logged */
 };
 
 /* A request or notification being handled. */

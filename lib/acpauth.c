@@ -235,12 +235,18 @@ struct source {
 	int conns;
 	int fails;			/* failures in the window starting at window */
 	int64_t window, blocked_until, backoff, last_seen, last_log;
+	int64_t last_failed;		/* the last failed authentication; 0: none */
 	bool logged_block;
 };
 
 struct acp_guard {
 	pthread_mutex_t mu;
 	int conns_max, fails_max;
+	/* The server-wide bucket of failed authentications: holds up to burst, refills rate a
+	 * second (0: no bucket); tokens as of refilled (monotonic ns). */
+	int rate, burst;
+	double tokens;
+	int64_t refilled;
 	struct source *v;
 	size_t n;
 };
@@ -254,6 +260,28 @@ struct acp_guard *acp_guard_new(int conns_max, int fails_max)
 	g->fails_max = fails_max;
 	g->v = xcalloc(ACP_GUARD_SOURCES_MAX, sizeof *g->v);
 	return g;
+}
+
+void acp_guard_set_rate(struct acp_guard *g, int per_s)
+{
+	pthread_mutex_lock(&g->mu);
+	g->rate = per_s;
+	g->burst = per_s * ACP_GUARD_BURST_S;
+	g->tokens = g->burst;
+	g->refilled = 0;
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Tops the bucket up to now. Caller holds g->mu. */
+static void refill(struct acp_guard *g, int64_t now)
+{
+	if (g->rate <= 0)
+		return;
+	if (g->refilled != 0 && now > g->refilled)
+		g->tokens += (double)(now - g->refilled) * g->rate / 1e9;
+	if (g->tokens > g->burst)
+		g->tokens = g->burst;
+	g->refilled = now;
 }
 
 void acp_guard_free(struct acp_guard *g)
@@ -346,7 +374,13 @@ int64_t acp_guard_fail(struct acp_guard *g, const char *src, int64_t now, int *c
 
 	*count = 0;
 	pthread_mutex_lock(&g->mu);
-	if ((s = lookup(g, src, now, true)) == NULL || g->fails_max <= 0)
+	refill(g, now);
+	if (g->rate > 0)
+		g->tokens = g->tokens >= 1 ? g->tokens - 1 : 0;
+	if ((s = lookup(g, src, now, true)) == NULL)
+		goto out;
+	s->last_failed = now;
+	if (g->fails_max <= 0)
 		goto out;
 	s->last_seen = now;
 	if (s->blocked_until && now - s->blocked_until > ACP_GUARD_FORGIVE_NS)
@@ -382,4 +416,23 @@ bool acp_guard_blocked(struct acp_guard *g, const char *src, int64_t now, int64_
 	}
 	pthread_mutex_unlock(&g->mu);
 	return b;
+}
+
+bool acp_guard_may_try(struct acp_guard *g, const char *src, int64_t now, int64_t *wait_ns)
+{
+	struct source *s;
+	bool ok = true;
+
+	*wait_ns = 0;
+	pthread_mutex_lock(&g->mu);
+	refill(g, now);
+	/* A source with no recent failure is always heard, so guessing from one source never
+	 * shuts out another's right token; the rest share what the bucket holds. */
+	if (g->rate > 0 && g->tokens < 1 && (s = lookup(g, src, now, false)) != NULL &&
+	    s->last_failed != 0 && now - s->last_failed < ACP_GUARD_WINDOW_NS) {
+		ok = false;
+		*wait_ns = (int64_t)((1 - g->tokens) * 1e9 / g->rate);
+	}
+	pthread_mutex_unlock(&g->mu);
+	return ok;
 }

@@ -74,6 +74,11 @@ struct acp_guard;
  * authentications per source within ACP_GUARD_WINDOW_NS before it is blocked (<= 0: never). */
 struct acp_guard *acp_guard_new(int conns_max, int fails_max);
 void acp_guard_free(struct acp_guard *g);
+/* Seconds of refill the server-wide bucket of failed authentications holds. */
+#define ACP_GUARD_BURST_S 2
+/* Failed authentications, server-wide, are a token bucket refilled per_s a second (holding
+ * ACP_GUARD_BURST_S seconds' worth); <= 0: no bucket. */
+void acp_guard_set_rate(struct acp_guard *g, int per_s);
 
 enum acp_guard_verdict {
 	ACP_GUARD_OK,		/* counted: call acp_guard_disconnect when it ends */
@@ -91,5 +96,9 @@ void acp_guard_disconnect(struct acp_guard *g, const char *src);
 int64_t acp_guard_fail(struct acp_guard *g, const char *src, int64_t now, int *count);
 /* Whether src is blocked at now; *wait_ns what is left. */
 bool acp_guard_blocked(struct acp_guard *g, const char *src, int64_t now, int64_t *wait_ns);
+
+/* Whether an authentication from src may be compared now: false while the server-wide bucket
+ * is empty and src failed within ACP_GUARD_WINDOW_NS (*wait_ns: until the next token). */
+bool acp_guard_may_try(struct acp_guard *g, const char *src, int64_t now, int64_t *wait_ns);
 
 #endif

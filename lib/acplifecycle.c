@@ -96,6 +96,77 @@ static bool setup_params_ok(const struct req *r, bool mcp_required)
 	return true;
 }
 
+/* Closes principal's detached, idle session loaded or made longest ago (the list is newest
+ * first), as session/close would: out of the registry, its history kept for a later load. It
+ * goes on srv->retired for acp_finish_retired. Caller holds srv->mu; false when none. */
+static bool retire_locked(struct acp_server *srv, const char *principal)
+{
+	struct acp_session *s, *pick = NULL, **sp;
+
+	for (s = srv->sessions; s; s = s->next)
+		if (strcmp(s->principal, principal) == 0 && s->conn == NULL && !s->busy && s->refs == 0)
+			pick = s;
+	if (pick == NULL)
+		return false;
+	for (sp = &srv->sessions; *sp; sp = &(*sp)->next)
+		if (*sp == pick) {
+			*sp = pick->next;
+			break;
+		}
+	srv->nsessions--;
+	pick->closed = true;
+	pick->refs++;
+	pick->next = srv->retired;
+	srv->retired = pick;
+	return true;
+}
+
+/* Deletes the sandboxes of sessions retire_locked closed and lets them go. */
+static void finish_retired(struct acp_server *srv)
+{
+	struct acp_session *s, *next;
+	struct sbx_err e;
+
+	pthread_mutex_lock(&srv->mu);
+	s = srv->retired;
+	srv->retired = NULL;
+	pthread_mutex_unlock(&srv->mu);
+	for (; s; s = next) {
+		next = s->next;
+		acp_log(srv, "closed idle session %s of principal \"%s\" to make room (-max-sessions)",
+			s->id, s->principal);
+		if (s->tool_ran && agent_session_delete_sandbox(s->as, &e) < 0)
+			acp_log(srv, "failed to delete sandbox %s: %s", s->id, e.msg);
+		acp_session_put(srv, s);
+	}
+}
+
+/* Whether principal holds its cap of live sessions (each may hold a sandbox): those in memory
+ * and those being made on any connection. A detached, idle one is closed to make room first,
+ * so only sessions in use count against a principal. Caller holds srv->mu. */
+static bool principal_full_locked(struct acp_server *srv, const char *principal)
+{
+	int max = srv->cfg.max_sessions > 0 ? srv->cfg.max_sessions : ACP_SESSIONS_MAX, n = 0, i;
+	struct acp_session *s;
+
+	for (s = srv->sessions; s; s = s->next)
+		n += strcmp(s->principal, principal) == 0;
+	for (i = 0; i < ACP_CONN_SLOTS; i++)
+		if (srv->conns[i] && srv->conns[i]->principal &&
+		    strcmp(srv->conns[i]->principal, principal) == 0)
+			n += srv->conns[i]->making;
+	return n >= max && !retire_locked(srv, principal);
+}
+
+/* The answer to a principal over its cap of live sessions. */
+static void reply_principal_full(struct acp_conn *c, struct json_object *id)
+{
+	acp_reply_error(c->p, id, JSONRPC_INVALID_REQUEST,
+			"too many live sessions for principal \"%s\" (limit %d, acp-server "
+			"-max-sessions), all in use: close one with session/close first", c->principal,
+			c->srv->cfg.max_sessions > 0 ? c->srv->cfg.max_sessions : ACP_SESSIONS_MAX);
+}
+
 /* The limits a new attachment of c must respect; answers and returns false when over. */
 static bool room_locked(struct acp_conn *c, struct json_object *id, bool new_session)
 {
@@ -110,6 +181,10 @@ static bool room_locked(struct acp_conn *c, struct json_object *id, bool new_ses
 	if (new_session && srv->nsessions >= ACP_SESSIONS_MAX) {
 		acp_reply_error(c->p, id, JSONRPC_INTERNAL_ERROR,
 				"too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
+		return false;
+	}
+	if (new_session && principal_full_locked(srv, c->principal)) {
+		reply_principal_full(c, id);
 		return false;
 	}
 	return true;
@@ -134,7 +209,9 @@ void m_session_new(const struct req *r)
 		return;
 	}
 	c->nsessions++;		/* reserved: attached below, or given back */
+	c->making++;
 	pthread_mutex_unlock(&srv->mu);
+	finish_retired(srv);
 	if (acp_new_session_id(id, &e) == 0 && (as = acp_open_agent(srv, id, false, &e)) != NULL) {
 		s = acp_session_make(srv, id, as, c->principal, NULL);
 		acp_session_set_cwd(s, jsonfield_str(r->params, "cwd"));
@@ -150,11 +227,13 @@ void m_session_new(const struct req *r)
 	if (rc < 0) {
 		pthread_mutex_lock(&srv->mu);
 		c->nsessions--;
+		c->making--;
 		pthread_mutex_unlock(&srv->mu);
 		acp_reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR, "%s", e.msg);
 		return;
 	}
 	pthread_mutex_lock(&srv->mu);
+	c->making--;
 	s->conn = c;
 	s->next = srv->sessions;
 	srv->sessions = s;
@@ -197,6 +276,11 @@ static struct acp_session *loadable_locked(const struct req *r, const char *id)
 		free(owner);
 		acp_reply_error(c->p, r->id, JSONRPC_INTERNAL_ERROR,
 				"too many sessions on this server (limit %d)", ACP_SESSIONS_MAX);
+		return NULL;
+	}
+	if (principal_full_locked(srv, c->principal)) {
+		free(owner);
+		reply_principal_full(c, r->id);
 		return NULL;
 	}
 	/* Built under the registry lock, as upstream, so two loads make one session. */
@@ -301,17 +385,20 @@ static void load_or_resume(const struct req *r, bool replay)
 	pthread_mutex_lock(&srv->mu);
 	if ((s = loadable_locked(r, id)) == NULL || !take_over_locked(r, s, &gone)) {
 		pthread_mutex_unlock(&srv->mu);
+		finish_retired(srv);
 		if (gone)
 			acp_session_free(gone);
 		return;
 	}
 	if (!acp_claim_locked(srv, s, c, NULL, &code, why, sizeof why)) {
 		pthread_mutex_unlock(&srv->mu);
+		finish_retired(srv);
 		acp_reply_error(c->p, r->id, code, "%s", why);
 		return;
 	}
 	s->refs++;
 	pthread_mutex_unlock(&srv->mu);
+	finish_retired(srv);
 	acp_session_set_cwd(s, jsonfield_str(r->params, "cwd"));
 	acp_mcp_configure(s, json_object_object_get(r->params, "mcpServers"));
 	if (replay) {

@@ -1,6 +1,7 @@
 /* mcphttp.c — Streamable HTTP over libmicrohttpd: the session table, one stream per POST (SSE
  * or a single JSON body), DELETE, shutdown; the checks before a body are in mcphttp_check.c. */
 #include "mcphttp.h"
+#include "mcphttp_int.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +21,9 @@
 #include "peer.h"
 #include "timeutil.h"
 #include "xalloc.h"
+
+/* How often the connection deadlines are looked at (they are seconds long). */
+#define MCPHTTP_TICK_MS 250
 
 /* ---- streams: where one POST's answers go -------------------------------------------------- */
 
@@ -229,6 +233,7 @@ struct server {
 	struct hsess *sessions;
 	int nsessions;
 	bool stopping;
+	struct mcphttp_conns *conns;	/* caps and deadlines of connections (mcphttp_conns.c) */
 };
 
 static void hlog(struct server *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -489,12 +494,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		};
 		struct mcphttp_decision d;
 		const char *cl = header(c, "Content-Length");
-		struct hsess *x = r.session_id ? hs_get(h, r.session_id) : NULL;
-		const struct mcp_version *v = x ? mcp_session_version(x->ss) : NULL;
+		struct hsess *x;
+		const struct mcp_version *v;
+		int64_t wait;
 
+		/* Guessing is bounded server-wide: a source that sent a wrong token lately waits
+		 * while the bucket is empty (one that did not is still heard). */
+		if (r.authorization && !mcphttp_conns_may_try(h->conns, c, &wait)) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "too many requests: too many wrong tokens on this "
+				 "server; try again in %lldms", (long long)(wait / 1000000 + 1));
+			return send_error(c, 429, JSONRPC_INVALID_REQUEST, msg, NULL, NULL);
+		}
+		x = r.session_id ? hs_get(h, r.session_id) : NULL;
+		v = x ? mcp_session_version(x->ss) : NULL;
 		r.session_known = x != NULL;
 		r.session_version = v ? v->name : NULL;
 		mcphttp_decide(&r, &d);
+		if (d.authorized || (d.status == 401 && r.authorization))
+			mcphttp_conns_verdict(h->conns, c, d.authorized);
 		if (d.verdict == MCPHTTP_OK && cl && strtoull(cl, NULL, 10) > MCPHTTP_BODY_MAX) {
 			d.verdict = MCPHTTP_REFUSE;
 			d.status = 413;
@@ -572,12 +590,14 @@ int mcphttp_run(struct mcp_server *srv, const struct mcphttp_config *cfg, int lf
 	struct pollfd pf = {.fd = stop_fd, .events = POLLIN};
 
 	pthread_mutex_init(&h.mu, NULL);
+	h.conns = mcphttp_conns_new(cfg->log, cfg->log_arg);
 	d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			     MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 			     0, NULL, NULL, on_request, &h,
 			     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, &h,
 			     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
-			     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MCPHTTP_CONN_MAX,
+			     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MCPHTTP_CONN_SLOTS,
+			     MHD_OPTION_NOTIFY_CONNECTION, mcphttp_conns_notify, h.conns,
 			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)MCPHTTP_IDLE_S,
 			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MCPHTTP_HEADERS_MAX,
 			     MHD_OPTION_THREAD_STACK_SIZE, (size_t)MCP_THREAD_STACK,
@@ -585,10 +605,17 @@ int mcphttp_run(struct mcp_server *srv, const struct mcphttp_config *cfg, int lf
 			     MHD_OPTION_END);
 	if (d == NULL) {
 		close(lfd);
+		mcphttp_conns_free(h.conns);
 		pthread_mutex_destroy(&h.mu);
 		return err_set(e, SBX_EIO, "cannot start the HTTP server");
 	}
-	while (poll(&pf, 1, -1) < 0 && errno == EINTR) {
+	/* Until stopped, closing connections past their authorization deadline. */
+	for (;;) {
+		/* New connections do not wake this loop: look at least every MCPHTTP_TICK_MS. */
+		int t = mcphttp_conns_expire(h.conns);
+		int r = poll(&pf, 1, t < 0 || t > MCPHTTP_TICK_MS ? MCPHTTP_TICK_MS : t);
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
 	}
 	hlog(&h, "shutting down");
 	{
@@ -620,6 +647,7 @@ int mcphttp_run(struct mcp_server *srv, const struct mcphttp_config *cfg, int lf
 			mcp_session_cancel(x->ss);
 	}
 	MHD_stop_daemon(d);
+	mcphttp_conns_free(h.conns);
 	pthread_mutex_destroy(&h.mu);
 	return 0;
 }

@@ -23,8 +23,21 @@
 #define MCPHTTP_PATH "/mcp"
 /* The largest POST body: the same bound as one stdio line (a file written by a tool). */
 #define MCPHTTP_BODY_MAX JSONRPC_LINE_MAX
-/* Connections served at once (each holds a thread); more are refused by the library. */
+/* Connections served at once (each holds a thread). Of these, connections that have not yet
+ * sent a request with the right token hold at most MCPHTTP_UNAUTH_MAX, and one source (all of
+ * loopback is one per local user) MCPHTTP_CONNS_PER_SOURCE; past a cap a newcomer closes the
+ * oldest such connection (lib/mcphttp_conns.c), so slow or silent clients cannot keep the real
+ * one out. The library's own limit leaves room for connections being closed. */
 #define MCPHTTP_CONN_MAX 64
+#define MCPHTTP_UNAUTH_MAX 48
+#define MCPHTTP_CONNS_PER_SOURCE 32
+#define MCPHTTP_CONN_SLOTS (MCPHTTP_CONN_MAX + 32)
+/* A connection with no request carrying the right token this long after it was accepted is
+ * closed, however slowly it trickles its headers. */
+#define MCPHTTP_AUTH_NS (INT64_C(5) * 1000000000)
+/* Wrong tokens a second on the whole server, past a bucket of two seconds' worth: beyond it a
+ * source that sent a wrong one lately gets 429 without a comparison (lib/acpauth.h). */
+#define MCPHTTP_AUTH_FAILS_PER_S 5
 /* Seconds a connection may sit without a byte moving (slow or stuck clients). Streams of
  * running calls send a comment line every MCPHTTP_KEEPALIVE_NS, so they never sit that long. */
 #define MCPHTTP_IDLE_S 60
@@ -66,6 +79,7 @@ struct mcphttp_decision {
 	const char *message;		/* JSON-RPC error message for the body (static) */
 	const char *www_authenticate;	/* 401: the header's value (static) */
 	const char *allow;		/* 405: the Allow header (static) */
+	bool authorized;		/* the token was compared and right */
 };
 
 /* Checks one request before its body: path, method, token, Origin, Accept, Content-Type,

@@ -95,6 +95,7 @@ void mcphttp_decide(const struct mcphttp_req *r, struct mcphttp_decision *d)
 		return refuse(d, 401, r->authorization ? "unauthorized: wrong bearer token"
 			      : "unauthorized: send \"Authorization: Bearer <token>\"");
 	}
+	d->authorized = true;
 	if (r->origin && !mcphttp_origin_ok(r->origin))
 		return refuse(d, 403, "forbidden: Origin is not a loopback origin");
 	post = r->method && strcmp(r->method, "POST") == 0;

@@ -16,6 +16,7 @@
 #include <openssl/x509v3.h>
 
 #include "net.h"
+#include "sockowner.h"
 
 /* Splits "host:port" / "[v6]:port" / ":port" into host (may be "") and port. */
 static int split(const char *addr, char *host, size_t hn, char *port, size_t pn,
@@ -132,14 +133,37 @@ void net_peer_addr(int fd, char *out, size_t n)
 	fmt_addr(&ss, out, n);
 }
 
+/* Whether an address is this host's loopback: 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104. */
+static bool addr_is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 void net_peer_source(int fd, char *out, size_t n)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
 	char h[INET6_ADDRSTRLEN] = "?";
+	uid_t uid;
 
 	memset(&ss, 0, sizeof ss);
 	getpeername(fd, (struct sockaddr *)&ss, &len);
+	if (addr_is_loopback(&ss)) {
+		/* Every loopback address is this host: 16 M of them must not be 16 M sources.
+		 * Its users are told apart by who owns the other end, so one local user can never
+		 * use up (or get blocked) what another's client needs. */
+		if (sockowner_peer_uid(fd, &uid))
+			snprintf(out, n, "local uid %lu", (unsigned long)uid);
+		else
+			snprintf(out, n, "loopback");
+		return;
+	}
 	if (ss.ss_family == AF_INET) {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, h, sizeof h);
 	} else if (ss.ss_family == AF_INET6) {
@@ -164,15 +188,7 @@ bool net_is_loopback(int fd)
 	socklen_t len = sizeof ss;
 
 	memset(&ss, 0, sizeof ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return false;
-	if (ss.ss_family == AF_INET)
-		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 && addr_is_loopback(&ss);
 }
 
 int net_dial(const char *addr, int timeout_ms, struct sbx_err *e)

@@ -22,8 +22,9 @@ int net_listen(const char *addr, struct sbx_err *e);
 void net_local_addr(int fd, char *out, size_t n);
 /* The peer of a connected socket as "host:port". */
 void net_peer_addr(int fd, char *out, size_t n);
-/* The source a connection is counted under: the peer's IPv4 address, or the /64 prefix of
- * its IPv6 address ("2001:db8:1:2::/64"). */
+/* The source a connection is counted under: the peer's IPv4 address, the /64 prefix of its
+ * IPv6 address ("2001:db8:1:2::/64"), or for any loopback peer (127.0.0.0/8, ::1, ::ffff:127.x)
+ * "local uid N", the user owning the other end ("loopback" when the kernel does not say). */
 void net_peer_source(int fd, char *out, size_t n);
 /* Whether a listening socket is bound to a loopback address (127.0.0.0/8, ::1). */
 bool net_is_loopback(int fd);

@@ -649,22 +649,68 @@ PY
 	grep -q 'closing connection remote="127.0.0.1:[0-9]*": not authenticated within 1s' "$ACP_LOG"
 }
 
-@test "connection hygiene: per-source connection cap, logged" {
+@test "connection hygiene: per-source connection cap; a newcomer closes the source's oldest unauthenticated one, logged" {
 	start_server -max-conns-per-source 3
 	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" conncap "$ACP_ADDR" 3
 	assert_status 0
-	assert_json '.extra_closed and .held_open == 3'
-	grep -q 'refusing connection remote="127.0.0.1:[0-9]*": 3 connections open from 127.0.0.1' "$ACP_LOG"
+	# The extra one stays; the three held before it lose the oldest.
+	assert_json '(.extra_closed | not) and .held_open == 2'
+	grep -q 'closing connection remote="127.0.0.1:[0-9]*": not authenticated, and its source holds its cap (local uid [0-9]*)' "$ACP_LOG"
 }
 
-@test "connection hygiene: failed authentications block the source address, logged; the right token then waits too" {
+# issue 27: no local process locks the token holder out.
+@test "lockout: 1100 silent connections from as many 127.x addresses leave the token holder served within 1 s" {
+	start_server
+	run timeout 120 python3 "$SBX_TOP/tests/acp/abuse.py" flood "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")" 1100
+	assert_status 0
+	# All of loopback is one source (this user): the flood keeps at most its cap of 64.
+	assert_json '.login.result == {} and .session and .seconds < 1 and .flood_open <= 64'
+	stop_server
+	start_server -max-conns-per-source 0
+	run timeout 120 python3 "$SBX_TOP/tests/acp/abuse.py" flood "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")" 1100
+	assert_status 0
+	# Without a per-source cap, unauthenticated connections still hold at most 3/4 of the slots.
+	assert_json '.login.result == {} and .session and .seconds < 1 and .flood_open <= 768 and .flood_open > 64'
+	grep -q 'not authenticated, and unauthenticated connections hold their share' "$ACP_LOG"
+}
+
+@test "lockout: guessing is bounded server-wide (-auth-failure-rate) and never shuts out another user's right token" {
+	start_server -max-auth-failures 0 -auth-failure-rate 5
+	timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" guess "$ACP_ADDR" 3 >"$BATS_TEST_TMPDIR/guess" &
+	guesser=$!
+	wait_until grep -q 'refusing authentication remote=' "$ACP_LOG"
+	# Another user (a source of its own: who owns the other end) logs in meanwhile.
+	run timeout 30 setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 \
+		"$SBX_TOP/tests/acp/abuse.py" login "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.login.result == {} and .session and .seconds < 1'
+	wait "$guesser"
+	run cat "$BATS_TEST_TMPDIR/guess"
+	# 8 threads guessing flat out for 3 s: compared at most the bucket (2 s worth) and 5 a
+	# second after it, however many 127.x addresses they come from.
+	assert_json '.compared <= 10 + 5 * 3 + 2 and .refused > 0'
+	grep -q 'refusing authentication remote="127.[0-9.]*:[0-9]*": more than 5 failed authentications a second on this server' "$ACP_LOG"
+}
+
+@test "lockout: -max-sessions caps a principal's live sessions with a clear error; closing one, or leaving one idle, makes room" {
+	start_server -max-sessions 2
+	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" sessions "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")" 2
+	assert_status 0
+	assert_json '.made == 2 and (.refused | length) == 1 and .refused[0].code == -32600 and .closed and .after_close'
+	assert_json '.refused[0].message == "too many live sessions for principal \"operator\" (limit 2, acp-server -max-sessions), all in use: close one with session/close first"'
+	assert_json '.after_reconnect'
+	grep -q 'closed idle session acp[0-9a-f]* of principal "operator" to make room (-max-sessions)' "$ACP_LOG"
+}
+
+@test "connection hygiene: failed authentications block the source (a local user), logged; the right token from it then waits too" {
 	start_server -max-auth-failures 5
 	run timeout 60 python3 "$SBX_TOP/tests/acp/abuse.py" authfail "$ACP_ADDR" "$(cat "$ACP_TOKEN_FILE")"
 	assert_status 0
 	assert_json '.failures == 5 and .refused_at_once and (.right_token_served | not)'
-	grep -q 'failed authentication remote="127.0.0.1:[0-9]*" (5 from 127.0.0.1 in the last minute): wrong token' "$ACP_LOG"
-	grep -q 'blocking 127.0.0.1 for 10s after 5 failed authentications' "$ACP_LOG"
-	grep -q 'refusing connections from 127.0.0.1 for [0-9]*s: too many failed authentications' "$ACP_LOG"
+	# Loopback is one source per local user: who owns the other end.
+	grep -q "failed authentication remote=\"127.0.0.1:[0-9]*\" (5 from local uid $(id -u) in the last minute): wrong token" "$ACP_LOG"
+	grep -q "blocking local uid $(id -u) for 10s after 5 failed authentications" "$ACP_LOG"
+	grep -q "refusing connections from local uid $(id -u) for [0-9]*s: too many failed authentications" "$ACP_LOG"
 }
 
 # ---- what an editor gets (issue 18) ----

@@ -394,6 +394,32 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	[ -z "$(sbx-list)" ]
 }
 
+# issue 27: no local process locks the token holder out.
+@test "http lockout: 70 connections trickling a header line a second from as many 127.x addresses leave the token holder served within 1 s; all are closed" {
+	start_http
+	run timeout 60 python3 "$SBX_TOP/tests/mcp/lockout.py" trickle "$MCP_URL" "$(cat "$MCP_TOKEN_FILE")" 70
+	assert_status 0
+	# All of loopback is one source (this user), capped at 32; the rest get 5 s to authorize.
+	assert_json '.opened == 70 and .status == 200 and .seconds < 1 and .closed_by_server == 70'
+	grep -q 'closing a connection from local uid [0-9]*: not authorized, and its source holds its cap' "$MCP_LOG"
+	grep -q 'closing a connection from local uid [0-9]*: no authorized request in time' "$MCP_LOG"
+}
+
+@test "http lockout: wrong tokens are bounded server-wide (429 past 5 a second) and never shut out another user's right token" {
+	start_http
+	timeout 60 python3 "$SBX_TOP/tests/mcp/lockout.py" guess "$MCP_URL" x 3 >"$BATS_TEST_TMPDIR/guess" &
+	guesser=$!
+	wait_until grep -q 'refusing a token from local uid [0-9]* unchecked' "$MCP_LOG"
+	run timeout 30 setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 \
+		"$SBX_TOP/tests/mcp/lockout.py" login "$MCP_URL" "$(cat "$MCP_TOKEN_FILE")"
+	assert_status 0
+	assert_json '.status == 200 and .seconds < 1'
+	wait "$guesser"
+	run cat "$BATS_TEST_TMPDIR/guess"
+	# 8 threads flat out for 3 s: compared at most the bucket (2 s worth) and 5 a second.
+	assert_json '.compared <= 10 + 5 * 3 + 2 and .refused > 0'
+}
+
 # ---- kubernetes ----
 
 @test "kubernetes: stdio calls in one Sandbox of the test server, the second seeing the first's file" {

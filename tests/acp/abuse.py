@@ -7,10 +7,20 @@ for tests/acp-server.bats. Prints one JSON document; every wait is bounded.
   conncap N         N silent connections, then one more: is each of them still open?
   authfail TOKEN    wrong tokens over fresh connections until the source is blocked; then a
                     new connection with the right token
+  flood TOKEN N     N silent connections, each from its own address of 127.0.0.0/8, held; then
+                    the token holder logs in from 127.0.0.1 and opens a session: how long it took
+  guess SECONDS     wrong tokens from 8 threads over fresh connections (each from its own
+                    127.x address) for SECONDS: how many were compared (answered "wrong token")
+  login TOKEN       one login and session/new from 127.0.0.1: how long it took
+  sessions TOKEN N  N+1 session/new on one connection, then session/close of the first and one
+                    more session/new; then one on a new connection (the first one's detached)
 """
 import json
+import resource
+import select
 import socket
 import sys
+import threading
 import time
 
 WAIT = 20  # seconds any single read may take
@@ -118,6 +128,120 @@ def authfail(addr, token):
             "refused_at_once": first is None}
 
 
+def src_addr(i):
+    """The i-th loopback address other than 127.0.0.1."""
+    return "127.%d.%d.%d" % (1 + i // 62500, i // 250 % 250, i % 250 + 2)
+
+
+def conn_from(addr, src):
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(WAIT)
+    s.bind((src, 0))
+    s.connect((host, int(port)))
+    return s
+
+
+def served(addr, token):
+    """Login and session/new from 127.0.0.1: the answers and the seconds they took."""
+    t0 = time.monotonic()
+    good = new = None
+    try:
+        s = conn(addr)
+        good = login(s, token)
+        send(s, 2, "session/new", {"cwd": "/tmp", "mcpServers": []})
+        new = answer(s)
+        s.close()
+    except OSError:
+        pass  # refused or reset: not served
+    took = time.monotonic() - t0
+    return {"login": good, "session": bool(new and "result" in new), "seconds": round(took, 3)}
+
+
+def flood(addr, token, n):
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
+    held = []
+    try:
+        for i in range(n):
+            try:
+                held.append(conn_from(addr, src_addr(i)))
+            except OSError:
+                pass  # refused or reset: the server is full, which is the point
+        time.sleep(0.5)  # let the server take in what it accepted
+        out = served(addr, token)
+        # Held still: not closed (a closed one reads as EOF or reset at once).
+        pl = select.poll()
+        for h in held:
+            pl.register(h, select.POLLIN)
+        gone = len(pl.poll(200))
+        out.update({"flood_opened": len(held), "flood_open": len(held) - gone})
+        return out
+    finally:
+        for h in held:
+            h.close()
+
+
+def guess(addr, seconds):
+    counts = {"compared": 0, "refused": 0}
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def run(k):
+        i = k
+        while time.monotonic() < stop:
+            try:
+                s = conn_from(addr, src_addr(i % 60000))
+            except OSError:
+                continue
+            i += 8
+            try:
+                for j in range(3):
+                    send(s, j, "authenticate", {"methodId": "bearer-token", "_meta": {"token": "guess-%d-%d" % (i, j)}})
+                    a = answer(s)
+                    if a is None:
+                        break
+                    msg = a.get("error", {}).get("message", "")
+                    with lock:
+                        counts["compared" if msg.endswith("wrong token") else "refused"] += 1
+            except OSError:
+                pass
+            finally:
+                s.close()
+
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    counts["seconds"] = seconds
+    return counts
+
+
+def sessions(addr, token, n):
+    s = conn(addr)
+    login(s, token)
+    got = []
+    for i in range(n + 1):
+        send(s, 10 + i, "session/new", {"cwd": "/tmp", "mcpServers": []})
+        got.append(answer(s))
+    send(s, 100, "session/close", {"sessionId": got[0]["result"]["sessionId"]})
+    closed = answer(s)
+    send(s, 101, "session/new", {"cwd": "/tmp", "mcpServers": []})
+    after = answer(s)
+    s.close()
+    # Its sessions are now detached and idle: a new connection's session/new retires one.
+    s = conn(addr)
+    login(s, token)
+    send(s, 102, "session/new", {"cwd": "/tmp", "mcpServers": []})
+    again = answer(s)
+    s.close()
+    return {"made": sum(1 for g in got if g and "result" in g),
+            "refused": [g["error"] for g in got if g and "error" in g],
+            "closed": bool(closed and "result" in closed), "after_close": bool(after and "result" in after),
+            "after_reconnect": bool(again and "result" in again)}
+
+
 def main():
     sc, addr = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:]
@@ -127,6 +251,14 @@ def main():
         out = conncap(addr, int(rest[0]))
     elif sc == "authfail":
         out = authfail(addr, rest[0])
+    elif sc == "flood":
+        out = flood(addr, rest[0], int(rest[1]))
+    elif sc == "guess":
+        out = guess(addr, float(rest[0]))
+    elif sc == "login":
+        out = served(addr, rest[0])
+    elif sc == "sessions":
+        out = sessions(addr, rest[0], int(rest[1]))
     else:
         sys.exit("unknown scenario " + sc)
     print(json.dumps(out))

@@ -27,7 +27,7 @@ acp_sdk
 
 start() {
 	# 200 clients from one address, none authenticating: a loopback-only benchmark setting.
-	acp-server -listen 127.0.0.1:0 -backend local -no-auth -max-conns-per-source 0 2>"$work/server.log" &
+	acp-server -listen 127.0.0.1:0 -backend local -no-auth -max-conns-per-source 0 -max-sessions 10000 2>"$work/server.log" &
 	pid=$!
 	wait_until -p "$pid" grep -q 'serving ACP address="[^"]*"' "$work/server.log" ||
 		{ echo "acp.sh: acp-server did not start" >&2; cat "$work/server.log" >&2; exit 1; }

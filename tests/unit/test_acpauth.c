@@ -1,12 +1,17 @@
 /* test_acpauth.c — token files and principals, the per-source guard's caps and growing
- * back-off (with the clock given), and the issued-sessions file (lib/acpreg). */
+ * back-off (with the clock given), the sources it counts (lib/net.h), and the issued-sessions
+ * file (lib/acpreg). */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../lib/acpauth.h"
 #include "../../lib/acpreg.h"
+#include "../../lib/net.h"
 #include "../../lib/paths.h"
 #include "tap.h"
 
@@ -144,6 +149,57 @@ static void guard(void)
 	acp_guard_free(g);
 }
 
+/* The server-wide bucket: 2 s worth of failures, then 1 a second for sources that failed. */
+static void bucket(void)
+{
+	struct acp_guard *g = acp_guard_new(0, 0);
+	int64_t t = 100 * S, wait;
+	int n, i;
+
+	acp_guard_set_rate(g, 1);
+	for (i = 0; i < 2; i++) {
+		ok(acp_guard_may_try(g, "a", t, &wait), "within the bucket %d", i);
+		acp_guard_fail(g, "a", t, &n);
+	}
+	ok(!acp_guard_may_try(g, "a", t, &wait) && wait > 0 && wait <= S,
+	   "empty: a source that failed waits, at most a second");
+	ok(acp_guard_may_try(g, "b", t, &wait), "a source with no failure is still heard");
+	ok(acp_guard_may_try(g, "a", t + S, &wait), "a second later one more");
+	acp_guard_fail(g, "a", t + S, &n);
+	ok(!acp_guard_may_try(g, "a", t + S + S / 2, &wait), "and no more");
+	ok(acp_guard_may_try(g, "a", t + S + ACP_GUARD_WINDOW_NS, &wait),
+	   "a source whose failures are old is heard again");
+	acp_guard_free(g);
+	g = acp_guard_new(0, 0);
+	acp_guard_fail(g, "a", t, &n);
+	ok(acp_guard_may_try(g, "a", t, &wait), "no rate: no bucket");
+	acp_guard_free(g);
+}
+
+/* Every loopback address is one source per local user: a peer at 127.0.0.7 is "local uid N". */
+static void sources(void)
+{
+	struct sbx_err e;
+	struct sockaddr_in from = {.sin_family = AF_INET}, to;
+	socklen_t len = sizeof to;
+	char want[64], got[NET_ADDR_MAX] = "";
+	int l = net_listen("127.0.0.1:0", &e), c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), a = -1;
+
+	inet_pton(AF_INET, "127.0.0.7", &from.sin_addr);
+	ok(l >= 0 && c >= 0 && getsockname(l, (struct sockaddr *)&to, &len) == 0 &&
+	   bind(c, (struct sockaddr *)&from, sizeof from) == 0 &&
+	   connect(c, (struct sockaddr *)&to, sizeof to) == 0 &&
+	   (a = accept4(l, NULL, NULL, SOCK_CLOEXEC)) >= 0, "a connection from 127.0.0.7");
+	if (a >= 0)
+		net_peer_source(a, got, sizeof got);
+	snprintf(want, sizeof want, "local uid %lu", (unsigned long)getuid());
+	is_str(got, want, "counted under its local user, not its address");
+	if (a >= 0)
+		close(a);
+	close(c);
+	close(l);
+}
+
 static void registry(void)
 {
 	char path[300];
@@ -205,6 +261,8 @@ int main(void)
 		abort();
 	token_files();
 	guard();
+	bucket();
+	sources();
 	registry();
 	{
 		char cmd[300];
