@@ -139,6 +139,22 @@ get_count() {
 	[ -z "$(sbx-list)" ]
 }
 
+@test "a paused sandbox is deleted at its shutdown time, its frozen processes too" {
+	sbx-create demo >/dev/null
+	sbx-exec demo -- sh -c "setsid sleep 317.$$ >/dev/null 2>&1 </dev/null &"
+	wait_until pgrep -f "sleep 317.$$"
+	pid=$(pgrep -f "sleep 317.$$")
+	mapfile -t dirs < <(cgdirs demo)
+	sbx-pause demo >/dev/null
+	# Its shutdown time comes now (a touch would resume it): the deadline file the
+	# supervisor reads, which SIGHUP has it read again.
+	date +%s%N >"$(sbxdir demo)/deadline"
+	kill -HUP "$(cat "$(sbxdir demo)/supervisor.pid")"
+	wait_until test ! -e "$(sbxdir demo)"
+	wait_until gone "$pid"
+	for d in "${dirs[@]}"; do wait_until test ! -e "$d"; done
+}
+
 @test "a sandbox without a cgroup cannot be paused, and is running" {
 	sbx-create -limits none demo >/dev/null
 	run sbx-pause demo
