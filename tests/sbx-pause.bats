@@ -87,6 +87,20 @@ get_count() {
 	wait_until ticks_above demo "$frozen"
 }
 
+@test "a command's -timeout does not count while its sandbox is paused" {
+	sbx-create demo >/dev/null
+	# 8 s of sleep under a 5 s timeout, 6 s of it paused: 2 s of its own time, so it ends well.
+	sbx-exec -raw -timeout 5s demo -- sleep 8.$$ >"$BATS_TEST_TMPDIR/out" 2>&1 &
+	exec_pid=$!
+	wait_until pgrep -f "^sleep 8\.$$"
+	sbx-pause demo >/dev/null
+	sleep 6
+	sbx-resume demo >/dev/null
+	rc=0
+	finish "$exec_pid" || rc=$?
+	[ "$rc" -eq 0 ] || { echo "sbx-exec exited $rc: $(cat "$BATS_TEST_TMPDIR/out")" >&2; false; }
+}
+
 @test "pausing twice and resuming a running sandbox are fine" {
 	sbx-create demo >/dev/null
 	sbx-pause demo >/dev/null
