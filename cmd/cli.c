@@ -194,6 +194,36 @@ int cli_print_json(struct json_object *obj)
 	return rc;
 }
 
+int cli_print_handle(const struct sbx_info *in)
+{
+	struct json_object *o = sbx_info_json(in);
+	int rc;
+
+	json_object_object_del(o, "reused");
+	rc = cli_print_json(o);
+	json_object_put(o);
+	return rc;
+}
+
+int cli_pause_main(const char *usage, bool paused, int argc, char **argv)
+{
+	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
+	const struct cli c = {.usage = usage, .sandbox = &sb, .min = 1, .max = 1,
+			      .missing = "missing NAME"};
+	struct sbx_info info;
+	struct sbx_backend *b;
+	struct sbx_err e;
+	int i = cli_parse(&c, argc, argv), rc;
+
+	b = cli_backend_open(&sb);
+	if (sbx_pause(b, argv[i], paused, &info, &e) < 0)
+		cli_die(cli_status(e.code), "unable to %s sandbox %s: %s",
+			paused ? "pause" : "resume", argv[i], e.msg);
+	rc = cli_print_handle(&info) < 0 ? EXIT_FAIL : EXIT_OK;
+	backend_close(b);
+	return cli_finish(rc);
+}
+
 int cli_print_deleted(const char *name)
 {
 	struct json_object *o = json_object_new_object();

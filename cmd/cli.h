@@ -80,6 +80,11 @@ _Noreturn void cli_usage_error(const char *usage, const char *why);
 _Noreturn void cli_help(const char *usage);
 /* Writes obj as one line of JSON (Go encoding) on stdout and flushes. Returns 0 or -1. */
 int cli_print_json(struct json_object *obj);
+/* Prints the handle of in as sbx-touch, sbx-pause and sbx-resume do (no "reused"). 0 or -1. */
+int cli_print_handle(const struct sbx_info *in);
+/* The whole of sbx-pause (paused true) and sbx-resume: parses NAME and the backend flags,
+ * pauses or resumes the sandbox, prints its handle. Returns the exit status. */
+int cli_pause_main(const char *usage, bool paused, int argc, char **argv);
 /* Prints {"name":name,"deleted":true}, what the deleting tools print per name. 0 or -1. */
 int cli_print_deleted(const char *name);
 /* Reads all of standard input, at most max bytes, into a new NUL-terminated buffer (len in

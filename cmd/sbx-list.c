@@ -6,9 +6,9 @@
 static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
-	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts);\n"
-	"a local sandbox whose state is corrupt: name, namespace, backend, ready false,\n"
-	"state \"broken\" and reason (sbx-create NAME replaces it).\n"
+	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts), state\n"
+	"(local: running or paused); a local sandbox whose state is corrupt: name, namespace,\n"
+	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
@@ -42,6 +42,8 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "ready", json_object_new_boolean(in->ready));
 	json_object_object_add(o, "network", sbx_network_json(in));
+	if (in->state[0])
+		json_object_object_add(o, "state", json_object_new_string(in->state));
 print:
 	if (cli_print_json(o) < 0)
 		*failed = 1;

@@ -19,16 +19,12 @@ int main(int argc, char **argv)
 	struct sbx_info info;
 	struct sbx_backend *b;
 	struct sbx_err e;
-	struct json_object *o;
 	int i = cli_parse(&c, argc, argv), rc;
 
 	b = cli_backend_open(&sb);
 	if (sbx_touch(b, argv[i], sb.ttl_ns, &info, &e) < 0)
 		cli_die(cli_status(e.code), "unable to touch sandbox %s: %s", argv[i], e.msg);
-	o = sbx_info_json(&info);
-	json_object_object_del(o, "reused");
-	rc = cli_print_json(o) < 0 ? EXIT_FAIL : EXIT_OK;
-	json_object_put(o);
+	rc = cli_print_handle(&info) < 0 ? EXIT_FAIL : EXIT_OK;
 	backend_close(b);
 	return cli_finish(rc);
 }

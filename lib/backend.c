@@ -278,6 +278,18 @@ int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struc
 	return b->ops->get(b, name, out, e);
 }
 
+int sbx_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_info *out,
+	      struct sbx_err *e)
+{
+	memset(out, 0, sizeof *out);
+	if (sandbox_name_check(name, e) < 0)
+		return -1;
+	if (b->ops->pause == NULL)
+		return err_set(e, SBX_EUNAVAIL, "the %s backend cannot %s a sandbox", b->ops->name,
+			       paused ? "pause" : "resume");
+	return b->ops->pause(b, name, paused, out, e);
+}
+
 struct json_object *sbx_info_json(const struct sbx_info *in)
 {
 	struct json_object *o = json_object_new_object();
@@ -297,6 +309,8 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 		json_object_object_add(o, "pod_security", json_object_new_string(in->pod_security));
 	if (in->runtime_class[0])
 		json_object_object_add(o, "runtime_class", json_object_new_string(in->runtime_class));
+	if (in->state[0])
+		json_object_object_add(o, "state", json_object_new_string(in->state));
 	return o;
 }
 

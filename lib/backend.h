@@ -85,6 +85,9 @@ struct sbx_info {
 	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
 	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
 	char broken[SBX_BROKEN_MAX];
+	/* "running" or "paused" where the backend tells (local: get, list, pause); "" not known.
+	 * A handle shows it when set. */
+	char state[16];
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */
@@ -130,6 +133,10 @@ struct backend_ops {
 	/* Calls fn for every sandbox in the namespace; fn returning non-zero stops the walk. */
 	int (*list)(struct sbx_backend *, int (*fn)(const struct sbx_info *, void *), void *arg,
 		    struct sbx_err *);
+	/* Optional (NULL if not possible): freezes (paused true) or thaws every process of the
+	 * sandbox, waits until done and fills its handle. Both are idempotent. */
+	int (*pause)(struct sbx_backend *, const char *name, bool paused, struct sbx_info *,
+		     struct sbx_err *);
 	/* Optional (NULL if not possible): a host path where the home directory can be read and
 	 * written directly (the local backend), so archives need not go through exec. */
 	char *(*home_path)(struct sbx_backend *, const char *name, struct sbx_err *);
@@ -186,6 +193,9 @@ int sbx_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sb
 	      struct sbx_err *e);
 int sbx_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
 int sbx_get(struct sbx_backend *b, const char *name, struct sbx_info *out, struct sbx_err *e);
+/* Pauses (paused true) or resumes the sandbox: SBX_EUNAVAIL where the backend cannot. */
+int sbx_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_info *out,
+	      struct sbx_err *e);
 
 /* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
  * limits, reused (new reference). */

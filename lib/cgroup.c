@@ -284,6 +284,25 @@ static int v1_limits(const char *dir, const char *ctrl, const struct cgroup_want
 		       ? -1 : 0;
 }
 
+/* v1: the freezer's directory too, below our own freezer cgroup, so that the sandbox can be
+ * paused. Best effort: on a host without that hierarchy the limits still hold, and a pause
+ * says it cannot be done. */
+static void v1_freezer(const struct cgroup_host *h, const char *leaf, struct cgroup_set *out)
+{
+	char mnt[PATH_MAX], root[PATH_MAX], path[PATH_MAX], dir[PATH_MAX], *made = out->dir[out->n];
+
+	if (out->n >= CGROUP_MAX_DIRS || mount_of(h->mountinfo, "freezer", mnt, root, sizeof mnt) < 0 ||
+	    self_path(h->self, "freezer", path, sizeof path) < 0 ||
+	    resolve(mnt, root, path, dir, sizeof dir) < 0 ||
+	    snprintf(made, sizeof out->dir[0], "%s/%s", dir, leaf) >= (int)sizeof out->dir[0])
+		return;
+	for (int j = 0; j < out->n; j++)
+		if (strcmp(out->dir[j], made) == 0)
+			return;	/* co-mounted with a controller's hierarchy: made already */
+	if (mkdir(made, 0755) == 0)
+		out->n++;
+}
+
 /* v1: directly below our own cgroup in each controller's hierarchy. Every hierarchy is found
  * before anything is made, so a missing one leaves nothing behind. */
 static int create_v1(const struct cgroup_host *h, const char *leaf, const struct cgroup_want *w,
@@ -332,6 +351,7 @@ static int create_v1(const struct cgroup_host *h, const char *leaf, const struct
 			goto fail;
 		}
 	}
+	v1_freezer(h, leaf, out);
 	return 0;
 fail:
 	cgroup_destroy(out, 0);
@@ -419,18 +439,121 @@ static int kill_members(const char *dir)
 	return n;
 }
 
+/* The index of s's directory holding its freezer file (v2 cgroup.freeze, v1 freezer.state);
+ * -1 with ENOTSUP when none does. */
+static int freezer_dir(const struct cgroup_set *s)
+{
+	char path[PATH_MAX];
+
+	for (int i = 0; i < s->n; i++) {
+		snprintf(path, sizeof path, "%s/%s", s->dir[i],
+			 s->version == 2 ? "cgroup.freeze" : "freezer.state");
+		if (access(path, F_OK) == 0)
+			return i;
+	}
+	errno = ENOTSUP;
+	return -1;
+}
+
+static const char *freezer_file(const struct cgroup_set *s)
+{
+	return s->version == 2 ? "cgroup.freeze" : "freezer.state";
+}
+
+static const char *freezer_value(const struct cgroup_set *s, bool frozen)
+{
+	if (s->version == 2)
+		return frozen ? "1" : "0";
+	return frozen ? "FROZEN" : "THAWED";
+}
+
+/* 1 when the kernel says dir's freezing or thawing is done: v2 "frozen N" in cgroup.events,
+ * v1 freezer.state (FREEZING while some task is not frozen yet). */
+static int freeze_done(const struct cgroup_set *s, const char *dir, bool frozen)
+{
+	char path[PATH_MAX], *t;
+	int done = 0;
+
+	snprintf(path, sizeof path, "%s/%s", dir, s->version == 2 ? "cgroup.events" : "freezer.state");
+	if ((t = read_text(path, 4096)) == NULL)
+		return 0;
+	if (s->version == 1) {
+		done = strncmp(t, freezer_value(s, frozen), 6) == 0;
+	} else {
+		for (const char *p = t; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+			if (strncmp(p, "frozen ", 7) == 0)
+				done = (p[7] == '1') == frozen;
+	}
+	free(t);
+	return done;
+}
+
+int cgroup_freeze(const struct cgroup_set *s, bool frozen, int wait_ms)
+{
+	struct timespec tick = {0, 1000000};
+	int i = freezer_dir(s);
+
+	if (i < 0)
+		return -1;
+	if (put(s->dir[i], freezer_file(s), freezer_value(s, frozen), false) < 0)
+		return -1;
+	for (int waited = 0; !freeze_done(s, s->dir[i], frozen); waited++) {
+		if (waited >= wait_ms) {
+			/* Never left half frozen: what could not be frozen in time runs again. */
+			if (frozen)
+				put(s->dir[i], freezer_file(s), freezer_value(s, false), false);
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nanosleep(&tick, NULL);
+	}
+	return 0;
+}
+
+int cgroup_frozen(const struct cgroup_set *s)
+{
+	char path[PATH_MAX], *t;
+	int i = freezer_dir(s), frozen;
+
+	if (i < 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/%s", s->dir[i], freezer_file(s));
+	if ((t = read_text(path, 64)) == NULL)
+		return -1;
+	/* v2 "1" (asked for); v1 FREEZING or FROZEN */
+	frozen = s->version == 2 ? t[0] == '1' : strncmp(t, "THAWED", 6) != 0;
+	free(t);
+	return frozen;
+}
+
+void cgroup_kill(const struct cgroup_set *s)
+{
+	int f = freezer_dir(s);
+
+	for (int i = 0; i < s->n; i++) {
+		char kill_file[PATH_MAX];
+
+		snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", s->dir[i]);
+		if (s->version == 2 && access(kill_file, F_OK) == 0)
+			put(s->dir[i], "cgroup.kill", "1", true);
+		else
+			kill_members(s->dir[i]);
+	}
+	/* Killed first, thawed after: the kill lands (v1 delivers it only to a thawed task) and
+	 * nothing of the sandbox runs again in between. */
+	if (f >= 0)
+		put(s->dir[f], freezer_file(s), freezer_value(s, false), false);
+}
+
 int cgroup_destroy(const struct cgroup_set *s, int wait_ms)
 {
 	struct timespec pause = {0, 1000000};
 	int rc = 0;
 
+	cgroup_kill(s);
 	for (int i = s->n - 1; i >= 0; i--) {
-		char kill_file[PATH_MAX];
 		int waited = 0;
 
-		snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", s->dir[i]);
-		if (s->version == 2 && access(kill_file, F_OK) == 0)
-			put(s->dir[i], "cgroup.kill", "1", true);
 		for (;;) {
 			kill_members(s->dir[i]);
 			if (rmdir(s->dir[i]) == 0 || errno == ENOENT)

@@ -11,13 +11,15 @@
 #define SBX_CGROUP_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "err.h"
 
-/* v1 keeps one directory per hierarchy: memory, pids and cpu at most. */
-#define CGROUP_MAX_DIRS 3
+/* v1 keeps one directory per hierarchy: memory, pids and cpu at most, and the freezer's (made
+ * where the host has that hierarchy, so the sandbox can be paused). */
+#define CGROUP_MAX_DIRS 4
 
 struct cgroup_want {
 	int64_t memory;		/* bytes of memory + swap; 0: no memory limit */
@@ -49,9 +51,19 @@ int cgroup_create_here(const char *leaf, const struct cgroup_want *w, struct cgr
 /* Moves process pid into every directory of s; 0 is the caller, which must then be single-
  * threaded (a freshly forked child): on v1 only its thread is moved. 0, or -1 with errno. */
 int cgroup_join(const struct cgroup_set *s, pid_t pid);
-/* Kills every process in s and removes its directories, waiting at most wait_ms for the
- * processes to go. 0, or -1 with errno when a directory stays. */
+/* Kills every process in s, frozen ones too (thawed once killed, so none runs again), and
+ * removes its directories, waiting at most wait_ms for the processes to go. 0, or -1 with errno when a directory stays. */
 int cgroup_destroy(const struct cgroup_set *s, int wait_ms);
+/* SIGKILLs every process in s, frozen ones too (then thawed so that the kill lands: on v1 a
+ * frozen process only dies once thawed). The directories stay. */
+void cgroup_kill(const struct cgroup_set *s);
+/* Freezes (frozen true) or thaws every process in s, then waits at most wait_ms until the
+ * kernel says it is done (v2: cgroup.events "frozen 1"; v1: freezer.state FROZEN). A freeze
+ * not done in time is undone. 0, or -1 with errno: ENOTSUP when s has no freezer (a v1 set
+ * without the freezer hierarchy), ETIMEDOUT, or the file's own. */
+int cgroup_freeze(const struct cgroup_set *s, bool frozen, int wait_ms);
+/* 1 when s is frozen or being frozen, 0 when not, -1 with errno (ENOTSUP: no freezer). */
+int cgroup_frozen(const struct cgroup_set *s);
 /* How many processes the memory limit has killed in s so far; -1 if unknown. */
 long long cgroup_oom_kills(const char *oom_file);
 /* s as text for a state file, and back. _format returns the length or -1 if cap is short. */

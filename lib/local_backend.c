@@ -40,6 +40,9 @@
 #define DELETE_TIMEOUT_MS 10000
 /* spec.json is ours and small; anything bigger is not ours. */
 #define SPEC_MAX 65536
+/* How long a pause waits for the kernel to freeze every process of a sandbox (a process in
+ * the middle of a system call is frozen when it returns: well under this). */
+#define PAUSE_WAIT_MS 5000
 /* After the exec service hangs up, how long a dying sandbox may take to be renamed away by its
  * supervisor (a kill and a rename: well under this). */
 #define GONE_SETTLE_MS 500
@@ -534,6 +537,37 @@ static int remove_locked(struct sbx_paths *p, const char *name, struct sbx_err *
 	return 0;
 }
 
+/* Freezes or thaws live sandbox name in dir (lib/reslimit). One without a cgroup or without
+ * a freezer cannot be paused, and is running: resuming it is success. */
+static int set_paused(const char *dir, const char *name, bool paused, struct sbx_err *e)
+{
+	if (reslimit_freeze(dir, paused, PAUSE_WAIT_MS) == 0)
+		return 0;
+	if (!paused && (errno == ENOENT || errno == ENOTSUP))
+		return 0;
+	if (errno == ENOENT)
+		return err_set(e, SBX_EUNAVAIL, "sandbox %s has no cgroup to freeze (it was made "
+			       "with -limits none)", name);
+	if (errno == ENOTSUP)
+		return err_set(e, SBX_EUNAVAIL, "sandbox %s has no freezer (its cgroup v1 set has "
+			       "no freezer hierarchy)", name);
+	if (errno == ETIMEDOUT)
+		return err_set(e, SBX_EIO, "sandbox %s did not freeze within %d s; it runs on",
+			       name, PAUSE_WAIT_MS / 1000);
+	return err_sys(e, errno, "cannot %s sandbox %s", paused ? "freeze" : "thaw", name);
+}
+
+/* Auto-resume: a paused sandbox is thawed before anything is asked of it. */
+static int wake(const char *dir, const char *name, struct sbx_err *e)
+{
+	return reslimit_frozen(dir) > 0 ? set_paused(dir, name, false, e) : 0;
+}
+
+static void fill_state(const char *dir, struct sbx_info *out)
+{
+	snprintf(out->state, sizeof out->state, "%s", reslimit_frozen(dir) > 0 ? "paused" : "running");
+}
+
 static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
 		    struct sbx_err *e)
 {
@@ -559,7 +593,7 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 		snprintf(out->broken, sizeof out->broken, "%s", why);
 		rc = 0;
 	} else if (live) {
-		if (spec_matches(out, spec, e) < 0)
+		if (spec_matches(out, spec, e) < 0 || wake(p.dir, spec->name, e) < 0)
 			goto out;
 		if (local_exec_ping(p.dir, READY_TIMEOUT_MS) < 0) {
 			err_set(e, SBX_EIO, "sandbox %s exists but does not answer", spec->name);
@@ -582,8 +616,13 @@ static int not_found(const char *name, struct sbx_err *e)
 	return err_set(e, SBX_ENOTFOUND, "sandbox %s not found", name);
 }
 
-static int l_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *out,
-		   struct sbx_err *e)
+/* What touch and pause do to a live sandbox, under its name's lock. */
+typedef int (*live_fn)(struct sbx_paths *p, const char *name, int64_t arg, struct sbx_info *out,
+		       struct sbx_err *e);
+
+/* Runs fn on live sandbox name under its name's lock; SBX_ENOTFOUND when there is none. */
+static int on_live(struct sbx_backend *b, const char *name, live_fn fn, int64_t arg,
+		   struct sbx_info *out, struct sbx_err *e)
 {
 	struct sbx_paths p;
 	int lk, rc = -1;
@@ -595,12 +634,24 @@ static int l_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, stru
 	if (!check_live(&p))
 		rc = not_found(name, e);
 	else
-		rc = set_deadline(&p, name, ttl_ns, out, e);
+		rc = fn(&p, name, arg, out, e);
 out:
 	if (lk >= 0)
 		close(lk);
 	paths_free(&p);
 	return rc;
+}
+
+static int touch_live(struct sbx_paths *p, const char *name, int64_t ttl_ns, struct sbx_info *out,
+		      struct sbx_err *e)
+{
+	return wake(p->dir, name, e) < 0 ? -1 : set_deadline(p, name, ttl_ns, out, e);
+}
+
+static int l_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *out,
+		   struct sbx_err *e)
+{
+	return on_live(b, name, touch_live, ttl_ns, out, e);
 }
 
 static int l_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
@@ -632,10 +683,27 @@ static int l_get(struct sbx_backend *b, const char *name, struct sbx_info *out,
 		rc = not_found(name, e);
 	else if (read_spec(p.dir, out, e) == 0) {
 		out->ready = true;
+		fill_state(p.dir, out);
 		rc = 0;
 	}
 	paths_free(&p);
 	return rc;
+}
+
+static int pause_live(struct sbx_paths *p, const char *name, int64_t paused, struct sbx_info *out,
+		      struct sbx_err *e)
+{
+	if (set_paused(p->dir, name, paused != 0, e) < 0 || read_spec(p->dir, out, e) < 0)
+		return -1;
+	out->ready = true;
+	fill_state(p->dir, out);
+	return 0;
+}
+
+static int l_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_info *out,
+		   struct sbx_err *e)
+{
+	return on_live(b, name, pause_live, paused, out, e);
 }
 
 static int l_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, void *), void *arg,
@@ -781,6 +849,8 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		drop_lost(&p, name, e);
 		goto out;
 	}
+	if (wake(p.dir, name, e) < 0)
+		goto out;
 	oom_before = reslimit_oom_kills(p.dir);
 	rc = local_exec_run(p.dir, name, x, r, &why, e);
 	if (rc == 0)
@@ -804,5 +874,6 @@ const struct backend_ops local_backend_ops = {
 	.remove = l_remove,
 	.get = l_get,
 	.list = l_list,
+	.pause = l_pause,
 	.home_path = l_home_path,
 };

@@ -16,11 +16,15 @@
 #include "local.h"
 #include "exitcode.h"
 #include "localproto.h"
+#include "reslimit.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
 /* How long exec waits for the service's answer after asking it to kill the command. */
 #define KILL_REPLY_TIMEOUT_MS 10000
+/* How often a command with a deadline looks whether its sandbox is paused: the time it is
+ * frozen is not the command's, and is given back to its deadline to this precision. */
+#define FROZEN_CHECK_MS 250
 
 /* Fills sa with a name for dir/sock that fits sun_path whatever dir's length: through an
  * O_PATH descriptor of dir, returned for the caller to close after bind or connect. */
@@ -180,11 +184,12 @@ static char *exec_payload(const struct sbx_exec *x, uint32_t *len, struct sbx_er
 
 /* Waits for the result while watching the deadline and cancel_fd; on either, asks the
  * service to kill the command and waits for its confirmation. */
-static int await_result(int s, const struct sbx_exec *x, const char *name,
+static int await_result(const char *dir, int s, const struct sbx_exec *x, const char *name,
 			struct lp_result *res, struct sbx_exec_result *r,
 			enum local_exec_fail *why, struct sbx_err *e)
 {
 	int64_t deadline = x->timeout_ns > 0 ? time_mono_ns() + x->timeout_ns : 0;
+	int64_t looked = time_mono_ns();
 	int kill_sent = 0;
 
 	for (;;) {
@@ -195,12 +200,23 @@ static int await_result(int s, const struct sbx_exec *x, const char *name,
 		if (deadline && !kill_sent) {
 			int64_t left = deadline - time_mono_ns();
 			timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+			if (timeout > FROZEN_CHECK_MS)
+				timeout = FROZEN_CHECK_MS;
 		}
 		if (kill_sent)
 			timeout = KILL_REPLY_TIMEOUT_MS;
 		n = poll(pf, x->cancel_fd >= 0 && !kill_sent ? 2 : 1, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n == 0 && deadline && !kill_sent) {
+			/* A paused sandbox's command does not run: its time frozen is not counted. */
+			int64_t now = time_mono_ns();
+			if (reslimit_frozen(dir) > 0)
+				deadline += now - looked;
+			looked = now;
+			if (now < deadline)
+				continue;
+		}
 		if (n > 0 && pf[0].revents) {
 			if (read_result(s, res, KILL_REPLY_TIMEOUT_MS) == 0)
 				return 0;
@@ -294,7 +310,7 @@ int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
 		close(null);
 		null = -1;
 	}
-	if (await_result(s, x, name, &res, r, why, e) < 0)
+	if (await_result(dir, s, x, name, &res, r, why, e) < 0)
 		goto out;
 	decode_result(&res, x, r);
 	rc = 0;

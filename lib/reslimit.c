@@ -142,6 +142,32 @@ int reslimit_release(const char *dir)
 	return rc;
 }
 
+int reslimit_freeze(const char *dir, bool paused, int wait_ms)
+{
+	struct cgroup_set s;
+
+	if (load_set(dir, &s) < 0)
+		return -1;
+	return cgroup_freeze(&s, paused, wait_ms);
+}
+
+int reslimit_frozen(const char *dir)
+{
+	struct cgroup_set s;
+
+	if (load_set(dir, &s) < 0)
+		return -1;
+	return cgroup_frozen(&s);
+}
+
+void reslimit_kill(const char *dir)
+{
+	struct cgroup_set s;
+
+	if (load_set(dir, &s) == 0)
+		cgroup_kill(&s);
+}
+
 long long reslimit_oom_kills(const char *dir)
 {
 	char path[PATH_MAX];

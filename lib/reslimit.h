@@ -52,6 +52,15 @@ int reslimit_join(const char *dir);
 /* Kills what is left in DIR's cgroups, removes them, unmounts and removes the home's image.
  * Harmless when there is nothing. 0, or -1 when something stays. */
 int reslimit_release(const char *dir);
+/* Freezes (paused true) or thaws every process of the sandbox in DIR through its cgroup,
+ * waiting at most wait_ms for the kernel to finish. 0, or -1 with errno: ENOENT when the
+ * sandbox has no cgroup (-limits none), ENOTSUP when its cgroup has no freezer, ETIMEDOUT. */
+int reslimit_freeze(const char *dir, bool paused, int wait_ms);
+/* 1 when the sandbox in DIR is frozen (or being frozen), 0 when not, -1 without a freezer. */
+int reslimit_frozen(const char *dir);
+/* SIGKILLs every process in DIR's cgroups, frozen ones too (they die at once); the cgroups
+ * stay for reslimit_release. Nothing to do without. */
+void reslimit_kill(const char *dir);
 /* How many processes the memory limit has killed in the sandbox; -1 without a cgroup. */
 long long reslimit_oom_kills(const char *dir);
 /* The size in bytes of a tmpfs for a sandbox whose memory limit is memory. */

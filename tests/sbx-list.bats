@@ -18,7 +18,7 @@ teardown() { teardown_sbx_env; }
 	run sbx-list
 	assert_status 0
 	[ "$(printf '%s\n' "$output" | jq -r .name | tr '\n' ' ')" = "alpha zeta " ]
-	printf '%s\n' "$output" | jq -se '.[0] | .name == "alpha" and .ready == true and .backend == "local" and (.age | test("^[0-9]+s$"))' >/dev/null
+	printf '%s\n' "$output" | jq -se '.[0] | .name == "alpha" and .ready == true and .backend == "local" and .state == "running" and (.age | test("^[0-9]+s$"))' >/dev/null
 }
 
 @test "only the requested namespace" {

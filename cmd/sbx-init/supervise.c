@@ -247,6 +247,7 @@ static void teardown(const char *dir, pid_t bwrap)
 
 	if (bwrap > 0) {
 		kill(bwrap, SIGKILL);
+		reslimit_kill(dir);	/* a paused sandbox's frozen bubblewrap dies only so */
 		while (waitpid(bwrap, &st, 0) < 0 && errno == EINTR)
 			;
 	}

@@ -84,13 +84,50 @@ static void clear_files(const char *dir)
 {
 	const char *names[] = {"memory.max", "memory.swap.max", "pids.max", "cpu.max",
 			       "cgroup.procs", "cgroup.kill", "memory.events",
-			       "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us", "tasks"};
+			       "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us", "tasks",
+			       "cgroup.freeze", "cgroup.events", "freezer.state"};
 	char path[PATH_MAX * 2];
 
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, names[i]);
 		unlink(path);
 	}
+}
+
+/* v2 pause: cgroup.freeze written, done when cgroup.events says "frozen 1" (the kernel's
+ * word, faked here); one not frozen in time is thawed again. */
+static void test_v2_freeze(const struct cgroup_host *h, const struct cgroup_want *w)
+{
+	struct cgroup_set s;
+	struct sbx_err e;
+
+	ok(cgroup_create(h, "sbx-f", w, &s, &e) == 0, "v2 freeze: created (%s)", e.msg);
+	errno = 0;
+	ok(cgroup_freeze(&s, true, 10) < 0 && errno == ENOTSUP && cgroup_frozen(&s) < 0,
+	   "v2 freeze: without cgroup.freeze (a kernel before 5.2) it says it cannot");
+	put_file(s.dir[0], "cgroup.freeze", "0\n");
+	put_file(s.dir[0], "cgroup.events", "populated 1\nfrozen 1\n");
+	ok(cgroup_freeze(&s, true, 1000) == 0, "v2 freeze: done once cgroup.events says frozen 1");
+	is_str(slurp(s.dir[0], "cgroup.freeze"), "1", "v2 freeze: writes 1 to cgroup.freeze");
+	ok(cgroup_frozen(&s) == 1, "v2 freeze: frozen read back from cgroup.freeze");
+	ok(cgroup_freeze(&s, true, 1000) == 0, "v2 freeze: twice is fine");
+	put_file(s.dir[0], "cgroup.events", "populated 1\nfrozen 0\n");
+	ok(cgroup_freeze(&s, false, 1000) == 0 && cgroup_frozen(&s) == 0,
+	   "v2 thaw: writes 0, done at frozen 0");
+	is_str(slurp(s.dir[0], "cgroup.freeze"), "0", "v2 thaw: cgroup.freeze is 0");
+	errno = 0;
+	ok(cgroup_freeze(&s, true, 20) < 0 && errno == ETIMEDOUT,
+	   "v2 freeze: a cgroup that never says frozen 1 times out");
+	is_str(slurp(s.dir[0], "cgroup.freeze"), "0", "v2 freeze: a freeze not done in time is undone");
+	put_file(s.dir[0], "cgroup.freeze", "1\n");
+	put_file(s.dir[0], "cgroup.kill", "");
+	put_file(s.dir[0], "cgroup.procs", "");
+	cgroup_kill(&s);
+	ok(strcmp(slurp(s.dir[0], "cgroup.kill"), "1") == 0 &&
+		   strcmp(slurp(s.dir[0], "cgroup.freeze"), "0") == 0,
+	   "v2 kill: cgroup.kill, then thawed");
+	clear_files(s.dir[0]);
+	ok(cgroup_destroy(&s, 0) == 0, "v2 freeze: removed");
 }
 
 static void test_v2(void)
@@ -150,6 +187,8 @@ static void test_v2(void)
 	clear_files(s.dir[0]);
 	ok(cgroup_destroy(&s, 0) == 0 && access(s.dir[0], F_OK) < 0, "destroy removes the cgroup");
 	ok(cgroup_destroy(&s, 0) == 0, "destroy of a removed cgroup is success");
+
+	test_v2_freeze(&h, &w);
 
 	/* a user who needs cpu, which its subtree lacks: a clear error, never a cgroup above */
 	w.cpus_milli = 500;
@@ -219,6 +258,30 @@ static void test_v1(void)
 	}
 	ok(cgroup_destroy(&s, 0) == 0 && access(s.dir[0], F_OK) < 0 && access(s.dir[2], F_OK) < 0,
 	   "v1: every directory removed");
+
+	/* with a freezer hierarchy: a directory there too, and pause through freezer.state */
+	cg("v1/freezer", "", 0);
+	snprintf(mi, sizeof mi,
+		 "32 31 0:29 / %s/v1/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+		 "35 31 0:32 / %s/v1/memory rw - cgroup cgroup rw,memory\n"
+		 "37 31 0:34 / %s/v1/freezer rw - cgroup cgroup rw,freezer\n"
+		 "39 31 0:36 / %s/v1/pids rw - cgroup cgroup rw,pids\n", top, top, top, top);
+	h.self = "8:pids:/\n6:freezer:/\n4:memory:/process_api/x\n1:cpu,cpuacct:/user.slice\n";
+	ok(cgroup_create(&h, "sbx-fz", &w, &s, &e) == 0 && s.n == 4, "v1 freezer: created (%s)", e.msg);
+	snprintf(want_dir, sizeof want_dir, "%s/v1/freezer/sbx-fz", top);
+	is_str(s.dir[3], want_dir, "v1 freezer: below our own freezer cgroup");
+	put_file(s.dir[3], "freezer.state", "THAWED\n");
+	ok(cgroup_frozen(&s) == 0, "v1 freezer: THAWED is running");
+	ok(cgroup_freeze(&s, true, 20) == 0 && strcmp(slurp(s.dir[3], "freezer.state"), "FROZEN") == 0,
+	   "v1 freezer: FROZEN written into freezer.state, and read back as done");
+	put_file(s.dir[3], "freezer.state", "FREEZING\n");
+	ok(cgroup_frozen(&s) == 1, "v1 freezer: FREEZING counts as paused");
+	put_file(s.dir[3], "cgroup.procs", "");
+	cgroup_kill(&s);
+	is_str(slurp(s.dir[3], "freezer.state"), "THAWED", "v1 kill: thawed after the kill");
+	for (int i = 0; i < s.n; i++)
+		clear_files(s.dir[i]);
+	ok(cgroup_destroy(&s, 0) == 0 && access(s.dir[3], F_OK) < 0, "v1 freezer: removed");
 
 	/* a container that bind-mounts its own cgroup at the hierarchy's mount point */
 	cg("v1c/memory", "", 0);

@@ -1,0 +1,19 @@
+/* sbx-pause — freeze every process of a sandbox; it keeps its memory and uses no CPU. */
+#include "cli.h"
+
+static const char usage[] =
+	"usage: sbx-pause [-backend local|kubernetes] [-namespace NS] NAME\n"
+	"Freezes every process of sandbox NAME through its cgroup, waits until the kernel has\n"
+	"frozen them all and prints its handle with \"state\":\"paused\". Processes and memory are\n"
+	"kept; no CPU is used. sbx-resume, or any sbx-exec, sbx-tool, sbx-touch or sbx-cp on it,\n"
+	"thaws it. Pausing a paused sandbox is fine. A sandbox made with -limits none has no\n"
+	"cgroup and cannot be paused. Exits 101 when the sandbox does not exist.\n"
+	"\n"
+	"  -backend B     local (default); env SANDBOX_BACKEND\n"
+	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	"  -h             show this help\n";
+
+int main(int argc, char **argv)
+{
+	return cli_pause_main(usage, true, argc, argv);
+}
