@@ -106,7 +106,8 @@ EOF
 	assert_status 111
 	assert_contains "No answer (end of input): the tool call is cancelled."
 	[ "$stderr" = "acp-client: input ended at a permission prompt: the tool call was cancelled" ]
-	run ! grep -q 'never$' <<<"$output"
+	assert_contains '  command: echo never'
+	run ! grep -qF 'Run `echo never` → completed' <<<"$output"
 }
 
 @test "-session-id resumes: the history is replayed" {

@@ -50,9 +50,10 @@ PY
 	sbx-cp "$BATS_TEST_TMPDIR/counter.py" "$1:counter.py" >/dev/null
 	sbx-exec "$1" -- sh -c 'setsid /usr/bin/python3 counter.py >counter.log 2>&1 </dev/null &'
 }
+# The server listens in the sandbox's own network namespace, where no user's server can be.
 get_count() {
 	sbx-exec -raw "$1" -- /usr/bin/python3 -c \
-		'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8765/", timeout=5).read().decode())'
+		'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:8765/", timeout=5).read().decode())' # (port: the sandbox's own)
 }
 
 @test "pause keeps a background server and its memory; the next exec resumes it" {
