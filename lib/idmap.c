@@ -151,10 +151,9 @@ static void userns_child(const struct idmap_req *r, int rdy, int hold)
 	pid_t inner = -1;
 
 	/* Nothing of the caller's stays with a process that another may soon trace. */
-	if (rdy < hold)
-		close_range(3, (unsigned)rdy - 1, 0), close_range((unsigned)rdy + 1, (unsigned)hold - 1, 0);
-	else
-		close_range(3, (unsigned)hold - 1, 0), close_range((unsigned)hold + 1, (unsigned)rdy - 1, 0);
+	for (int fd = 3, top = rdy > hold ? rdy : hold; fd < top; fd++)
+		if (fd != rdy && fd != hold)
+			close(fd);
 	close_range((unsigned)(rdy > hold ? rdy : hold) + 1, ~0U, 0);
 	/* The owner: bubblewrap, running as uid:gid, may join only a namespace of its own.
 	 * Dumpable again after the change, so that /proc of this child and of the inner one
