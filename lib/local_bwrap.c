@@ -682,7 +682,10 @@ int local_bwrap_marked(int procfd, const char *pid, const struct local_mark *mar
 
 int local_bwrap_confine(const struct sock_fprog *filter)
 {
-	if (hold_only_caps(cmd_cap_mask()) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	/* a command as another user than root (an image's User) keeps none */
+	uint64_t keep = geteuid() == 0 ? cmd_cap_mask() : 0;
+
+	if (hold_only_caps(keep) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) < 0)
 		return -errno;
 	return 0;
