@@ -349,6 +349,33 @@ node 42"
 	assert_status 1
 }
 
+@test "ids: a sandbox that takes every inotify instance leaves other sandboxes and the host theirs, and its other ids gain it none" {
+	max=$(cat /proc/sys/fs/inotify/max_user_instances)
+	sbx-create a >/dev/null
+	sbx-create b >/dev/null
+	hog='import ctypes, sys, time
+libc = ctypes.CDLL(None)
+fds = [libc.inotify_init() for _ in range(int(sys.argv[1]) + 8)]
+print(sum(f >= 0 for f in fds), flush=True)
+time.sleep(120)'
+	sbx-exec -raw -timeout 150s a -- python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
+	wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
+	[ "$(cat "$BATS_TEST_TMPDIR/hog")" = "$max" ]
+	one='import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+	# the sandbox's quota is spent, for every id of its range (the kernel charges a user
+	# namespace's processes to its owner, the range's first id: 65536 ids are no 65536 quotas)
+	run sbx-exec -raw a -- python3 -c "$one"
+	[ "$output" = False ]
+	run sbx-exec -raw a -- su -s /bin/sh nobody -c "python3 -c '$one'"
+	[ "$output" = False ]
+	# and nobody else's: another sandbox, the host's root
+	run sbx-exec -raw b -- python3 -c "$one"
+	[ "$output" = True ]
+	run python3 -c "$one"
+	[ "$output" = True ]
+	sbx-delete a >/dev/null
+}
+
 @test "ids: root inside owns files as root does: chown to any id of its range, tar -x of a uid-1000 archive" {
 	sbx-create demo >/dev/null
 	mkdir -p "$BATS_TEST_TMPDIR/src/pkg"
