@@ -12,10 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The default pool: from 0x70000000 (above systemd-nspawn's pick range 0x00080000-0x6fffffff)
- * up to 2^31 (ids above it are signed trouble for some tools): 4096 ranges. */
-#define IDMAP_BASE 0x70000000UL
-#define IDMAP_POOL 0x10000000UL
+/* The default pool: above systemd-nspawn's pick range (0x00080000-0x6fffffff) up to 2^31 (ids
+ * above it are signed trouble for some tools), less the first 65536 ids above 0x70000000,
+ * which earlier sbx gave out one per sandbox: a sandbox made before an upgrade never shares
+ * an id with one made after. 4095 ranges. */
+#define IDMAP_BASE 0x70010000UL
+#define IDMAP_POOL (0x80000000UL - IDMAP_BASE)
 
 /* The "sbx" entry of a /etc/subuid-style file; 0 when it has none. */
 static int subid_entry(const char *file, unsigned long *start, unsigned long *count)

@@ -107,7 +107,7 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
 
 /* ---- identities ----
  * Run as root, each sandbox gets IDMAP_RANGE host uids and gids of its own (lib/idmap.h: the
- * "sbx" entries of /etc/subuid and /etc/subgid when the host has them, else 0x70000000 up to
+ * "sbx" entries of /etc/subuid and /etc/subgid when the host has them, else 0x70010000 up to
  * 2^31), root inside being the first: per-uid kernel accounting — RLIMIT_NPROC, inotify
  * instances, keys, pending signals — is not shared between sandboxes, none can read or
  * change what another wrote, and inside, root can give files to any id of its range (chown,

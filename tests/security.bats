@@ -12,9 +12,9 @@ teardown() { teardown_sbx_env; }
 	assert_status 0
 	[ "$output" = "$(printf '0\n0')" ]
 	ids=$(stat -c %u:%g "$XDG_STATE_HOME/sbx/default/demo/home/owned")
-	[ "${ids%:*}" -ge 1879048192 ]
+	[ "${ids%:*}" -ge 1879113728 ]
 	[ "${ids%:*}" -lt $((1 << 31)) ]
-	[ $(( (${ids%:*} - 1879048192) % 65536 )) = 0 ]
+	[ $(( (${ids%:*} - 1879113728) % 65536 )) = 0 ]
 	[ "${ids#*:}" = "${ids%:*}" ]
 	[ "$(stat -c %u:%g "$XDG_STATE_HOME/sbx/default/demo/home")" = "$ids" ]
 	SBX_SANDBOX_UID=65534 SBX_SANDBOX_GID=65534 sbx-create pinned >/dev/null
