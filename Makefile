@@ -43,7 +43,7 @@ PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c \
+sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c lib/idmap.c \
 	lib/child.c lib/exitcode.c lib/timeutil.c lib/xalloc.c
 # lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.

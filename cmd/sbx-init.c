@@ -1,5 +1,5 @@
 /* sbx-init — the local backend's internal helper (installed in libexec, not for users).
- *   sbx-init supervise DIR NSLOCK UID GID HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV... (host)
+ *   sbx-init supervise DIR NSLOCK UID GID IDMAP HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV... (host)
  *     holds DIR/lock for the sandbox's lifetime, runs bubblewrap, and tears the sandbox down
  *     when DIR/deadline passes or on SIGTERM.
  *   sbx-init serve                                           (inside the sandbox)
@@ -12,7 +12,7 @@
 #include "../lib/version.h"
 
 static const char usage[] =
-	"usage: sbx-init supervise DIR NSLOCK UID GID HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV...\n"
+	"usage: sbx-init supervise DIR NSLOCK UID GID IDMAP HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV...\n"
 	"       sbx-init serve\n"
 	"sbx-init is started by sbx-create; it is not meant to be run by hand.\n";
 
@@ -30,9 +30,10 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && strcmp(argv[1], "serve") == 0)
 		return init_serve(3);
-	if (argc >= 12 && strcmp(argv[1], "supervise") == 0 && strcmp(argv[10], "--") == 0) {
-		const char *const stage[4] = {argv[6], argv[7], argv[8], argv[9]};
-		return init_supervise(argv[2], argv[3], argv[4], argv[5], stage, argv + 11);
+	if (argc >= 13 && strcmp(argv[1], "supervise") == 0 && strcmp(argv[11], "--") == 0) {
+		const char *const ids[3] = {argv[4], argv[5], argv[6]};
+		const char *const stage[4] = {argv[7], argv[8], argv[9], argv[10]};
+		return init_supervise(argv[2], argv[3], ids, stage, argv + 12);
 	}
 	fputs(usage, stderr);
 	return EXIT_USAGE;

@@ -23,8 +23,9 @@ struct sbx_paths {
 
 /* The host identity a sandbox runs as. */
 struct local_ids {
-	uid_t uid;
+	uid_t uid;			/* the first host id of the sandbox's range */
 	gid_t gid;
+	unsigned long count;		/* ids in the range (lib/idmap.h), 1 for a user's */
 	int drop;			/* 1: this process is root and the sandbox runs as uid:gid */
 	int lock;			/* held while the sandbox has uid:gid (-1: none); see below */
 };
@@ -43,8 +44,8 @@ struct local_start {
 int local_bwrap_check_image(const char *image, struct sbx_err *e);
 /* Has sbx-image unpack (or find in its cache) the OCI image the spec names. NULL on failure. */
 struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx_err *e);
-/* Chooses the host identity of a new sandbox: as root, a uid and gid of its own from the
- * documented range, reserved by ids->lock (close it, or hand it to local_bwrap_start);
+/* Chooses the host identity of a new sandbox: as root, a range of uids and gids of its own
+ * from the documented pool, reserved by ids->lock (close it, or hand it to local_bwrap_start);
  * otherwise this process's own. 0 or -1. */
 int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e);
 /* Starts the supervisor (and through it bubblewrap) detached; returns once it runs. */

@@ -9,7 +9,8 @@
  * The shape of a sandbox, and why:
  *
  *   host:  supervisor (sbx-init supervise; PATH only in its environment)
- *            └ bubblewrap, as the sandbox's host uid; plan through --args, --disable-userns
+ *            └ bubblewrap, as the sandbox's host uid; plan through --args; as root, into the
+ *              user namespaces of the sandbox's id range (lib/idmap.h), else its own
  *   P0:        └ bwrap's pid 1 └ the exec service (sbx-init serve, non-dumpable) └ shepherds
  *   P1:                            └ the commands' init  ⟵ every command and what it starts
  *
@@ -27,8 +28,10 @@
  * single uid, so the pid namespace is the defence that works for root and users alike.
  *
  * Making P1 takes CAP_SYS_ADMIN, and --disable-userns (bubblewrap 0.8: user.max_user_namespaces
- * 1 under a second user namespace) leaves none to gain, so bubblewrap keeps four capabilities
- * for the service (service_caps below) and every command drops them all before exec. A
+ * 1 under a second user namespace; for root's sandboxes the supervisor makes the same two
+ * levels and bubblewrap asserts it) leaves none to gain, so bubblewrap keeps four capabilities
+ * for the service (service_caps below) and every command drops them before exec, keeping
+ * only what root needs to own its sandbox's files (cmd_caps, in the second level only). A
  * command's shepherd stays in P0, out of the command's reach, so killing or stopping "its
  * parent" is impossible and the timeout holds. Its processes cannot all stay below the
  * shepherd (orphans go to P1's init, the only reaper a nested namespace may have), so each
@@ -53,6 +56,7 @@
 #include <unistd.h>
 
 #include "exitcode.h"
+#include "idmap.h"
 #include "local.h"
 #include "localnet.h"
 #include "paths.h"
@@ -102,35 +106,20 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
 }
 
 /* ---- identities ----
- * Run as root, each sandbox runs as a host uid and gid of its own (root inside), so that
- * per-uid kernel accounting — RLIMIT_NPROC, inotify instances, keys, pending signals — is
- * not shared between sandboxes, and none can read or change what another wrote. They come
- * from the "sbx" entries of /etc/subuid and /etc/subgid when the host has them, else from
- * SBX_ID_BASE for SBX_ID_COUNT ids (0x70000000: above systemd-nspawn's pick range, below
- * 2^31). A lock file per id under SBX_ID_LOCKS (root's alone, on a tmpfs that a reboot
- * empties) is held by the sandbox's supervisor until its home is removed, so no two live
- * sandboxes share an id. SBX_SANDBOX_UID and SBX_SANDBOX_GID pin one id instead. */
-#define SBX_ID_BASE 1879048192u
-#define SBX_ID_COUNT 65536u
-#define SBX_ID_LOCKS "/run/sbx/ids"
+ * Run as root, each sandbox gets IDMAP_RANGE host uids and gids of its own (lib/idmap.h: the
+ * "sbx" entries of /etc/subuid and /etc/subgid when the host has them, else 0x70010000 up to
+ * 2^31), root inside being the first: per-uid kernel accounting — RLIMIT_NPROC, inotify
+ * instances, keys, pending signals — is not shared between sandboxes, none can read or
+ * change what another wrote, and inside, root can give files to any id of its range (chown,
+ * tar -x, npm). The supervisor maps them into a user namespace it makes, which bubblewrap
+ * enters (--userns). A lock file per range under SBX_ID_LOCKS (root's alone, on a tmpfs that
+ * a reboot empties) is held by the sandbox's supervisor until its home is removed, so no two
+ * live sandboxes share a range, whatever crashes. SBX_SANDBOX_UID and SBX_SANDBOX_GID pin one
+ * id instead (the sandbox then has that one id only). */
+#define SBX_ID_LOCKS "/run/sbx/ranges"
 
-/* The "sbx" range of a /etc/subuid-style file; 0 when it has none. */
-static int subid_range(const char *file, unsigned long *start, unsigned long *count)
-{
-	FILE *f = fopen(file, "re");
-	char line[256];
-	int found = 0;
-
-	if (f == NULL)
-		return 0;
-	while (!found && fgets(line, sizeof line, f))
-		found = sscanf(line, "sbx:%lu:%lu", start, count) == 2 && *count > 0;
-	fclose(f);
-	return found;
-}
-
-/* Takes the lock of one free index of the range, trying from a random one. fd or -1. */
-static int reserve_id(unsigned long count, unsigned long *index, struct sbx_err *e)
+/* Takes the lock of one free range of the pool, trying from a random one. fd or -1. */
+static int reserve_range(unsigned long slots, unsigned long *index, struct sbx_err *e)
 {
 	unsigned long first, i;
 	int fd;
@@ -138,10 +127,10 @@ static int reserve_id(unsigned long count, unsigned long *index, struct sbx_err 
 	if ((mkdir("/run/sbx", 0755) < 0 && errno != EEXIST) ||
 	    (mkdir(SBX_ID_LOCKS, 0700) < 0 && errno != EEXIST))
 		return err_sys(e, errno, "cannot create %s", SBX_ID_LOCKS);
-	first = ((unsigned long)getpid() * 2654435761u + (unsigned long)time(NULL)) % count;
-	for (i = 0; i < count; i++) {
+	first = ((unsigned long)getpid() * 2654435761u + (unsigned long)time(NULL)) % slots;
+	for (i = 0; i < slots; i++) {
 		char path[64];
-		*index = (first + i) % count;
+		*index = (first + i) % slots;
 		snprintf(path, sizeof path, SBX_ID_LOCKS "/%lu", *index);
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
@@ -150,15 +139,16 @@ static int reserve_id(unsigned long count, unsigned long *index, struct sbx_err 
 			return fd;
 		close(fd);
 	}
-	return err_set(e, SBX_EUNAVAIL, "all %lu sandbox ids are in use", count);
+	return err_set(e, SBX_EUNAVAIL, "all %lu sandbox id ranges are in use", slots);
 }
 
 int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e)
 {
-	const char *u = getenv("SBX_SANDBOX_UID"), *g = getenv("SBX_SANDBOX_GID");
-	unsigned long us = SBX_ID_BASE, uc = SBX_ID_COUNT, gs = SBX_ID_BASE, gc = SBX_ID_COUNT, i = 0;
+	const char *u = getenv("SBX_SANDBOX_UID"), *g = getenv("SBX_SANDBOX_GID"), *why;
+	struct idmap_pool pool;
+	unsigned long i = 0;
 
-	*ids = (struct local_ids){geteuid(), getegid(), geteuid() == 0, -1};
+	*ids = (struct local_ids){geteuid(), getegid(), 1, geteuid() == 0, -1};
 	if (!ids->drop)
 		return 0;
 	if (u && *u) {
@@ -166,12 +156,13 @@ int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e)
 		ids->gid = g && *g ? (gid_t)strtoul(g, NULL, 10) : (gid_t)ids->uid;
 		return 0;
 	}
-	if (subid_range("/etc/subuid", &us, &uc) && !subid_range("/etc/subgid", &gs, &gc))
-		gs = us, gc = uc;
-	if ((ids->lock = reserve_id(uc < gc ? uc : gc, &i, e)) < 0)
+	if (idmap_pool(&pool, &why) < 0)
+		return err_set(e, SBX_EINVAL, "%s", why);
+	if ((ids->lock = reserve_range(pool.slots, &i, e)) < 0)
 		return -1;
-	ids->uid = (uid_t)(us + i);
-	ids->gid = (gid_t)(gs + i);
+	ids->uid = (uid_t)(pool.uid_start + i * IDMAP_RANGE);
+	ids->gid = (gid_t)(pool.gid_start + i * IDMAP_RANGE);
+	ids->count = IDMAP_RANGE;
 	return 0;
 }
 
@@ -196,22 +187,34 @@ struct plan_src {
 static const char *const service_caps[] = {
 	"CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP", "CAP_SYS_PTRACE",
 };
+/* And what it hands on to commands as root: the sandbox half's cmd_caps, by name. */
+static const char *const cmd_cap_names[] = {
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+	"CAP_SETUID",
+};
 
 /* The namespaces: all of them new (lib/localnet.c connects the network one, or not); no
- * more user namespaces inside. */
+ * more user namespaces inside. Root's sandboxes enter the user namespaces their supervisor
+ * made for their id range (it adds --userns, --userns2 and --assert-userns-disabled: the
+ * same two levels, the image's user the inner root, see lib/idmap.h); a user's has
+ * bubblewrap make them, mapping the user's own ids. */
 static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
-			    const struct oci_image *img)
+			    const struct oci_image *img, int prepared)
 {
 	strvec_push(a, "--die-with-parent");
 	strvec_push(a, "--new-session");
-	strvec_push(a, "--unshare-user");
-	strvec_push(a, "--disable-userns");
 	for (size_t i = 0; i < sizeof service_caps / sizeof service_caps[0]; i++)
 		push3(a, "--cap-add", service_caps[i], NULL);
-	strvec_push(a, "--uid");
-	strvec_pushf(a, "%lu", img ? (unsigned long)img->uid : 0UL);
-	strvec_push(a, "--gid");
-	strvec_pushf(a, "%lu", img ? (unsigned long)img->gid : 0UL);
+	for (size_t i = 0; i < sizeof cmd_cap_names / sizeof cmd_cap_names[0]; i++)
+		push3(a, "--cap-add", cmd_cap_names[i], NULL);
+	if (!prepared) {
+		strvec_push(a, "--unshare-user");
+		strvec_push(a, "--disable-userns");
+		strvec_push(a, "--uid");
+		strvec_pushf(a, "%lu", img ? (unsigned long)img->uid : 0UL);
+		strvec_push(a, "--gid");
+		strvec_pushf(a, "%lu", img ? (unsigned long)img->gid : 0UL);
+	}
 	strvec_push(a, "--unshare-pid");
 	strvec_push(a, "--unshare-ipc");
 	strvec_push(a, "--unshare-uts");
@@ -318,11 +321,11 @@ static void plan_env(struct strvec *a, const struct sbx_spec *spec, const struct
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
-		const struct oci_image *img, const char *dir, struct sbx_err *e)
+		const struct oci_image *img, int prepared, const char *dir, struct sbx_err *e)
 {
 	struct stat st;
 
-	plan_namespaces(a, spec, img);
+	plan_namespaces(a, spec, img, prepared);
 	if (img) {
 		push3(a, "--ro-bind", src->rootfs, "/");
 	} else if (spec->image[0] == '/') {
@@ -400,8 +403,14 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 	strvec_push(sv, st->paths->dir);
 	strvec_push(sv, st->paths->nslock);
 	if (st->ids->drop) {
+		unsigned long iu = st->img ? (unsigned long)st->img->uid : 0;
+		unsigned long ig = st->img ? (unsigned long)st->img->gid : 0;
+		if (st->ids->count > 1 && (iu >= st->ids->count || ig >= st->ids->count))
+			return err_set(e, SBX_EINVAL, "the image's user %lu:%lu is not one of the "
+				       "sandbox's %lu ids", iu, ig, st->ids->count);
 		strvec_pushf(sv, "%lu", (unsigned long)st->ids->uid);
 		strvec_pushf(sv, "%lu", (unsigned long)st->ids->gid);
+		strvec_pushf(sv, "%lu:%lu:%lu", st->ids->count, iu, ig);
 		strvec_push(sv, st->home);
 		strvec_push(sv, init);
 		strvec_push(sv, tool ? tool : "-");
@@ -410,12 +419,12 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 					tool ? STAGE "/geminicli-toolbox" : NULL,
 					st->img ? STAGE "/rootfs" : NULL};
 	} else {
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < 7; i++)
 			strvec_push(sv, "-");
 	}
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
-	return plan(sv, st->spec, &src, st->img, st->paths->dir, e);
+	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->paths->dir, e);
 }
 
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
@@ -490,19 +499,40 @@ int local_bwrap_harden(void)
 	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* Empties the bounding set, so that not even an exec as uid 0 gives a capability back. The
- * service does it once at start (it never execs, and keeps what it holds); every command
- * inherits the empty set. */
-static int drop_bounding_set(void)
+/* What a command as root keeps of the capabilities, as Docker's default set does for a
+ * container's root (less what needs the network, devices or the audit log): over the ids of
+ * its sandbox's range only (the kernel grants them for an inode only when its owner and
+ * group are mapped in the sandbox's user namespace, and over no namespace of bubblewrap's),
+ * so that root inside owns files as root does (chown, tar -x, npm). Commands as another user
+ * keep none. The host half hands them to the service with --cap-add (cmd_cap_names). */
+static const int cmd_caps[] = {
+	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID,
+};
+
+static uint64_t cmd_cap_mask(void)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < sizeof cmd_caps / sizeof cmd_caps[0]; i++)
+		m |= 1ULL << cmd_caps[i];
+	return m;
+}
+
+/* Empties the bounding set but for keep, so that not even an exec as uid 0 gives another
+ * capability back. The service does it once it made the commands' namespaces (it never
+ * execs, and keeps what it holds); every command inherits the set. */
+static int drop_bounding_set(uint64_t keep)
 {
 	for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+		if (!(cap < 64 && (keep >> cap) & 1) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
 			return -1;
 	return 0;
 }
 
-/* Every capability this process holds gone: effective, permitted, inheritable, ambient. */
-static int drop_held_caps(void)
+/* Every capability this process holds gone but keep: effective, permitted, inheritable;
+ * no ambient one (so an exec as another user than root keeps none). */
+static int hold_only_caps(uint64_t keep)
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2];
@@ -510,6 +540,8 @@ static int drop_held_caps(void)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return -1;
 	memset(d, 0, sizeof d);
+	for (int i = 0; i < 2; i++)
+		d[i].effective = d[i].permitted = d[i].inheritable = (uint32_t)(keep >> (32 * i));
 	return (int)syscall(SYS_capset, &h, d);
 }
 
@@ -554,7 +586,7 @@ static int cmd_init(void *arg)
 	if (ready > 3)
 		close_range(3, (unsigned)ready - 1, 0);
 	close_range((unsigned)ready + 1, ~0U, 0);
-	if (drop_bounding_set() < 0 || drop_held_caps() < 0 || write(ready, &ok, 1) != 1)
+	if (drop_bounding_set(0) < 0 || hold_only_caps(0) < 0 || write(ready, &ok, 1) != 1)
 		_exit(EXIT_FAIL);
 	close(ready);
 	sigfillset(&all);
@@ -606,7 +638,7 @@ int local_bwrap_cmdns_start(int procfd, struct local_cmdns *ns)
 	 * is not: it looks at itself through procfd), so commands start there; and empties its
 	 * bounding set for them all. */
 	if (ns->init_fd < 0 || ns->pidns < 0 || mnt < 0 || setns(mnt, CLONE_NEWNS) < 0 ||
-	    drop_bounding_set() < 0)
+	    drop_bounding_set(cmd_cap_mask()) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -651,7 +683,10 @@ int local_bwrap_marked(int procfd, const char *pid, const struct local_mark *mar
 
 int local_bwrap_confine(const struct sock_fprog *filter)
 {
-	if (drop_held_caps() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	/* a command as another user than root (an image's User) keeps none */
+	uint64_t keep = geteuid() == 0 ? cmd_cap_mask() : 0;
+
+	if (hold_only_caps(keep) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) < 0)
 		return -errno;
 	return 0;

@@ -38,8 +38,9 @@ int local_bwrap_cmdns_start(int procfd, struct local_cmdns *ns);
 int local_bwrap_shepherd(int procfd, const struct local_cmdns *ns, struct local_mark *mark);
 /* 1 when the process procfd/pid (a decimal string) carries mark. */
 int local_bwrap_marked(int procfd, const char *pid, const struct local_mark *mark);
-/* The command, between fork and exec: drops every capability it holds (the bounding set is
- * empty already), sets no_new_privs and loads the commands' filter. 0 or -errno. */
+/* The command, between fork and exec: drops every capability it holds but root's over its own
+ * ids (cmd_caps in local_bwrap.c; the bounding set holds no other), sets no_new_privs and
+ * loads the commands' filter. 0 or -errno. */
 int local_bwrap_confine(const struct sock_fprog *filter);
 
 /* A syscall filter (cmds 0: the sandbox's, for bubblewrap's --seccomp; 1: the commands')

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <libgen.h>
@@ -16,6 +15,7 @@
 
 #include "execjob.h"
 #include "fsutil.h"
+#include "idmap.h"
 #include "xalloc.h"
 
 /* take_by_exec's reader: the stream through the checker into the temporary. */
@@ -66,7 +66,10 @@ struct host_job {
 
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
- * files. Entered first, as its parents may be closed to the owner. */
+ * files. Entered first, as its parents may be closed to the owner. A root's sandbox owns a
+ * range of ids (lib/idmap.h) and its files may belong to any of them: the child becomes the
+ * root of a user namespace mapping that range, as the sandbox's own root is, with rights
+ * over those ids and no other (and sees the owners the sandbox sees). */
 static int enter_as_owner(const char *dir, struct sbx_err *e)
 {
 	struct stat sb;
@@ -81,8 +84,14 @@ static int enter_as_owner(const char *dir, struct sbx_err *e)
 	close(fd);
 	if (geteuid() != 0 || sb.st_uid == 0)
 		return 0;
-	if (setgroups(0, NULL) < 0 || setgid(sb.st_gid) < 0 || setuid(sb.st_uid) < 0)
+	struct idmap_req r = {sb.st_uid, sb.st_gid, idmap_count_of(sb.st_uid), 0, 0, 0, 0};
+	int ns = idmap_userns(&r, &fd);
+	if (ns < 0 || idmap_enter(ns) < 0) {
+		if (ns >= 0)
+			close(ns);
 		return err_sys(e, errno, "cannot take the identity of the owner of %s", dir);
+	}
+	close(ns);
 	return 0;
 }
 

@@ -328,6 +328,83 @@ node 42"
 	done
 }
 
+@test "ids: root's sandboxes made at once each get 65536 host ids, no two ranges overlapping" {
+	for i in 1 2 3 4; do sbx-create "r$i" >/dev/null & done
+	wait
+	ns=$XDG_STATE_HOME/sbx/default
+	for i in 1 2 3 4; do
+		run sbx-exec -raw "r$i" -- sh -c 'cat /proc/self/uid_map /proc/self/gid_map; touch lo hi; chown 65535:65535 hi'
+		assert_status 0
+		[ "$(echo $output)" = "0 0 65536 0 0 65536" ]
+		lo=$(stat -c %u "$ns/r$i/home/lo")
+		[ "$(stat -c %g "$ns/r$i/home/lo")" = "$lo" ]
+		# the last id inside is the range's last on the host
+		[ "$(stat -c %u:%g "$ns/r$i/home/hi")" = "$((lo + 65535)):$((lo + 65535))" ]
+		echo "$lo"
+	done >"$BATS_TEST_TMPDIR/starts"
+	sort -n "$BATS_TEST_TMPDIR/starts" | awk 'NR > 1 && $1 - prev < 65536 { bad = 1 } { prev = $1 } END { exit bad }'
+	[ "$(sort -u "$BATS_TEST_TMPDIR/starts" | wc -l)" = 4 ]
+	# one id past the range is no id of the sandbox's
+	run sbx-exec -raw r1 -- chown 65536 lo
+	assert_status 1
+}
+
+@test "ids: a sandbox that takes every inotify instance leaves other sandboxes and the host theirs, and its other ids gain it none" {
+	max=$(cat /proc/sys/fs/inotify/max_user_instances)
+	sbx-create a >/dev/null
+	sbx-create b >/dev/null
+	hog='import ctypes, sys, time
+libc = ctypes.CDLL(None)
+fds = [libc.inotify_init() for _ in range(int(sys.argv[1]) + 8)]
+print(sum(f >= 0 for f in fds), flush=True)
+time.sleep(120)'
+	sbx-exec -raw -timeout 150s a -- python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
+	wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
+	[ "$(cat "$BATS_TEST_TMPDIR/hog")" = "$max" ]
+	one='import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+	# the sandbox's quota is spent, for every id of its range (the kernel charges a user
+	# namespace's processes to its owner, the range's first id: 65536 ids are no 65536 quotas)
+	run sbx-exec -raw a -- python3 -c "$one"
+	[ "$output" = False ]
+	run sbx-exec -raw a -- su -s /bin/sh nobody -c "python3 -c '$one'"
+	[ "$output" = False ]
+	# and nobody else's: another sandbox, the host's root
+	run sbx-exec -raw b -- python3 -c "$one"
+	[ "$output" = True ]
+	run python3 -c "$one"
+	[ "$output" = True ]
+	sbx-delete a >/dev/null
+}
+
+@test "ids: root inside owns files as root does: chown to any id of its range, tar -x of a uid-1000 archive" {
+	sbx-create demo >/dev/null
+	mkdir -p "$BATS_TEST_TMPDIR/src/pkg"
+	echo data >"$BATS_TEST_TMPDIR/src/pkg/file"
+	tar -C "$BATS_TEST_TMPDIR/src" --owner=1000 --group=1000 --numeric-owner -cf "$BATS_TEST_TMPDIR/a.tar" pkg
+	sbx-exec -raw demo -- sh -c 'cat >a.tar' <"$BATS_TEST_TMPDIR/a.tar"
+	run sbx-exec -raw demo -- sh -c 'tar -xf a.tar && stat -c %u:%g pkg pkg/file &&
+		touch f && chown 1000:1000 f && chown 4242:65534 pkg/file && stat -c %u:%g f pkg/file'
+	assert_status 0
+	[ "$output" = "$(printf '1000:1000\n1000:1000\n1000:1000\n4242:65534')" ]
+	# root inside is root over its files (as Docker gives a container's root), and another
+	# user inside is not
+	run sbx-exec -raw demo -- sh -c 'chmod 600 f && cat f && su -s /bin/sh nobody -c "cat f"'
+	assert_status 1
+	assert_contains "Permission denied"
+	run sbx-exec -raw demo -- sh -c 'su -s /bin/sh nobody -c "grep CapEff /proc/self/status"'
+	[ "$output" = "$(printf 'CapEff:\t0000000000000000')" ]
+	# npm installs a package tarball whose entries belong to uid 1000, offline, as root
+	mkdir "$BATS_TEST_TMPDIR/package"
+	echo '{"name":"tiny","version":"1.0.0","main":"index.js"}' >"$BATS_TEST_TMPDIR/package/package.json"
+	echo 'module.exports = 42' >"$BATS_TEST_TMPDIR/package/index.js"
+	tar -C "$BATS_TEST_TMPDIR" --owner=1000 --group=1000 --numeric-owner -czf "$BATS_TEST_TMPDIR/tiny.tgz" package
+	sbx-exec -raw demo -- sh -c 'cat >tiny.tgz' <"$BATS_TEST_TMPDIR/tiny.tgz"
+	run sbx-exec -raw -timeout 120s demo -- sh -c 'mkdir app && cd app &&
+		npm install --offline --no-audit --no-fund ../tiny.tgz >/dev/null && node -p "require(\"tiny\")"'
+	assert_status 0
+	[ "$output" = 42 ]
+}
+
 @test "fds: sbx-cp - hands the sandbox's tar a pipe of its own, not the caller's stdin" {
 	sbx-create demo >/dev/null
 	mkfifo "$BATS_TEST_TMPDIR/in"

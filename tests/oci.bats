@@ -71,6 +71,9 @@ assert_cache_clean() {
 	[ "$output" = "$(printf 'bar baz|/srv/app|/home/clawtainer|/bin:/run/sbx/bin\n1000\n50')" ]
 	run sbx-exec -raw e -- sh -c 'echo ok > f && busybox cat f'
 	assert_status 1	# the WorkingDir is in the read-only image
+	# the image's user owns the home and holds no capability (root's alone are kept)
+	run sbx-exec -raw e -- sh -c 'busybox grep CapEff /proc/self/status; echo x >~/w && busybox stat -c %u:%g ~/w'
+	[ "$output" = "$(printf 'CapEff:\t0000000000000000\n1000:50')" ]
 	run sbx-image "oci:$BATS_TEST_TMPDIR/layout"
 	assert_status 0
 	assert_json '.workdir == "/srv/app" and .user == "app:staff" and .uid == 1000 and .gid == 50'

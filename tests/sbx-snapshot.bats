@@ -128,14 +128,40 @@ wait_tmp() { wait_until -t 20 tmp_written; }
 
 @test "entries the sandbox may not read are left out with a warning, the rest is kept" {
 	sbx-create demo >/dev/null
-	sbx-exec -raw demo -- sh -c 'cd ~ && echo a > ok && echo s > secret && chmod 000 secret &&
-		mkdir closed && echo x > closed/f && chmod 000 closed'
+	sbx-exec -raw demo -- sh -c 'cd ~ && echo a > ok && echo s > mine && chmod 000 mine'
+	# what no id of the sandbox's owns and none may read (the host's root's, mode 000)
+	home=$XDG_STATE_HOME/sbx/default/demo/home
+	echo s >"$home/secret" && chown 0:0 "$home/secret" && chmod 000 "$home/secret"
+	mkdir "$home/closed" && echo x >"$home/closed/f" && chown -R 0:0 "$home/closed" && chmod 000 "$home/closed"
 	run --separate-stderr sbx-snapshot demo
 	assert_status 0
 	[[ $stderr == *"warning: 2 entries left out"* ]]
 	run tar -tzf "$(printf '%s' "$output" | jq -r .path)"
 	assert_contains "./ok"
 	[[ $output != *secret* ]]
+	# the sandbox's root reads its own files whatever their mode, and so does its backup
+	assert_contains "./mine"
+}
+
+@test "a root's sandbox's files of any id of its range are backed up with the owners it sees, and restored to its root" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'cd ~ && mkdir d && echo s >d/secret && chmod 600 d/secret &&
+		chmod 700 d && chown -R 1000:1000 d && echo top >top && chown 65535:4242 top'
+	run --separate-stderr sbx-snapshot demo
+	assert_status 0
+	[ -z "$stderr" ]
+	backup=$(printf '%s' "$output" | jq -r .path)
+	run tar -tvzf "$backup" --numeric-owner
+	assert_contains " 0/0 "
+	[[ $output == *" 1000/1000 "*"./d/secret"* ]]
+	[[ $output == *" 65535/4242 "*"./top"* ]]
+	# no host id in the backup: every owner is one of the sandbox's own
+	[ -z "$(printf '%s\n' "$output" | awk '{ split($2, o, "/"); if (o[1] > 65535 || o[2] > 65535) print }')" ]
+	[ "$(tar -xOzf "$backup" ./d/secret)" = s ]
+	sbx-exec -raw demo -- rm -rf d top
+	sbx-restore demo >/dev/null
+	run sbx-exec -raw demo -- sh -c 'cat d/secret top; stat -c %u:%g d d/secret top'
+	[ "$output" = "$(printf 's\ntop\n0:0\n0:0\n0:0')" ]
 }
 
 @test "retention keeps exactly the newest -keep backups, with their sidecars" {

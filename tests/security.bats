@@ -6,19 +6,23 @@ load helpers
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
-@test "root's sandbox is root inside and a uid/gid of its own on the host" {
+@test "root's sandbox is root inside and the first of a range of host uids/gids of its own" {
 	sbx-create demo >/dev/null
 	run sbx-exec -raw demo -- sh -c 'id -u; id -g; echo x >~/owned'
 	assert_status 0
 	[ "$output" = "$(printf '0\n0')" ]
 	ids=$(stat -c %u:%g "$XDG_STATE_HOME/sbx/default/demo/home/owned")
-	[ "${ids%:*}" -ge 1879048192 ]
-	[ "${ids%:*}" -lt $((1879048192 + 65536)) ]
+	[ "${ids%:*}" -ge 1879113728 ]
+	[ "${ids%:*}" -lt $((1 << 31)) ]
+	[ $(( (${ids%:*} - 1879113728) % 65536 )) = 0 ]
 	[ "${ids#*:}" = "${ids%:*}" ]
 	[ "$(stat -c %u:%g "$XDG_STATE_HOME/sbx/default/demo/home")" = "$ids" ]
 	SBX_SANDBOX_UID=65534 SBX_SANDBOX_GID=65534 sbx-create pinned >/dev/null
 	sbx-exec -raw pinned -- sh -c 'echo x >~/owned'
 	[ "$(stat -c %u:%g "$XDG_STATE_HOME/sbx/default/pinned/home/owned")" = "65534:65534" ]
+	# a pinned id is the sandbox's only one
+	run sbx-exec -raw pinned -- cat /proc/self/uid_map
+	[ "$(echo $output)" = "0 0 1" ]
 }
 
 @test "masked host secrets read as empty or missing inside" {

@@ -6,8 +6,10 @@
 
 /* Accepts exec requests on listen_fd forever (see lib/localproto.h). */
 int init_serve(int listen_fd);
-/* Runs bwrap_argv as the sandbox and removes dir when it ends. Returns the exit status. */
-int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
+/* Runs bwrap_argv as the sandbox and removes dir when it ends. ids: the sandbox's first host
+ * uid and gid and "COUNT:UID:GID" (its number of ids and the image's user inside), or "-"
+ * (a user's sandbox: bubblewrap maps the caller's own ids). Returns the exit status. */
+int init_supervise(const char *dir, const char *nslock, const char *const ids[3],
 		   const char *const stage_src[4], char **bwrap_argv);
 
 /* net.c: the sandbox's network helper (lib/localnet.h), in the supervisor. */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../../lib/fsutil.h"
+#include "../../lib/idmap.h"
 #include "../../lib/local_bwrap.h"
 #include "../../lib/reslimit.h"
 #include "init.h"
@@ -34,8 +35,8 @@
 /* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
  * lib/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
 #define OWN_LOCK_WAIT_MS 5000
-/* Words of the command bubblewrap runs (after its options): "sbx-init serve" and a few. */
-#define ARGV_MAX 16
+/* Words of bubblewrap's command line: the options added here and "-- sbx-init serve". */
+#define ARGV_MAX 24
 
 static int64_t now_ns(void)
 {
@@ -128,10 +129,48 @@ static int args_file(char **argv, char ***rest)
 	return fd;
 }
 
+/* The user namespaces of a root's sandbox (lib/idmap.h), made by init_supervise; -1: none. */
+static int userns_fd[2] = {-1, -1};
+
+/* ids[2] "COUNT:UID:GID" as a request for the namespaces of uid:gid's range. 0 or -1. */
+static int make_userns(const char *const ids[3])
+{
+	struct idmap_req r = {(uid_t)strtoul(ids[0], NULL, 10), (gid_t)strtoul(ids[1], NULL, 10),
+			      0, 1, 1, 0, 0};
+	unsigned long n, u, g;
+
+	if (sscanf(ids[2], "%lu:%lu:%lu", &n, &u, &g) != 3 || n == 0 || n > IDMAP_RANGE) {
+		errno = EINVAL;
+		return -1;
+	}
+	r.count = n;
+	r.in_uid = (uid_t)u;
+	r.in_gid = (gid_t)g;
+	userns_fd[0] = idmap_userns(&r, &userns_fd[1]);
+	return userns_fd[0] < 0 ? -1 : 0;
+}
+
+/* Hands the prepared user namespaces to bubblewrap: their options, in av at *n. 0 or -1. */
+static int pass_userns(char **av, int *n, char text[2][16])
+{
+	if (userns_fd[0] < 0)
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		if (fcntl(userns_fd[i], F_SETFD, 0) < 0)
+			return -1;
+		snprintf(text[i], sizeof text[i], "%d", userns_fd[i]);
+		av[(*n)++] = i == 0 ? "--userns" : "--userns2";
+		av[(*n)++] = text[i];
+	}
+	/* bubblewrap checks that the sandbox cannot make one more */
+	av[(*n)++] = "--assert-userns-disabled";
+	return 0;
+}
+
 static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char **argv)
 {
 	pid_t p = fork();
-	char log[4096], fdtext[16], sctext[16], **rest, *av[ARGV_MAX];
+	char log[4096], fdtext[16], sctext[16], nstext[2][16], **rest, *av[ARGV_MAX];
 	sigset_t none;
 	int fd, i, n = 0;
 
@@ -182,6 +221,10 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 	av[n++] = fdtext;
 	av[n++] = "--seccomp";
 	av[n++] = sctext;
+	if (pass_userns(av, &n, nstext) < 0) {
+		fprintf(stderr, "sbx-init: cannot pass the user namespaces: %s\n", strerror(errno));
+		_exit(EXIT_FAIL);
+	}
 	for (i = 0; rest[i] && n < ARGV_MAX - 1; i++)
 		av[n++] = rest[i];
 	av[n] = NULL;
@@ -307,9 +350,10 @@ static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
 	}
 }
 
-int init_supervise(const char *dir, const char *nslock, const char *uid, const char *gid,
+int init_supervise(const char *dir, const char *nslock, const char *const ids[3],
 		   const char *const stage_src[4], char **bwrap_argv)
 {
+	const char *uid = ids[0], *gid = ids[1];
 	char path[4096], pid[32];
 	sigset_t set;
 	int lock, sfd;
@@ -336,6 +380,13 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 		fs_write_atomic(path, pid, strlen(pid), 0600);
 		return EXIT_FAIL;
 	}
+	/* Root's sandbox: the user namespaces of its id range, before anything of it runs. */
+	if (strcmp(uid, "-") != 0 && make_userns(ids) < 0) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "user namespace: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return EXIT_FAIL;
+	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
@@ -353,6 +404,9 @@ int init_supervise(const char *dir, const char *nslock, const char *uid, const c
 	}
 	bwrap = start_bwrap(dir, uid, gid, bwrap_argv);
 	close(3);	/* the listening socket now lives only in the sandbox */
+	for (int i = 0; i < 2; i++)	/* and the user namespaces in bubblewrap */
+		if (userns_fd[i] >= 0)
+			close(userns_fd[i]);
 	if (bwrap < 0) {
 		teardown(dir, -1);
 		return EXIT_FAIL;
