@@ -161,6 +161,16 @@ print(ok)' "$(host_port "$url")"
 	[ "$(cat "$BATS_TEST_TMPDIR/port.err")" = "sbx-port: sandbox demo is gone" ]
 }
 
+@test "the forward ends when the sandbox expires" {
+	sbx-create -ttl 3s demo >/dev/null
+	port_up demo 8000
+	status=0
+	finish "$PORT_PID" || status=$?
+	PORT_PID=
+	assert_status 101
+	[ "$(cat "$BATS_TEST_TMPDIR/port.err")" = "sbx-port: sandbox demo is gone" ]
+}
+
 @test "a port nothing listens on: the client sees a clean close, sbx-port says why and serves on" {
 	sbx-create demo >/dev/null
 	port_up demo 9
@@ -182,13 +192,22 @@ print(repr(c.recv(100)))' "$(host_port "$url")"
 @test "-unix serves on a socket of mode 0600, refuses an existing file, removes it at the end" {
 	sbx-create demo >/dev/null
 	http_up demo
-	sock=$BATS_TEST_TMPDIR/demo.sock
+	# a directory every user may enter, so only the socket's own mode keeps another user out
+	ud=$(mktemp -d /tmp/sbx-port-user.XXXXXX)
+	chmod 755 "$ud"
+	sock=$ud/demo.sock
 	port_up -unix "$sock" demo 8000
 	run cat "$BATS_TEST_TMPDIR/port.out"
 	assert_json ".unix == \"$sock\" and .port == 8000 and (has(\"url\") | not)"
 	[ "$(stat -c %a "$sock")" = 600 ]
 	wait_until curl -sf -o /dev/null --unix-socket "$sock" http://demo/index.html
 	[ "$(curl -sf --unix-socket "$sock" http://demo/index.html)" = hello ]
+	# another user of the machine cannot connect
+	run setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 -c '
+import socket, sys
+socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sock"
+	assert_status 1
+	assert_contains PermissionError
 	run sbx-port -unix "$sock" demo 8000
 	assert_status 111
 	assert_contains "Address already in use"
