@@ -214,8 +214,8 @@ int portfwd_open(struct portfwd *pf, const char *ns, const char *name, int port,
 	pf->name = xstrdup(name);
 	if ((dfd = open(pf->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
 	    (sup = read_number(dfd, "supervisor.pid")) <= 1 ||
-	    (pf->sup_fd = pidfd_open_((pid_t)sup)) < 0 || !lock_held(pf->dir, "lock") ||
-	    read_number(dfd, "supervisor.pid") != sup) {
+	    ((pf->sup_fd = pidfd_open_((pid_t)sup)) < 0 && errno != ENOSYS) ||
+	    !lock_held(pf->dir, "lock") || read_number(dfd, "supervisor.pid") != sup) {
 		if (dfd >= 0)
 			close(dfd);
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found", name);
@@ -234,6 +234,11 @@ int portfwd_open(struct portfwd *pf, const char *ns, const char *name, int port,
 fail:
 	portfwd_close(pf);
 	return -1;
+}
+
+int portfwd_alive(const struct portfwd *pf)
+{
+	return lock_held(pf->dir, "lock");
 }
 
 /* Closes every descriptor from 3 up but keep. */
@@ -614,17 +619,24 @@ static int stop_one(struct json_object *o, const char *file, pid_t pid, void *ar
 	int pfd;
 
 	if (!json_object_object_get_ex(o, "port", &port) || json_object_get_int(port) != c->port ||
-	    pid <= 1 || (pfd = pidfd_open_(pid)) < 0)
+	    pid <= 1 || ((pfd = pidfd_open_(pid)) < 0 && errno != ENOSYS))
 		return 0;
 	snprintf(path, sizeof path, "ports/%s", file);
 	/* The pidfd first, then the lock still held: the pidfd is then the holder's, the
 	 * forward's own process, and never another that got its pid. */
-	if (lock_held(c->dir, path) && syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0) == 0) {
+	if (pfd >= 0 && lock_held(c->dir, path) &&
+	    syscall(SYS_pidfd_send_signal, pfd, SIGTERM, NULL, 0) == 0) {
 		struct pollfd p = {.fd = pfd, .events = POLLIN};
 		poll(&p, 1, STOP_WAIT_MS);
 		c->n++;
+	} else if (pfd < 0 && lock_held(c->dir, path) && kill(pid, SIGTERM) == 0) {
+		/* no pidfds here: the lock, released as the forward ends, says when it has */
+		for (int waited = 0; waited < STOP_WAIT_MS && lock_held(c->dir, path); waited += 10)
+			usleep(10000);
+		c->n++;
 	}
-	close(pfd);
+	if (pfd >= 0)
+		close(pfd);
 	return 0;
 }
 

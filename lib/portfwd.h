@@ -26,7 +26,9 @@ struct portfwd {
 	char *name;		/* the sandbox */
 	char *dir;		/* its state directory on the host (records go under dir/ports) */
 	int port;		/* the port on the sandbox's loopback */
-	int sup_fd;		/* pidfd of its supervisor: readable once the sandbox is gone */
+	int sup_fd;		/* pidfd of its supervisor: readable once the sandbox is gone; -1
+				 * where pidfds are missing (valgrind, Linux < 5.3): then
+				 * portfwd_serve looks at portfwd_alive every second */
 	int userns, netns;	/* the sandbox's namespaces, for the helper */
 	pid_t helper;		/* the helper in the sandbox's network namespace, or -1 */
 	int helper_sock;	/* asks it for a socket; -1 before portfwd_start */
@@ -40,6 +42,8 @@ struct portfwd {
  * outside. SBX_ENOTFOUND when there is no such sandbox (or it is going away). */
 int portfwd_open(struct portfwd *pf, const char *ns, const char *name, int port,
 		 struct sbx_err *e);
+/* 1 while the sandbox lives (its supervisor holds its lock). */
+int portfwd_alive(const struct portfwd *pf);
 /* Starts the helper (a child of this process, ending with it). 0 or -1. */
 int portfwd_start(struct portfwd *pf, struct sbx_err *e);
 /* A new TCP socket of the sandbox's network namespace (non-blocking, close-on-exec), or -1. */

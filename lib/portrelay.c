@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -23,6 +25,8 @@
 /* Connections at once; beyond, new ones wait in the listener's backlog. With RELAY_BUF this
  * bounds the buffers to 64 MiB. */
 #define RELAY_MAX 512
+/* Without a pidfd to watch, how often the sandbox's lock is looked at. */
+#define ALIVE_CHECK_MS 1000
 
 /* One direction: bytes read from `from`, to be written to the other side. */
 struct half {
@@ -45,6 +49,14 @@ struct relay {
 	portfwd_note_fn note;
 	void *arg;
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void conn_free(struct conn *c)
 {
@@ -205,8 +217,17 @@ int portfwd_serve(struct portfwd *pf, int lfd, int cancel_fd, portfwd_note_fn fn
 	static struct pollfd p[3 + 2 * RELAY_MAX];
 	struct relay r = {.pf = pf, .note = fn, .arg = arg};
 	int rc = -1, i, j;
+	int64_t checked = now_ms();
 
 	for (;;) {
+		int64_t now = now_ms();
+		if (pf->sup_fd < 0 && now - checked >= ALIVE_CHECK_MS) {
+			checked = now;
+			if (!portfwd_alive(pf)) {
+				rc = PORTFWD_GONE;
+				break;
+			}
+		}
 		p[0] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
 		p[1] = (struct pollfd){.fd = pf->sup_fd, .events = POLLIN};
 		p[2] = (struct pollfd){.fd = r.n < RELAY_MAX ? lfd : -1, .events = POLLIN};
@@ -214,7 +235,7 @@ int portfwd_serve(struct portfwd *pf, int lfd, int cancel_fd, portfwd_note_fn fn
 			for (j = 0; j < 2; j++)
 				p[3 + 2 * i + j] = (struct pollfd){
 					.fd = r.c[i]->fd[j], .events = wants(r.c[i], j)};
-		if (poll(p, (nfds_t)(3 + 2 * r.n), -1) < 0) {
+		if (poll(p, (nfds_t)(3 + 2 * r.n), pf->sup_fd < 0 ? ALIVE_CHECK_MS : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			err_sys(e, errno, "poll");
