@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -25,6 +26,8 @@
 /* Connections at once; beyond, new ones wait in the listener's backlog. With RELAY_BUF this
  * bounds the buffers to 64 MiB. */
 #define RELAY_MAX 512
+/* Descriptors kept for everything but the connections (stdio, listener, helper, pidfd, …). */
+#define RELAY_SPARE_FDS 32
 /* Without a pidfd to watch, how often the sandbox's lock is looked at. */
 #define ALIVE_CHECK_MS 1000
 
@@ -45,7 +48,8 @@ struct conn {
 struct relay {
 	struct portfwd *pf;
 	struct conn *c[RELAY_MAX];
-	int n;
+	int n, cap;
+	bool paused;		/* out of descriptors: no accept until a connection ends */
 	portfwd_note_fn note;
 	void *arg;
 };
@@ -116,13 +120,28 @@ static bool conn_start(struct relay *r, struct conn *c)
 	return false;
 }
 
+/* How many connections fit: two descriptors each, within RLIMIT_NOFILE, at most RELAY_MAX. */
+static int conn_cap(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= 2 * RELAY_MAX + RELAY_SPARE_FDS)
+		return RELAY_MAX;
+	return rl.rlim_cur > RELAY_SPARE_FDS + 2 ? (int)(rl.rlim_cur - RELAY_SPARE_FDS) / 2 : 1;
+}
+
 static void accept_one(struct relay *r, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct conn *c;
 
-	if (fd < 0)
+	if (fd < 0) {
+		/* the listener stays readable: polling it again would spin */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			r->paused = true;
 		return;
+	}
 	c = xcalloc(1, sizeof *c);
 	c->fd[0] = fd;
 	c->fd[1] = -1;
@@ -215,7 +234,7 @@ int portfwd_serve(struct portfwd *pf, int lfd, int cancel_fd, portfwd_note_fn fn
 		  struct sbx_err *e)
 {
 	static struct pollfd p[3 + 2 * RELAY_MAX];
-	struct relay r = {.pf = pf, .note = fn, .arg = arg};
+	struct relay r = {.pf = pf, .note = fn, .arg = arg, .cap = conn_cap()};
 	int rc = -1, i, j;
 	int64_t checked = now_ms();
 
@@ -230,7 +249,7 @@ int portfwd_serve(struct portfwd *pf, int lfd, int cancel_fd, portfwd_note_fn fn
 		}
 		p[0] = (struct pollfd){.fd = cancel_fd, .events = POLLIN};
 		p[1] = (struct pollfd){.fd = pf->sup_fd, .events = POLLIN};
-		p[2] = (struct pollfd){.fd = r.n < RELAY_MAX ? lfd : -1, .events = POLLIN};
+		p[2] = (struct pollfd){.fd = r.n < r.cap && !r.paused ? lfd : -1, .events = POLLIN};
 		for (i = 0; i < r.n; i++)
 			for (j = 0; j < 2; j++)
 				p[3 + 2 * i + j] = (struct pollfd){
@@ -255,6 +274,7 @@ int portfwd_serve(struct portfwd *pf, int lfd, int cancel_fd, portfwd_note_fn fn
 				continue;
 			conn_free(r.c[i]);
 			r.c[i] = r.c[--r.n];
+			r.paused = false;
 		}
 		if (p[2].revents)
 			accept_one(&r, lfd);
