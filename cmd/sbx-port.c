@@ -1,4 +1,5 @@
 /* sbx-port — open a local sandbox's port on the host's loopback (or a Unix socket). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -108,6 +109,25 @@ static int serve(struct portfwd *pf, int lfd, int cancel, int ready)
 	cli_die_err("", &e);
 }
 
+/* Closes the descriptors this process inherited from its caller (ours are all close-on-exec):
+ * a detached forward must not hold the caller's pipes open, or whoever reads them to the end
+ * would wait for the sandbox's end. */
+static void drop_inherited(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int fd;
+
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		fd = atoi(de->d_name);
+		if (fd > 2 && fd != dirfd(d) && fcntl(fd, F_GETFD) == 0)
+			close(fd);
+	}
+	closedir(d);
+}
+
 /* -d: the forward runs on in a child of its own session; this process prints its document
  * once the child listens and has its record. */
 static int detached(struct portfwd *pf, int lfd, int cancel)
@@ -121,6 +141,7 @@ static int detached(struct portfwd *pf, int lfd, int cancel)
 	if (pid == 0) {
 		close(p[0]);
 		setsid();
+		drop_inherited();
 		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
 			dup2(null, 0);
 			dup2(null, 1);

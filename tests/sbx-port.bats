@@ -264,6 +264,15 @@ socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sock"
 	assert_contains "no detached forward of port 8000 of sandbox demo is open"
 }
 
+@test "a detached forward holds none of its caller's descriptors: a pipe it inherited ends" {
+	sbx-create demo >/dev/null
+	# fd 4 is the pipe to cat: cat ends once every holder closed it
+	run timeout 20 sh -c 'sbx-port -d demo 8000 4>&1 >"$1" | cat' _ "$BATS_TEST_TMPDIR/d.out"
+	assert_status 0
+	run cat "$BATS_TEST_TMPDIR/d.out"
+	assert_json '.port == 8000'
+}
+
 @test "a detached forward ends with its sandbox" {
 	sbx-create demo >/dev/null
 	run sbx-port -d demo 8000
