@@ -502,8 +502,8 @@ int portfwd_record(struct portfwd *pf, struct sbx_err *e)
 {
 	struct json_object *o = portfwd_doc(pf);
 	const char *text;
-	char *ports = xasprintf("%s/ports", pf->dir);
-	int rc = -1;
+	char *ports = xasprintf("%s/ports", pf->dir), tmp[PATH_MAX];
+	int rc = -1, fd;
 
 	if (mkdir(ports, 0700) < 0 && errno != EEXIST) {
 		err_sys(e, errno, "cannot make %s", ports);
@@ -511,15 +511,21 @@ int portfwd_record(struct portfwd *pf, struct sbx_err *e)
 	}
 	json_object_object_add(o, "pid", json_object_new_int((int)getpid()));
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	/* Written and locked under a name walk_records skips, then renamed into place (the lock
+	 * goes with the file): no reader ever sees it unlocked and takes it for stale. */
+	snprintf(tmp, sizeof tmp, "%s/.%ld.tmp", ports, (long)getpid());
 	snprintf(pf->record_path, sizeof pf->record_path, "%s/%ld.json", ports, (long)getpid());
-	/* Locked before it is complete: a reader that sees it unlocked takes it for stale. */
-	pf->record = open(pf->record_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-			  0600);
-	if (pf->record < 0 || flock(pf->record, LOCK_EX) < 0 ||
-	    write(pf->record, text, strlen(text)) != (ssize_t)strlen(text)) {
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0 ||
+	    write(fd, text, strlen(text)) != (ssize_t)strlen(text) || rename(tmp, pf->record_path) < 0) {
 		err_sys(e, errno, "cannot write %s", pf->record_path);
+		if (fd >= 0) {
+			unlink(tmp);
+			close(fd);
+		}
 		goto out;
 	}
+	pf->record = fd;
 	rc = 0;
 out:
 	json_object_put(o);
