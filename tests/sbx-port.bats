@@ -183,7 +183,7 @@ host_port() { local p=${1##*:}; echo "${p%/}"; }
 }
 
 @test "the forward ends when the sandbox expires" {
-	sbx-create -ttl 3s demo >/dev/null
+	sbx-create -ttl 6s demo >/dev/null
 	port_up demo 8000
 	status=0
 	finish "$PORT_PID" || status=$?
