@@ -46,9 +46,10 @@ vg() {
 # Fails, showing them, when valgrind reported an error ("==pid==" lines; "--pid--" lines are
 # valgrind's own notes, such as a syscall it does not know, which the programs handle; so is
 # its note on the loop device ioctls LOOP_CONFIGURE (0x4c0a) and LOOP_CTL_GET_FREE (0x4c82),
-# which it has no wrappers for; the first only reads our struct, the second takes none).
+# which it has no wrappers for; the first only reads our struct, the second takes none; and
+# NS_GET_USERNS (0xb701, sbx-port), which takes no argument either).
 vg_errors() {
-	grep '^==[0-9]*==' "$1" | grep -v -E -e 'Warning: noted but unhandled ioctl 0x4c(0a|82) ' \
+	grep '^==[0-9]*==' "$1" | grep -v -E -e 'Warning: noted but unhandled ioctl 0x(4c0a|4c82|b701) ' \
 		-e 'This could cause spurious value errors to appear' -e 'README_MISSING_SYSCALL_OR_IOCTL'
 }
 vg_clean() {
@@ -260,5 +261,29 @@ vg_clean() {
 	assert_contains 'HTTP/1.1 401'
 	kill -TERM "$pid"
 	finish "$pid"
+	vg_clean
+}
+
+@test "sbx-port: a forward served until its sandbox is deleted, -d, -list, -close, a missing sandbox" {
+	sbx-create vg6 >/dev/null
+	sbx-exec vg6 -- sh -c 'mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html &&
+		setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &' >/dev/null
+	vg sbx-port vg6 8000 >"$BATS_TEST_TMPDIR/port.out" 2>"$BATS_TEST_TMPDIR/port.err" &
+	pid=$!
+	wait_until -p "$pid" test -s "$BATS_TEST_TMPDIR/port.out"
+	url=$(jq -r .url "$BATS_TEST_TMPDIR/port.out")
+	wait_until curl -sf -o /dev/null "${url}index.html"
+	run vg sbx-port -d vg6 8000
+	assert_status 0
+	run vg sbx-port -list vg6
+	assert_status 0
+	run vg sbx-port -close vg6 8000
+	assert_status 0
+	run vg sbx-port nosuch 8000
+	assert_status 101
+	sbx-delete vg6 >/dev/null
+	status=0
+	finish "$pid" || status=$?
+	assert_status 101
 	vg_clean
 }
