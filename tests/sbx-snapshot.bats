@@ -56,7 +56,8 @@ wait_tmp() { wait_until -t 20 tmp_written; }
 	assert_status 0
 	local path
 	path=$(printf '%s' "$output" | jq -r .path)
-	[[ $(basename "$path") =~ ^backup-[0-9]{8}T[0-9]{6}\.tar\.gz$ ]]
+	# upstream's stamp, then the nanoseconds: unique, and after upstream's same second
+	[[ $(basename "$path") =~ ^backup-[0-9]{8}T[0-9]{6}_[0-9]{9}\.tar\.gz$ ]]
 	[ "$(dirname "$path")" = "$FS" ]
 	# The name is the local time: within a minute of what date says in TZ.
 	local stamp now
