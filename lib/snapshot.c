@@ -63,7 +63,19 @@ struct host_job {
 	int fd;			/* pack: where the archive goes; unpack: the archive */
 	uint64_t max_bytes;
 	enum { HOST_PACK, HOST_UNPACK, HOST_CLEAR } op;
+	struct sbx_backend *b;	/* pack: the compression is charged to the cgroup of */
+	const char *session;	/* this sandbox (issue 27.5), or NULL */
 };
+
+/* Joins the sandbox's cgroup (its memory, pids and CPU limits), before any work is done. A
+ * sandbox without one (gone meanwhile, or made with -limits none) charges nothing. */
+static int charge(const struct host_job *hj, struct sbx_err *e)
+{
+	if (hj->b == NULL || hj->b->ops->charge == NULL || hj->b->ops->charge(hj->b, hj->session) == 0 ||
+	    errno == ENOENT)
+		return 0;
+	return err_sys(e, errno, "cannot join the cgroup of sandbox %s", hj->session);
+}
 
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
@@ -110,7 +122,9 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 		if (hi > lo + 1)
 			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
 		close_range((unsigned)hi + 1, ~0U, 0);
-		r.rc = enter_as_owner(hj->dir, &r.err);
+		r.rc = charge(hj, &r.err);
+		if (r.rc == 0)
+			r.rc = enter_as_owner(hj->dir, &r.err);
 		if (r.rc == 0 && hj->op == HOST_UNPACK)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
 		else if (r.rc == 0 && hj->op == HOST_PACK)
@@ -150,11 +164,13 @@ static int host_finish(pid_t pid, int rep, bool kill_it, struct report *r)
 }
 
 /* Packs the host home in a child and checks the stream into the temporary. */
-static int take_from_host(const char *host, enum archive_codec codec, struct backup_tmp *t,
-			  struct archive_stats *st, struct sbx_err *e)
+static int take_from_host(struct sbx_backend *b, const char *session, const char *host,
+			  enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
+			  struct sbx_err *e)
 {
 	int out[2], rep = -1, rc;
-	struct host_job hj = {.dir = host, .codec = codec, .fd = -1, .op = HOST_PACK};
+	struct host_job hj = {.dir = host, .codec = codec, .fd = -1, .op = HOST_PACK, .b = b,
+			      .session = session};
 	struct report r;
 	pid_t pid;
 
@@ -282,7 +298,7 @@ int snapshot_take(struct sbx_backend *b, const char *session, const struct snaps
 	t.progress = o->progress;
 	t.progress_arg = o->progress_arg;
 	if (host) {
-		if (take_from_host(host, o->codec, &t, &st, e) < 0)
+		if (take_from_host(b, session, host, o->codec, &t, &st, e) < 0)
 			goto out;
 	} else if (take_by_exec(b, session, o->homedir ? o->homedir : info.homedir, o->codec, &t,
 				&st, e) < 0) {
