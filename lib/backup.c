@@ -627,14 +627,14 @@ static int gzip_through(int fd, int cancel_fd, struct sbx_err *e)
 			inflateReset(&z);
 			continue;
 		}
-		if (zr == Z_DATA_ERROR && ended && any)
+		if (zr == Z_DATA_ERROR && ended)
 			break;	/* trailing bytes that are no gzip member */
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
+		if (zr != Z_OK && (zr != Z_BUF_ERROR || z.avail_in > 0)) {
 			err_set(e, SBX_EIO, "the gzip stream is corrupt (%s)", z.msg ? z.msg : "bad data");
 			goto out;
 		}
-		if (z.avail_in < STREAM_CHUNK || z.avail_out < STREAM_CHUNK)
-			ended = false;
+		if (zr == Z_OK)
+			ended = false;	/* inside a member: the end of the file would cut it */
 	}
 	if (!any || !ended) {
 		err_set(e, SBX_EIO, "the gzip stream is cut short");

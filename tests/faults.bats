@@ -517,3 +517,17 @@ five_turns_then_keep() {
 	cp "$p1" "$(dirname "$p1")/$up"
 	[ "$(ls "$(dirname "$p1")" | grep '\.tar\.gz$' | head -1)" = "$up" ]
 }
+
+@test "kill -9 of agent-loop at its snapshot: the turn's work stays in the sandbox and the next snapshot saves it" {
+	session_with_keep ksa
+	kill_at sbx-snapshot
+	run bash -c "printf 'run: echo late > ~/late\n' | OPENAI_MODEL=fake-eliza '$BATS_TEST_TMPDIR/kbin/agent-loop' -session ksa"
+	[ "$status" -ne 0 ]
+	run bash -c "printf 'run: cat ~/keep ~/late\n' | OPENAI_MODEL=fake-eliza agent-loop -session ksa 2>&1"
+	assert_contains "reusing the ready sandbox ksa"
+	assert_contains "precious"
+	assert_contains "late"
+	newest=$(backups ksa | tail -n 1)
+	[ "$(tar -xzOf "$newest" ./late)" = late ]
+	[ "$(tar -xzOf "$newest" ./keep)" = precious ]
+}
