@@ -16,7 +16,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "fsutil.h"
 #include "paths.h"
 #include "xalloc.h"
 
@@ -138,25 +137,53 @@ static int has_backup(const char *name, void *arg)
 static int each_name(const char *dir, int (*fn)(const char *, void *), void *arg,
 		     struct sbx_err *e);
 
-int backup_owed_begin(const char *session, bool *wrote, struct sbx_err *e)
+/* Writes text to a temporary beside path, synced, and links it to path unless path exists.
+ * 1 written, 0 path was there, -1 with errno. */
+static int write_new(const char *path, const char *text)
+{
+	char *tmp = xasprintf("%s.XXXXXX", path), *d = xstrdup(path);
+	size_t len = strlen(text);
+	int fd = mkostemp(tmp, O_CLOEXEC), rc = -1, dfd;
+
+	if (fd < 0)
+		goto out;
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	close(fd);
+	rc = link(tmp, path) == 0 ? 1 : errno == EEXIST ? 0 : -1;
+	unlink(tmp);
+	*strrchr(d, '/') = '\0';
+	if (rc == 1 && (dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+out:
+	free(tmp);
+	free(d);
+	return rc;
+}
+
+int backup_owed_begin(const char *session, int64_t *wrote_ns, struct sbx_err *e)
 {
 	char *dir = existing_dir(session), *p = NULL, *line = NULL;
-	struct stat sb;
-	int rc = 0;
+	struct timespec now;
+	int rc = 0, w;
 
-	*wrote = false;
+	*wrote_ns = 0;
 	/* each_name stops at the first backup (1); a directory it cannot read counts as having
 	 * some: owing a restore wrongly costs a restore, not a backup. */
 	if (dir == NULL || each_name(dir, has_backup, NULL, NULL) == 0)
 		goto out;
+	clock_gettime(CLOCK_REALTIME, &now);
 	p = xasprintf("%s/%s", dir, BACKUP_OWED);
-	if (lstat(p, &sb) == 0)
-		goto out;	/* owed already: a create before this one never got restored */
-	line = xasprintf("sandbox %s made at %lld\n", session, (long long)time(NULL));
-	if (fs_write_atomic(p, line, strlen(line), 0600) < 0)
+	line = xasprintf("sandbox %s made new at %lld\n", session, (long long)now.tv_sec);
+	if ((w = write_new(p, line)) < 0)
 		rc = err_sys(e, errno, "cannot write %s", p);
-	else
-		*wrote = true;
+	else if (w == 1)
+		*wrote_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 out:
 	free(line);
 	free(p);
@@ -164,11 +191,12 @@ out:
 	return rc;
 }
 
-void backup_owed_settle(const char *session, bool wrote, bool reused)
+void backup_owed_settle(const char *session, int64_t wrote_ns, bool reused, int64_t created_ns)
 {
 	char *dir;
 
-	if (!wrote || !reused || (dir = existing_dir(session)) == NULL)
+	if (wrote_ns == 0 || !reused || created_ns >= wrote_ns - 1000000000 ||
+	    (dir = existing_dir(session)) == NULL)
 		return;
 	backup_owed_clear(dir, NULL);
 	free(dir);
