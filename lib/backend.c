@@ -232,7 +232,7 @@ static int check_homedir(const char *h, struct sbx_err *e)
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
 	       struct sbx_err *e)
 {
-	int64_t wrote;
+	bool wrote;
 	int rc;
 
 	memset(out, 0, sizeof *out);
@@ -247,7 +247,7 @@ int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_in
 	if (backup_owed_begin(spec->name, &wrote, e) < 0)
 		return err_prefix(e, "cannot mark the restore a new sandbox owes");
 	rc = b->ops->create(b, spec, out, e);
-	backup_owed_settle(spec->name, wrote, rc == 0 && out->reused, out->created_ns);
+	backup_owed_settle(spec->name, wrote, rc == 0 && out->reused);
 	return rc;
 }
 

@@ -166,13 +166,13 @@ out:
 	return rc;
 }
 
-int backup_owed_begin(const char *session, int64_t *wrote_ns, struct sbx_err *e)
+int backup_owed_begin(const char *session, bool *wrote, struct sbx_err *e)
 {
 	char *dir = existing_dir(session), *p = NULL, *line = NULL;
 	struct timespec now;
 	int rc = 0, w;
 
-	*wrote_ns = 0;
+	*wrote = false;
 	/* each_name stops at the first backup (1); a directory it cannot read counts as having
 	 * some: owing a restore wrongly costs a restore, not a backup. */
 	if (dir == NULL || each_name(dir, has_backup, NULL, NULL) == 0)
@@ -182,8 +182,8 @@ int backup_owed_begin(const char *session, int64_t *wrote_ns, struct sbx_err *e)
 	line = xasprintf("sandbox %s made new at %lld\n", session, (long long)now.tv_sec);
 	if ((w = write_new(p, line)) < 0)
 		rc = err_sys(e, errno, "cannot write %s", p);
-	else if (w == 1)
-		*wrote_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	else
+		*wrote = w == 1;
 out:
 	free(line);
 	free(p);
@@ -191,12 +191,11 @@ out:
 	return rc;
 }
 
-void backup_owed_settle(const char *session, int64_t wrote_ns, bool reused, int64_t created_ns)
+void backup_owed_settle(const char *session, bool wrote, bool reused)
 {
 	char *dir;
 
-	if (wrote_ns == 0 || !reused || created_ns >= wrote_ns - 1000000000 ||
-	    (dir = existing_dir(session)) == NULL)
+	if (!wrote || !reused || (dir = existing_dir(session)) == NULL)
 		return;
 	backup_owed_clear(dir, NULL);
 	free(dir);

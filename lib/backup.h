@@ -54,20 +54,20 @@ char *backup_restoring(const char *session);
 /* A sandbox made new for a session that has backups owes a restore: its home is empty, and a
  * snapshot of it would become the newest backup and, pruning, push the good ones out. The
  * file BACKUP_OWED in the backup directory says so from before the sandbox exists (written
- * and synced, then renamed into place) until a restore completes or a fresh start is chosen
+ * and synced, then linked into place) until a restore completes or a fresh start is chosen
  * (sbx-restore -fresh, or no backup being restorable at all). Snapshots refuse to run while
  * it is there; agent-loop restores first and runs nothing while it cannot. */
 #define BACKUP_OWED ".restore-owed"
 /* sbx_create's half: before the backend creates or reuses sandbox `session`, marks a restore
  * as owed when the session has backups and no mark is there yet (made whole under a
- * temporary name, then linked into place: of two creates only one writes it). *wrote_ns
- * gets the wall-clock time it was written, 0 when this call wrote none. No session
- * directory, or no backup: nothing to owe. 0 or -1 with e. */
-int backup_owed_begin(const char *session, int64_t *wrote_ns, struct sbx_err *e);
-/* After the create: a sandbox that was there before the mark this call wrote (reused, made
- * more than a second before wrote_ns: its time stamp may have whole seconds only) keeps the
- * state it had, so the mark is taken back; one made since keeps it. */
-void backup_owed_settle(const char *session, int64_t wrote_ns, bool reused, int64_t created_ns);
+ * temporary name, then linked into place: of two creates only one writes it). *wrote says
+ * whether this call wrote it. No session directory, or no backup: nothing to owe. 0 or -1
+ * with e. */
+int backup_owed_begin(const char *session, bool *wrote, struct sbx_err *e);
+/* After the create: a reused sandbox keeps the state it had, so a mark this create wrote is
+ * taken back (one that was there before stays: an earlier create was never restored); a new
+ * sandbox keeps it. */
+void backup_owed_settle(const char *session, bool wrote, bool reused);
 /* Whether the session's sandbox owes a restore (the mark is there). */
 bool backup_owed(const char *session);
 /* Removes the mark from the backup directory dir; 0 or -1 with e (none there is fine). */

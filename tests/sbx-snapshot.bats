@@ -373,10 +373,7 @@ wait_tmp() { wait_until -t 20 tmp_written; }
 	[ ! -e "$FS/.restore-owed" ]
 	run sbx-snapshot demo
 	assert_status 0
-	# restored by choice: a reuse after that owes nothing (a sandbox made in the second of
-	# the mark, which a time stamp of whole seconds cannot tell from one made after it, is
-	# taken for new: sbx-create keeps the mark then)
-	sleep 2
+	# restored by choice: a reuse after that owes nothing
 	sbx-create demo >/dev/null
 	[ ! -e "$FS/.restore-owed" ]
 }
