@@ -10,7 +10,7 @@ DESTDIR ?=
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS := libcurl json-c libwebsockets libarchive openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd libseccomp
+PKGS := libcurl json-c libwebsockets libarchive zlib openssl yaml-0.1 libedit libpcre2-8 libmicrohttpd libseccomp
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror
 OPT ?= -O2 -g
 SAN ?=

@@ -24,7 +24,7 @@
 static const char usage[] =
 	"usage: agent-loop [-session NAME] [-backend local|kubernetes] [-namespace NS] [-image I]\n"
 	"                  [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
-	"                  [-max-tool-rounds 50] [-ttl 5m] [-v]\n"
+	"                  [-max-tool-rounds 50] [-ttl 5m] [-backup-budget SIZE] [-v]\n"
 	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
 	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
@@ -43,6 +43,8 @@ static const char usage[] =
 	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
 	"  -max-tool-rounds N    LLM/tool iterations allowed in one turn (default 50)\n"
 	"  -ttl D                sandbox inactivity lifetime (Go duration, default 5m)\n"
+	"  -backup-budget SIZE   most the session's backups may take together (K/M/G; default\n"
+	"                        3 times the home's disk cap); env SANDBOX_BACKUP_BUDGET\n"
 	SPECFLAGS_USAGE
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
@@ -239,6 +241,8 @@ static int chat(struct agent_session *s)
 int main(int argc, char **argv)
 {
 	const char *session = getenv("SESSION_NAME"), *backend, *image, *toolset = NULL, *why;
+	const char *budget = NULL;
+	long long budget_bytes;
 	int64_t tool_timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, ttl = 0;
 	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS;
 	bool verbose = false;
@@ -254,6 +258,7 @@ int main(int argc, char **argv)
 		{"tool-timeout", FLAG_DURATION, &tool_timeout, NULL},
 		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
 		{"ttl", FLAG_DURATION, &ttl, NULL},
+		{"backup-budget", FLAG_STRING, &budget, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
 		{NULL, 0, NULL, NULL},
 	};
@@ -267,6 +272,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
+	if (budget && (flag_parse_size(budget, &budget_bytes) < 0 || budget_bytes <= 0))
+		cli_usage_error(usage, "-backup-budget must be a positive size such as 30G");
 	backend = cli_sandbox_backend(&sb, &why);
 	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
@@ -284,6 +291,7 @@ int main(int argc, char **argv)
 			.homedir = sb.homedir, .toolset = toolset, .tool_timeout_ns = tool_timeout,
 			.ttl_ns = ttl, .max_tool_rounds = (int)rounds, .log = on_log,
 			.trace = verbose ? on_trace : NULL, .create_args = create_args,
+			.backup_budget = budget,
 		};
 		if ((s = agent_session_open(&cfg, &e)) == NULL)
 			cli_die(cli_status(e.code), "%s", e.msg);

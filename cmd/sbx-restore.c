@@ -14,10 +14,14 @@
 static const char usage[] =
 	"usage: sbx-restore [-backend local|kubernetes] [-namespace NS] [-from FILE] [-homedir D]\n"
 	"                   [-max-size N] [-optional] SESSION\n"
+	"       sbx-restore -fresh [-backend local|kubernetes] [-namespace NS] SESSION\n"
 	"Restores the newest good backup in ~/.local/sandboxed-tools/SESSION/fs (or FILE) into the\n"
 	"home of sandbox SESSION, after checking its SHA-256 and every entry; a corrupt newest\n"
 	"backup, or one that fails to extract (the home is then emptied), falls back to the\n"
-	"previous one. Symlinks whose target leaves the home (a python venv's bin/python) are not\n"
+	"previous one. A backup whose sidecar is wrong is checked by the archive's own checksums.\n"
+	"A sandbox made new for a session with backups owes a restore: sbx-snapshot refuses it\n"
+	"until a restore completes, or until -fresh empties the home to start afresh on purpose.\n"
+	"Symlinks whose target leaves the home (a python venv's bin/python) are not\n"
 	"created: they are named in \"skipped_links\". Prints\n"
 	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}. A session\n"
 	"without backups is an error (exit 101), unless -optional: then \"restored\" is null.\n"
@@ -28,6 +32,7 @@ static const char usage[] =
 	"  -homedir D      restore into directory D inside the sandbox (with tar) instead of its home\n"
 	"  -max-size N     refuse archives expanding beyond N bytes (K/M/G suffixes; default 8G)\n"
 	"  -optional       no backup at all is not an error (agent-loop: a fresh start)\n"
+	"  -fresh          restore nothing: empty the home, and the restore owed is settled\n"
 	"  -h              show this help\n";
 
 int main(int argc, char **argv)
@@ -45,6 +50,7 @@ int main(int argc, char **argv)
 		{"homedir", FLAG_STRING, &o.homedir, NULL},
 		{"max-size", FLAG_SIZE, &max, NULL},
 		{"optional", FLAG_BOOL, &o.optional, NULL},
+		{"fresh", FLAG_BOOL, &o.fresh, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
@@ -57,6 +63,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-from needs a file name");
 	if (o.homedir && o.homedir[0] != '/')
 		cli_usage_error(usage, "-homedir must be an absolute path");
+	if (o.fresh && (o.from || o.homedir || o.optional))
+		cli_usage_error(usage, "-fresh goes alone (no -from, -homedir or -optional)");
 	if (name_check(argv[i], &e) < 0)
 		cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[i], e.msg);
 	o.max_bytes = (uint64_t)max;
@@ -67,6 +75,9 @@ int main(int argc, char **argv)
 	backend_close(b);
 	for (size_t k = 0; k < r.skipped.n; k++)
 		cli_warn("skipping backup %s: %s", r.skipped.name[k], r.skipped.why[k]);
+	for (size_t k = 0; k < r.sidecar_wrong.n; k++)
+		cli_warn("the sidecar of %s is wrong; its archive checked out by its own checksums",
+			 r.sidecar_wrong.name[k]);
 	if (rc < 0 && cancel_signal())
 		cli_die(128 + cancel_signal(), "restore into sandbox %s interrupted", argv[i]);
 	if (rc < 0)

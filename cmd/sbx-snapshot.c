@@ -16,18 +16,23 @@
 
 static const char usage[] =
 	"usage: sbx-snapshot [-backend local|kubernetes] [-namespace NS] [-keep N] [-homedir D]\n"
-	"                    [-compress gzip|zstd] SESSION\n"
-	"       sbx-snapshot -prune [-keep N] [-all | SESSION...]\n"
+	"                    [-compress gzip|zstd] [-backup-budget SIZE] SESSION\n"
+	"       sbx-snapshot -prune [-keep N] [-backup-budget SIZE] [-all | SESSION...]\n"
 	"Archives the home directory of sandbox SESSION into\n"
-	"~/.local/sandboxed-tools/SESSION/fs/backup-YYYYMMDDTHHMMSS.tar.gz with a SHA-256 sidecar,\n"
-	"keeps the newest N backups and prints {\"path\",\"bytes\",\"files\",\"sha256\",\"pruned\"}.\n"
-	"With -prune, only prunes (no sandbox needed) and prints {\"session\",\"pruned\"} per session.\n"
+	"~/.local/sandboxed-tools/SESSION/fs/backup-YYYYMMDDTHHMMSS_NANOSECS.tar.gz (a name no\n"
+	"other backup has) with a SHA-256 sidecar, keeps the newest N backups within the budget and\n"
+	"prints {\"path\",\"bytes\",\"files\",\"sha256\",\"pruned\"}. Refused while the home owes a\n"
+	"restore (see sbx-restore). With -prune, only prunes (no sandbox needed) and prints\n"
+	"{\"session\",\"pruned\"} per session.\n"
 	"\n"
 	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -keep N         backups to keep (default 5)\n"
 	"  -homedir D      archive directory D inside the sandbox (with tar) instead of its home\n"
 	"  -compress C     gzip (default, upstream's format) or zstd (.tar.zst, faster)\n"
+	"  -backup-budget SIZE  most the session's backups may take together, oldest pruned\n"
+	"                  first (K/M/G; default 3 times the home's disk cap); env\n"
+	"                  SANDBOX_BACKUP_BUDGET\n"
 	"  -prune          prune only\n"
 	"  -all            with -prune: every session under ~/.local/sandboxed-tools\n"
 	"  -h              show this help\n";
@@ -76,8 +81,9 @@ static struct json_object *names_json(const struct backup_list *l)
 }
 
 /* Prunes one session's backups; prints its line. Returns the exit status. */
-static int prune_one(const char *session, int keep)
+static int prune_one(const char *session, int keep, uint64_t budget)
 {
+	struct backup_prune_opts po = {keep, budget, NULL};
 	struct backup_list pruned = {0};
 	struct json_object *o;
 	struct sbx_err e;
@@ -85,7 +91,7 @@ static int prune_one(const char *session, int keep)
 	int rc = EXIT_OK;
 
 	if ((dir = backup_dir(session, &e)) == NULL ||
-	    backup_prune(dir, keep, NULL, &pruned, &e) < 0) {
+	    backup_prune(dir, &po, &pruned, &e) < 0) {
 		cli_msg("unable to prune backups of session %s: %s", session, e.msg);
 		rc = cli_status(e.code);
 	} else {
@@ -102,7 +108,7 @@ static int prune_one(const char *session, int keep)
 }
 
 /* -prune -all: every session directory that already has backups. */
-static int prune_all(int keep)
+static int prune_all(int keep, uint64_t budget)
 {
 	struct sbx_err e;
 	char *root = paths_session_root(&e), *fs;
@@ -120,7 +126,7 @@ static int prune_all(int keep)
 		if (name_check(de->d_name, NULL) < 0)
 			continue;
 		fs = xasprintf("%s/%s/fs", root, de->d_name);
-		if (access(fs, F_OK) == 0 && (r = prune_one(de->d_name, keep)) != EXIT_OK)
+		if (access(fs, F_OK) == 0 && (r = prune_one(de->d_name, keep, budget)) != EXIT_OK)
 			rc = r;
 		free(fs);
 	}
@@ -135,8 +141,8 @@ int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
 	const char *homedir = NULL, *compress = "gzip";
-	long long keep = BACKUP_DEFAULT_KEEP;
-	bool prune = false, all = false;
+	long long keep = BACKUP_DEFAULT_KEEP, budget = 0;
+	bool prune = false, all = false, budget_seen = false;
 	struct snapshot_opts o = {0};
 	struct snapshot_result r;
 	struct progress pr = {0};
@@ -150,6 +156,7 @@ int main(int argc, char **argv)
 		{"compress", FLAG_STRING, &compress, NULL},
 		{"prune", FLAG_BOOL, &prune, NULL},
 		{"all", FLAG_BOOL, &all, NULL},
+		{"backup-budget", FLAG_SIZE, &budget, &budget_seen},
 		{NULL, 0, NULL, NULL},
 	};
 
@@ -159,6 +166,11 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
 	if (homedir && homedir[0] != '/')
 		cli_usage_error(usage, "-homedir must be an absolute path");
+	if (!budget_seen && getenv("SANDBOX_BACKUP_BUDGET") &&
+	    flag_parse_size(getenv("SANDBOX_BACKUP_BUDGET"), &budget) < 0)
+		cli_usage_error(usage, "SANDBOX_BACKUP_BUDGET must be a size such as 30G");
+	if (budget < 0 || (budget_seen && budget == 0))
+		cli_usage_error(usage, "-backup-budget must be positive");
 	if (archive_codec_parse(compress, &o.codec) < 0)
 		cli_usage_error(usage, "-compress must be gzip or zstd");
 	for (int k = i; k < argc; k++) {
@@ -169,9 +181,9 @@ int main(int argc, char **argv)
 		if (all == (i < argc))
 			cli_usage_error(usage, "-prune needs either -all or SESSION names");
 		if (all)
-			return cli_finish(prune_all((int)keep));
+			return cli_finish(prune_all((int)keep, (uint64_t)budget));
 		for (; i < argc; i++) {
-			int r1 = prune_one(argv[i], (int)keep);
+			int r1 = prune_one(argv[i], (int)keep, (uint64_t)budget);
 			if (r1 != EXIT_OK)
 				rc = r1;
 		}
@@ -184,6 +196,7 @@ int main(int argc, char **argv)
 	if ((o.cancel_fd = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
 	o.keep = (int)keep;
+	o.budget = (uint64_t)budget;
 	o.homedir = homedir;
 	if (isatty(2)) {
 		clock_gettime(CLOCK_MONOTONIC, &pr.start);

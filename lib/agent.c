@@ -35,6 +35,7 @@
 struct agent_session {
 	char *name, *backend, *ns, *image, *homedir, *model, *bindir;
 	char **create_args;		/* NULL-terminated copy of agent_config.create_args */
+	char *backup_budget;		/* NULL, or -backup-budget's SIZE */
 	const struct toolset *ts;
 	int64_t tool_timeout_ns, ttl_ns;
 	int max_rounds;
@@ -194,6 +195,7 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	s->workdir = dup_or_null(cfg->workdir);
 	s->want_usage = cfg->want_usage;
 	s->create_args = argv_dup(cfg->create_args);
+	s->backup_budget = cfg->backup_budget ? xstrdup(cfg->backup_budget) : NULL;
 	s->tools = toolset_declarations(s->ts);
 	if (s->tools_only) {
 		/* No history, but the session is still one process's at a time. */
@@ -372,22 +374,41 @@ static int run_doc(struct agent_session *s, struct strvec *a, int cancel_fd,
 
 /* ---- the sandbox lifecycle ---- */
 
-static void restore(struct agent_session *s, int cancel_fd)
+/* Whether the session's sandbox still owes a restore: made new and never restored (see
+ * BACKUP_OWED), or a restore that began and never finished (BACKUP_RESTORING). */
+static bool owes_restore(const char *name)
+{
+	char *b = backup_restoring(name);
+
+	free(b);
+	return b != NULL || backup_owed(name);
+}
+
+/* Restores the session's backups into its sandbox. A failure that leaves the restore owed (a
+ * full disk, an I/O error, a cancel) is an error: no command may run on a home that is
+ * missing the user's files. Backups that are all refused for what they hold settle it, and
+ * the session goes on fresh (upstream's way). 0, or -1 with e. */
+static int restore(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
 	struct json_object *doc, *v;
 	struct strvec a;
-	struct sbx_err e;
 	char *msg;
-	int st;
+	int st, rc = 0;
 
 	logf_(s, AGENT_LOG_INFO, "restoring filesystem to sandbox...");
 	argv_sbx(s, &a, "sbx-restore");	/* the sandbox's home is s->homedir already */
 	arg(&a, "-optional");		/* no backup yet: a fresh start, as upstream */
 	arg(&a, s->name);
-	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
-	if (st != 0) {
+	st = run_doc(s, &a, cancel_fd, &doc, &msg, e);
+	if (st != 0 && (st == -2 || owes_restore(s->name))) {
+		if (st != -2)
+			err_set(e, SBX_EIO, "failed to restore filesystem, and no command runs on a "
+				"home missing the session's files (the next call tries again): %s",
+				st < 0 ? e->msg : msg);
+		rc = -1;
+	} else if (st != 0) {
 		logf_(s, AGENT_LOG_WARN, "failed to restore filesystem; starting with a fresh sandbox "
-		      "instead: %s", st < 0 ? e.msg : msg);
+		      "instead: %s", st < 0 ? e->msg : msg);
 	} else if (json_object_object_get_ex(doc, "restored", &v) && json_object_is_type(v, json_type_string)) {
 		logf_(s, AGENT_LOG_INFO, "restoring filesystem from latest backup backup=\"%s\"",
 		      json_object_get_string(v));
@@ -397,18 +418,23 @@ static void restore(struct agent_session *s, int cancel_fd)
 	json_object_put(doc);
 	free(msg);
 	argv_free(&a);
+	return rc;
 }
 
-/* True (and said) when a restore into the session's sandbox began and never finished (see
- * BACKUP_RESTORING): its home is partial, so it is restored again before anything else. */
+/* True (and said) when the session's sandbox owes a restore (see owes_restore): its home is
+ * empty or partial, so it is restored before anything else runs in it. */
 static bool restore_unfinished(struct agent_session *s)
 {
 	char *b = backup_restoring(s->name);
 
-	if (b == NULL)
+	if (b != NULL)
+		logf_(s, AGENT_LOG_WARN, "the last restore into sandbox %s (from %s) did not finish; "
+		      "restoring again", s->name, b);
+	else if (backup_owed(s->name))
+		logf_(s, AGENT_LOG_WARN, "sandbox %s was made and never restored from the session's "
+		      "backups; restoring now", s->name);
+	else
 		return false;
-	logf_(s, AGENT_LOG_WARN, "the last restore into sandbox %s (from %s) did not finish; restoring again",
-	      s->name, b);
 	free(b);
 	return true;
 }
@@ -450,8 +476,8 @@ static int create(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 	reused = json_object_object_get_ex(doc, "reused", &v) && json_object_get_boolean(v);
 	if (reused && !restore_unfinished(s))
 		logf_(s, AGENT_LOG_INFO, "reusing the ready sandbox %s (not restoring over it)", s->name);
-	else
-		restore(s, cancel_fd);
+	else if (restore(s, cancel_fd, e) < 0)
+		goto out;	/* still owed: the next call restores before it runs */
 	rc = 0;
 out:
 	json_object_put(doc);
@@ -565,17 +591,15 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 	/* A tools-only session touches after its answer (agent_session_touch); before the call
 	 * only when less than half the lifetime is left, so a call never starts that close to
 	 * the deadline. A sandbox that vanished meanwhile is found by the call itself. */
-	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2) {
-		if (restore_unfinished(s))
-			restore(s, cancel_fd);
-		return 0;
-	}
+	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2)
+		return restore_unfinished(s) ? restore(s, cancel_fd, e) : 0;
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
 		if (t == 0) {
 			if (restore_unfinished(s)) {
-				restore(s, cancel_fd);
 				s->workdir_made = false;
+				if (restore(s, cancel_fd, e) < 0)
+					return -1;
 			}
 			return make_workdir(s, cancel_fd, e);
 		}
@@ -602,6 +626,10 @@ static int snapshot(struct agent_session *s, int cancel_fd)
 	int st;
 
 	argv_sbx(s, &a, "sbx-snapshot");	/* the sandbox's home is s->homedir already */
+	if (s->backup_budget) {
+		arg(&a, "-backup-budget");
+		arg(&a, s->backup_budget);
+	}
 	arg(&a, s->name);
 	st = run_doc(s, &a, cancel_fd, &doc, &msg, &e);
 	if (st != 0) {
@@ -1290,6 +1318,7 @@ void agent_session_free(struct agent_session *s)
 	for (char **w = s->create_args; w && *w; w++)
 		free(*w);
 	free(s->create_args);
+	free(s->backup_budget);
 	free(s);
 }
 

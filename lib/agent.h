@@ -75,6 +75,7 @@ struct agent_config {
 	/* Extra sbx-create words (NULL-terminated, e.g. specflags_argv's "-network=true"),
 	 * passed unchanged when the session makes its sandbox. May be NULL. */
 	char *const *create_args;
+	const char *backup_budget;	/* NULL, or sbx-snapshot's -backup-budget SIZE */
 	const char *bindir;		/* NULL: the running executable's directory, then PATH */
 	/* The tools' working directory inside the sandbox (absolute), made (mkdir -p) when the
 	 * sandbox is; NULL: the backend's default. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backup.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -231,6 +232,9 @@ static int check_homedir(const char *h, struct sbx_err *e)
 int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_info *out,
 	       struct sbx_err *e)
 {
+	bool wrote;
+	int rc;
+
 	memset(out, 0, sizeof *out);
 	if (sandbox_name_check(spec->name, e) < 0 || check_homedir(spec->homedir, e) < 0)
 		return -1;
@@ -238,7 +242,13 @@ int sbx_create(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_in
 		return err_set(e, SBX_EINVAL, "ttl must be positive");
 	if (backend_spec_check(b->ops == &local_backend_ops ? "local" : "kubernetes", spec, e) < 0)
 		return -1;
-	return b->ops->create(b, spec, out, e);
+	/* A new sandbox of a session with backups owes them a restore: marked before the
+	 * sandbox can exist, so no crash leaves an empty home that looks restored. */
+	if (backup_owed_begin(spec->name, &wrote, e) < 0)
+		return err_prefix(e, "cannot mark the restore a new sandbox owes");
+	rc = b->ops->create(b, spec, out, e);
+	backup_owed_settle(spec->name, wrote, rc == 0 && out->reused);
+	return rc;
 }
 
 int sbx_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,

@@ -140,6 +140,10 @@ struct backend_ops {
 	/* Optional (NULL if not possible): a host path where the home directory can be read and
 	 * written directly (the local backend), so archives need not go through exec. */
 	char *(*home_path)(struct sbx_backend *, const char *name, struct sbx_err *);
+	/* Optional: moves the calling process (single-threaded: a freshly forked child) into the
+	 * cgroup of sandbox name, so work done for it on the host (a snapshot's compression) is
+	 * charged to its limits. 0, also when it has none; -1 with errno. */
+	int (*charge)(struct sbx_backend *, const char *name);
 	void (*close)(struct sbx_backend *);
 };
 

@@ -782,6 +782,20 @@ static char *l_home_path(struct sbx_backend *b, const char *name, struct sbx_err
 	return home;
 }
 
+static int l_charge(struct sbx_backend *b, const char *name)
+{
+	struct sbx_paths p;
+	int rc;
+
+	if (paths_for(b, name, &p, NULL) < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	rc = reslimit_join(p.dir);
+	paths_free(&p);
+	return rc;
+}
+
 /* The exec service hung up before the result: the command may have run, in part, so this is
  * SBX_EGONE, never SBX_ENOTFOUND (which promises nothing ran and invites a retry). The
  * supervisor renames a dying sandbox away right after killing it: a moment's wait names the
@@ -876,4 +890,5 @@ const struct backend_ops local_backend_ops = {
 	.list = l_list,
 	.pause = l_pause,
 	.home_path = l_home_path,
+	.charge = l_charge,
 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,7 +63,19 @@ struct host_job {
 	int fd;			/* pack: where the archive goes; unpack: the archive */
 	uint64_t max_bytes;
 	enum { HOST_PACK, HOST_UNPACK, HOST_CLEAR } op;
+	struct sbx_backend *b;	/* pack: the compression is charged to the cgroup of */
+	const char *session;	/* this sandbox (issue 27.5), or NULL */
 };
+
+/* Joins the sandbox's cgroup (its memory, pids and CPU limits), before any work is done. A
+ * sandbox without one (gone meanwhile, or made with -limits none) charges nothing. */
+static int charge(const struct host_job *hj, struct sbx_err *e)
+{
+	if (hj->b == NULL || hj->b->ops->charge == NULL || hj->b->ops->charge(hj->b, hj->session) == 0 ||
+	    errno == ENOENT)
+		return 0;
+	return err_sys(e, errno, "cannot join the cgroup of sandbox %s", hj->session);
+}
 
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
@@ -118,7 +131,9 @@ static pid_t host_start(const struct host_job *hj, int *rep, struct sbx_err *e)
 		if (hi > lo + 1)
 			close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
 		close_range((unsigned)hi + 1, ~0U, 0);
-		r.rc = enter_as_owner(hj->dir, &r.err);
+		r.rc = charge(hj, &r.err);
+		if (r.rc == 0)
+			r.rc = enter_as_owner(hj->dir, &r.err);
 		if (r.rc == 0 && hj->op == HOST_UNPACK)
 			r.rc = archive_unpack_fd(fd, ".", hj->max_bytes, &r.st, &r.err);
 		else if (r.rc == 0 && hj->op == HOST_PACK)
@@ -158,11 +173,13 @@ static int host_finish(pid_t pid, int rep, bool kill_it, struct report *r)
 }
 
 /* Packs the host home in a child and checks the stream into the temporary. */
-static int take_from_host(const char *host, enum archive_codec codec, struct backup_tmp *t,
-			  struct archive_stats *st, struct sbx_err *e)
+static int take_from_host(struct sbx_backend *b, const char *session, const char *host,
+			  enum archive_codec codec, struct backup_tmp *t, struct archive_stats *st,
+			  struct sbx_err *e)
 {
 	int out[2], rep = -1, rc;
-	struct host_job hj = {.dir = host, .codec = codec, .fd = -1, .op = HOST_PACK};
+	struct host_job hj = {.dir = host, .codec = codec, .fd = -1, .op = HOST_PACK, .b = b,
+			      .session = session};
 	struct report r;
 	pid_t pid;
 
@@ -234,12 +251,34 @@ static char *host_home(struct sbx_backend *b, const char *session, const char *h
 	return h;
 }
 
+/* A snapshot of a home that owes a restore, or holds part of one, would become the newest
+ * backup and, pruning, push out the good ones: refused, saying what to run. */
+static int refuse_unrestored(const char *session, struct sbx_err *e)
+{
+	char *partial = backup_restoring(session);
+
+	if (partial != NULL) {
+		err_set(e, SBX_EIO, "the home of sandbox %s is only partly restored (a restore of %s "
+			"was interrupted); run sbx-restore %s again before taking a snapshot",
+			session, partial, session);
+		free(partial);
+		return -1;
+	}
+	if (backup_owed(session))
+		return err_set(e, SBX_EIO, "the home of sandbox %s owes a restore (the sandbox was "
+			       "made new and no restore of the session's backups completed); run "
+			       "sbx-restore %s first, or sbx-restore -fresh %s to start afresh on "
+			       "purpose", session, session, session);
+	return 0;
+}
+
 int snapshot_take(struct sbx_backend *b, const char *session, const struct snapshot_opts *o,
 		  struct snapshot_result *r, struct sbx_err *e)
 {
 	struct sbx_info info;
 	struct backup_tmp t = {.fd = -1, .dir_fd = -1};
 	struct archive_stats st;
+	struct backup_prune_opts po;
 	struct sbx_err pe;
 	char *dir = NULL, *host = NULL;
 	bool failed;
@@ -252,26 +291,23 @@ int snapshot_take(struct sbx_backend *b, const char *session, const struct snaps
 		return -1;
 	if ((dir = backup_dir(session, e)) == NULL)
 		return -1;
-	if (o->homedir == NULL) {
-		char *partial = backup_restoring(session);
-		if (partial != NULL) {
-			err_set(e, SBX_EIO, "the home of sandbox %s is only partly restored (a restore "
-				"of %s was interrupted); run sbx-restore %s again before taking a snapshot",
-				session, partial, session);
-			free(partial);
-			goto out;
-		}
-	}
+	if (o->homedir == NULL && refuse_unrestored(session, e) < 0)
+		goto out;
+	/* 27.5: backups multiply the home's disk cap; three of it is one kept copy of a full
+	 * home and room to move (a user may set any other). */
+	r->budget = o->budget ? o->budget : info.limits.enforced && info.limits.disk > 0 ?
+		    (uint64_t)info.limits.disk * BACKUP_BUDGET_CAPS : 0;
 	host = host_home(b, session, o->homedir, e, &failed);
 	if (failed)
 		goto out;
 	if (backup_begin(&t, dir, o->codec, e) < 0)
 		goto out;
 	t.cancel_fd = o->cancel_fd;
+	t.budget = r->budget;
 	t.progress = o->progress;
 	t.progress_arg = o->progress_arg;
 	if (host) {
-		if (take_from_host(host, o->codec, &t, &st, e) < 0)
+		if (take_from_host(b, session, host, o->codec, &t, &st, e) < 0)
 			goto out;
 	} else if (take_by_exec(b, session, o->homedir ? o->homedir : info.homedir, o->codec, &t,
 				&st, e) < 0) {
@@ -283,7 +319,8 @@ int snapshot_take(struct sbx_backend *b, const char *session, const struct snaps
 	r->bytes = t.bytes;
 	r->files = st.files;
 	r->skipped = st.skipped;
-	if (backup_prune(dir, o->keep, t.name, &r->pruned, &pe) < 0)
+	po = (struct backup_prune_opts){o->keep, r->budget, t.name};
+	if (backup_prune(dir, &po, &r->pruned, &pe) < 0)
 		r->prune_error = xstrdup(pe.msg);
 	rc = 0;
 out:
@@ -358,18 +395,35 @@ static int clear_by_exec(struct sbx_backend *b, const char *session, const char 
 
 /* Verifies one candidate; the open, verified fd (rewound) or -1 with the reason in e. */
 static int candidate(const char *dir, const char *name, const struct snapshot_restore_opts *o,
-		     struct archive_stats *st, struct sbx_err *e)
+		     struct archive_stats *st, enum backup_vouch *how, struct sbx_err *e)
 {
 	int fd = backup_open(dir, name, e);
 
 	if (fd < 0)
 		return -1;
 	if (backup_verify(fd, dir, name, o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED,
-			  o->cancel_fd, st, e) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+			  o->cancel_fd, st, how, e) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* A home with less than this free after a failed write is taken for full: libarchive's own
+ * "Write failed" does not carry the errno. */
+#define FULL_BELOW (64 * 1024)
+
+/* Whether a failed extraction into host (NULL: inside the sandbox) was a full disk (or
+ * quota): tar in the sandbox says so through strerror; on the host the home's file system is
+ * asked how much room it has left. */
+static bool no_room(const char *host, const struct sbx_err *e)
+{
+	struct statvfs vfs;
+
+	if (strstr(e->msg, strerror(ENOSPC)) || strstr(e->msg, strerror(EDQUOT)))
+		return true;
+	return host && statvfs(host, &vfs) == 0 &&
+	       (uint64_t)vfs.f_bavail * vfs.f_frsize < FULL_BELOW;
 }
 
 /* Where and how a restore writes: the host home, or tar in the sandbox. */
@@ -446,6 +500,21 @@ static char *candidates(const char *session, const struct snapshot_restore_opts 
 	return dir;
 }
 
+/* -fresh: the home emptied, both marks gone: what the session's snapshots save from now on
+ * is its state by choice. */
+static int fresh_start(struct sbx_backend *b, const char *session, struct target *t,
+		       const char *dir, struct sbx_err *e)
+{
+	bool failed;
+
+	t->host = host_home(b, session, NULL, e, &failed);
+	if (failed || clear_home(t, e) < 0)
+		return -1;
+	if (backup_restoring_clear(dir, e) < 0 || backup_owed_clear(dir, e) < 0)
+		return -1;
+	return 0;
+}
+
 /* Long: upstream's restore order (backups newest first, each verified, the first good one
  * restored, the skipped named) with one exit path that releases what was taken. */
 int snapshot_restore(struct sbx_backend *b, const char *session,
@@ -458,7 +527,8 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	struct target t = {.b = b, .session = session, .cancel_fd = o->cancel_fd,
 			   .max = o->max_bytes ? o->max_bytes : ARCHIVE_MAX_EXPANDED};
 	char *dir = NULL, *used = NULL;
-	bool failed, ready = false;
+	bool failed, ready = false, extract_failed = false, full = false;
+	enum backup_vouch how;
 	int fd = -1, rc = -1;
 
 	memset(r, 0, sizeof *r);
@@ -469,7 +539,14 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	t.home = o->homedir ? o->homedir : info.homedir;
 	if ((dir = candidates(session, o, &l, e)) == NULL)
 		goto out;
+	if (o->fresh) {
+		rc = fresh_start(b, session, &t, dir, e);
+		goto out;
+	}
 	if (l.n == 0) {
+		if (o->optional && !o->from && o->homedir == NULL &&
+		    backup_owed_clear(dir, e) < 0)	/* nothing to restore: nothing owed */
+			goto out;
 		rc = o->optional ? 0 : err_set(e, SBX_ENOTFOUND, "session %s has no backup in %s (to "
 					       "restore another backup, name it with -from FILE)",
 					       session, dir);
@@ -481,7 +558,9 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 	for (size_t i = l.n; i-- > 0 && used == NULL;) {
 		char *path = xasprintf("%s/%s", dir, l.name[i]);
 		archive_stats_free(&st);
-		if ((fd = candidate(dir, l.name[i], o, &st, e)) >= 0) {
+		if ((fd = candidate(dir, l.name[i], o, &st, &how, e)) >= 0) {
+			if (how == BACKUP_SIDECAR_WRONG)
+				backup_list_add(&r->sidecar_wrong, path, NULL);
 			if (!ready) {
 				t.host = host_home(b, session, o->homedir, e, &failed);
 				if (failed || (o->homedir == NULL &&
@@ -495,6 +574,8 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 				used = path;
 				break;
 			}
+			extract_failed = true;
+			full |= no_room(t.host, e);
 			if (e->code != SBX_ECANCELED)
 				err_prefix(e, "cannot be extracted");
 			if (e->code != SBX_ECANCELED && !o->from && i > 0) {
@@ -516,12 +597,24 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 		if (o->from || e->code == SBX_ECANCELED)
 			goto out;
 	}
+	if (used == NULL && full) {
+		/* the backups are fine: the home has no room for them; the restore stays owed */
+		err_set(e, SBX_EIO, "disk full: the home has no room for the backups (%s); free some "
+			"space or raise the sandbox's -disk, then run sbx-restore %s again",
+			r->skipped.why[0], session);
+		goto out;
+	}
 	if (used == NULL) {
 		err_set(e, SBX_EIO, "none of the %zu backups in %s is good (newest: %s)", l.n, dir,
 			r->skipped.why[0]);
+		/* Every one refused for what it holds: nothing restorable is left to wait for,
+		 * so the home may go on fresh (upstream's way). One that failed to extract may
+		 * succeed another time: the restore stays owed. */
+		if (!extract_failed && !o->from && o->homedir == NULL)
+			backup_owed_clear(dir, NULL);
 		goto out;
 	}
-	if (t.mark && backup_restoring_clear(t.mark, e) < 0)
+	if (t.mark && (backup_restoring_clear(t.mark, e) < 0 || backup_owed_clear(t.mark, e) < 0))
 		goto out;
 	r->restored = used;
 	used = NULL;
@@ -546,5 +639,6 @@ void snapshot_restore_free(struct snapshot_restore_result *r)
 	archive_names_free(r->links_out, r->nlinks_out);
 	free(r->restored);
 	backup_list_free(&r->skipped);
+	backup_list_free(&r->sidecar_wrong);
 	memset(r, 0, sizeof *r);
 }

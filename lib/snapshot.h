@@ -14,10 +14,15 @@
 #include "backend.h"
 #include "backup.h"
 
+/* The default backup budget, in disk caps of the home (issue 27.5). */
+#define BACKUP_BUDGET_CAPS 3
+
 struct snapshot_opts {
 	const char *homedir;	/* NULL: the sandbox's home; else this directory, via tar inside */
 	enum archive_codec codec;
 	int keep;		/* backups kept after success */
+	uint64_t budget;	/* bytes the session's kept backups may take; 0: three times the
+				 * home's disk cap in force (none when the home has no cap) */
 	int cancel_fd;		/* -1, or readable when the caller wants it stopped */
 	void (*progress)(uint64_t bytes, void *arg);
 	void *progress_arg;
@@ -28,13 +33,16 @@ struct snapshot_result {
 	uint64_t bytes;		/* its size */
 	uint64_t files;		/* entries archived */
 	uint64_t skipped;	/* entries left out (sockets, fifos, devices, vanished files) */
+	uint64_t budget;	/* the budget applied, 0 for none */
 	char sha256[BACKUP_SHA256_HEX + 1];
 	struct backup_list pruned;
 	char *prune_error;	/* pruning failed (the backup itself is good), or NULL */
 };
 
 /* Archives the home of sandbox `session` into the session's backup directory, then prunes to
- * opts->keep. A failure (or cancellation) leaves no new backup and the old ones as they were. */
+ * opts->keep and the budget. A failure (or cancellation) leaves no new backup and the old ones
+ * as they were. Refused while the home owes a restore (BACKUP_OWED) or holds a partial one
+ * (BACKUP_RESTORING), and when the backup alone exceeds the budget. */
 int snapshot_take(struct sbx_backend *b, const char *session, const struct snapshot_opts *o,
 		  struct snapshot_result *r, struct sbx_err *e);
 void snapshot_result_free(struct snapshot_result *r);
@@ -45,6 +53,7 @@ struct snapshot_restore_opts {
 	uint64_t max_bytes;	/* expansion cap (ARCHIVE_MAX_EXPANDED by default) */
 	int cancel_fd;
 	bool optional;		/* a session without backups is success (restored NULL) */
+	bool fresh;		/* restore nothing: empty the home and settle what is owed */
 };
 
 struct snapshot_restore_result {
@@ -52,6 +61,8 @@ struct snapshot_restore_result {
 	uint64_t files, bytes;
 	struct backup_list skipped;	/* newer backups passed over (failed verification or
 					 * extraction), with why */
+	struct backup_list sidecar_wrong;	/* backups whose sidecar was wrong but whose
+						 * archive verified by its own checksums */
 	char **links_out;		/* symlinks not created: their target leaves the home */
 	size_t nlinks_out;
 };
@@ -60,9 +71,12 @@ struct snapshot_restore_result {
  * verified whole (checksum, structure, entry policy) before anything is written, so a refused
  * archive leaves the home as it was; a bad newest backup falls back to the next one, and so
  * does one whose extraction fails (the home is emptied first). While a candidate is extracted
- * the session's BACKUP_RESTORING mark names it; it is removed only when one completes. No
- * backup at all is SBX_ENOTFOUND saying so (success with restored NULL when opts->optional);
- * backups that are all bad are an error. */
+ * the session's BACKUP_RESTORING mark names it; it is removed only when one completes, and so
+ * is BACKUP_OWED. No backup at all is SBX_ENOTFOUND saying so (success with restored NULL when
+ * opts->optional); backups that are all bad are an error, which settles the owed restore only
+ * when every one was refused for what it holds (nothing restorable is left to wait for); a
+ * full disk is said as such and leaves the restore owed. opts->fresh restores nothing, empties
+ * the home and settles both marks (a fresh start by choice). */
 int snapshot_restore(struct sbx_backend *b, const char *session,
 		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
 		     struct sbx_err *e);

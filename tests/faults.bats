@@ -538,4 +538,172 @@ every_line_parses() { jq -e -s 'all(.[]; type == "object" and (.role | type) == 
 	run sbx-list
 	assert_json '.name == "gspec" and .ready == true and .state == null'
 	sbx-delete gspec >/dev/null
+
+# ---- backups: a crash, a bad sidecar, a full disk or junk never costs a good backup ----
+
+# kill_at PROG: agent-loop run from a copy of the programs in $BATS_TEST_TMPDIR/kbin (it runs
+# its sbx-* from its own directory), where PROG first kills agent-loop (kill -9 of its
+# parent) and then does what $KILL_THEN says (nothing: PROG never ran). Only the first call.
+kill_at() {
+	local k=$BATS_TEST_TMPDIR/kbin f
+	mkdir -p "$k"
+	for f in "$SBX_BIN"/*; do ln -sf "$f" "$k/"; done
+	rm -f "$k/agent-loop" "$k/$1"
+	cp "$SBX_BIN/agent-loop" "$k/agent-loop"
+	cat >"$k/$1" <<-SH
+	#!/bin/sh
+	if [ -e "$k/fired" ]; then exec "$SBX_BIN/$1" "\$@"; fi
+	: >"$k/fired"
+	kill -9 "\$PPID"
+	${KILL_THEN:-exit 137}
+	SH
+	chmod +x "$k/$1"
+}
+
+# A session whose backup holds ~/keep ("precious"), its sandbox gone (expired).
+session_with_keep() {
+	turn "$1" 'run: echo precious > ~/keep'
+	[ -n "$(backups "$1")" ]
+	sbx-delete "$1" >/dev/null
+}
+
+# Five more turns (a snapshot each) and then one that reads ~/keep: what the user has then.
+five_turns_then_keep() {
+	local i
+	for i in 1 2 3 4 5; do turn "$1" "run: echo turn$i > ~/t$i"; done
+	printf 'run: cat ~/keep\n' | eliza -session "$1" 2>&1
+}
+
+@test "kill -9 of agent-loop before sbx-create: the next run restores, nothing is pruned wrongly" {
+	session_with_keep kbc
+	kill_at sbx-create
+	printf 'run: true\n' | OPENAI_MODEL=fake-eliza "$BATS_TEST_TMPDIR/kbin/agent-loop" -session kbc >/dev/null 2>&1 || true
+	run five_turns_then_keep kbc
+	assert_contains "precious"
+}
+
+@test "kill -9 of agent-loop between sbx-create and sbx-restore: the next run restores before any command" {
+	session_with_keep kcr
+	kill_at sbx-restore
+	run bash -c "printf 'run: true\n' | OPENAI_MODEL=fake-eliza '$BATS_TEST_TMPDIR/kbin/agent-loop' -session kcr"
+	[ "$status" -ne 0 ]
+	# the sandbox is there, made new, never restored: the mark says so
+	[ -n "$(sbx-list | jq -r 'select(.name == "kcr") | .name')" ]
+	[ -e "$HOME/.local/sandboxed-tools/kcr/fs/.restore-owed" ]
+	# a snapshot of that empty home is refused
+	run sbx-snapshot kcr
+	assert_status 111
+	assert_contains "owes a restore"
+	run bash -c "printf 'run: cat ~/keep\n' | OPENAI_MODEL=fake-eliza agent-loop -session kcr 2>&1"
+	assert_contains "never restored from the session's backups; restoring now"
+	assert_contains "precious"
+	[ ! -e "$HOME/.local/sandboxed-tools/kcr/fs/.restore-owed" ]
+	run five_turns_then_keep kcr
+	assert_contains "precious"
+}
+
+@test "kill -9 of agent-loop and of its restore mid-way: the next run restores, the backups stay" {
+	session_with_keep kmr
+	# agent-loop dies at the restore, and the restore itself is killed at once
+	KILL_THEN="exec timeout -s KILL 0.05 '$SBX_BIN/sbx-restore' \"\$@\"" kill_at sbx-restore
+	run bash -c "printf 'run: true\n' | OPENAI_MODEL=fake-eliza '$BATS_TEST_TMPDIR/kbin/agent-loop' -session kmr"
+	[ "$status" -ne 0 ]
+	run five_turns_then_keep kmr
+	assert_contains "precious"
+}
+
+@test "kill -9 of sbx-snapshot: its temporary goes with the next snapshot, not a minute later" {
+	sbx-create ksn >/dev/null
+	sbx-exec -raw ksn -- sh -c 'head -c 40000000 /dev/urandom > ~/big.bin' >/dev/null
+	fs=$HOME/.local/sandboxed-tools/ksn/fs
+	sbx-snapshot ksn >/dev/null 2>&1 &
+	bg=$!
+	wait_until -p "$bg" sh -c "ls '$fs' 2>/dev/null | grep -q '\.tmp\$'"
+	kill -9 "$bg"
+	wait "$bg" || true
+	ls "$fs" | grep -q '\.tmp$'
+	sbx-exec -raw ksn -- sh -c 'rm ~/big.bin'
+	sbx-snapshot ksn >/dev/null
+	run ls "$fs"
+	[[ $output != *.tmp* ]]
+	# and -prune, too
+	: >"$fs/backup-20200101T000000.tar.gz.ABCDEF.tmp"
+	sbx-snapshot -prune ksn >/dev/null
+	[ ! -e "$fs/backup-20200101T000000.tar.gz.ABCDEF.tmp" ]
+}
+
+@test "disk full on HOME during a restore: agent-loop says disk full and runs no command on the empty home" {
+	turn dfh 'run: head -c 3000000 /dev/urandom > ~/big; echo precious > ~/keep'
+	b=$(backups dfh)
+	sbx-delete dfh >/dev/null
+	run unshare -m bash -c '
+		set -e
+		mount -t tmpfs -o size=2m tmpfs "$XDG_STATE_HOME"
+		printf "run: echo ran-on-empty > ~/marker; cat ~/marker\n" | OPENAI_MODEL=fake-eliza agent-loop -session dfh 2>&1 || true
+		sbx-delete dfh >/dev/null 2>&1 || true'
+	echo "$output"
+	assert_contains "disk full"
+	[[ $output != *"none of the"* ]]
+	# the command never ran: no tool output with its text
+	run ! jq -s -e 'any(.[]; .role == "tool" and (.content | contains("stdout:\nran-on-empty")))' "$(hist dfh)"
+	[ "$(backups dfh)" = "$b" ]
+	run bash -c "printf 'run: cat ~/keep\n' | OPENAI_MODEL=fake-eliza agent-loop -session dfh 2>&1"
+	assert_contains "precious"
+}
+
+@test "every sidecar wrong, the archives intact: restored from the archives, never pruned" {
+	turn bsc 'run: echo precious > ~/keep'
+	turn bsc 'run: echo second > ~/second'
+	for s in "$HOME"/.local/sandboxed-tools/bsc/fs/*.sha256; do sed -i 's/^./0/; s/^\(.\)./\10/' "$s"; done
+	sbx-delete bsc >/dev/null
+	run bash -c "printf 'run: cat ~/keep\n' | OPENAI_MODEL=fake-eliza agent-loop -session bsc 2>&1"
+	assert_contains "precious"
+	[[ $output != *"starting with a fresh sandbox"* ]]
+	run five_turns_then_keep bsc
+	assert_contains "precious"
+}
+
+@test "50 junk backup-2099… files take no kept slot: five real backups stay" {
+	turn jnk 'run: echo precious > ~/keep'
+	fs=$HOME/.local/sandboxed-tools/jnk/fs
+	for i in $(seq 10 59); do echo junk >"$fs/backup-209901${i:0:1}${i:1:1}T000000.tar.gz"; done
+	for i in 1 2 3 4 5 6; do turn jnk "run: echo $i > ~/n"; done
+	real=$(ls "$fs" | grep -v '^backup-2099' | grep -c '\.tar\.gz$')
+	[ "$real" = 5 ]
+	[ "$(ls "$fs" | grep -c '^backup-2099')" = 50 ]
+	sbx-delete jnk >/dev/null
+	run bash -c "printf 'run: cat ~/keep; cat ~/n\n' | OPENAI_MODEL=fake-eliza agent-loop -session jnk 2>&1"
+	assert_contains "precious"
+}
+
+@test "snapshots in the same second never share a name: what each printed stays true" {
+	sbx-create sss >/dev/null
+	for i in 1 2 3 4; do
+		sbx-exec -raw sss -- sh -c "echo $i > ~/v"
+		sbx-snapshot sss >"$BATS_TEST_TMPDIR/s$i"
+	done
+	for i in 1 2 3 4; do
+		p=$(jq -r .path "$BATS_TEST_TMPDIR/s$i")
+		[ "$(sha256sum "$p" | cut -d' ' -f1)" = "$(jq -r .sha256 "$BATS_TEST_TMPDIR/s$i")" ]
+		[ "$(tar -xzOf "$p" ./v)" = "$i" ]
+	done
+	# sorted by name they come in the order made, after an upstream name of the same second
+	p1=$(jq -r .path "$BATS_TEST_TMPDIR/s1")
+	up=$(basename "$p1" | sed 's/_[0-9]*\.tar\.gz$/.tar.gz/')
+	cp "$p1" "$(dirname "$p1")/$up"
+	[ "$(ls "$(dirname "$p1")" | grep '\.tar\.gz$' | head -1)" = "$up" ]
+}
+
+@test "kill -9 of agent-loop at its snapshot: the turn's work stays in the sandbox and the next snapshot saves it" {
+	session_with_keep ksa
+	kill_at sbx-snapshot
+	run bash -c "printf 'run: echo late > ~/late\n' | OPENAI_MODEL=fake-eliza '$BATS_TEST_TMPDIR/kbin/agent-loop' -session ksa"
+	[ "$status" -ne 0 ]
+	run bash -c "printf 'run: cat ~/keep ~/late\n' | OPENAI_MODEL=fake-eliza agent-loop -session ksa 2>&1"
+	assert_contains "reusing the ready sandbox ksa"
+	assert_contains "precious"
+	assert_contains "late"
+	newest=$(backups ksa | tail -n 1)
+	[ "$(tar -xzOf "$newest" ./late)" = late ]
+	[ "$(tar -xzOf "$newest" ./keep)" = precious ]
 }

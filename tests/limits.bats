@@ -690,4 +690,28 @@ PY
 	run as_user sbx-exec -raw udemo -- sh -c 'df -k / | tail -1; head -c 2M /dev/zero >/big'
 	assert_contains "No space left on device"
 	[ "$(echo "$output" | head -1 | awk '{print $2}')" -eq 1024 ]
+
+# snapshotter_in NAME: a process of sbx-snapshot (its compressing child) is in every cgroup
+# directory of sandbox NAME.
+snapshotter_in() {
+	local d p found
+	for d in $(cg_dirs "$1"); do
+		found=
+		for p in $(cat "$d/cgroup.procs"); do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sbx-snapshot ] && found=1
+		done
+		[ -n "$found" ] || return 1
+	done
+}
+
+@test "a snapshot's compression runs in the sandbox's cgroup, under its limits" {
+	sbx-create demo >/dev/null
+	sbx-exec demo -- sh -c 'head -c 60M /dev/urandom >~/big' >/dev/null
+	sbx-snapshot demo >/dev/null 2>&1 &
+	bg=$!
+	wait_until -p "$bg" snapshotter_in demo
+	wait "$bg"
+	# and it leaves when done: only the sandbox's own processes stay
+	run snapshotter_in demo
+	assert_status 1
 }

@@ -169,13 +169,21 @@ PY
 	assert_json '.restored | endswith("backup-20200101T000000.tar.gz")'
 	run sbx-exec -raw demo -- sh -c 'cat ~/v.txt'
 	[ "$output" = one ]
-	# An intact archive whose sidecar disagrees is skipped as well.
+	# An intact archive whose sidecar disagrees is checked by its own checksums and restored:
+	# the sidecar is what broke.
 	sed -i 's/^./0/' "$newest.sha256"
 	cp "$FS/backup-20200101T000000.tar.gz" "$newest"
 	sed -i 's/^./f/' "$newest.sha256"
 	run --separate-stderr sbx-restore demo
 	assert_status 0
-	[[ $stderr == *"skipping backup $newest: checksum mismatch (sidecar f"* ]]
+	[[ $stderr == *"warning: the sidecar of $newest is wrong; its archive checked out by its own checksums"* ]]
+	assert_json ".restored == \"$newest\""
+	# ...and one whose gzip CRC is damaged as well is skipped
+	s=$(stat -c %s "$newest")
+	printf '\377\377' | dd of="$newest" bs=1 seek=$((s - 8)) conv=notrunc 2>/dev/null
+	run --separate-stderr sbx-restore demo
+	assert_status 0
+	[[ $stderr == *"skipping backup $newest: checksum mismatch (sidecar f"*"gzip stream is corrupt"* ]]
 	# A truncated newest backup without sidecar falls back too.
 	head -c 100 "$FS/backup-20200101T000000.tar.gz" >"$FS/backup-20991231T235959.tar.gz"
 	run --separate-stderr sbx-restore demo

@@ -56,7 +56,8 @@ wait_tmp() { wait_until -t 20 tmp_written; }
 	assert_status 0
 	local path
 	path=$(printf '%s' "$output" | jq -r .path)
-	[[ $(basename "$path") =~ ^backup-[0-9]{8}T[0-9]{6}\.tar\.gz$ ]]
+	# upstream's stamp, then the nanoseconds: unique, and after upstream's same second
+	[[ $(basename "$path") =~ ^backup-[0-9]{8}T[0-9]{6}_[0-9]{9}\.tar\.gz$ ]]
 	[ "$(dirname "$path")" = "$FS" ]
 	# The name is the local time: within a minute of what date says in TZ.
 	local stamp now
@@ -361,4 +362,44 @@ wait_tmp() { wait_until -t 20 tmp_written; }
 	run sh -c "$line"
 	assert_status 0
 	assert_json '.session == "demo" and .pruned == []'
+}
+
+@test "-backup-budget: the oldest go first, never the newest; one backup beyond it fails and leaves the rest" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'head -c 300000 /dev/urandom > ~/r'
+	for i in 1 2 3 4; do sbx-snapshot -backup-budget 700K demo >"$BATS_TEST_TMPDIR/s$i"; done
+	# ~300 KB each: two fit in 700K
+	[ "$(ls "$FS" | grep -c '\.tar\.gz$')" = 2 ]
+	[ -e "$(jq -r .path "$BATS_TEST_TMPDIR/s4")" ]
+	[ -e "$(jq -r .path "$BATS_TEST_TMPDIR/s3")" ]
+	before=$(ls "$FS")
+	run env SANDBOX_BACKUP_BUDGET=100K sbx-snapshot demo
+	assert_status 111
+	assert_contains "this backup alone is larger than the session's backup budget of 102400 bytes"
+	[ "$(ls "$FS")" = "$before" ]
+}
+
+@test "a new sandbox of a session with backups owes a restore: snapshot refused until sbx-restore, or -fresh" {
+	sbx-create demo >/dev/null
+	sbx-exec -raw demo -- sh -c 'echo kept > ~/k'
+	sbx-snapshot demo >/dev/null
+	sbx-delete demo >/dev/null
+	sbx-create demo >/dev/null
+	[ -e "$FS/.restore-owed" ]
+	run sbx-snapshot demo
+	assert_status 111
+	assert_contains "the home of sandbox demo owes a restore"
+	assert_contains "sbx-restore -fresh demo"
+	# a create that reuses the sandbox keeps the mark as it is
+	sbx-create demo >/dev/null
+	[ -e "$FS/.restore-owed" ]
+	run sbx-restore -fresh demo
+	assert_status 0
+	assert_json '.restored == null'
+	[ ! -e "$FS/.restore-owed" ]
+	run sbx-snapshot demo
+	assert_status 0
+	# restored by choice: a reuse after that owes nothing
+	sbx-create demo >/dev/null
+	[ ! -e "$FS/.restore-owed" ]
 }

@@ -14,6 +14,25 @@
 #include "tap.h"
 
 static char base[256], dir[300], home[300];
+static enum backup_vouch last_how;
+
+static int prune_to(int keep, uint64_t budget, struct backup_list *pruned, struct sbx_err *e)
+{
+	struct backup_prune_opts o = {keep, budget, NULL};
+
+	return backup_prune(dir, &o, pruned, e);
+}
+
+/* Writes text into dir/name. */
+static void put(const char *name, const char *text)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+
+	fputs(text, f);
+	fclose(f);
+	free(p);
+}
 
 __attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
 {
@@ -70,7 +89,7 @@ static int verify(const char *name, uint64_t max, int cancel, struct archive_sta
 
 	if (fd < 0)
 		return -1;
-	rc = backup_verify(fd, dir, name, max, cancel, st, e);
+	rc = backup_verify(fd, dir, name, max, cancel, st, &last_how, e);
 	close(fd);
 	return rc;
 }
@@ -99,6 +118,17 @@ static void names(void)
 	   !backup_name_valid("backup-2026113T0615000.tar.gz", NULL) &&
 	   !backup_name_valid("backup-x.tar.gz", NULL) && !backup_name_valid("backup-", NULL),
 	   "temporaries, sidecars and look-alikes are not");
+	ok(backup_name_valid("backup-20261130T061500_000000001.tar.gz", &c) && c == ARCHIVE_CODEC_GZIP &&
+	   backup_name_valid("backup-20261130T061500_999999999.tar.zst", &c) && c == ARCHIVE_CODEC_ZSTD,
+	   "sub-second names are backups");
+	ok(!backup_name_valid("backup-20261130T061500_12345678.tar.gz", NULL) &&
+	   !backup_name_valid("backup-20261130T061500_1234567890.tar.gz", NULL) &&
+	   !backup_name_valid("backup-20261130T061500_12345678x.tar.gz", NULL),
+	   "only 9 digits of nanoseconds");
+	/* the order a listing (and upstream's sort) gives */
+	ok(strcmp("backup-20261130T061500.tar.gz", "backup-20261130T061500_000000000.tar.gz") < 0 &&
+	   strcmp("backup-20261130T061500_999999999.tar.zst", "backup-20261130T061501.tar.gz") < 0,
+	   "a sub-second name sorts after upstream's same second, before the next second");
 }
 
 static void commit(void)
@@ -183,8 +213,42 @@ static void upstream_sidecarless(void)
 		fputs("not a checksum\n", f);
 		fclose(f);
 	}
+	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 &&
+	   last_how == BACKUP_SIDECAR_WRONG, "a garbage sidecar does not condemn an intact archive");
+	put("backup-20200101T000000.tar.gz.sha256",
+	    "0000000000000000000000000000000000000000000000000000000000000000  x\n");
+	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 &&
+	   last_how == BACKUP_SIDECAR_WRONG, "nor does a wrong checksum in it");
+	/* the gzip trailer (CRC-32) damaged: libarchive alone reads past it */
+	sh("f='%s/backup-20200101T000000.tar.gz'; s=$(stat -c %%s \"$f\"); "
+	   "printf '\\377\\377' | dd of=\"$f\" bs=1 seek=$((s - 8)) conv=notrunc 2>/dev/null", dir);
 	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0 &&
-	   strstr(e.msg, "not a SHA-256"), "a garbage sidecar fails (%s)", e.msg);
+	   strstr(e.msg, "checksum mismatch") && strstr(e.msg, "gzip"),
+	   "a wrong sidecar and a bad CRC: refused (%s)", e.msg);
+	unlink(cmd);
+	ok(verify("backup-20200101T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0,
+	   "no sidecar and a bad CRC: refused (%s)", e.msg);
+	/* the trailer cut off (a copy that stopped 8 bytes short), and trailing junk */
+	sh("cd '%s' && tar -zcf t.tar.gz -C '%s' . && head -c -8 t.tar.gz >backup-20200102T000000.tar.gz"
+	   " && cp t.tar.gz backup-20200103T000000.tar.gz && printf 'junk' >>backup-20200103T000000.tar.gz"
+	   " && rm t.tar.gz", dir, home);
+	ok(verify("backup-20200102T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) < 0,
+	   "no trailer: refused (%s)", e.msg);
+	/* a second member cut short after the tar's end: only the read-through sees it */
+	sh("cd '%s' && tar -zcf t.tar.gz -C '%s' . && cat t.tar.gz t.tar.gz | head -c -100 >cut.gz"
+	   " && rm t.tar.gz", dir, home);
+	{
+		char *c = xasprintf("%s/cut.gz", dir);
+		int cfd = open(c, O_RDONLY);
+		ok(backup_check_stream(cfd, -1, &e) < 0 && strstr(e.msg, "cut short"),
+		   "a gzip member cut short is found (%s)", e.msg);
+		close(cfd);
+		unlink(c);
+		free(c);
+	}
+	ok(verify("backup-20200103T000000.tar.gz", ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 &&
+	   last_how == BACKUP_BY_ITSELF, "bytes after the last member are ignored, as gzip -t does (%s)",
+	   e.msg);
 	free(cmd);
 	sh("rm -f '%s'/backup-*", dir);
 }
@@ -204,23 +268,24 @@ static void prune(void)
 
 	for (size_t i = 0; i < 7; i++)
 		make_backup(n[i]);
-	ok(backup_prune(dir, 0, NULL, NULL, &e) < 0 && e.code == SBX_EINVAL, "keep 0 is refused");
-	ok(backup_prune(dir, 5, NULL, &pruned, &e) == 0 && pruned.n == 2, "prune to 5 (%s)", e.msg);
+	ok(prune_to(0, 0, NULL, &e) < 0 && e.code == SBX_EINVAL, "keep 0 is refused");
+	ok(prune_to(5, 0, &pruned, &e) == 0 && pruned.n == 2, "prune to 5 (%s)", e.msg);
 	ok(!exists(n[0]) && !exists(n[1]) && !exists("backup-20260101T000001.tar.gz.sha256") &&
 	   exists(n[2]) && exists(n[6]) && exists("backup-20260101T000007.tar.gz.sha256"),
 	   "the two oldest went, with their sidecars");
 	backup_list_free(&pruned);
-	ok(backup_prune(dir, 5, NULL, &pruned, &e) == 0 && pruned.n == 0, "pruning again: nothing");
+	ok(prune_to(5, 0, &pruned, &e) == 0 && pruned.n == 0, "pruning again: nothing");
 	backup_list_free(&pruned);
 	/* The two newest are corrupt: keep 2 must still keep the newest good one. */
 	corrupt(n[5]);
 	corrupt(n[6]);
-	ok(backup_prune(dir, 2, NULL, &pruned, &e) == 0 && pruned.n == 2, "prune to 2 (%s)", e.msg);
-	ok(exists(n[4]) && exists(n[5]) && exists(n[6]) && !exists(n[2]) && !exists(n[3]),
-	   "the newest good backup survives beside the 2 newest");
+	ok(prune_to(2, 0, &pruned, &e) == 0 && pruned.n == 3, "prune to 2 (%s)", e.msg);
+	ok(exists(n[4]) && exists(n[6]) && !exists(n[5]) && !exists(n[2]) && !exists(n[3]),
+	   "the newest good backup holds one of the 2 slots, the newest the other");
 	backup_list_free(&pruned);
 
-	/* Temporaries: a live (locked) one stays, a dead old one goes, a dead new one stays. */
+	/* Temporaries: a live (locked) one stays, a dead one of sbx's goes at once, upstream's
+	 * (no lock to tell) only when old. */
 	p = xasprintf("%s/backup-20260101T000009.tar.gz.AAAAAA.tmp", dir);
 	fd = open(p, O_RDWR | O_CREAT, 0600);
 	flock(fd, LOCK_EX);
@@ -228,13 +293,92 @@ static void prune(void)
 	sh("touch -d '1 hour ago' '%s/backup-20260101T000009.tar.gz.AAAAAA.tmp'", dir);
 	sh("touch -d '1 hour ago' '%s/backup-20260101T000008.tar.gz.BBBBBB.tmp'", dir);
 	sh("touch '%s/backup-20260101T000008.tar.gz.CCCCCC.tmp'", dir);
+	sh("touch '%s/backup-20260101T000008.tar.gz.tmp'", dir);
 	sh("touch '%s/backup-20260101T000001.tar.gz.sha256'", dir);
-	ok(backup_prune(dir, 2, NULL, NULL, &e) == 0, "prune with temporaries around");
+	ok(prune_to(2, 0, NULL, &e) == 0, "prune with temporaries around");
 	ok(exists("backup-20260101T000009.tar.gz.AAAAAA.tmp"), "a locked temporary stays");
 	ok(!exists("backup-20260101T000008.tar.gz.BBBBBB.tmp"), "an old unlocked one goes");
-	ok(exists("backup-20260101T000008.tar.gz.CCCCCC.tmp"), "a fresh unlocked one stays");
+	ok(!exists("backup-20260101T000008.tar.gz.CCCCCC.tmp"), "a fresh unlocked one of sbx's goes");
+	ok(exists("backup-20260101T000008.tar.gz.tmp"), "a fresh upstream one stays");
 	ok(!exists("backup-20260101T000001.tar.gz.sha256"), "an orphan sidecar goes");
 	close(fd);
+	sh("rm -f '%s'/backup-*", dir);
+}
+
+/* Junk with a backup's name takes no slot; the budget prunes oldest first, never the newest
+ * good one; two commits in one second never share a name. */
+static void slots_and_budget(void)
+{
+	static const char *const n[] = {
+		"backup-20260101T000001.tar.gz", "backup-20260101T000002.tar.gz",
+		"backup-20260101T000003.tar.gz", "backup-20260101T000004.tar.gz",
+	};
+	struct backup_list pruned = {0}, l;
+	struct backup_tmp t1, t2;
+	struct archive_stats st;
+	struct sbx_err e = {0};
+	char hex[BACKUP_SHA256_HEX + 1], *p;
+	struct stat sb;
+	uint64_t one;
+	int rc;
+
+	for (size_t i = 0; i < 4; i++)
+		make_backup(n[i]);
+	for (int i = 0; i < 50; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "backup-209901%02dT000000.tar.gz", i % 28 + 1);
+		if (i >= 28)
+			snprintf(name, sizeof name, "backup-209902%02dT000000.tar.gz", i % 28 + 1);
+		put(name, "junk, not an archive\n");
+	}
+	ok(prune_to(2, 0, &pruned, &e) == 0 && pruned.n == 2, "prune to 2 beside 50 junk files (%s)",
+	   e.msg);
+	ok(exists(n[3]) && exists(n[2]) && !exists(n[1]) && !exists(n[0]),
+	   "the two newest real backups keep their slots");
+	ok(exists("backup-20990101T000000.tar.gz"), "junk is left alone");
+	backup_list_free(&pruned);
+	sh("rm -f '%s'/backup-2099*", dir);
+
+	p = xasprintf("%s/%s", dir, n[3]);
+	stat(p, &sb);
+	free(p);
+	one = (uint64_t)sb.st_size;
+	ok(prune_to(5, one, &pruned, &e) == 0 && pruned.n == 1 && exists(n[3]) && !exists(n[2]),
+	   "a budget of one backup keeps the newest only");
+	backup_list_free(&pruned);
+	make_backup(n[0]);
+	make_backup(n[1]);
+	corrupt(n[3]);
+	ok(prune_to(5, one, &pruned, &e) == 0 && exists(n[1]) && !exists(n[0]),
+	   "the newest good one is kept within the budget (%s)", e.msg);
+	backup_list_free(&pruned);
+	sh("rm -f '%s'/backup-*", dir);
+
+	/* the budget stops a writer that outgrows it */
+	backup_begin(&t1, dir, ARCHIVE_CODEC_GZIP, &e);
+	t1.budget = 10;
+	ok(archive_pack_dir(home, ARCHIVE_CODEC_GZIP, backup_tap, &t1, &st, &e) < 0 &&
+	   strstr(e.msg, "backup budget"), "one backup beyond the budget fails (%s)", e.msg);
+	backup_end(&t1);
+
+	/* two writers, one name: the second commit takes a later one, the first stays */
+	backup_begin(&t1, dir, ARCHIVE_CODEC_GZIP, &e);
+	backup_begin(&t2, dir, ARCHIVE_CODEC_GZIP, &e);
+	free(t2.name);
+	t2.name = xstrdup(t1.name);
+	archive_pack_dir(home, ARCHIVE_CODEC_GZIP, backup_tap, &t1, &st, &e);
+	backup_tap("x", 1, &t2, &e);
+	ok(backup_commit(&t1, hex, &e) == 0, "first commit");
+	rc = backup_commit(&t2, hex, &e);
+	ok(rc == 0 && strcmp(t1.name, t2.name) < 0,
+	   "second commit of the same name takes a later one: %s", t2.name);
+	ok(backup_list_dir(dir, &l, &e) == 0 && l.n == 2, "both are there");
+	backup_list_free(&l);
+	ok(verify(t1.name, ARCHIVE_MAX_EXPANDED, -1, &st, &e) == 0 && last_how == BACKUP_BY_SIDECAR,
+	   "the first is untouched (%s)", e.msg);
+	backup_end(&t1);
+	backup_end(&t2);
+	sh("rm -f '%s'/backup-*", dir);
 }
 
 int main(void)
@@ -261,6 +405,7 @@ int main(void)
 	commit();
 	upstream_sidecarless();
 	prune();
+	slots_and_budget();
 	sh("rm -rf '%s'", base);
 	return done_testing();
 }

@@ -160,8 +160,41 @@ static void test_look(void)
 	rmdir(dir);
 }
 
+/* What a snapshot's compressing child does (lib/local_backend.c l_charge): reslimit_join of
+ * the sandbox directory moves the caller into the cgroups its "cgroups" file names: v2's one
+ * cgroup.procs, v1's "tasks" of each hierarchy; none recorded, nothing to do. A fake tree. */
+static void test_join(void)
+{
+	char base[] = "/tmp/test_reslimit.XXXXXX", p[512], buf[64] = "";
+	FILE *f;
+
+	if (mkdtemp(base) == NULL)
+		abort();
+	snprintf(p, sizeof p, "%s/cg2", base);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/cg2/cgroup.procs", base);
+	fclose(fopen(p, "w"));
+	snprintf(p, sizeof p, "%s/cgroups", base);
+	f = fopen(p, "w");
+	fprintf(f, "version 2\ndir %s/cg2\noom %s/cg2/memory.events\n", base, base);
+	fclose(f);
+	ok(reslimit_join(base) == 0, "v2: join");
+	snprintf(p, sizeof p, "%s/cg2/cgroup.procs", base);
+	f = fopen(p, "r");
+	ok(f && fgets(buf, sizeof buf, f) && strcmp(buf, "0") == 0, "v2: the caller is written to cgroup.procs");
+	if (f)
+		fclose(f);
+	snprintf(p, sizeof p, "%s/cgroups", base);
+	unlink(p);
+	ok(reslimit_join(base) == 0, "no cgroup recorded: nothing to join");
+	snprintf(p, sizeof p, "rm -rf '%s'", base);
+	if (system(p) != 0)
+		abort();
+}
+
 int main(void)
 {
+	test_join();
 	test_tmpfs();
 	test_text();
 	test_json();
