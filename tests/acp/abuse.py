@@ -185,7 +185,8 @@ def flood(addr, token, n):
 def guess(addr, seconds):
     counts = {"compared": 0, "refused": 0}
     lock = threading.Lock()
-    stop = time.monotonic() + seconds
+    t0 = time.monotonic()
+    stop = t0 + seconds
 
     def run(k):
         i = k
@@ -214,7 +215,9 @@ def guess(addr, seconds):
         t.start()
     for t in ts:
         t.join()
-    counts["seconds"] = seconds
+    # The time the guessing really took: a loaded machine stretches the last answers past
+    # SECONDS, and the server's budget refills all the while.
+    counts["seconds"] = round(time.monotonic() - t0, 3)
     return counts
 
 
