@@ -394,7 +394,7 @@ int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *sr
 	}
 	/* Checked whole: now it is written, with the same rules again. */
 	if (lseek(sj.spool, 0, SEEK_SET) < 0 ||
-	    archive_unpack_tree(sj.spool, dir, o->max_bytes, &so.tree, &st, e) < 0)
+	    archive_unpack_tree(sj.spool, dir, o->max_bytes, &so.tree, NULL, &st, e) < 0)
 		goto out;
 	/* what the caller named, or the name inside the directory it named */
 	r->to = strcmp(dir, dst) != 0 ? xstrdup(dst) : as ? xasprintf("%s%s%s", dst,
