@@ -232,7 +232,9 @@ int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
 			goto out;
 		}
 		if (r < 0) {
-			err_sys(e, errno, "cannot extract \"%s\"",
+			bool file = archive_entry_filetype(ent) == AE_IFREG &&
+				    archive_entry_hardlink(ent) == NULL;
+			err_sys(e, errno, "cannot %s \"%s\"", file ? "write" : "extract",
 				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q));
 			goto out;
 		}

@@ -177,6 +177,7 @@ static int open_listed(int dirfd, const char *name, int flags, struct stat *sb)
 	if (fstat(fd, &now) < 0 || now.st_dev != sb->st_dev || now.st_ino != sb->st_ino ||
 	    (now.st_mode & S_IFMT) != (sb->st_mode & S_IFMT)) {
 		close(fd);
+		errno = ESTALE;
 		return -1;
 	}
 	*sb = now;

@@ -16,6 +16,9 @@
 
 /* ---- fs_open_beneath: one open that cannot leave its directory ---- */
 
+/* Calls of openat2 that a concurrent rename may make fail with EAGAIN before we give up. */
+#define OPEN_BENEATH_TRIES 16
+
 int fs_open_beneath(int dirfd, const char *path, int flags, unsigned mode)
 {
 	/* The kernel resolves path below dirfd and fails on any symlink (ELOOP) or "..":
@@ -24,9 +27,14 @@ int fs_open_beneath(int dirfd, const char *path, int flags, unsigned mode)
 			       .mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 					  RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 	const char *p = path;
-	int cur = dirfd, next;
+	int cur = dirfd, next, tries = 0;
+	long fd;
+
+	/* EAGAIN: a rename elsewhere raced the kernel's own check; it asks to be called again. */
+	while ((fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how)) < 0 && errno == EAGAIN &&
+	       ++tries < OPEN_BENEATH_TRIES)
+		;
 
 	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
 		return (int)fd;
