@@ -49,13 +49,13 @@ swap_setup() {
 		chown -R 65534:65534 "$ud"
 		RUNAS=(setpriv --reuid 65534 --regid 65534 --clear-groups
 		       env -i PATH="$PATH" HOME="$ud" XDG_STATE_HOME="$ud/state")
-		runas sbx-create -limits none demo >/dev/null
+		runas sbx-create -limits none -ttl 2h demo >/dev/null
 	else
 		HOSTDIR=$(mktemp -d /tmp/sbx-swap-host.XXXXXX)
 		printf '%s\n' "$CANARY" >"$HOSTDIR/canary"
 		chmod 777 "$HOSTDIR"
 		chmod 666 "$HOSTDIR/canary"
-		sbx-create demo >/dev/null
+		sbx-create -ttl 2h demo >/dev/null
 	fi
 	HOST_BEFORE=$(host_state)
 	runas sbx-exec -raw demo -- sh -c 'mkdir -p ~/d/sub && echo own >~/d/canary && echo f >~/d/sub/f &&
