@@ -690,6 +690,7 @@ PY
 	run as_user sbx-exec -raw udemo -- sh -c 'df -k / | tail -1; head -c 2M /dev/zero >/big'
 	assert_contains "No space left on device"
 	[ "$(echo "$output" | head -1 | awk '{print $2}')" -eq 1024 ]
+}
 
 # snapshotter_in NAME: a process of sbx-snapshot (its compressing child) is in every cgroup
 # directory of sandbox NAME.
