@@ -192,98 +192,64 @@ int archive_check_fd(int fd, int cancel_fd, uint64_t max_bytes, enum archive_lin
 /* ---- extracting ---- */
 
 /* Long: one libarchive read loop: each entry checked by the policy, placed and written under
- * the caps in the order libarchive gives them; the checks themselves are archive_policy.c. */
+ * the caps in the order libarchive gives them; the checks themselves are archive_policy.c,
+ * the writing archive_place.c. */
 int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
-			const struct archive_tree *tree, struct archive_stats *st, struct sbx_err *e)
+			const struct archive_tree *tree, const struct archive_unpack_opts *uo,
+			struct archive_stats *st, struct sbx_err *e)
 {
 	struct src s = {fd, -1, NULL, NULL, e, false, xmalloc(ARCHIVE_IO_BUF)};
 	struct archive_policy pol;
-	struct archive *a = reader_new(), *w = archive_write_disk_new();
+	struct archive *a = reader_new();
+	struct archive_place *pl;
 	struct archive_entry *ent;
-	int r, rc = -1, cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r, rc = -1;
 
 	memset(st, 0, sizeof *st);
 	archive_policy_init(&pol, max_bytes, ARCHIVE_LINKS_SKIP, tree, st);
-	if (w == NULL)
-		abort();
-	/* libarchive's own guards, under ours: no "..", no absolute names, never write through
-	 * a symlink already on disk. No OWNER: files belong to whoever restores. */
-	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-				       ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-				       ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-				       ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
-	if (cwd < 0) {
-		err_sys(e, errno, "cannot open the working directory");
+	if ((pl = archive_place_open(dir, uo ? uo->tmp : NULL, uo && uo->sync, e)) == NULL)
 		goto out;
-	}
-	if (chdir(dir) < 0) {
-		err_sys(e, errno, "cannot enter %s", dir);
-		goto out;
-	}
 	if (archive_read_open(a, &s, NULL, src_read, NULL) != ARCHIVE_OK) {
 		read_error(a, &s, e);
-		goto back;
+		goto out;
 	}
 	while ((r = archive_read_next_header(a, &ent)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
-		const void *blk;
-		size_t n;
-		la_int64_t off;
 		char q[ARCHIVE_QUOTE_MAX + 16];
 
 		int take = archive_policy_check(&pol, ent, e);
 		if (take < 0)
-			goto back;
+			goto out;
 		/* The top entry is the directory itself: its owner, mode and time stay as they are
 		 * (an archive must not lock the home's owner out of it). A link out is left out. */
 		if (take == 1 || archive_policy_is_root(archive_entry_pathname(ent)))
 			continue;
-		/* Set-id bits would outlive the sandbox on the host: drop them. */
+		/* Set-id bits would outlive the sandbox on the host: drop them. No owner either:
+		 * files belong to whoever restores. */
 		archive_entry_set_perm(ent, archive_entry_perm(ent) & 01777);
 		archive_policy_rename(&pol, ent);
-		if (archive_write_header(w, ent) < ARCHIVE_WARN) {
-			err_set(e, SBX_EIO, "cannot extract \"%s\": %s",
-				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
-			goto back;
-		}
-		while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK) {
-			/* libarchive reports a failed write(2) (a full disk) as a mere ARCHIVE_WARN
-			 * and would then extend the file with a hole: every warning here is fatal. */
-			if (archive_write_data_block(w, blk, n, off) < ARCHIVE_OK) {
-				err_set(e, SBX_EIO, "cannot write \"%s\": %s",
-					archive_policy_quote(archive_entry_pathname(ent), q, sizeof q),
-					archive_error_string(w));
-				goto back;
-			}
-			st->bytes += n;
-		}
-		if (r != ARCHIVE_EOF) {
+		if ((r = archive_place_entry(pl, a, ent, &st->bytes)) == -2) {
 			read_error(a, &s, e);
-			goto back;
+			goto out;
 		}
-		if (archive_write_finish_entry(w) < ARCHIVE_WARN) {
-			err_set(e, SBX_EIO, "cannot finish \"%s\": %s",
-				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q), archive_error_string(w));
-			goto back;
+		if (r < 0) {
+			bool file = archive_entry_filetype(ent) == AE_IFREG &&
+				    archive_entry_hardlink(ent) == NULL;
+			err_sys(e, errno, "cannot %s \"%s\"", file ? "write" : "extract",
+				archive_policy_quote(archive_entry_pathname(ent), q, sizeof q));
+			goto out;
 		}
 		if (!archive_policy_is_root(archive_entry_pathname(ent)))
 			st->files++;
 	}
 	if (r != ARCHIVE_EOF) {
 		read_error(a, &s, e);
-		goto back;
+		goto out;
 	}
-	if (archive_write_close(w) < ARCHIVE_WARN) {
-		err_set(e, SBX_EIO, "cannot finish the extraction: %s", archive_error_string(w));
-		goto back;
-	}
+	if (archive_place_finish(pl, e) < 0)
+		goto out;
 	rc = 0;
-back:
-	if (fchdir(cwd) < 0 && rc == 0)
-		rc = err_sys(e, errno, "cannot return to the working directory");
 out:
-	if (cwd >= 0)
-		close(cwd);
-	archive_write_free(w);
+	archive_place_free(pl);
 	archive_read_free(a);
 	archive_policy_free(&pol);
 	free(s.buf);
@@ -293,7 +259,7 @@ out:
 int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
 		      struct sbx_err *e)
 {
-	return archive_unpack_tree(fd, dir, max_bytes, NULL, st, e);
+	return archive_unpack_tree(fd, dir, max_bytes, NULL, NULL, st, e);
 }
 
 /* ---- filtering ---- */

@@ -5,6 +5,7 @@
 #ifndef SBX_ARCHIVE_H
 #define SBX_ARCHIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -102,14 +103,22 @@ int archive_check_tree(int fd, int cancel_fd, uint64_t max_bytes, enum archive_l
  * extraction would fail on halfway (hard links to a directory or to nothing earlier in the
  * archive, a non-directory over a directory, an entry under a file, a name component over
  * NAME_MAX bytes).
+ * Every entry is placed relative to one fd of dir, never through a symlink on disk (one a
+ * sandbox swapped in makes that entry fail; nothing is written outside dir).
  * Callers check the whole archive first (archive_check_fd) so a refusal leaves dir as it was;
- * the checks here are repeated as a second line of defence. Changes the working directory
- * while it runs (not thread-safe). */
+ * the checks here are repeated as a second line of defence. */
 int archive_unpack_fd(int fd, const char *dir, uint64_t max_bytes, struct archive_stats *st,
 		      struct sbx_err *e);
-/* The same for a copy: only the tree's entries, its top created under tree->as. */
+/* How a copy's extraction writes. */
+struct archive_unpack_opts {
+	const char *tmp;	/* a name in dir: each file written there, then renamed into place */
+	bool sync;		/* fsync each file and directory before it is final */
+};
+/* The same for a copy: only the tree's entries, its top created under tree->as; uo may be
+ * NULL. */
 int archive_unpack_tree(int fd, const char *dir, uint64_t max_bytes,
-			const struct archive_tree *tree, struct archive_stats *st, struct sbx_err *e);
+			const struct archive_tree *tree, const struct archive_unpack_opts *uo,
+			struct archive_stats *st, struct sbx_err *e);
 /* Reads the archive on fd (any compression) and writes, as a plain GNU tar to sink, the
  * entries of tree that pass the restore policy: a refused entry stops it with an error (what
  * was written stays written: the caller says the stream is incomplete), links out are left

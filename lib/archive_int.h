@@ -59,4 +59,19 @@ int archive_sink_open(struct archive *a, struct archive_sink *s, struct sbx_err 
 /* The error of a failed write: the sink's own, else libarchive's. Returns -1. */
 int archive_sink_error(struct archive *a, const struct archive_sink *s, struct sbx_err *e);
 
+/* Where an extraction writes (lib/archive_place.c): entries placed below the directory dir
+ * without following anything. tmp (or NULL): a name in dir each regular file is written
+ * under, then renamed to its place (a file is replaced only by a complete one). sync: files
+ * and directories fsynced before they are final. NULL with e when dir cannot be opened. */
+struct archive_place;
+struct archive_place *archive_place_open(const char *dir, const char *tmp, bool sync,
+					 struct sbx_err *e);
+/* Places one checked entry, its data read from a. 0; -1 with errno (a write); -2: the read
+ * failed (a's error). */
+int archive_place_entry(struct archive_place *pl, struct archive *a, struct archive_entry *ent,
+			uint64_t *bytes);
+/* Sets the directories' modes and times, deepest first. 0, or -1 with e. */
+int archive_place_finish(struct archive_place *pl, struct sbx_err *e);
+void archive_place_free(struct archive_place *pl);
+
 #endif

@@ -1,10 +1,16 @@
 /* archive_pack.c — write a tar of a host file or directory with libarchive: links stored as
- * links, never followed; every entry passing the policy restore applies. */
+ * links, never followed; every entry passing the policy restore applies. The tree may be a
+ * sandbox's home, changing as it is read: it is walked from one directory fd, each name
+ * opened in its open parent without following anything (fs_open_beneath), and each entry
+ * built from the inode actually opened, never from a path (libarchive's disk reader re-opens
+ * names by path, following what a sandbox swapped in). */
 #include "archive.h"
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +19,7 @@
 #include <unistd.h>
 
 #include "archive_int.h"
+#include "fsutil.h"
 #include "xalloc.h"
 
 /* gzip level for new backups: 6 is gzip's own default, the size upstream's backups have. */
@@ -46,23 +53,6 @@ int archive_sink_open(struct archive *a, struct archive_sink *s, struct sbx_err 
 	if (archive_write_open(a, s, NULL, sink_write, NULL) != ARCHIVE_OK)
 		return archive_sink_error(a, s, e);
 	return 0;
-}
-
-/* Opens the regular file an entry describes, refusing anything but that very inode. */
-static int open_listed(struct archive_entry *ent)
-{
-	const char *src = archive_entry_sourcepath(ent);
-	struct stat sb;
-	int fd = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    sb.st_ino != (ino_t)archive_entry_ino64(ent) || sb.st_dev != archive_entry_dev(ent)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* Copies exactly size bytes of fd into the archive, zero-padding a file that shrank. */
@@ -108,31 +98,19 @@ static int writer_open(struct archive *a, enum archive_codec codec, struct archi
 
 /* One packing: the walk, the writer, what names entries get. */
 struct pack {
-	struct archive *a, *disk;
+	struct archive *a, *names;	/* names: user and group names only, never a walk */
 	struct archive_entry_linkresolver *lr;
+	struct archive_entry *ent;
 	struct archive_sink s;
 	struct archive_policy pol;
-	const char *root;	/* the walked path, without trailing '/' */
-	size_t rootlen;
-	const char *top;	/* its entry's name; "." for a directory's contents ("./…") */
+	struct archive_stats *st;
+	struct buf name;	/* the entry name being written: "./…", or top"/…" */
+	dev_t dev;		/* the tree's file system: other ones are not entered */
 	char *buf;
 };
 
-/* Names a walked entry for the archive: the top, or below it. */
-static void name_entry(const struct pack *pk, struct archive_entry *ent, const char *p)
-{
-	const char *rest = p + pk->rootlen;
-	char *name = strcmp(pk->top, ".") == 0 ? xasprintf(".%s%s", rest, *rest ? "" : "/")
-					      : xasprintf("%s%s", pk->top, rest);
-
-	archive_entry_copy_sourcepath(ent, p);
-	archive_entry_copy_pathname(ent, name);
-	free(name);
-}
-
-/* Writes one walked entry (its data from fd, or -1). 0, or -1 with e. */
-static int write_entry(struct pack *pk, struct archive_entry *ent, int fd,
-		       struct archive_stats *st, struct sbx_err *e)
+/* Writes one entry (its data from fd, or -1). 0, or -1 with e. */
+static int write_entry(struct pack *pk, struct archive_entry *ent, int fd, struct sbx_err *e)
 {
 	struct archive_entry *out = ent, *spare = NULL;
 
@@ -152,105 +130,206 @@ static int write_entry(struct pack *pk, struct archive_entry *ent, int fd,
 	    copy_data(pk->a, fd, archive_entry_size(out), pk->buf, &pk->s, e) < 0)
 		return -1;
 	if (!archive_policy_is_root(archive_entry_pathname(out)))
-		st->files++;
+		pk->st->files++;
 	if (archive_entry_hardlink(out) == NULL)
-		st->bytes += (uint64_t)archive_entry_size(out);
+		pk->st->bytes += (uint64_t)archive_entry_size(out);
 	if (archive_write_finish_entry(pk->a) < ARCHIVE_WARN)
 		return archive_sink_error(pk->a, &pk->s, e);
 	return 0;
 }
 
-/* Walks the tree physically (symlinks are entries, never followed; other file systems not
- * entered) and writes what it finds. */
-static int walk(struct pack *pk, struct archive_entry *ent, struct archive_stats *st,
-		struct sbx_err *e)
+/* Fills pk->ent for the inode whose status is sb (link: a symlink's target), named pk->name. */
+static struct archive_entry *entry_of(struct pack *pk, const struct stat *sb, const char *link)
 {
-	archive_read_disk_set_symlink_physical(pk->disk);
-	archive_read_disk_set_behavior(pk->disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS |
-				       ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
-				       ARCHIVE_READDISK_NO_FFLAGS | ARCHIVE_READDISK_NO_SPARSE);
-	archive_read_disk_set_standard_lookup(pk->disk);
-	if (archive_read_disk_open(pk->disk, pk->root) != ARCHIVE_OK)
-		return err_set(e, SBX_EIO, "cannot read %s: %s", pk->root,
-			       archive_error_string(pk->disk));
-	for (;;) {
-		const char *p;
-		int fd = -1, r, rc;
+	struct archive_entry *ent = pk->ent;
+	const char *n;
 
-		archive_entry_clear(ent);
-		r = archive_read_next_header2(pk->disk, ent);
-		if (r == ARCHIVE_EOF)
-			return 0;
-		/* A directory we may not enter is left out, like an unreadable file. */
-		if (r == ARCHIVE_FAILED) {
-			st->skipped++;
-			continue;
-		}
-		if (r < ARCHIVE_WARN)
-			return err_set(e, SBX_EIO, "cannot read %s: %s", pk->root,
-				       archive_error_string(pk->disk));
-		if (r == ARCHIVE_WARN && archive_entry_pathname(ent) == NULL)
-			continue;
-		archive_read_disk_descend(pk->disk);
-		p = archive_entry_pathname(ent);
-		if (strncmp(p, pk->root, pk->rootlen) != 0 ||
-		    (p[pk->rootlen] != '\0' && p[pk->rootlen] != '/'))
-			continue;
-		name_entry(pk, ent, p);
-		switch (archive_entry_filetype(ent)) {
-		case AE_IFREG:
-			if ((fd = open_listed(ent)) < 0) {
-				st->skipped++;
-				continue;
-			}
-			break;
-		case AE_IFDIR:
-		case AE_IFLNK:
-			break;
-		default:
-			st->skipped++;
-			continue;
-		}
-		rc = write_entry(pk, ent, fd, st, e);
-		if (fd >= 0)
-			close(fd);
-		if (rc < 0)
-			return -1;
+	archive_entry_clear(ent);
+	archive_entry_copy_stat(ent, sb);
+	archive_entry_copy_pathname(ent, pk->name.data);
+	if ((n = archive_read_disk_uname(pk->names, (la_int64_t)sb->st_uid)) != NULL)
+		archive_entry_copy_uname(ent, n);
+	if ((n = archive_read_disk_gname(pk->names, (la_int64_t)sb->st_gid)) != NULL)
+		archive_entry_copy_gname(ent, n);
+	if (link)
+		archive_entry_copy_symlink(ent, link);
+	return ent;
+}
+
+static int pack_dir(struct pack *pk, int fd, struct sbx_err *e);
+
+/* Cuts the entry name back to its first len bytes. */
+static void name_cut(struct pack *pk, size_t len)
+{
+	pk->name.len = len;
+	pk->name.data[len] = '\0';
+}
+
+/* Opens name in dirfd (listed with status *sb) as flags, and checks it is still that inode
+ * (a name swapped for something else since it was listed is left out). The fd, or -1. */
+static int open_listed(int dirfd, const char *name, int flags, struct stat *sb)
+{
+	struct stat now;
+	int fd = fs_open_beneath(dirfd, name, flags & O_PATH ? flags : flags | O_NOCTTY, 0);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &now) < 0 || now.st_dev != sb->st_dev || now.st_ino != sb->st_ino ||
+	    (now.st_mode & S_IFMT) != (sb->st_mode & S_IFMT)) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
 	}
+	*sb = now;
+	return fd;
+}
+
+/* Writes the entry name of dirfd, as pk->name, and what is below it. Every open is of one
+ * name in an open directory, without following a symlink, and checked against what was
+ * listed: a sandbox swapping names meanwhile can only make entries be left out. */
+static int pack_one(struct pack *pk, int dirfd, const char *name, struct sbx_err *e)
+{
+	struct stat sb;
+	char link[PATH_MAX + 1];
+	ssize_t n;
+	int fd = -1, rc;
+
+	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return pk->st->skipped++, 0;
+	if (S_ISREG(sb.st_mode)) {
+		if ((fd = open_listed(dirfd, name, O_RDONLY | O_NONBLOCK, &sb)) < 0)
+			return pk->st->skipped++, 0;
+		rc = write_entry(pk, entry_of(pk, &sb, NULL), fd, e);
+		close(fd);
+		return rc;
+	}
+	if (S_ISLNK(sb.st_mode)) {
+		if ((fd = open_listed(dirfd, name, O_PATH, &sb)) < 0)
+			return pk->st->skipped++, 0;
+		n = readlinkat(fd, "", link, sizeof link - 1);
+		close(fd);
+		if (n < 0 || n != sb.st_size)
+			return pk->st->skipped++, 0;
+		link[n] = '\0';
+		return write_entry(pk, entry_of(pk, &sb, link), -1, e);
+	}
+	if (!S_ISDIR(sb.st_mode))
+		return pk->st->skipped++, 0;	/* sockets, fifos, devices */
+	/* A mount point is stored, not entered; a directory we may not enter is stored empty. */
+	if (sb.st_dev != pk->dev || (fd = open_listed(dirfd, name, O_RDONLY | O_DIRECTORY, &sb)) < 0) {
+		if (sb.st_dev == pk->dev && errno != EACCES)
+			return pk->st->skipped++, 0;	/* swapped: gone as a directory */
+		if (sb.st_dev == pk->dev)
+			pk->st->skipped++;
+		return write_entry(pk, entry_of(pk, &sb, NULL), -1, e);
+	}
+	if (write_entry(pk, entry_of(pk, &sb, NULL), -1, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	return pack_dir(pk, fd, e);
+}
+
+/* Writes what the directory open as fd holds (fd is closed). Recursion is bounded by the
+ * policy's name length: a deeper name fails the run before it is entered. */
+static int pack_dir(struct pack *pk, int fd, struct sbx_err *e)
+{
+	DIR *d = fdopendir(fd);
+	size_t len = pk->name.len;
+	struct dirent *de;
+	int rc = 0;
+
+	if (d == NULL) {
+		close(fd);
+		return pk->st->skipped++, 0;
+	}
+	while (rc == 0) {
+		errno = 0;
+		if ((de = readdir(d)) == NULL) {
+			if (errno)
+				pk->st->skipped++;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		name_cut(pk, len);
+		if (pk->name.data[len - 1] != '/')
+			buf_puts(&pk->name, "/");
+		buf_puts(&pk->name, de->d_name);
+		rc = pack_one(pk, dirfd(d), de->d_name, e);
+	}
+	name_cut(pk, len);
+	closedir(d);
+	return rc;
+}
+
+/* Packs root: path's contents as "./…" (top "."), or path itself as top. path is the
+ * caller's (trusted up to its last component, which is not followed); below it, the walk. */
+static int pack_root(struct pack *pk, const char *path, const char *top, struct sbx_err *e)
+{
+	struct stat sb;
+	char *dir, *base;
+	int fd, rc;
+
+	if (strcmp(top, ".") == 0) {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &sb) < 0) {
+			rc = errno == ENOTDIR || errno == ELOOP
+			     ? err_set(e, SBX_EIO, "%s is not a directory", path)
+			     : err_sys(e, errno, "cannot read %s", path);
+			if (fd >= 0)
+				close(fd);
+			return rc;
+		}
+		pk->dev = sb.st_dev;
+		buf_puts(&pk->name, "./");
+		if (write_entry(pk, entry_of(pk, &sb, NULL), -1, e) < 0) {
+			close(fd);
+			return -1;
+		}
+		name_cut(pk, 1);	/* "." then "/name" */
+		return pack_dir(pk, fd, e);
+	}
+	dir = xstrdup(path);
+	base = strrchr(dir, '/');
+	if (base)
+		*base++ = '\0';
+	fd = open(base == NULL ? "." : *dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstatat(fd, base ? base : dir, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+		rc = err_sys(e, errno, "cannot read %s", path);
+	} else {
+		pk->dev = sb.st_dev;
+		buf_puts(&pk->name, top);
+		rc = pack_one(pk, fd, base ? base : dir, e);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
 }
 
 int archive_pack_tree(const char *path, const char *top, enum archive_codec codec,
 		      archive_tap_fn fn, void *arg, struct archive_stats *st, struct sbx_err *e)
 {
 	struct archive_tree tree = {.top = top};
-	struct pack pk = {.a = archive_write_new(), .disk = archive_read_disk_new(),
-			  .lr = archive_entry_linkresolver_new(), .s = {fn, arg, e, false},
-			  .top = top, .buf = xmalloc(ARCHIVE_IO_BUF)};
-	struct archive_entry *ent = archive_entry_new();
+	struct pack pk = {.a = archive_write_new(), .names = archive_read_disk_new(),
+			  .lr = archive_entry_linkresolver_new(), .ent = archive_entry_new(),
+			  .s = {fn, arg, e, false}, .st = st, .buf = xmalloc(ARCHIVE_IO_BUF)};
 	char *root = xstrdup(path);
-	struct stat sb;
+	size_t n = strlen(root);
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
-	if (pk.a == NULL || pk.disk == NULL || pk.lr == NULL || ent == NULL)
+	if (pk.a == NULL || pk.names == NULL || pk.lr == NULL || pk.ent == NULL)
 		abort();
+	archive_read_disk_set_standard_lookup(pk.names);
 	archive_policy_init(&pk.pol, ARCHIVE_MAX_EXPANDED, ARCHIVE_LINKS_KEEP, &tree, NULL);
-	pk.rootlen = strlen(root);
-	while (pk.rootlen > 1 && root[pk.rootlen - 1] == '/')
-		root[--pk.rootlen] = '\0';
-	pk.root = root;
-	if (lstat(root, &sb) < 0) {
-		err_sys(e, errno, "cannot read %s", root);
-		goto out;
-	}
-	if (strcmp(top, ".") == 0 && !S_ISDIR(sb.st_mode)) {
-		err_set(e, SBX_EIO, "%s is not a directory", root);
-		goto out;
-	}
+	while (n > 1 && root[n - 1] == '/')
+		root[--n] = '\0';
 	if (writer_open(pk.a, codec, &pk.s, e) < 0)
 		goto out;
 	archive_entry_linkresolver_set_strategy(pk.lr, archive_format(pk.a));
-	if (walk(&pk, ent, st, e) < 0)
+	if (pack_root(&pk, root, top, e) < 0)
 		goto out;
 	if (archive_write_close(pk.a) != ARCHIVE_OK) {
 		archive_sink_error(pk.a, &pk.s, e);
@@ -258,11 +337,12 @@ int archive_pack_tree(const char *path, const char *top, enum archive_codec code
 	}
 	rc = 0;
 out:
-	archive_read_free(pk.disk);
+	archive_read_free(pk.names);
 	archive_write_free(pk.a);
-	archive_entry_free(ent);
+	archive_entry_free(pk.ent);
 	archive_entry_linkresolver_free(pk.lr);
 	archive_policy_free(&pk.pol);
+	buf_free(&pk.name);
 	free(root);
 	free(pk.buf);
 	return rc;

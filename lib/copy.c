@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,8 @@
 
 #include "archive.h"
 #include "execjob.h"
+#include "fsutil.h"
+#include "tmpname.h"
 #include "xalloc.h"
 
 /* What the probe prints: two kinds, a space each, and a path. */
@@ -367,6 +370,75 @@ static int place_on_host(const char *dst, bool src_dir, bool contents, const cha
 	return 0;
 }
 
+/* Removes from the directory dfd the temporaries of sbx-cp runs that were killed (their
+ * maker is gone): the next copy into a directory cleans up after a killed one. */
+static void sweep(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct dirent *de;
+
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (tmpname_stale("sbx-cp", de->d_name))
+			fs_remove_at(dfd, de->d_name);
+	closedir(d);
+}
+
+/* How the checked spool becomes the copy in dir, atomically: each file written under a
+ * temporary name in dir, fsynced, renamed into place (an existing file is only ever replaced
+ * by a complete one); a directory that is not there yet written whole under a temporary name,
+ * then renamed (RENAME_NOREPLACE) and the directory fsynced. An existing directory is merged
+ * into, file by file, as docker cp does. */
+struct landing {
+	char ftmp[TMPNAME_MAX], dtmp[TMPNAME_MAX];
+	bool whole;		/* the tree goes under dtmp, then is renamed to as */
+};
+
+static int land(int spool, const char *dir, int dfd, struct source *so, const char *as,
+		bool is_dir, const struct copy_opts *o, struct archive_stats *st, struct sbx_err *e)
+{
+	struct landing l = {.whole = false};
+	struct archive_unpack_opts uo = {.tmp = l.ftmp, .sync = true};
+	struct stat sb;
+	int rc = -1;
+
+	if (tmpname_make("sbx-cp", ".f", l.ftmp) < 0 || tmpname_make("sbx-cp", ".d", l.dtmp) < 0)
+		return err_sys(e, errno, "cannot name a temporary");
+	l.whole = as && is_dir && fstatat(dfd, as, &sb, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+	if (l.whole) {
+		so->tree.as = l.dtmp;
+		uo.tmp = NULL;	/* a new tree: nothing in it to replace */
+	}
+	if (lseek(spool, 0, SEEK_SET) < 0) {
+		err_sys(e, errno, "cannot read the spool");
+		goto out;
+	}
+	if (archive_unpack_tree(spool, dir, o->max_bytes, &so->tree, &uo, st, e) < 0)
+		goto out;
+	if (l.whole && renameat2(dfd, l.dtmp, dfd, as, RENAME_NOREPLACE) < 0) {
+		err_sys(e, errno, "cannot move the copy to %s/%s", dir, as);
+		goto out;
+	}
+	if (fsync(dfd) < 0) {
+		err_sys(e, errno, "cannot sync %s", dir);
+		goto out;
+	}
+	rc = 0;
+out:
+	so->tree.as = as;
+	if (rc < 0) {
+		fs_remove_at(dfd, l.ftmp);
+		if (l.whole)
+			fs_remove_at(dfd, l.dtmp);
+	}
+	return rc;
+}
+
 int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *src,
 		      const char *dst, const struct copy_opts *o, struct copy_result *r,
 		      struct sbx_err *e)
@@ -376,13 +448,18 @@ int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *sr
 	struct archive_stats st = {0};
 	char *dir = NULL, *as = NULL, *given = last_part(src);
 	bool is_dir = false;
-	int rc = -1;
+	int rc = -1, dfd = -1;
 
 	memset(r, 0, sizeof *r);
 	if (source_of(b, sandbox, src, o->cancel_fd, &so, &is_dir, e) < 0)
 		goto out;
 	if (place_on_host(dst, is_dir, strcmp(so.name, ".") == 0, given, &dir, &as, e) < 0)
 		goto out;
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		err_sys(e, errno, "%s", dir);
+		goto out;
+	}
+	sweep(dfd);
 	so.tree.as = as;
 	sj.tree = &so.tree;
 	if ((sj.spool = spool_open(dir, e)) < 0)
@@ -393,8 +470,7 @@ int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *sr
 			goto out;
 	}
 	/* Checked whole: now it is written, with the same rules again. */
-	if (lseek(sj.spool, 0, SEEK_SET) < 0 ||
-	    archive_unpack_tree(sj.spool, dir, o->max_bytes, &so.tree, &st, e) < 0)
+	if (land(sj.spool, dir, dfd, &so, as, is_dir, o, &st, e) < 0)
 		goto out;
 	/* what the caller named, or the name inside the directory it named */
 	r->to = strcmp(dir, dst) != 0 ? xstrdup(dst) : as ? xasprintf("%s%s%s", dst,
@@ -404,6 +480,8 @@ int copy_from_sandbox(struct sbx_backend *b, const char *sandbox, const char *sr
 	archive_stats_take_names(&st, &r->links_out, &r->nlinks_out);
 	rc = 0;
 out:
+	if (dfd >= 0)
+		close(dfd);
 	if (sj.spool >= 0)
 		close(sj.spool);
 	archive_stats_free(&sj.st);

@@ -10,7 +10,66 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+
+/* ---- fs_open_beneath: one open that cannot leave its directory ---- */
+
+/* Calls of openat2 that a concurrent rename may make fail with EAGAIN before we give up. */
+#define OPEN_BENEATH_TRIES 16
+
+int fs_open_beneath(int dirfd, const char *path, int flags, unsigned mode)
+{
+	/* The kernel resolves path below dirfd and fails on any symlink (ELOOP) or "..":
+	 * nothing the sandbox swaps in can make it land elsewhere. */
+	struct open_how how = {.flags = (unsigned)(flags | O_NOFOLLOW | O_CLOEXEC),
+			       .mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					  RESOLVE_NO_MAGICLINKS};
+	const char *p = path;
+	int cur = dirfd, next, tries = 0;
+	long fd;
+
+	/* EAGAIN: a rename elsewhere raced the kernel's own check; it asks to be called again. */
+	while ((fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how)) < 0 && errno == EAGAIN &&
+	       ++tries < OPEN_BENEATH_TRIES)
+		;
+
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return (int)fd;
+	/* No openat2 (a kernel before 5.6, or a filter refusing it): the same one component
+	 * at a time, each opened without following and never "..". */
+	for (;;) {
+		const char *q = strchr(p, '/');
+		size_t n = q ? (size_t)(q - p) : strlen(p);
+		char part[256];
+
+		if (n >= sizeof part || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			if (cur != dirfd)
+				close(cur);
+			errno = n >= sizeof part ? ENAMETOOLONG : EXDEV;
+			return -1;
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		while (q && q[1] == '/')
+			q++;
+		if (q == NULL || q[1] == '\0')
+			next = openat(cur, n ? part : ".", flags | O_NOFOLLOW | O_CLOEXEC, mode);
+		else
+			next = openat(cur, n ? part : ".", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cur != dirfd) {
+			int saved = errno;
+			close(cur);
+			errno = saved;
+		}
+		if (next < 0 || q == NULL || q[1] == '\0')
+			return next;
+		cur = next;
+		p = q + 1;
+	}
+}
 
 /* ---- fs_remove_tree: an openat/unlinkat walk ----
  * A sandbox's home may hold anything: trees deeper than PATH_MAX, directories without any
@@ -200,28 +259,28 @@ static int rm_walk_run(struct rm_walk *w, dev_t top_dev)
 	}
 }
 
-int fs_remove_tree(const char *path)
+int fs_remove_at(int dirfd, const char *name)
 {
 	struct rm_walk w = {0};
 	struct stat st, got;
 	int rc = -1, saved, round;
 
-	if (lstat(path, &st) < 0)
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+		return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
 	for (round = 0; round < REMOVE_RESTARTS; round++) {
 		if ((w.lv = calloc(REMOVE_FDS * 2, sizeof *w.lv)) == NULL)
 			return -1;
 		w.cap = REMOVE_FDS * 2;
-		w.lv[0] = (struct rm_level){NULL, st.st_dev, st.st_ino, rm_open(AT_FDCWD, path, &st, &got)};
+		w.lv[0] = (struct rm_level){NULL, st.st_dev, st.st_ino, rm_open(dirfd, name, &st, &got)};
 		rc = w.lv[0].d ? rm_walk_run(&w, st.st_dev) : -1;
 		saved = errno;
 		rm_walk_free(&w);
 		if (rc != 1)
 			break;
 	}
-	if (rc == 0 && (rmdir(path) == 0 || errno == ENOENT))
+	if (rc == 0 && (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT))
 		return 0;
 	if (rc == 0)
 		saved = errno;
@@ -229,28 +288,46 @@ int fs_remove_tree(const char *path)
 	return -1;
 }
 
-int fs_clear_dir(const char *path)
+int fs_remove_tree(const char *path)
 {
-	DIR *d = opendir(path);
+	return fs_remove_at(AT_FDCWD, path);
+}
+
+int fs_clear_at(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *de;
-	char p[4096];
 	int rc = 0, saved = 0;
 
-	if (d == NULL)
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
+	}
+	/* Each entry is removed by its name in this very directory: never a path. */
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (snprintf(p, sizeof p, "%s/%s", path, de->d_name) >= (int)sizeof p) {
-			rc = -1, saved = ENAMETOOLONG;
-			continue;
-		}
-		if (fs_remove_tree(p) < 0)
+		if (fs_remove_at(dirfd, de->d_name) < 0)
 			rc = -1, saved = errno;
 	}
 	closedir(d);
 	if (rc < 0)
 		errno = saved;
+	return rc;
+}
+
+int fs_clear_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc, saved;
+
+	if (fd < 0)
+		return -1;
+	rc = fs_clear_at(fd);
+	saved = errno;
+	close(fd);
+	errno = saved;
 	return rc;
 }
 

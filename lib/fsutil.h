@@ -7,6 +7,18 @@
 
 /* rm -rf path without following symlinks; a missing path is success. Returns 0 or -1 (errno). */
 int fs_remove_tree(const char *path);
+/* The same for name in the directory dirfd (AT_FDCWD: the working directory), never
+ * following a symlink on the way. */
+int fs_remove_at(int dirfd, const char *name);
+/* Empties the directory open as dirfd by names relative to it (each entry as fs_remove_at).
+ * Returns 0 or -1 (errno). */
+int fs_clear_at(int dirfd);
+/* Opens path below dirfd as openat(2) with flags would, except that no component may be a
+ * symlink (ELOOP) or lead out of dirfd (".." or absolute: EXDEV): openat2(2) with
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, or one component at a time
+ * with O_NOFOLLOW where the kernel has no openat2. With O_PATH | O_NOFOLLOW a trailing symlink
+ * itself is opened. Always O_CLOEXEC. Returns the fd or -1 (errno). */
+int fs_open_beneath(int dirfd, const char *path, int flags, unsigned mode);
 /* Empties the directory path (each entry removed as fs_remove_tree does); path stays. Returns
  * 0 or -1 (errno). */
 int fs_clear_dir(const char *path);

@@ -708,3 +708,43 @@ five_turns_then_keep() {
 	[ "$(tar -xzOf "$newest" ./late)" = late ]
 	[ "$(tar -xzOf "$newest" ./keep)" = precious ]
 }
+
+# ---- sbx-cp out over an existing file (issue 28, item 2) ----
+
+@test "kill -9 of sbx-cp out overwriting a 30 MB host file: the old file or the new one, whole; later runs remove what killed ones left" {
+	local d=$BATS_TEST_TMPDIR/cp i ms t sum kept=0 boot
+	mkdir "$d"
+	sbx-create cpkill >/dev/null
+	sbx-exec -raw cpkill -- sh -c 'head -c 30M /dev/urandom >~/big'
+	head -c 30M /dev/urandom >"$d/old"
+	t=$(date +%s%N)
+	sbx-cp cpkill:big "$d/new" >/dev/null
+	ms=$((($(date +%s%N) - t) / 1000000))
+	old=$(sha256sum <"$d/old")
+	new=$(sha256sum <"$d/new")
+	for ((i = 0; i < 25; i++)); do
+		cp "$d/old" "$d/big"
+		sbx-cp cpkill:big "$d/big" >/dev/null 2>&1 &
+		sleep "$(awk -v ms="$ms" -v r="$RANDOM" 'BEGIN { printf "%.3f", ms * 1.2 * r / 32768 / 1000 }')"	# a random moment in a copy (not a wait)
+		kill -9 $! 2>/dev/null || true
+		wait $! || true
+		sum=$(sha256sum <"$d/big")
+		[ "$sum" = "$old" ] || [ "$sum" = "$new" ]
+		[ "$sum" = "$new" ] || kept=$((kept + 1))
+	done
+	echo "kills that left the old file: $kept of 25" >&2
+	# what killed runs left, one of a maker long gone and one of a live process: the next copy
+	# into the directory removes the first and keeps the second
+	boot=$(head -c 8 /proc/sys/kernel/random/boot_id)
+	mkdir "$d/.sbx-cp-$boot-999999999-1.d"
+	touch "$d/.sbx-cp-$boot-999999999-1.d/part" "$d/.sbx-cp-00000000-$$-1.f"
+	sleep 300 3>&- &
+	live=".sbx-cp-$boot-$!-$(awk '{ print $22 }' "/proc/$!/stat").f"
+	touch "$d/$live"
+	run sbx-cp cpkill:big "$d/big"
+	kill $!
+	assert_status 0
+	[ "$(sha256sum <"$d/big")" = "$new" ]
+	run env LC_ALL=C ls -A "$d"
+	[ "$output" = "$(printf '%s\n' "$live" big new old)" ]
+}

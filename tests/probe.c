@@ -7,7 +7,11 @@
  *   sbx-probe syscalls       makes each call the syscall filter refuses, in a way that would
  *                            succeed (or fail otherwise) without it, and prints "NAME ERRNO"
  *                            ("NAME ok" when it succeeded): the table tests/attacks.bats
- *                            asserts. */
+ *                            asserts.
+ *   sbx-probe swap A B TARGET  swaps the names A and B for ever (renameat2 RENAME_EXCHANGE),
+ *                            A a directory and B a symlink to TARGET, remade when a restore
+ *                            or a clearing removed them: the race tests/attacks-swap.bats
+ *                            runs against every host-side walk of the home. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -20,6 +24,7 @@
 #include <linux/mempolicy.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -224,6 +229,18 @@ static void devices(void)
 	row("ioctl(TIOCGWINSZ)", ioctl(tty, TIOCGWINSZ, &(struct winsize){0}));
 }
 
+/* Swaps a and b as fast as it can; never returns. */
+static _Noreturn void swap(const char *a, const char *b, const char *target)
+{
+	for (;;) {
+		if (syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0)
+			continue;
+		mkdir(a, 0755);
+		if (symlink(target, b) < 0 && errno == EEXIST)
+			mkdir(a, 0755);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -237,6 +254,8 @@ int main(int argc, char **argv)
 		devices();
 		return 0;
 	}
-	fprintf(stderr, "usage: sbx-probe reach PID... | sbx-probe syscalls\n");
+	if (argc == 5 && strcmp(argv[1], "swap") == 0)
+		swap(argv[2], argv[3], argv[4]);
+	fprintf(stderr, "usage: sbx-probe reach PID... | sbx-probe syscalls | sbx-probe swap A B TARGET\n");
 	return 2;
 }

@@ -34,7 +34,7 @@ for i in range(4):
             fh.write(os.urandom(128 * 1024) + bytes(128 * 1024))
 PY
 size=$(du -sm "$tmp/src" | cut -f1)
-sbx-create benchsnap >/dev/null
+sbx-create -ttl 2h benchsnap >/dev/null	# idle while tar runs: it must outlive the baseline runs
 tar -cf - -C "$tmp/src" . | sbx-exec -raw benchsnap -- tar -xf - -C /home/clawtainer
 mkdir -p "$tmp/x"
 fs=$HOME/.local/sandboxed-tools/benchsnap/fs

@@ -84,6 +84,42 @@ static int remove_as(uid_t uid, const char *dir)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
 }
 
+/* fs_open_beneath in tmp/b: a/f is reached; through the symlink l (to tmp, outside), by
+ * "..", by an absolute path or at a symlink itself it is not (but O_PATH|O_NOFOLLOW opens
+ * the link). fs_clear_at empties b and leaves what l points to. */
+static void beneath(void)
+{
+	char b[512], p[600];
+	int dfd, fd;
+
+	snprintf(b, sizeof b, "%s/b", tmp);
+	snprintf(p, sizeof p, "%s/b/a", tmp);
+	mkdir(b, 0755);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/b/a/f", tmp);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	snprintf(p, sizeof p, "%s/b/l", tmp);
+	if (symlink(tmp, p) < 0 || (dfd = open(b, O_RDONLY | O_DIRECTORY)) < 0) {
+		ok(0, "set up the beneath tree");
+		return;
+	}
+	fd = fs_open_beneath(dfd, "a/f", O_RDONLY, 0);
+	ok(fd >= 0, "a name below is opened");
+	close(fd);
+	errno = 0;
+	ok(fs_open_beneath(dfd, "l/b/a/f", O_RDONLY, 0) < 0 && errno == ELOOP,
+	   "never through a symlink (ELOOP)");
+	ok(fs_open_beneath(dfd, "l", O_RDONLY | O_DIRECTORY, 0) < 0, "never at a symlink");
+	ok(fs_open_beneath(dfd, "../b/a/f", O_RDONLY, 0) < 0 && errno == EXDEV, "never by \"..\"");
+	ok(fs_open_beneath(dfd, p, O_RDONLY, 0) < 0, "never by an absolute path");
+	fd = fs_open_beneath(dfd, "l", O_PATH | O_NOFOLLOW, 0);
+	ok(fd >= 0, "O_PATH|O_NOFOLLOW opens the link itself");
+	close(fd);
+	ok(fs_clear_at(dfd) == 0 && access(tmp, F_OK) == 0, "fs_clear_at empties it, the link's target stays");
+	close(dfd);
+	ok(rmdir(b) == 0, "nothing is left in it");
+}
+
 int main(void)
 {
 	char d[512];
@@ -103,6 +139,7 @@ int main(void)
 		rc = remove_as(65534, d);
 		ok(rc == 0, "as the unprivileged owner: the same (child said %d)", rc);
 	}
+	beneath();
 	ok(fs_remove_tree("/nonexistent/x") == 0, "a missing path is success");
 	snprintf(d, sizeof d, "%s/file", tmp);
 	close(open(d, O_CREAT | O_WRONLY, 0600));
