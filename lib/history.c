@@ -17,6 +17,7 @@
 #include "name.h"
 #include "paths.h"
 #include "toolmsg.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 /* Bad lines named in the warning (all of them go to the .corrupt file). */
@@ -205,6 +206,29 @@ static struct json_object *interrupted(struct json_object *c)
 	return m;
 }
 
+/* Whether tool call ids a and b are the same once written: a line kept in its own bytes may hold
+ * invalid UTF-8 that the tool message answering it was written with as U+FFFD (as Go does). */
+static bool same_id(struct json_object *a, struct json_object *b)
+{
+	size_t an = (size_t)json_object_get_string_len(a), bn = (size_t)json_object_get_string_len(b);
+	const char *as = json_object_get_string(a), *bs = json_object_get_string(b);
+	char *ar, *br;
+	bool same;
+
+	if (an == bn && memcmp(as, bs, an) == 0)
+		return true;
+	if (utf8_valid(as, an) && utf8_valid(bs, bn))
+		return false;
+	ar = xmalloc(utf8_repair_room(as, an) + 1);
+	br = xmalloc(utf8_repair_room(bs, bn) + 1);
+	an = utf8_repair(as, an, ar);
+	bn = utf8_repair(bs, bn, br);
+	same = an == bn && memcmp(ar, br, an) == 0;
+	free(ar);
+	free(br);
+	return same;
+}
+
 /* Follows tool calls through the messages: an assistant's calls are open until a tool message
  * answers each (by tool_call_id); any other message (m NULL: the end of the file) first needs
  * a tool message for each call still open, added to `before`. open (borrowed, may be NULL):
@@ -217,15 +241,15 @@ static struct json_object *calls_after(struct json_object *open, struct json_obj
 	const char *role = m ? json_object_get_string(json_object_object_get(m, "role")) : "";
 
 	if (strcmp(role, "tool") == 0) {
-		const char *id = json_object_object_get_ex(m, "tool_call_id", &v) &&
-				 json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+		struct json_object *id = json_object_object_get_ex(m, "tool_call_id", &v) &&
+					 json_object_is_type(v, json_type_string) ? v : NULL;
 		bool answered = false;
 		if (n == 0)
 			return NULL;
 		next = json_object_new_array();
 		for (i = 0; i < n; i++) {
 			struct json_object *c = json_object_array_get_idx(open, i);
-			if (!answered && strcmp(json_object_get_string(json_object_object_get(c, "id")), id) == 0)
+			if (!answered && id && same_id(json_object_object_get(c, "id"), id))
 				answered = true;
 			else
 				json_object_array_add(next, json_object_get(c));
