@@ -147,7 +147,9 @@ copies_in() {
 	mkdir -p "$src/sub"
 	echo sandbox-bound >"$src/canary"
 	echo f >"$src/sub/f"
-	chmod -R a+rX "$BATS_TEST_TMPDIR"
+	# Only the source: the test's directory also holds the home the sandbox is swapping in.
+	chmod a+rx "$BATS_TEST_TMPDIR"
+	chmod -R a+rX "$src"
 	swap_start
 	for ((i = 0; i < ROUNDS; i++)); do
 		runas sbx-cp "$src/." demo:d >/dev/null 2>&1 || true
