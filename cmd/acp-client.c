@@ -199,15 +199,7 @@ static void show_agent_log(const char *path, long long from)
 			start = i + 1;
 			break;
 		}
-	for (i = start; i < len; i++) {
-		unsigned char c = (unsigned char)text[i];
-		if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
-		    (c == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
-		     (unsigned char)text[i + 1] <= 0x9f))	/* C1 controls as UTF-8 */
-			text[i] = '?';
-		if (c == 0xc2 && text[i] == '?')
-			text[++i] = '?';
-	}
+	/* cli_msg shows each line as lib/termtext does: no control reaches the screen. */
 	if (start < len)
 		cli_msg("the agent's last messages (%s):", path);
 	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {

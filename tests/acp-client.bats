@@ -260,7 +260,7 @@ EOF
 	chmod +x "$BATS_TEST_TMPDIR/dies"
 	run acp-client -cmd "$BATS_TEST_TMPDIR/dies" -prompt hi
 	assert_status 111
-	assert_contains "acp-client: agent: dying: out of ?[31mluck"
+	assert_contains 'acp-client: agent: dying: out of \x1b[31mluck'
 	run ! grep -q $'\033' <<<"$output"
 }
 
