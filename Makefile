@@ -48,7 +48,7 @@ sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslim
 # lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
 $(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
-geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lresolv -lm
 geminicli-toolbox_LIBSRC := lib/utf8.c lib/gemini_path.c lib/xalloc.c
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images

@@ -3,7 +3,10 @@
  * linked and self-contained so it works in any image. Contract (upstream cmd/geminicli-toolbox):
  * success → the result on stdout exactly as gemini-cli gives it to the model (no newline
  * added), exit 0; the tool's failure (the model sees "failed (exit code 1)") → the message on
- * stderr, nothing on stdout, exit 1. The helper's own troubles use the sbx table: 100 usage,
+ * stderr, nothing on stdout, exit 1. With --parts, success prints the result as one JSON
+ * document of gemini-cli Parts instead, {"parts":[{"text":…},{"inlineData":{"data":…,
+ * "mimeType":…}}]}, so that images, PDF, audio and video reach the model as gemini-cli sends
+ * them (the text mode names them "Cannot display content of binary file"). The helper's own troubles use the sbx table: 100 usage,
  * 111 its input or output failed. */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +19,7 @@
 #include "../lib/version.h"
 
 static const char usage[] =
-	"usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)\n";
+	"usage: geminicli-toolbox [--workdir=DIR] [--parts] TOOL_NAME (tool parameters as JSON on stdin)\n";
 
 /* Parameters arrive whole on stdin; a write_file of the 20 MB file limit, JSON-escaped, fits. */
 #define TB_MAX_INPUT (64u * 1024 * 1024)
@@ -112,12 +115,19 @@ int main(int argc, char **argv)
 		printf("geminicli-toolbox (sbx) %s\n", SBX_VERSION);
 		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
 	}
-	if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
-		flag = strchr(argv[i], '=') + 1;
-		i++;
-	} else if (i + 1 < argc && (!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-workdir"))) {
-		flag = argv[i + 1];
-		i += 2;
+	for (;;) {
+		if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
+			flag = strchr(argv[i], '=') + 1;
+			i++;
+		} else if (i + 1 < argc && (!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-workdir"))) {
+			flag = argv[i + 1];
+			i += 2;
+		} else if (i < argc && (!strcmp(argv[i], "--parts") || !strcmp(argv[i], "-parts"))) {
+			c.inline_media = true;
+			i++;
+		} else {
+			break;
+		}
 	}
 	if (argc - i != 1) {
 		fputs(usage, stderr);
@@ -148,6 +158,17 @@ int main(int argc, char **argv)
 		rc = fail(c.err.data ? c.err.data : "tool failed");
 		goto out;
 	}
+	if (c.inline_media) {
+		/* the text so far becomes the last text part; the document replaces the text */
+		struct json_object *doc = json_object_new_object();
+		tb_text_part(&c);
+		json_object_object_add(doc, "parts", c.parts ? c.parts : json_object_new_array());
+		c.parts = NULL;
+		buf_free(&c.out);
+		buf_puts(&c.out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+								 JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(doc);
+	}
 	if (!c.out.data)
 		buf_append(&c.out, "", 0);
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
@@ -160,6 +181,7 @@ out:
 	if (fclose(stdout) != 0 && rc == 0)
 		rc = EXIT_FAIL;
 	json_object_put(c.params);
+	json_object_put(c.parts);
 	buf_free(&c.out);
 	buf_free(&c.err);
 	buf_free(&in);

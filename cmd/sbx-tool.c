@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 	const char *id, *fname, *fargs;
 	int64_t timeout = 120 * INT64_C(1000000000);
 	bool list = false;
-	struct json_object *call, *fn, *v, *msg;
+	struct json_object *call, *fn, *v, *msg, *parts = NULL;
 	const struct toolset *ts;
 	struct sbx_backend *b;
 	struct sbx_err e;
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
 				       .workdir = workdir && *workdir ? workdir : NULL,
 				       .timeout_ns = timeout > 0 ? timeout : 0,
-				       .cancel_fd = cancel, .call_id = id};
+				       .cancel_fd = cancel, .call_id = id, .parts = &parts};
 		content = toolset_call(ts, &ctx, fname, fargs, &content_len, &failed, &e);
 	}
 	if (content == NULL) {
@@ -170,6 +170,8 @@ int main(int argc, char **argv)
 	/* NUL bytes in a result travel as \u0000 */
 	json_object_object_add(msg, "content", json_object_new_string_len(content, (int)content_len));
 	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
+	if (parts)	/* inline data: the result as gemini-cli's Parts too */
+		json_object_object_add(msg, "parts", parts);
 	rc = cli_print_json(msg) < 0 ? EXIT_FAIL
 	     : failed == TOOL_SANDBOX_GONE ? EXIT_GONE : failed ? 1 : EXIT_OK;
 	json_object_put(msg);

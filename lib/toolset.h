@@ -28,6 +28,10 @@ struct tool_ctx {
 	struct json_object **structured;
 	const char *call_id;		/* the model's id for the call, NULL or "": none (names
 					 * the file a cut output is kept in) */
+	/* NULL, or where a tool whose result holds inline data (geminicli read_file and
+	 * read_many_files of an image, PDF, audio or video file) puts that result as a new
+	 * JSON array of Parts (toolparts.h); the text it returns then names each inline part. */
+	struct json_object **parts;
 };
 
 struct tool {

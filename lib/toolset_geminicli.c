@@ -13,7 +13,9 @@
 #include "capture.h"
 #include "gemini_path.h"
 #include "gemini_shell.h"
+#include "gojson.h"
 #include "toolcap.h"
+#include "toolparts.h"
 #include "xalloc.h"
 
 /* gemini-cli's output buffer for run_shell_command: the last 16 MiB of merged output
@@ -510,15 +512,39 @@ static char *toolbox_input(const struct tool *t, struct json_object *args)
 	return s;
 }
 
-/* Every file tool: `geminicli-toolbox <name>` with the parameters on stdin. */
+/* The toolbox's --parts answer: the text (inline parts named in it), the Parts to
+ * ctx->parts when they hold inline data; NULL with *why for an answer that is not one. */
+static char *toolbox_parts(const struct tool_ctx *ctx, const char *out, size_t n, size_t *len,
+			   const char **why)
+{
+	struct json_object *doc = gojson_parse(out, n, why), *parts = NULL, *v;
+	struct sbx_err pe;
+	char *text = NULL;
+
+	if (doc && json_object_object_get_ex(doc, "parts", &v) && (parts = toolparts_check(v, &pe))) {
+		text = toolparts_text(parts, len);
+		if (ctx->parts && toolparts_has_media(parts))
+			*ctx->parts = json_object_get(parts);
+	} else if (doc) {
+		*why = "no valid \"parts\"";
+	}
+	json_object_put(parts);
+	json_object_put(doc);
+	return text;
+}
+
+/* Every file tool: `geminicli-toolbox --parts <name>` with the parameters on stdin. */
 static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct json_object *args,
 			 size_t *len, bool *failed, struct sbx_err *e)
 {
 	const struct tool *t = find_tool(name);
 	char *wd = ctx->workdir ? xasprintf("--workdir=%s", ctx->workdir) : NULL;
-	char *argv[] = {"geminicli-toolbox", wd ? wd : (char *)name, wd ? (char *)name : NULL, NULL};
+	char *argv[] = {"geminicli-toolbox", "--parts", wd ? wd : (char *)name,
+			wd ? (char *)name : NULL, NULL};
 	char *in = toolbox_input(t, args), *out;
-	struct capture_req rq = {.argv = argv, .in = in, .in_len = strlen(in)};
+	const char *why = NULL;
+	struct capture_req rq = {.argv = argv, .in = in, .in_len = strlen(in),
+				 .max = TOOLPARTS_OUTPUT_MAX};
 	struct capture c;
 	struct buf msg = {0};
 	size_t a, z;
@@ -531,9 +557,16 @@ static char *run_toolbox(const char *name, const struct tool_ctx *ctx, struct js
 	}
 	free(in);
 	free(wd);
-	if (c.res.exit_code == 0) {
-		/* the toolbox writes valid UTF-8; a foreign helper on PATH might not */
-		out = toolcap_utf8(c.out, c.out_len, len);
+	if (c.res.exit_code == 0 && !c.out_truncated &&
+	    (out = toolbox_parts(ctx, c.out, c.out_len, len, &why)) != NULL) {
+		capture_free(&c);
+		return out;
+	}
+	if (c.res.exit_code == 0) {	/* a foreign helper on PATH, or an old toolbox image */
+		*failed = true;
+		out = xasprintf("Error: tool \"%s\" failed: geminicli-toolbox's answer is not a "
+				"--parts document: %s", name, c.out_truncated ? "too large" : why);
+		*len = strlen(out);
 		capture_free(&c);
 		return out;
 	}

@@ -69,12 +69,12 @@ run_cases() {
 @test "usage, help, unknown tool, invalid JSON" {
 	run geminicli-toolbox
 	assert_status 100
-	[ "$output" = "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)" ]
+	[ "$output" = "usage: geminicli-toolbox [--workdir=DIR] [--parts] TOOL_NAME (tool parameters as JSON on stdin)" ]
 	run geminicli-toolbox a b
 	assert_status 100
 	run geminicli-toolbox -h
 	assert_status 0
-	assert_contains "usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME"
+	assert_contains "usage: geminicli-toolbox [--workdir=DIR] [--parts] TOOL_NAME"
 	run geminicli-toolbox frobnicate </dev/null
 	assert_status 1
 	[ "$output" = 'unknown tool "frobnicate"' ]
@@ -91,6 +91,27 @@ run_cases() {
 	run geminicli-toolbox read_file </dev/null
 	assert_status 1
 	[ "$output" = "params must have required property 'file_path'" ]
+}
+
+@test "--parts: an image is inline data, text stays text, the text mode only names the image" {
+	local d=$BATS_TEST_TMPDIR/w
+	mkdir -p "$d"
+	printf '\x89PNG\r\n\x1a\n\0\1' >"$d/p.png"
+	printf 'hello\n' >"$d/a.txt"
+	run --separate-stderr geminicli-toolbox --parts --workdir="$d" read_file <<<'{"file_path":"p.png"}'
+	assert_status 0
+	assert_json '.parts == [{"inlineData":{"data":"iVBORw0KGgoAAQ==","mimeType":"image/png","displayName":"'"$d"'/p.png"}}]'
+	run --separate-stderr geminicli-toolbox --workdir="$d" --parts read_file <<<'{"file_path":"a.txt"}'
+	assert_status 0
+	assert_json '.parts == [{"text":"hello\n"}]'
+	run --separate-stderr geminicli-toolbox --workdir="$d" read_file <<<'{"file_path":"p.png"}'
+	assert_status 0
+	[ "$output" = "Cannot display content of binary file: p.png" ]
+	# read_many_files: the image between the text parts, the end notice after it
+	run --separate-stderr geminicli-toolbox --workdir="$d" --parts read_many_files <<<'{"include":["*.png","*.txt"]}'
+	assert_status 0
+	assert_json '(.parts | map(keys[0])) == ["text","inlineData","text"] and
+		.parts[0].text == "--- '"$d"'/a.txt ---\n\nhello\n\n\n" and .parts[2].text == "\n--- End of content ---"'
 }
 
 @test "workdir defaults to HOME; relative --workdir; the result is gemini-cli's, byte for byte" {

@@ -64,6 +64,11 @@ static int run(struct tb_call *c)
 	}
 	if (tb_read_file(c, abs, start, end, &r) < 0)
 		goto out;
+	if (r.mime) {
+		tb_inline_part(c, abs, r.mime, r.text.data, r.text.len);
+		rc = 0;
+		goto out;
+	}
 	if (r.truncated)
 		buf_printf(&c->out,
 			  "\nIMPORTANT: The file content has been truncated.\n"

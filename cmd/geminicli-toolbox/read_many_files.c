@@ -92,6 +92,18 @@ static bool asked_for(const char *abs, const char **inc, size_t ninc)
 	return hit;
 }
 
+/* gemini-cli's workspace check on each match (validatePathAccess): a resolved path inside
+ * the workspace with a .git, .env, node_modules or gha-creds-*.json segment is refused, also
+ * when useDefaultExcludes is false. */
+static bool blocked(struct tb_call *c, const char *abs)
+{
+	char *real = tb_real_or_same(abs), *rel = tb_relative(c->workdir, real);
+	bool out = strcmp(rel, "..") != 0 && strncmp(rel, "../", 3) != 0 && tb_blocked_segment(rel);
+	free(rel);
+	free(real);
+	return out;
+}
+
 static struct tb_glob *compile_rel(struct tb_call *c, const char *p)
 {
 	char *norm = xstrdup(p), *full, *esc = NULL, *why = NULL;
@@ -121,6 +133,7 @@ static struct tb_glob *compile_rel(struct tb_call *c, const char *p)
 static int run(struct tb_call *c)
 {
 	size_t ninc, nexc, nparts = 0;
+	bool joined = true;	/* the text goes on from a text part (not an inline one) */
 	const char **inc = tb_strs(c, "include", &ninc), **exc = tb_strs(c, "exclude", &nexc);
 	struct state s = {0};
 	struct tb_walk w = {0};
@@ -158,8 +171,8 @@ static int run(struct tb_call *c)
 		size_t kept = 0;
 		for (size_t i = 0; i < s.n; i++) {
 			char *rel = tb_relative(c->workdir, s.files[i]);
-			if (tb_ignore_match(ig, rel, false))
-				free(s.files[i]);	/* skipped: ignored by project ignore files */
+			if (tb_ignore_match(ig, rel, false) || blocked(c, s.files[i]))
+				free(s.files[i]);	/* skipped: ignored, or not in the workspace */
 			else
 				s.files[kept++] = s.files[i];
 			free(rel);
@@ -170,7 +183,7 @@ static int run(struct tb_call *c)
 	tb_sort(s.files, s.n, sizeof *s.files, cmp_str);
 	for (size_t i = 0; i < s.n; i++) {
 		struct tb_read r;
-		struct tb_call sub = {c->workdir, c->params, {0}, {0}};
+		struct tb_call sub = {c->workdir, c->params, {0}, {0}, c->inline_media, NULL};
 		if (tb_file_type(s.files[i]) == TB_MEDIA && !asked_for(s.files[i], inc, ninc))
 			continue;	/* skipped: not explicitly requested */
 		if (tb_read_file(&sub, s.files[i], 0, 0, &r) < 0) {
@@ -178,8 +191,16 @@ static int run(struct tb_call *c)
 			buf_free(&r.text);
 			continue;
 		}
-		if (nparts++)
+		if (r.mime) {	/* a part of its own, without the separator */
+			tb_inline_part(c, s.files[i], r.mime, r.text.data, r.text.len);
+			nparts++;
+			joined = false;
+			buf_free(&r.text);
+			continue;
+		}
+		if (nparts++ && joined)
 			buf_puts(&c->out, "\n");
+		joined = true;
 		buf_printf(&c->out, "--- %s ---\n\n%s", s.files[i],
 			  r.truncated ? "[WARNING: This file was truncated. To view the full "
 					"content, use the 'read_file' tool on this specific file.]\n\n"
@@ -189,8 +210,8 @@ static int run(struct tb_call *c)
 		buf_free(&r.text);
 		buf_free(&sub.err);
 	}
-	if (nparts)
-		buf_puts(&c->out, "\n\n--- End of content ---");
+	if (nparts)	/* after an inline part the parts' join gives the first newline */
+		buf_puts(&c->out, joined ? "\n\n--- End of content ---" : "\n--- End of content ---");
 	else
 		buf_puts(&c->out, "No files matching the criteria were found or all were skipped.");
 	for (size_t i = 0; i < s.n; i++)

@@ -36,6 +36,10 @@ struct tb_call {
 	const char *workdir;		/* absolute, no trailing slash (except "/") */
 	struct json_object *params;	/* validated against the tool's parameter table */
 	struct buf out, err;
+	/* --parts: media files become inline data parts (gemini-cli's), else the text mode's
+	 * "Cannot display content of binary file" line names them */
+	bool inline_media;
+	struct json_object *parts;	/* NULL, or the parts so far (out holds the open text) */
 };
 int tb_fail(struct tb_call *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -91,8 +95,9 @@ const char *tb_extname(const char *p, char *buf, size_t n);
 /* Node's error text for errno: `ENOENT: no such file or directory, <syscall> '<path>'`. */
 char *tb_node_err(int errnum, const char *syscall, const char *path);
 
-/* File types as gemini-cli's detectFileType decides them. */
-enum tb_ftype { TB_TEXT, TB_SVG, TB_BINARY, TB_MEDIA };
+/* File types as gemini-cli's detectFileType decides them: TB_MEDIA is image, PDF or audio
+ * (read_many_files reads those only when asked for by name), TB_VIDEO the rest it inlines. */
+enum tb_ftype { TB_TEXT, TB_SVG, TB_BINARY, TB_MEDIA, TB_VIDEO };
 enum tb_ftype tb_file_type(const char *path);
 /* Reads a whole file (at most max bytes); returns NULL with errno set. */
 char *tb_read_all(const char *path, size_t max, size_t *len);
@@ -109,9 +114,26 @@ struct tb_read {
 	struct buf text;
 	bool truncated, is_text;
 	int64_t shown_start, shown_end, total;
+	/* with c->inline_media, a media file: its MIME type (static) and bytes in text */
+	const char *mime;
 };
 int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 		 struct tb_read *r);
+
+/* media.c: the MIME type mime/lite gives the path's extension when it is image/, audio/,
+ * video/ or application/pdf, else NULL; the audio type gemini-cli accepts for the path
+ * (getSupportedAudioMimeTypeForFile), else NULL. Static strings. */
+const char *tb_media_mime(const char *path);
+const char *tb_audio_mime(const char *path);
+/* Appends an inlineData part (data base64-encoded, displayName the absolute path) after
+ * the text written so far, which tb_text_part first closes into a text part of its own. */
+void tb_inline_part(struct tb_call *c, const char *abs, const char *mime, const char *data,
+		    size_t len);
+void tb_text_part(struct tb_call *c);
+/* Whether a path (relative to the workspace) has a segment gemini-cli's workspace check
+ * refuses: .git, .env, node_modules, gha-creds-*.json (any case, trailing dots and spaces and
+ * an NTFS stream suffix ignored, NTFS short names too). */
+bool tb_blocked_segment(const char *rel);
 
 /* ICU root-collation order as JavaScript's localeCompare gives it (for ASCII and Latin-1). */
 int tb_collate(const char *a, const char *b);

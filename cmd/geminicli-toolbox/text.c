@@ -22,18 +22,6 @@ static const char *const binary_exts[] = {
 	".pptx", ".pyc", ".pyo", ".rar", ".rpa", ".so", ".tar", ".wasm", ".war", ".xls", ".xlsx",
 	".zip", NULL,
 };
-/* Extensions the mime table maps to image/, application/pdf (sent inline by gemini-cli). */
-static const char *const image_exts[] = {
-	".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".avif",
-	".heic", ".heif", ".jxl", ".pdf", NULL,
-};
-/* audio/ and video/ types: inline only when the content sniff says binary. */
-static const char *const av_exts[] = {
-	".mp3", ".wav", ".aiff", ".aif", ".aac", ".ogg", ".oga", ".flac", ".m4a", ".opus",
-	".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm", ".mpeg", ".mpg", ".wmv", ".flv",
-	".3gp", NULL,
-};
-
 static bool in_list(const char *const *list, const char *ext)
 {
 	for (; *list; list++)
@@ -117,14 +105,21 @@ static bool file_is_binary(const char *path)
 enum tb_ftype tb_file_type(const char *path)
 {
 	char ext[32];
+	const char *mime;
 	tb_extname(path, ext, sizeof ext);
 	if (!strcmp(ext, ".ts") || !strcmp(ext, ".mts") || !strcmp(ext, ".cts"))
 		return TB_TEXT;
 	if (!strcmp(ext, ".svg"))
 		return TB_SVG;
-	if (in_list(image_exts, ext))
-		return TB_MEDIA;
-	if (in_list(av_exts, ext))
+	if ((mime = tb_media_mime(path)) != NULL) {
+		if (!strncmp(mime, "image/", 6) || !strcmp(mime, "application/pdf"))
+			return TB_MEDIA;
+		/* audio and video only when the content agrees (gemini-cli #16888) */
+		if (!file_is_binary(path))
+			return TB_TEXT;
+		return !strncmp(mime, "audio/", 6) ? TB_MEDIA : TB_VIDEO;
+	}
+	if (tb_audio_mime(path))
 		return file_is_binary(path) ? TB_MEDIA : TB_TEXT;
 	if (in_list(binary_exts, ext))
 		return TB_BINARY;
@@ -276,6 +271,28 @@ size_t tb_utf8_prefix(const char *s, size_t n, size_t chars)
 
 /* Long: gemini-cli's readFile steps in its order (stat, directory, size, binary and media
  * types, SVG, the line window), each early answer one of its messages at byte parity. */
+/* An image, PDF, audio or video file as gemini-cli sends it: the whole file (the window is
+ * ignored) with its MIME type; audio of a type gemini-cli does not take is an error. */
+static int read_media(struct tb_call *c, const char *abs, struct tb_read *r)
+{
+	const char *mime = tb_media_mime(abs);
+	size_t len;
+	char *raw;
+	if (mime && !strncmp(mime, "audio/", 6))
+		mime = tb_audio_mime(abs);
+	else if (!mime)
+		mime = tb_audio_mime(abs);
+	if (!mime)
+		return tb_fail(c, "Unsupported audio file format for %s. Supported audio formats are "
+			       "MP3, WAV, AIFF, AAC, OGG, and FLAC.", abs);
+	if (!(raw = tb_read_all(abs, TB_MAX_FILE_BYTES, &len)))
+		return tb_fail(c, "Error reading file %s: %s", abs, strerror(errno));
+	buf_append(&r->text, raw, len);
+	r->mime = mime;
+	free(raw);
+	return 0;
+}
+
 int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end, struct tb_read *r)
 {
 	struct stat st;
@@ -307,9 +324,14 @@ int tb_read_file(struct tb_call *c, const char *abs, int64_t start, int64_t end,
 		goto out;
 	}
 	switch (tb_file_type(abs)) {
-	case TB_BINARY:
 	case TB_MEDIA:
-		/* gemini-cli sends media inline; a text transport can only name it. */
+	case TB_VIDEO:
+		if (c->inline_media) {
+			rc = read_media(c, abs, r);
+			goto out;
+		}
+		__attribute__((fallthrough));	/* the text mode can only name the file */
+	case TB_BINARY:
 		buf_printf(&r->text, "Cannot display content of binary file: %s", rel);
 		rc = 0;
 		goto out;

@@ -183,6 +183,26 @@ def read_file(c):
     c.add(t, {"file_path": "d.pdf"}, put("d.pdf", "%PDF-1.4\n%\xe2\xe3\n1 0 obj\n"), "pdf")
     c.add(t, {"file_path": "/etc/os-release"}, [], "outside-workspace")
     c.add(t, {"file_path": "half.txt"}, put("half.txt", "x" + "😀" * 1000 + "\n"), "cut-in-a-pair")
+    # images, PDF, audio and video as inline data (the window is ignored), SVG as text
+    c.add(t, {"file_path": "q.jpg", "start_line": 2}, put("q.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + bytes(range(256))), "jpeg")
+    c.add(t, {"file_path": "g.GIF"}, put("g.GIF", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;"), "gif-upper")
+    c.add(t, {"file_path": "w.webp"}, put("w.webp", b"RIFF\x1a\x00\x00\x00WEBPVP8 " + bytes(16)), "webp")
+    c.add(t, {"file_path": "t.png"}, put("t.png", "not really an image\n"), "image-text-content")
+    c.add(t, {"file_path": "e.png"}, put("e.png", b""), "image-empty")
+    c.add(t, {"file_path": "i.ico"}, put("i.ico", b"\x00\x00\x01\x00" + bytes(range(64))), "ico-not-in-mime-lite")
+    c.add(t, {"file_path": "b.bmp"}, put("b.bmp", b"BM" + bytes(range(64))), "bmp")
+    c.add(t, {"file_path": "v.svg"}, put("v.svg", '<svg xmlns="http://www.w3.org/2000/svg"/>\n'), "svg-text")
+    c.add(t, {"file_path": "z.svgz"}, put("z.svgz", b"\x1f\x8b\x08\x00" + bytes(32)), "svgz-inline")
+    c.add(t, {"file_path": "s.mp3"}, put("s.mp3", b"ID3\x03\x00\x00\x00\x00\x00\x00" + bytes(range(256))), "mp3")
+    c.add(t, {"file_path": "s.wav"}, put("s.wav", b"RIFF$\x00\x00\x00WAVEfmt " + bytes(range(64))), "wav")
+    c.add(t, {"file_path": "s.flac"}, put("s.flac", b"fLaC\x00\x00\x00\x22" + bytes(range(64))), "flac-by-extension")
+    c.add(t, {"file_path": "s.aif"}, put("s.aif", b"FORM\x00\x00\x00\x00AIFF" + bytes(range(64))), "aiff")
+    c.add(t, {"file_path": "s.ogg"}, put("s.ogg", b"OggS\x00\x02" + bytes(range(64))), "ogg")
+    c.add(t, {"file_path": "s.m4a"}, put("s.m4a", b"\x00\x00\x00\x20ftypM4A " + bytes(range(64))), "audio-unsupported")
+    c.add(t, {"file_path": "s.mp3"}, put("s.mp3", "a text file named .mp3\n"), "audio-text-content")
+    c.add(t, {"file_path": "m.mp4"}, put("m.mp4", b"\x00\x00\x00\x18ftypmp42" + bytes(range(64))), "video")
+    c.add(t, {"file_path": "x.ts"}, put("x.ts", b"G\x40\x00\x10" + bytes(range(64))), "ts-is-text")
+    c.add(t, {"file_path": "big.pdf"}, put("big.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 400), "pdf-larger")
 
 
 def list_directory(c):
@@ -379,6 +399,22 @@ def replace(c):
     c.add(t, r("link-a.txt", "target", "TARGET"), LINKS, "through-symlink")
     c.add(t, r("f.txt", "$&", "x$1y"), put("f.txt", "a $& b\n"), "dollar-patterns")
     c.add(t, r("big.txt", "line 50\n", "LINE 50\n"), put("big.txt", "".join("line %d\n" % i for i in range(100))), "snippet")
+    # max_matches_per_file over several files (rg --max-count per file), with context and
+    # with the automatic context of a few matches
+    c.add(t, {"pattern": "int", "max_matches_per_file": 1}, PROJECT, "per-file-each")
+    c.add(t, {"pattern": "a", "max_matches_per_file": 1, "context": 1}, PROJECT, "per-file-context")
+    c.add(t, {"pattern": "return", "max_matches_per_file": 1}, PROJECT, "per-file-auto-context")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 2, "after": 2}, put("f.txt", "x1\nx2\nx3\ny\nx4\nz\n"), "per-file-after")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 2, "before": 1}, put("f.txt", "a\nx1\nb\nx2\nx3\n"), "per-file-before")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 2, "names_only": True}, sh(put("a.txt", "x\nx\nx\n"), put("b.txt", "x\n")), "per-file-names")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 1, "exclude_pattern": "x1"}, put("f.txt", "x1\nx2\nx3\n"), "per-file-exclude")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 2, "total_max_matches": 3, "dir_path": "f.txt"}, put("f.txt", "x\nx\nx\nx\n"), "per-file-and-total")
+    c.add(t, {"pattern": "x", "max_matches_per_file": "2"}, put("f.txt", "x\nx\nx\n"), "per-file-string")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 1.5}, put("f.txt", "x\nx\nx\n"), "per-file-fraction")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 1}, put("f.txt", "a\nx1\nb\nx2\nc\nx3\nd\n"), "per-file-auto-context-more")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 2}, sh(put("a.txt", "x1\ny\nx2\nx3\n"), put("b.txt", "q\nx\n")), "per-file-auto-context-two")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 1, "context": 3}, put("f.txt", "x1\nx2\nx3\nx4\nx5\n"), "per-file-context-matches")
+    c.add(t, {"pattern": "x", "max_matches_per_file": 100}, put("f.txt", "x\n" * 5), "per-file-large")
 
 
 def read_many_files(c):
@@ -405,6 +441,23 @@ def read_many_files(c):
     c.add(t, {"include": ["[x].txt"]}, sh(put("[x].txt", "lit\n"), put("x.txt", "x\n")), "literal-file")
     c.add(t, {"include": ["src"]}, PROJECT, "directory")
     c.add(t, {"include": ["*.mp3"]}, put("s.mp3", b"ID3\x03\x00\x00\x00\x00\x00\x00" + bytes(range(256))), "audio")
+    # useDefaultExcludes false: the default list goes, the workspace's own rules stay
+    c.add(t, {"include": ["**/*"], "useDefaultExcludes": False}, sh(put("a.txt", "a\n"), put("node_modules/m.js", "m\n"), put(".git/config", "g\n"), put(".env", "E=1\n"), put("GEMINI.md", "g\n"), put(".DS_Store", "d\n"), put("x.pyc", "p\n"), put("build/b.js", "b\n"), put("z.zip", "zip\n")), "no-default-excludes-all")
+    c.add(t, {"include": ["**/*"], "useDefaultExcludes": False, "exclude": ["build/**"]}, sh(put("a.txt", "a\n"), put("build/b.js", "b\n"), put("dist/d.js", "d\n")), "no-default-excludes-own")
+    c.add(t, {"include": ["**/*"], "useDefaultExcludes": False}, IGNORES, "no-default-excludes-ignores")
+    c.add(t, {"include": ["**/*.bin", "**/*.DAT"], "useDefaultExcludes": False}, sh(put("c.bin", b"\x00\x01"), put("d.dat", "text\n")), "no-default-excludes-binary")
+    c.add(t, {"include": ["sub/**"], "useDefaultExcludes": False}, sh(put("sub/.env", "E=1\n"), put("sub/node_modules/x.js", "x\n"), put("sub/.gitignore", "y\n"), put("sub/ok.txt", "ok\n")), "no-default-excludes-sub")
+    c.add(t, {"include": ["**/*"], "useDefaultExcludes": "false"}, put("a.txt", "a\n"), "default-excludes-string")
+    # media files in read_many_files: inline parts between the text parts when asked for
+    MEDIA = sh(put("a.txt", "a\n"), put("p.png", b"\x89PNG\r\n\x1a\n" + bytes(range(32))), put("z.txt", "z\n"),
+               put("d.pdf", b"%PDF-1.4\n" + bytes(range(32))), put("s.mp3", b"ID3\x03" + bytes(range(32))),
+               put("m.mp4", b"\x00\x00\x00\x18ftypmp42" + bytes(range(32))))
+    c.add(t, {"include": ["*.png", "*.txt"]}, MEDIA, "image-between-text")
+    c.add(t, {"include": ["*"]}, MEDIA, "video-not-an-asset")
+    c.add(t, {"include": ["p", "*.txt"]}, MEDIA, "asset-by-name")
+    c.add(t, {"include": ["*.PDF", "*.mp3"]}, MEDIA, "assets-only")
+    c.add(t, {"include": ["*.png"]}, MEDIA, "image-last")
+    c.add(t, {"include": ["*.m4a", "*.txt"]}, sh(put("a.txt", "a\n"), put("s.m4a", b"\x00\x00\x00\x20ftypM4A " + bytes(64))), "audio-unsupported-skipped")
 
 
 def run_shell_command(c):

@@ -45,9 +45,6 @@ TARGET = 0.98
 
 # Cases whose difference is deliberate (README, "The geminicli toolset"): tool:name → reason.
 KNOWN = {
-    "read_file:image": "images reach the model as a text line, not inline data",
-    "read_file:pdf": "PDF files reach the model as a text line, not inline data",
-    "read_many_files:audio": "audio files are skipped like other binary files, not sent inline",
     "read_file:outside-workspace": "no workspace confinement: the sandbox is the boundary",
     "read_file:cut-in-a-pair": "a line cut inside a UTF-16 surrogate pair ends in U+FFFD, "
                                    "not a lone surrogate (JSON text must be valid UTF-8)",
@@ -110,6 +107,19 @@ def norm(text, ws, tool):
     return text
 
 
+def parts_text(parts):
+    """A Parts list as gemini-run.mjs writes llmContent: text parts as they are, an inline
+    part as JSON.stringify gives {inlineData: {data, mimeType}}, joined by newlines."""
+    out = []
+    for p in parts:
+        if "inlineData" in p:
+            d = p["inlineData"]
+            out.append('{"inlineData":{"data":%s,"mimeType":%s}}' % (json.dumps(d["data"]), json.dumps(d["mimeType"])))
+        else:
+            out.append(p["text"])
+    return "\n".join(out)
+
+
 def run(argv, **kw):
     return subprocess.run(argv, capture_output=True, timeout=kw.pop("timeout", 120), **kw)
 
@@ -170,9 +180,10 @@ def toolbox_side(work, todo):
             continue
         d = os.path.join(root, c["id"])
         casegen.build(d, c["setup"])
-        r = run(["geminicli-toolbox", "--workdir=" + d, c["tool"]], input=json.dumps(params_in(c, d)).encode())
+        r = run(["geminicli-toolbox", "--workdir=" + d, "--parts", c["tool"]],
+                input=json.dumps(params_in(c, d)).encode())
         if r.returncode == 0:
-            text = r.stdout.decode(errors="replace")
+            text = parts_text(json.loads(r.stdout)["parts"])
         else:
             text = "ERROR " + r.stderr.decode(errors="replace").removesuffix("\n")
         res[c["id"]] = {"text": norm(text, d, c["tool"]), "tree": tree(d, c["tool"])}
@@ -194,7 +205,8 @@ def sandbox_side(sandbox, work, todo):
                 "function": {"name": c["tool"], "arguments": json.dumps(params_in(c, SANDBOX_HOME))}}
         r = run(["sbx-tool", "-toolset", "geminicli", sandbox], input=json.dumps(call).encode())
         try:
-            content = json.loads(r.stdout)["content"]
+            doc = json.loads(r.stdout)
+            content = parts_text(doc["parts"]) if "parts" in doc else doc["content"]
         except (ValueError, KeyError):
             content = "SBX-TOOL FAILED %d: %s" % (r.returncode, r.stderr.decode(errors="replace"))
         m = re.match(r'Error: tool "[a-z_]+" failed \(exit code 1\): (.*)\Z', content, re.S) or \
