@@ -11,23 +11,16 @@
 #include "acp_int.h"
 #include "gojson.h"
 #include "jsonfield.h"
+#include "llmmedia.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "xalloc.h"
 
 bool acp_model_images(const struct acp_server *srv, const char *model)
 {
-	/* Families whose OpenAI-compatible endpoints take image_url parts. */
-	static const char *const vision[] = {"gemini", "gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4",
-					     "claude", "llava", "qwen2.5-vl", "pixtral"};
-	size_t i;
-
 	if (srv->cfg.images >= 0)
 		return srv->cfg.images == 1;
-	for (i = 0; model && i < sizeof vision / sizeof vision[0]; i++)
-		if (strncmp(model, vision[i], strlen(vision[i])) == 0)
-			return true;
-	return false;
+	return llmmedia_model_images(model);	/* the families tools' images go to as well */
 }
 
 /* ---- the prompt's content ---------------------------------------------------------------- */

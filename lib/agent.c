@@ -19,10 +19,12 @@
 #include "history.h"
 #include "jsonfield.h"
 #include "llm.h"
+#include "llmmedia.h"
 #include "name.h"
 #include "timeutil.h"
 #include "toolset.h"
 #include "toolmsg.h"
+#include "toolparts.h"
 #include "xalloc.h"
 
 /* sbx-tool's statuses: 0 the tool ran, 1 the registry reported an error (message printed),
@@ -41,6 +43,7 @@ struct agent_session {
 	int max_rounds;
 	struct history *h;
 	struct json_object *tools;	/* the toolset's declarations */
+	struct json_object *parts;	/* the last call's Parts with inline data, or NULL */
 	bool is_new;
 	char *workdir;			/* tools' working directory; NULL: the backend's */
 	struct agent_extra_tools extra;	/* beyond the toolset's (run NULL: none) */
@@ -850,7 +853,7 @@ static char *run_tool_direct(struct agent_session *s, const struct agent_tool_ca
 	struct sbx_backend *b = backend_of(s, e);
 	struct tool_ctx ctx = {.b = b, .sandbox = s->name, .homedir = s->homedir,
 			       .timeout_ns = s->tool_timeout_ns, .cancel_fd = cancel_fd,
-			       .structured = structured, .call_id = c->id};
+			       .structured = structured, .call_id = c->id, .parts = &s->parts};
 	char *out;
 	int f = 1;
 
@@ -941,6 +944,10 @@ static char *run_tool(struct agent_session *s, const struct agent_tool_call *c, 
 		out[n] = '\0';
 		*len = n;
 		sized = true;
+		if (json_object_object_get_ex(doc, "parts", &v)) {	/* inline data */
+			struct sbx_err pe;
+			s->parts = toolparts_check(v, &pe);
+		}
 		*failed = res.status != 0;
 		if (res.status == EXIT_GONE) {
 			logf_(s, AGENT_LOG_INFO, "sandbox %s went away while the tool ran; the call is "
@@ -1044,6 +1051,9 @@ static char *call_in_sandbox(struct agent_session *s, const struct agent_tool_ca
 	char *content = NULL;
 	bool local = is_local(s, c->name);
 
+	json_object_put(s->parts);
+	s->parts = NULL;
+
 	for (int tries = 0; tries < 2 && content == NULL; tries++) {
 		if (!local && ensure_sandbox(s, cancel_fd, e) < 0)
 			return NULL;
@@ -1121,6 +1131,7 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		}
 		m = tool_message(c.id, content, len);
 		free(content);
+		llmmedia_attach(m, s->parts);	/* files the tool gave the model to look at */
 		if (append1(s, m, e) < 0) {
 			json_object_put(m);
 			err_prefix(e, "adding tool message");
@@ -1161,13 +1172,16 @@ int agent_tool_run(struct agent_session *s, const struct agent_tool_call *call,
 		c.id = "";
 	out->content = call_in_sandbox(s, &c, cb, cancel_fd, &started, &out->content_len,
 				       &out->failed, s->in_process ? &out->structured : NULL, e);
+	out->parts = s->parts;
+	s->parts = NULL;
 	kind = toolset_tool_kind(c.name);
 	if (started && strcmp(kind, "read") != 0 && strcmp(kind, "search") != 0)
 		s->dirty = true;
 	json_object_put(raw);
 	if (out->content == NULL) {
 		json_object_put(out->structured);
-		out->structured = NULL;
+		json_object_put(out->parts);
+		out->structured = out->parts = NULL;
 		return -1;
 	}
 	return 0;
@@ -1177,6 +1191,7 @@ void agent_tool_result_free(struct agent_tool_result *r)
 {
 	free(r->content);
 	json_object_put(r->structured);
+	json_object_put(r->parts);
 	memset(r, 0, sizeof *r);
 }
 
@@ -1307,6 +1322,7 @@ void agent_session_free(struct agent_session *s)
 	if (s->b)
 		backend_close(s->b);
 	json_object_put(s->tools);
+	json_object_put(s->parts);
 	free(s->name);
 	free(s->backend);
 	free(s->ns);

@@ -199,6 +199,9 @@ struct agent_tool_result {
 	bool failed;			/* the registry or the tool reported an error (ACP "failed",
 					 * MCP isError, sbx-tool's exit status 1) */
 	struct json_object *structured;	/* the tool's structured result, or NULL (new reference) */
+	struct json_object *parts;	/* the result as Parts when it holds inline data (an image,
+					 * PDF, audio or video file: toolparts.h), or NULL (new
+					 * reference) */
 };
 
 /* Runs one tool call in the session's sandbox with the same lifecycle as a turn's calls, no

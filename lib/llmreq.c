@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gojson.h"
+#include "llmmedia.h"
 #include "vendor.h"
 #include "xalloc.h"
 
@@ -145,16 +146,19 @@ char *llm_base_url(const char *flag)
 char *llm_request_body(struct json_object *doc, const char *model, bool stream,
 		       const struct vendor *vendor)
 {
-	struct json_object *v, *msgs;
+	struct json_object *v, *msgs, *media;
 	struct buf b = {0};
 
 	buf_puts(&b, "{\"model\":");
 	gojson_append_string(&b, model, strlen(model));
 	buf_puts(&b, ",\"messages\":");
 	json_object_object_get_ex(doc, "messages", &v);
-	msgs = vendor_messages(vendor ? vendor : vendor_by_name("generic"), v);
+	vendor = vendor ? vendor : vendor_by_name("generic");
+	media = llmmedia_messages(v, vendor, model);	/* tools' files: a user message after the tools */
+	msgs = vendor_messages(vendor, media);
 	gojson_append(&b, msgs);
 	json_object_put(msgs);
+	json_object_put(media);
 	if (json_object_object_get_ex(doc, "tools", &v) && json_object_is_type(v, json_type_array) &&
 	    json_object_array_length(v) > 0) {
 		buf_puts(&b, ",\"tools\":");

@@ -26,6 +26,7 @@
 #include "timeutil.h"
 #include "toolset.h"
 #include "toolmsg.h"
+#include "toolparts.h"
 #include "xalloc.h"
 
 /* ---- tools/call ------------------------------------------------------------------------------ */
@@ -58,10 +59,13 @@ static void on_tool_start(void *arg, const struct agent_tool_call *call)
  * a tool's failure is its result, never a protocol error). */
 static struct json_object *call_result(struct mcp_session *ss, struct agent_tool_result *r)
 {
-	struct json_object *structured = r->structured;
+	struct json_object *structured = r->structured, *res;
 
 	r->structured = NULL;
-	return mcp_call_result(mcp_session_version(ss), r->content, r->failed, structured);
+	res = mcp_call_result(mcp_session_version(ss), r->content, r->failed, structured);
+	if (r->parts)	/* files as image, audio and resource items, in the tool's order */
+		json_object_object_add(res, "content", toolparts_mcp_content(r->parts));
+	return res;
 }
 
 static void *call_main(void *arg)

@@ -204,3 +204,41 @@ failing_script() {
 	jq -s -e '[.[] | select(.role == "tool")][0].content | test("^<untrusted_context>\nOutput: x{600}\u0000after nul\nProcess Group PGID: [0-9]+\n</untrusted_context>$")' "$hist"
 	sed -n 2p "$STUB_DIR/requests.jsonl" | jq -e '.body.messages[-1].content | contains("x\u0000after nul")'
 }
+
+@test "agent-loop: an image read_file returns reaches the model as an image part in a user message after the tool message" {
+	# stub_call ID NAME ARGS for each step, then the answer; twice over two turns
+	image_script() {
+		stub_call img-1 run_shell_command '{"command":"printf \"\\211PNG\\r\\n\\032\\n\\0\\1\" > p.png; printf \"%PDF-1.4\\n\" > d.pdf"}'
+		stub_call img-2 read_file '{"file_path":"p.png"}'
+		stub_call img-3 read_file '{"file_path":"d.pdf"}'
+		stub_text "a tiny image"
+		stub_text "still seen"
+	}
+	start_stub < <(image_script)
+	# a model of a family whose endpoints take images (others get a line instead)
+	run --separate-stderr env OPENAI_MODEL=gpt-4o agent-loop -toolset geminicli -session img <<<'look at p.png'
+	assert_status 0
+	assert_contains "a tiny image"
+	# the request after read_file: the tool message names the file, the user message after
+	# it carries the image as a data URL
+	sed -n 3p "$STUB_DIR/requests.jsonl" | jq -e '.body.messages[-2:] as [$t, $u] |
+		$t.role == "tool" and $t.tool_call_id == "img-2" and ($t | has("inline_data") | not) and
+		$t.content == "[image/png file '"$H"'/p.png, 10 bytes: sent as inline data]" and
+		$u.role == "user" and $u.content == [
+			{"type":"text","text":"File from tool call img-2: '"$H"'/p.png"},
+			{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAQ=="}}]'
+	# the PDF goes to a generic endpoint as a line saying it was not sent; the image stays
+	sed -n 4p "$STUB_DIR/requests.jsonl" | jq -e '[.body.messages[] | select(.role == "user")][-1].content ==
+		[{"type":"text","text":"File from tool call img-3: '"$H"'/d.pdf"},
+		 {"type":"text","text":"'"$H"'/d.pdf (application/pdf): not sent, the model gpt-4o at this endpoint (generic) is not known to take it"}]
+		and ([.body.messages[] | select(.role == "user" and (.content | type) == "array")] | length) == 2'
+	# the history keeps the file with the tool message; a later turn sends it again
+	hist="$HOME/.local/sandboxed-tools/img/sessions/latest.jsonl"
+	jq -s -e '[.[] | select(.role == "tool" and .tool_call_id == "img-2")][0].inline_data ==
+		[{"mime_type":"image/png","data":"iVBORw0KGgoAAQ==","name":"'"$H"'/p.png"}]' "$hist"
+	run --separate-stderr env OPENAI_MODEL=gpt-4o agent-loop -toolset geminicli -session img <<<'again'
+	assert_status 0
+	assert_contains "still seen"
+	sed -n 5p "$STUB_DIR/requests.jsonl" | jq -e '[.body.messages[] | .content | arrays | .[] |
+		select(.type == "image_url")] | length == 1'
+}

@@ -159,6 +159,23 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	j '.results[3].isError == false and (.results[3].text | contains("2"))'
 }
 
+@test "stdio: geminicli read_file and read_many_files give images, audio and PDF as MCP image, audio and resource items" {
+	# a PNG, an MP3 and a PDF made in the sandbox, then read as gemini-cli reads them
+	mcpc '[{"call":"run_shell_command","args":{"command":"printf \"\\211PNG\\r\\n\\032\\n\\0\\1\" > p.png; printf \"ID3\\3\\0\\0\\0\" > s.mp3; printf \"%%PDF-1.4\\n\\0\\1\" > \"d d.pdf\"; echo hi > a.txt"}},
+	       {"call":"read_file","args":{"file_path":"p.png"}},
+	       {"call":"read_file","args":{"file_path":"s.mp3"}},
+	       {"call":"read_many_files","args":{"include":["*.pdf","*.txt"]}},
+	       {"call":"read_file","args":{"file_path":"a.txt"}}]' --stdio sbx-mcp -toolset geminicli
+	assert_status 0
+	j '.results[0].isError == false'
+	j '.results[1].isError == false and .results[1].content == [{"type":"image","data":"iVBORw0KGgoAAQ==","mimeType":"image/png"}]'
+	j '.results[2].content == [{"type":"audio","data":"SUQzAwAAAA==","mimeType":"audio/mpeg"}]'
+	j '.results[3].content | length == 3 and .[0].type == "text" and (.[0].text | contains("a.txt ---\n\nhi\n"))
+		and .[1] == {"type":"resource","resource":{"uri":"file:///home/clawtainer/d%20d.pdf","mimeType":"application/pdf","blob":"JVBERi0xLjQKAAE="}}
+		and .[2] == {"type":"text","text":"\n--- End of content ---"}'
+	j '.results[4].text == "hi\n" and (.results[4] | has("content") | not)'
+}
+
 @test "http: every flag is checked before the port is opened: a bad token file on a busy port is itself (100)" {
 	start_http
 	local busy=${MCP_URL#http://}

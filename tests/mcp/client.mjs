@@ -5,7 +5,7 @@
 //
 // Steps (a JSON array, run in order after initialize):
 //   {"list": true}                          tools/list → the tools
-//   {"call": NAME, "args": {...}}           tools/call → {text, isError, structured}
+//   {"call": NAME, "args": {...}}           tools/call → {text, isError, structured[, content]}
 //   {"call": ..., "progress": true}         the same with a progressToken: notifications counted
 //   {"call": ..., "cancel_when": CMD}       aborted (notifications/cancelled) once the shell
 //                                           command CMD succeeds (polled every 100 ms)
@@ -81,7 +81,9 @@ try {
       try {
         const r = await p;
         results.push({ text: r.content.map((c) => c.text).join("\n"), isError: !!r.isError,
-          structured: r.structuredContent ?? null, progress });
+          structured: r.structuredContent ?? null, progress,
+          // items other than text (images, audio, resources) as the SDK parsed them
+          ...(r.content.some((c) => c.type !== "text") ? { content: r.content } : {}) });
       } catch (e) {
         results.push({ error: String(e.message || e), code: e.code ?? null, progress });
       }

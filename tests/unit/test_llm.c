@@ -9,6 +9,8 @@
 #include "../../lib/llm.h"
 #include "../../lib/llmmsg.h"
 #include "../../lib/sse.h"
+#include "../../lib/llmmedia.h"
+#include "../../lib/toolparts.h"
 #include "../../lib/vendor.h"
 #include "tap.h"
 
@@ -496,6 +498,138 @@ static void error_texts(void)
 	free(s);
 }
 
+/* What a sandbox sends as parts is checked: only text and inline data of media types, base64
+ * data; a type that would put markup or a second data: URL parameter in a request is refused. */
+static void parts_checked(void)
+{
+	static const struct {
+		const char *parts;
+		bool good;
+	} cases[] = {
+		{"[{\"text\":\"a\"},{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"iVBO\"}}]", true},
+		{"[{\"inlineData\":{\"mimeType\":\"application/pdf\",\"data\":\"JVBERg==\",\"displayName\":\"/h/d.pdf\"}}]", true},
+		{"[{\"inlineData\":{\"mimeType\":\"text/html\",\"data\":\"PGI+\"}}]", false},
+		{"[{\"inlineData\":{\"mimeType\":\"image/png;x=1,<b>\",\"data\":\"iVBO\"}}]", false},
+		{"[{\"inlineData\":{\"mimeType\":\"application/x-sh\",\"data\":\"iVBO\"}}]", false},
+		{"[{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"iV\\\"BO\"}}]", false},
+		{"[{\"inlineData\":{\"mimeType\":\"image/png\",\"data\":\"iVB=O\"}}]", false},
+		{"[{\"inlineData\":{\"mimeType\":\"image/png\"}}]", false},
+		{"[{\"text\":1}]", false},
+		{"{\"text\":\"a\"}", false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct json_object *in = parse(cases[i].parts), *out;
+		struct sbx_err e;
+		out = toolparts_check(in, &e);
+		ok((out != NULL) == cases[i].good, "parts %s: %s", cases[i].good ? "taken" : "refused",
+		   cases[i].parts);
+		json_object_put(out);
+		json_object_put(in);
+	}
+}
+
+/* Tools' files in a request: per vendor the parts it takes, text lines for the rest, the
+ * history's field never sent, files over the cap left in the tool text, the budget. */
+static void media(void)
+{
+	static const char hist[] =
+		"[{\"role\":\"user\",\"content\":\"q\"},"
+		"{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a\"},{\"id\":\"b\"}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"a\",\"content\":\"A\",\"inline_data\":["
+		"{\"mime_type\":\"image/png\",\"data\":\"iVBO\",\"name\":\"/h/p.png\"},"
+		"{\"mime_type\":\"audio/wav\",\"data\":\"UklG\",\"name\":\"/h/s.wav\"}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"b\",\"content\":\"B\",\"inline_data\":["
+		"{\"mime_type\":\"application/pdf\",\"data\":\"JVBE\",\"name\":\"/h/d.pdf\"}]},"
+		"{\"role\":\"assistant\",\"content\":\"seen\"}]";
+	static const struct {
+		const char *vendor, *want;
+	} want[] = {
+		{"openai", "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"File from tool call a: /h/p.png\"},"
+		 "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,iVBO\"}},"
+		 "{\"type\":\"text\",\"text\":\"File from tool call a: /h/s.wav\"},"
+		 "{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"UklG\",\"format\":\"wav\"}},"
+		 "{\"type\":\"text\",\"text\":\"File from tool call b: /h/d.pdf\"},"
+		 "{\"type\":\"file\",\"file\":{\"filename\":\"d.pdf\",\"file_data\":\"data:application/pdf;base64,JVBE\"}}]}"},
+		{"deepseek", "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"File from tool call a: /h/p.png\"},"
+		 "{\"type\":\"text\",\"text\":\"/h/p.png (image/png): not sent, the model gpt-4o-audio-preview at this endpoint (deepseek) is not known to take it\"},"
+		 "{\"type\":\"text\",\"text\":\"File from tool call a: /h/s.wav\"},"
+		 "{\"type\":\"text\",\"text\":\"/h/s.wav (audio/wav): not sent, the model gpt-4o-audio-preview at this endpoint (deepseek) is not known to take it\"},"
+		 "{\"type\":\"text\",\"text\":\"File from tool call b: /h/d.pdf\"},"
+		 "{\"type\":\"text\",\"text\":\"/h/d.pdf (application/pdf): not sent, the model gpt-4o-audio-preview at this endpoint (deepseek) is not known to take it\"}]}"},
+	};
+	struct json_object *h = parse(hist), *out, *m, *parts, *big;
+	char *s, *data;
+
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		out = llmmedia_messages(h, vendor_by_name(want[i].vendor), "gpt-4o-audio-preview");
+		ok(json_object_array_length(out) == 6, "media %s: one user message added", want[i].vendor);
+		s = gojson_encode(json_object_array_get_idx(out, 4));
+		is_str(s, want[i].want, "media %s: the user message after the tool messages", want[i].vendor);
+		free(s);
+		s = gojson_encode(json_object_array_get_idx(out, 2));
+		is_str(s, "{\"role\":\"tool\",\"tool_call_id\":\"a\",\"content\":\"A\"}",
+		       "media %s: the tool message without inline_data", want[i].vendor);
+		free(s);
+		json_object_put(out);
+	}
+	out = llmmedia_messages(h, NULL, "qwen3-32b");
+	s = gojson_encode(json_object_array_get_idx(out, 4));
+	ok(strstr(s, "image_url") == NULL &&
+	   strstr(s, "/h/p.png (image/png): not sent, the model qwen3-32b at this endpoint (generic) "
+		  "is not known to take it") != NULL, "media: a model not known to see gets a line");
+	free(s);
+	json_object_put(out);
+	json_object_put(h);
+	/* over the per-file cap: kept out of the history, said in the tool text */
+	data = malloc(LLMMEDIA_PART_MAX / 3 * 4 + 8);
+	memset(data, 'A', LLMMEDIA_PART_MAX / 3 * 4 + 4);
+	data[LLMMEDIA_PART_MAX / 3 * 4 + 4] = '\0';
+	m = parse("{\"role\":\"tool\",\"content\":\"T\"}");
+	parts = json_object_new_array();
+	big = parse("{\"inlineData\":{\"mimeType\":\"image/png\",\"displayName\":\"/h/big.png\"}}");
+	json_object_object_add(json_object_object_get(big, "inlineData"), "data", json_object_new_string(data));
+	json_object_array_add(parts, big);
+	json_object_array_add(parts, parse("{\"inlineData\":{\"mimeType\":\"image/gif\",\"data\":\"R0lG\",\"displayName\":\"/h/g.gif\"}}"));
+	llmmedia_attach(m, parts);
+	s = gojson_encode(m);
+	is_str(s, "{\"role\":\"tool\",\"content\":\"T\\n[/h/big.png: 4,194,306 bytes, over the 4,194,304-byte "
+	       "limit of a file sent to the model: not sent]\",\"inline_data\":[{\"mime_type\":\"image/gif\","
+	       "\"data\":\"R0lG\",\"name\":\"/h/g.gif\"}]}", "media: a file over the cap is named, not kept");
+	free(s);
+	json_object_put(parts);
+	json_object_put(m);
+	/* the request budget: the newest files first, older ones a line */
+	h = json_object_new_array();
+	for (int i = 0; i < 5; i++) {
+		m = parse("{\"role\":\"tool\",\"tool_call_id\":\"t\",\"content\":\"T\"}");
+		parts = parse("[{\"inlineData\":{\"mimeType\":\"image/png\",\"displayName\":\"/h/p.png\"}}]");
+		data[LLMMEDIA_PART_MAX / 3 * 4] = '\0';
+		json_object_object_add(json_object_object_get(json_object_array_get_idx(parts, 0), "inlineData"),
+				       "data", json_object_new_string(data));
+		llmmedia_attach(m, parts);
+		json_object_array_add(h, m);
+		json_object_array_add(h, parse("{\"role\":\"assistant\",\"content\":\"x\"}"));
+		json_object_put(parts);
+	}
+	out = llmmedia_messages(h, NULL, "gemini-2.5-pro");
+	s = gojson_encode(out);
+	ok(json_object_array_length(out) == 15, "media budget: a user message after each tool message");
+	{
+		int lines = 0, images = 0;
+		for (const char *p = s; (p = strstr(p, "not sent again, newer files fill this request's "
+						      "16 MiB for files")) != NULL; p++)
+			lines++;
+		for (const char *p = s; (p = strstr(p, "\"type\":\"image_url\"")) != NULL; p++)
+			images++;
+		ok(lines == 2 && images == 3 && strstr(s, "image_url") > strstr(s, "not sent again"),
+		   "media budget: of five 5.3 MiB base64 files the newest three go, the oldest two are lines");
+	}
+	free(s);
+	json_object_put(out);
+	json_object_put(h);
+	free(data);
+}
+
 /* The request messages v sends for the history hist (JSON), encoded. */
 static char *sent(const char *vendor, const char *hist)
 {
@@ -707,6 +841,8 @@ int main(void)
 	flatten();
 	error_texts();
 	vendors();
+	media();
+	parts_checked();
 	endpoints();
 	requests();
 	return done_testing();
