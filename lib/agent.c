@@ -1131,7 +1131,8 @@ static int run_calls(struct agent_session *s, struct json_object *calls,
 		}
 		m = tool_message(c.id, content, len);
 		free(content);
-		llmmedia_attach(m, s->parts);	/* files the tool gave the model to look at */
+		/* files the tool gave the model to look at */
+		llmmedia_attach(m, s->parts, history_size(s->h));
 		if (append1(s, m, e) < 0) {
 			json_object_put(m);
 			err_prefix(e, "adding tool message");

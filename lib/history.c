@@ -542,6 +542,11 @@ struct json_object *history_messages(struct history *h)
 	return h->msgs;
 }
 
+size_t history_size(const struct history *h)
+{
+	return (size_t)h->good_len;
+}
+
 const char *history_path(const struct history *h)
 {
 	return h->path;

@@ -53,6 +53,8 @@ struct history *history_open(const char *session, struct sbx_err *e);
 struct json_object *history_messages(struct history *h);
 /* The file's path (borrowed). */
 const char *history_path(const struct history *h);
+/* The bytes of the history file's good lines. */
+size_t history_size(const struct history *h);
 /* What loading set right (bad lines moved aside, interrupted calls answered), or NULL. */
 const char *history_warning(const struct history *h);
 /* Appends n messages as one write and adds them to the loaded array. */

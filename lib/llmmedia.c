@@ -55,7 +55,7 @@ static const char *str_of(struct json_object *o, const char *key)
 	       json_object_get_string(v) : "";
 }
 
-void llmmedia_attach(struct json_object *msg, struct json_object *parts)
+void llmmedia_attach(struct json_object *msg, struct json_object *parts, size_t history_len)
 {
 	struct json_object *list = json_object_new_array(), *content;
 	struct buf notes = {0};
@@ -75,6 +75,12 @@ void llmmedia_attach(struct json_object *msg, struct json_object *parts)
 			toolcap_thousands(LLMMEDIA_PART_MAX, cap, sizeof cap);
 			buf_printf(&notes, "\n[%s: %s bytes, over the %s-byte limit of a file sent to "
 				   "the model: not sent]", str_of(in, "displayName"), num, cap);
+			continue;
+		}
+		history_len += (size_t)json_object_get_string_len(d);
+		if (history_len > LLMMEDIA_HISTORY_MAX) {
+			buf_printf(&notes, "\n[%s: not sent, the session already holds %zu MiB of "
+				   "files]", str_of(in, "displayName"), LLMMEDIA_HISTORY_MAX >> 20);
 			continue;
 		}
 		e = json_object_new_object();

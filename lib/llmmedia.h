@@ -12,6 +12,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct vendor;
 
@@ -21,10 +22,15 @@ struct vendor;
 /* The base64 of all files in one request, newest first; older ones become a text line. */
 #define LLMMEDIA_REQUEST_MAX ((size_t)16 << 20)
 
+/* Files are kept while the history file stays under this (half its HISTORY_MAX of 64 MiB,
+ * past which a session no longer loads): the rest of a long session's files become lines. */
+#define LLMMEDIA_HISTORY_MAX ((size_t)32 << 20)
+
 /* Adds to tool message msg the inline parts of parts (toolparts.h) as "inline_data":
- * [{"mime_type","data","name"}]; a file over LLMMEDIA_PART_MAX is left out and a line
- * saying so is added to msg's content. parts NULL: nothing. */
-void llmmedia_attach(struct json_object *msg, struct json_object *parts);
+ * [{"mime_type","data","name"}]; a file over LLMMEDIA_PART_MAX, or one that would take a
+ * history of history_len bytes past LLMMEDIA_HISTORY_MAX, is left out and a line saying so
+ * is added to msg's content. parts NULL: nothing. */
+void llmmedia_attach(struct json_object *msg, struct json_object *parts, size_t history_len);
 /* A copy of messages for model at vendor v (NULL: generic): tool messages without
  * "inline_data", and after each run of tool messages that had some, one user message with
  * their files: images (and PDF) only for models llmmedia_model_images names, audio only for

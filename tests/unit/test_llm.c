@@ -590,11 +590,20 @@ static void media(void)
 	json_object_object_add(json_object_object_get(big, "inlineData"), "data", json_object_new_string(data));
 	json_object_array_add(parts, big);
 	json_object_array_add(parts, parse("{\"inlineData\":{\"mimeType\":\"image/gif\",\"data\":\"R0lG\",\"displayName\":\"/h/g.gif\"}}"));
-	llmmedia_attach(m, parts);
+	llmmedia_attach(m, parts, 0);
 	s = gojson_encode(m);
 	is_str(s, "{\"role\":\"tool\",\"content\":\"T\\n[/h/big.png: 4,194,306 bytes, over the 4,194,304-byte "
 	       "limit of a file sent to the model: not sent]\",\"inline_data\":[{\"mime_type\":\"image/gif\","
 	       "\"data\":\"R0lG\",\"name\":\"/h/g.gif\"}]}", "media: a file over the cap is named, not kept");
+	free(s);
+	json_object_put(m);
+	/* a history near its limit keeps no more files */
+	m = parse("{\"role\":\"tool\",\"content\":\"T\"}");
+	llmmedia_attach(m, parts, LLMMEDIA_HISTORY_MAX - 3);
+	s = gojson_encode(m);
+	ok(strstr(s, "inline_data") == NULL &&
+	   strstr(s, "[/h/g.gif: not sent, the session already holds 32 MiB of files]") != NULL,
+	   "media: a history near its limit keeps no more files");
 	free(s);
 	json_object_put(parts);
 	json_object_put(m);
@@ -606,7 +615,7 @@ static void media(void)
 		data[LLMMEDIA_PART_MAX / 3 * 4] = '\0';
 		json_object_object_add(json_object_object_get(json_object_array_get_idx(parts, 0), "inlineData"),
 				       "data", json_object_new_string(data));
-		llmmedia_attach(m, parts);
+		llmmedia_attach(m, parts, 0);
 		json_object_array_add(h, m);
 		json_object_array_add(h, parse("{\"role\":\"assistant\",\"content\":\"x\"}"));
 		json_object_put(parts);
