@@ -242,3 +242,22 @@ failing_script() {
 	sed -n 5p "$STUB_DIR/requests.jsonl" | jq -e '[.body.messages[] | .content | arrays | .[] |
 		select(.type == "image_url")] | length == 1'
 }
+
+@test "acp-server: an image read_file returns reaches the model as an image part after the tool message" {
+	acp_image_script() {
+		stub_call ai-1 run_shell_command '{"command":"printf \"\\211PNG\\r\\n\\032\\n\\0\\1\" > p.png"}'
+		stub_call ai-2 read_file '{"file_path":"p.png"}'
+		stub_text "an image seen"
+	}
+	mkdir -p "$BATS_TEST_TMPDIR/w"
+	start_stub < <(acp_image_script)
+	OPENAI_MODEL=gpt-4o start_server -toolset geminicli
+	run acp-client -addr "$ACP_ADDR" -cwd "$BATS_TEST_TMPDIR/w" -yolo -prompt "look"
+	assert_status 0
+	assert_contains "an image seen"
+	assert_contains '[tool] Read p.png → completed'
+	sed -n 3p "$STUB_DIR/requests.jsonl" | jq -e '.body.model == "gpt-4o" and .body.messages[-2:] as [$t, $u] |
+		$t.role == "tool" and $t.tool_call_id == "ai-2" and
+		$t.content == "[image/png file '"$H"'/w/p.png, 10 bytes: sent as inline data]" and
+		$u.content[1] == {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgoAAQ=="}}'
+}
