@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# Real agent CLIs against sbx-mcp, configured as README.md tells users: OpenAI's Codex
+# (`codex exec`) and Anthropic's Claude Code (`claude -p`), their npm packages, each talking to
+# a local model stub (tests/clients/model-stub.py) that asks for sbx tool calls. Everything runs
+# in a network namespace whose only way out is a trap interface that must count no packet.
+
+bats_require_minimum_version 1.5.0
+load helpers
+load clients/common
+
+setup() {
+	setup_sbx_env
+	# Codex hands its MCP servers only a few variables (HOME, PATH, …): sbx-mcp's state is
+	# where it is without XDG_STATE_HOME, so that teardown finds the sandboxes.
+	export XDG_STATE_HOME=$HOME/.local/state
+	clients_install
+	offline_up
+	STUB_PID=
+	MARK=sbx-mark-$$
+	mkdir -p "$BATS_TEST_TMPDIR/work"
+	cd "$BATS_TEST_TMPDIR/work" || return 1
+}
+
+teardown() {
+	stop_model_stub
+	offline_down
+	teardown_sbx_env
+}
+
+# The model's two calls: a command that prints the marker and the sandbox's host name, and
+# one that fails.
+CALLS='[{"command":"echo MARK on $(uname -n)"},{"command":"ls /nonexistent-dir"}]'
+calls() { printf '%s' "$CALLS" | sed "s/MARK/$MARK/"; }
+
+# codex ARGS…: `codex exec` in the offline namespace, JSON events in $output.
+codex() {
+	run --separate-stderr offline timeout 120 env STUB_API_KEY=sk-stub-dummy CI=true \
+		"$CODEX" exec --json --skip-git-repo-check "$@" </dev/null
+	[ "$status" -eq 0 ] || echo "$stderr" >&2
+}
+
+# claude ARGS…: `claude -p` in the offline namespace at the stub, updater and every
+# nonessential request off, MCP tools offered directly (not behind its tool search), the
+# stream of JSON events in $output.
+claude() {
+	run --separate-stderr offline timeout 120 env CI=true DISABLE_AUTOUPDATER=1 \
+		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 ENABLE_TOOL_SEARCH=false \
+		ANTHROPIC_BASE_URL="http://127.0.0.1:$STUB_PORT" ANTHROPIC_API_KEY=sk-ant-stub-dummy \
+		"$CLAUDE" "$@" </dev/null
+	[ "$status" -eq 0 ] || echo "$stderr" >&2
+}
+
+# ran_in_sandbox RESULT: the marker's line, printed on a host other than this one.
+ran_in_sandbox() {
+	local line
+	line=$(printf '%s' "$1" | grep -o "$MARK on [A-Za-z0-9_.-]*") || { echo "no marker in: $1" >&2; return 1; }
+	[ "$line" != "$MARK on $(uname -n)" ] || { echo "ran on the host: $line" >&2; return 1; }
+}
+
+@test "codex exec, README's stdio table: the command runs in the sandbox, its output reaches the model, a failing one is reported failed" {
+	model_stub "$(calls)"
+	codex_home sbx
+	codex "run it"
+	assert_status 0
+	printf '%s\n' "$output" | jq -e -s '[.[] | select(.type == "item.completed" and .item.type == "mcp_tool_call") | .item | [.server, .tool, .status]]
+		== [["sbx", "run_command", "completed"], ["sbx", "run_command", "failed"]]'
+	run codex_results
+	[ "${#lines[@]}" -eq 2 ]
+	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .output)"
+	printf '%s' "${lines[0]}" | jq -e '.output | contains("\"exit_code\":0")'
+	printf '%s' "${lines[1]}" | jq -e '.output | contains("No such file or directory") and contains("\"exit_code\":2")'
+	[ "$(trapped)" -eq 0 ]
+}
+
+@test "claude -p, README's claude mcp add: the command runs in the sandbox, its output reaches the model, a failing one as is_error" {
+	model_stub "$(calls)"
+	local -a add
+	read -ra add < <(grep -m1 '^claude mcp add sbx -- ' "$SBX_TOP/README.md")
+	[ "${#add[@]}" -gt 4 ]
+	claude "${add[@]:1}"
+	assert_status 0
+	claude -p "run it" --allowedTools mcp__sbx --output-format stream-json --verbose
+	assert_status 0
+	run claude_results
+	[ "${#lines[@]}" -eq 2 ]
+	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .content)"
+	printf '%s' "${lines[0]}" | jq -e '(.is_error // false) == false and (.content | contains("\"exit_code\":0"))'
+	printf '%s' "${lines[1]}" | jq -e '.is_error == true and (.content | contains("No such file or directory"))'
+	[ "$(trapped)" -eq 0 ]
+}
