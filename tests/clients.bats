@@ -57,19 +57,26 @@ ran_in_sandbox() {
 	[ "$line" != "$MARK on $(uname -n)" ] || { echo "ran on the host: $line" >&2; return 1; }
 }
 
-@test "codex exec, README's stdio table: the command runs in the sandbox, its output reaches the model, a failing one is reported failed" {
-	model_stub "$(calls)"
-	codex_home sbx
-	codex "run it"
-	assert_status 0
-	printf '%s\n' "$output" | jq -e -s '[.[] | select(.type == "item.completed" and .item.type == "mcp_tool_call") | .item | [.server, .tool, .status]]
-		== [["sbx", "run_command", "completed"], ["sbx", "run_command", "failed"]]'
+# codex_saw SERVER: after `codex` ran CALLS through SERVER: Codex reported the first call
+# completed and the second failed; the model was sent the sandbox's output of the first and
+# the failure (stderr, exit status) of the second; nothing left loopback.
+codex_saw() {
+	printf '%s\n' "$output" | jq -e -s --arg s "$1" '[.[] | select(.type == "item.completed" and .item.type == "mcp_tool_call") | .item | [.server, .tool, .status]]
+		== [[$s, "run_command", "completed"], [$s, "run_command", "failed"]]'
 	run codex_results
 	[ "${#lines[@]}" -eq 2 ]
 	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .output)"
 	printf '%s' "${lines[0]}" | jq -e '.output | contains("\"exit_code\":0")'
 	printf '%s' "${lines[1]}" | jq -e '.output | contains("No such file or directory") and contains("\"exit_code\":2")'
 	[ "$(trapped)" -eq 0 ]
+}
+
+@test "codex exec, README's stdio table: the command runs in the sandbox, its output reaches the model, a failing one is reported failed" {
+	model_stub "$(calls)"
+	codex_home sbx
+	codex "run it"
+	assert_status 0
+	codex_saw sbx
 }
 
 @test "claude -p, README's claude mcp add: the command runs in the sandbox, its output reaches the model, a failing one as is_error" {
@@ -87,4 +94,40 @@ ran_in_sandbox() {
 	printf '%s' "${lines[0]}" | jq -e '(.is_error // false) == false and (.content | contains("\"exit_code\":0"))'
 	printf '%s' "${lines[1]}" | jq -e '.is_error == true and (.content | contains("No such file or directory"))'
 	[ "$(trapped)" -eq 0 ]
+}
+
+@test "claude -p --mcp-config, README's JSON: without --allowedTools every call reaches the model refused, with it the command runs" {
+	model_stub "$(calls)"
+	grep -o '{"mcpServers": {"sbx": {[^`]*}}}' "$SBX_TOP/README.md" >"$BATS_TEST_TMPDIR/mcp.json"
+	jq -e '.mcpServers.sbx.command == "sbx-mcp"' "$BATS_TEST_TMPDIR/mcp.json"
+	claude -p "run it" --mcp-config "$BATS_TEST_TMPDIR/mcp.json" --output-format stream-json --verbose
+	assert_status 0
+	run claude_results
+	[ "${#lines[@]}" -eq 2 ]
+	printf '%s\n' "${lines[@]}" | jq -e -s 'all(.[]; .is_error == true and (.content |
+		contains("Claude requested permissions to use mcp__sbx__run_command, but you haven'"'"'t granted it yet.")))'
+	rm "$STUB_DIR/requests.jsonl"
+	claude -p "run it" --mcp-config "$BATS_TEST_TMPDIR/mcp.json" --allowedTools mcp__sbx --output-format stream-json --verbose
+	assert_status 0
+	run claude_results
+	[ "${#lines[@]}" -eq 2 ]
+	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .content)"
+	printf '%s' "${lines[1]}" | jq -e '.is_error == true'
+	[ "$(trapped)" -eq 0 ]
+}
+
+@test "codex exec, README's HTTP table: sbx-mcp -listen with its generated token from the environment variable the table names" {
+	nsenter --net="/run/netns/$OFFLINE" sbx-mcp -listen 127.0.0.1:0 -backend local -toolset basic 2>"$BATS_TEST_TMPDIR/sbx-mcp.log" 3>&- &
+	local mcp=$! url token
+	wait_until -p "$mcp" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
+	url=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
+	token=$(sed -n 's/.*auth token written to \(.*\) (send.*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
+	model_stub "$(calls)" mcp__sbx_http__run_command
+	codex_home sbx-http
+	sed -i "s|http://127.0.0.1:8765/mcp|$url|" "$CODEX_HOME/config.toml"	# (port: the README's, replaced)
+	grep -qF "url = \"$url\"" "$CODEX_HOME/config.toml"
+	SBX_MCP_TOKEN=$(cat "$token") codex "run it"
+	terminate "$mcp"
+	assert_status 0
+	codex_saw sbx-http
 }

@@ -39,7 +39,8 @@ clients_install() {
 
 # offline_up: a network namespace with loopback and one trap interface holding the default
 # route (IPv6 off, so the kernel itself sends nothing); OFFLINE names it. Programs run in it
-# with `offline CMD…` (nsenter, so the mount namespace and its cgroup tree stay the host's).
+# with `offline CMD…` (nsenter, so the mount namespace and its cgroup tree stay the host's; in
+# the background call nsenter itself, so that $! is the program's pid, not a subshell's).
 offline_up() {
 	OFFLINE=sbxcl$$
 	ip netns add "$OFFLINE"
@@ -69,7 +70,7 @@ model_stub() {
 	mkdir -p "$STUB_DIR"
 	printf '%s\n' "$1" >"$STUB_DIR/calls.json"
 	printf '%s\n' "${2:-mcp__sbx__run_command}" >"$STUB_DIR/tool"
-	offline python3 "$SBX_TOP/tests/clients/model-stub.py" "$STUB_DIR" >"$STUB_DIR/log" 2>&1 3>&- &
+	nsenter --net="/run/netns/$OFFLINE" python3 "$SBX_TOP/tests/clients/model-stub.py" "$STUB_DIR" >"$STUB_DIR/log" 2>&1 3>&- &
 	STUB_PID=$!
 	wait_until -p "$STUB_PID" test -s "$STUB_DIR/port" || { cat "$STUB_DIR/log" >&2; return 1; }
 	STUB_PORT=$(cat "$STUB_DIR/port")

@@ -21,14 +21,13 @@ import json
 import os
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 IDLE_EXIT = 120         # seconds without a request before the stub exits on its own
 MAX_BODY = 16 << 20     # a request body larger than this is refused (413)
 
 lock = threading.Lock()
-state = {"last": time.monotonic(), "ids": 0}
+state = {"ids": 0}
 
 
 def next_id(prefix):
@@ -66,7 +65,6 @@ class Handler(BaseHTTPRequestHandler):
             body = {"raw": raw.decode("utf-8", "replace")}
         d = self.server.dir
         with lock:
-            state["last"] = time.monotonic()
             with open(os.path.join(d, "requests.jsonl"), "a", encoding="utf-8") as f:
                 f.write(json.dumps({"method": "POST", "path": self.path, "body": body}) + "\n")
         path = self.path.split("?")[0]
@@ -168,22 +166,20 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    d = sys.argv[1]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
-    srv.dir = d
-    tmp = os.path.join(d, "port.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(str(srv.server_address[1]))
-    os.rename(tmp, os.path.join(d, "port"))
-
-    def idle_watch():
-        while time.monotonic() - state["last"] < IDLE_EXIT:
-            time.sleep(1)
-        srv.shutdown()
-
-    threading.Thread(target=idle_watch, daemon=True).start()
-    srv.serve_forever(poll_interval=0.2)
+    srv.dir = sys.argv[1]
+    port = os.path.join(srv.dir, "port")
+    with open(port + ".tmp", "w", encoding="utf-8") as f:
+        f.write("%d" % srv.server_address[1])
+    os.replace(port + ".tmp", port)
+    # One request at a time is accepted, each served on its own thread; a wait for the next
+    # one that lasts IDLE_EXIT seconds ends the stub.
+    srv.timeout = IDLE_EXIT
+    idle = []
+    srv.handle_timeout = lambda: idle.append(True)
+    while not idle:
+        srv.handle_request()
 
 
 if __name__ == "__main__":
