@@ -53,7 +53,7 @@ claude() {
 # ran_in_sandbox RESULT: the marker's line, printed on a host other than this one.
 ran_in_sandbox() {
 	local line
-	line=$(printf '%s' "$1" | grep -o "$MARK on [A-Za-z0-9_.-]*") || { echo "no marker in: $1" >&2; return 1; }
+	line=$(printf '%s' "$1" | grep -o "$MARK on [A-Za-z0-9_.-]\{4,\}") || { echo "no marker in: $1" >&2; return 1; }
 	[ "$line" != "$MARK on $(uname -n)" ] || { echo "ran on the host: $line" >&2; return 1; }
 }
 
