@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Real agent CLIs against sbx-mcp, configured as README.md tells users: OpenAI's Codex
-# (`codex exec`) and Anthropic's Claude Code (`claude -p`), their npm packages, each talking to
-# a local model stub (tests/clients/model-stub.py) that asks for sbx tool calls. Everything runs
+# (`codex exec`), Anthropic's Claude Code (`claude -p`) and Google's gemini-cli (`gemini -p`),
+# their npm packages, each talking to a local model stub (tests/clients/model-stub.py) that asks for sbx tool calls. Everything runs
 # in a network namespace whose only way out is a trap interface that must count no packet.
 
 bats_require_minimum_version 1.5.0
@@ -57,18 +57,26 @@ ran_in_sandbox() {
 	[ "$line" != "$MARK on $(uname -n)" ] || { echo "ran on the host: $line" >&2; return 1; }
 }
 
+# results_say LIST TEXT OK FAILED: the stub was sent two tool results (LIST: codex_results,
+# claude_results or gemini_results): the first's TEXT (jq) holds the sandbox's marker line and
+# OK (jq) holds for it, FAILED (jq) for the second; and nothing left loopback.
+results_say() {
+	run "$1"
+	[ "${#lines[@]}" -eq 2 ]
+	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r "$2")"
+	printf '%s' "${lines[0]}" | jq -e "$3"
+	printf '%s' "${lines[1]}" | jq -e "$4"
+	[ "$(trapped)" -eq 0 ]
+}
+
 # codex_saw SERVER: after `codex` ran CALLS through SERVER: Codex reported the first call
 # completed and the second failed; the model was sent the sandbox's output of the first and
 # the failure (stderr, exit status) of the second; nothing left loopback.
 codex_saw() {
 	printf '%s\n' "$output" | jq -e -s --arg s "$1" '[.[] | select(.type == "item.completed" and .item.type == "mcp_tool_call") | .item | [.server, .tool, .status]]
 		== [[$s, "run_command", "completed"], [$s, "run_command", "failed"]]'
-	run codex_results
-	[ "${#lines[@]}" -eq 2 ]
-	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .output)"
-	printf '%s' "${lines[0]}" | jq -e '.output | contains("\"exit_code\":0")'
-	printf '%s' "${lines[1]}" | jq -e '.output | contains("No such file or directory") and contains("\"exit_code\":2")'
-	[ "$(trapped)" -eq 0 ]
+	results_say codex_results .output '.output | contains("\"exit_code\":0")' \
+		'.output | contains("No such file or directory") and contains("\"exit_code\":2")'
 }
 
 @test "codex exec, README's stdio table: the command runs in the sandbox, its output reaches the model, a failing one is reported failed" {
@@ -88,12 +96,8 @@ codex_saw() {
 	assert_status 0
 	claude -p "run it" --allowedTools mcp__sbx --output-format stream-json --verbose
 	assert_status 0
-	run claude_results
-	[ "${#lines[@]}" -eq 2 ]
-	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .content)"
-	printf '%s' "${lines[0]}" | jq -e '(.is_error // false) == false and (.content | contains("\"exit_code\":0"))'
-	printf '%s' "${lines[1]}" | jq -e '.is_error == true and (.content | contains("No such file or directory"))'
-	[ "$(trapped)" -eq 0 ]
+	results_say claude_results .content '(.is_error // false) == false and (.content | contains("\"exit_code\":0"))' \
+		'.is_error == true and (.content | contains("No such file or directory"))'
 }
 
 @test "claude -p --mcp-config, README's JSON: without --allowedTools every call reaches the model refused, with it the command runs" {
@@ -109,11 +113,7 @@ codex_saw() {
 	rm "$STUB_DIR/requests.jsonl"
 	claude -p "run it" --mcp-config "$BATS_TEST_TMPDIR/mcp.json" --allowedTools mcp__sbx --output-format stream-json --verbose
 	assert_status 0
-	run claude_results
-	[ "${#lines[@]}" -eq 2 ]
-	ran_in_sandbox "$(printf '%s' "${lines[0]}" | jq -r .content)"
-	printf '%s' "${lines[1]}" | jq -e '.is_error == true'
-	[ "$(trapped)" -eq 0 ]
+	results_say claude_results .content '(.is_error // false) == false' '.is_error == true'
 }
 
 @test "codex exec, README's HTTP table: sbx-mcp -listen with its generated token from the environment variable the table names" {
@@ -130,4 +130,19 @@ codex_saw() {
 	terminate "$mcp"
 	assert_status 0
 	codex_saw sbx-http
+}
+
+@test "gemini -p, README's settings.json: the geminicli toolset's shell runs in the sandbox, a failing command reaches the model as an error" {
+	model_stub "$(printf '%s' '[{"command":"echo MARK on $HOSTNAME"},{"command":"ls /nonexistent-dir"}]' | sed "s/MARK/$MARK/")" \
+		mcp_sbx_run_shell_command
+	gemini_home
+	# (-m: a fixed model, not "auto", which first asks a classifier model for one)
+	run --separate-stderr offline timeout 120 env CI=true GEMINI_API_KEY=stub-dummy \
+		GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$STUB_PORT" \
+		"$GEMINI" -p "run it" -m gemini-2.5-flash --skip-trust --approval-mode yolo --output-format stream-json </dev/null
+	[ "$status" -eq 0 ] || echo "$stderr" >&2
+	assert_status 0
+	printf '%s\n' "$output" | jq -e -s '[.[] | select(.type == "tool_result") | .status] == ["success", "error"]'
+	results_say gemini_results '.response | tostring' '.response.error == null' \
+		'.response.error | contains("No such file or directory") and contains("Exit Code: 2")'
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""model-stub.py DIR — a model for real agent CLIs (Codex, Claude Code) in tests/clients.bats.
+"""model-stub.py DIR — a model for real agent CLIs (Codex, Claude Code, gemini-cli) in
+tests/clients.bats.
 
 Listens on 127.0.0.1 at a free port and writes the port to DIR/port once it is listening.
-Speaks the two streaming APIs those clients use: OpenAI's Responses API (POST .../responses,
-Codex) and Anthropic's Messages API (POST .../messages, Claude Code), both as server-sent
-events. Every request is appended to DIR/requests.jsonl as {"method","path","body"}.
+Speaks the three APIs those clients use: OpenAI's Responses API (POST .../responses, Codex)
+and Anthropic's Messages API (POST .../messages, Claude Code) as server-sent events, and the
+Gemini API (POST ...:streamGenerateContent as events, ...:generateContent whole; gemini-cli). Every request is appended to DIR/requests.jsonl as {"method","path","body"}.
 
 Unlike tests/openai-stub.py (answers in a fixed order) the answer depends on the request, since
 a client may send requests of its own (titles, probes) in between: DIR/calls.json holds a list
@@ -72,6 +73,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(self.openai_responses(body), "text/event-stream")
         if path.endswith("/messages"):
             return self.answer(self.anthropic_messages(body), "text/event-stream")
+        if path.endswith(":streamGenerateContent"):
+            return self.answer(self.gemini_generate(body, True), "text/event-stream")
+        if path.endswith(":generateContent"):
+            return self.answer(self.gemini_generate(body, False), "application/json")
+        if path.endswith(":countTokens"):
+            return self.answer(b'{"totalTokens":10}', "application/json")
         if path.endswith("/count_tokens"):
             return self.answer(b'{"input_tokens":10}', "application/json")
         return self.answer(b'{}', "application/json")
@@ -155,6 +162,23 @@ class Handler(BaseHTTPRequestHandler):
                                "usage": {"output_tokens": 5}}),
             ("message_stop", {"type": "message_stop"}),
         ])
+
+    def gemini_generate(self, body, stream):
+        """Gemini API: one functionCall part or one text part, streamed or whole."""
+        names = [(None, f.get("name", "")) for t in body.get("tools") or [] if isinstance(t, dict)
+                 for f in t.get("functionDeclarations") or [] if isinstance(f, dict)]
+        results = sum(1 for c in body.get("contents") or [] if isinstance(c, dict)
+                      for part in c.get("parts") or [] if isinstance(part, dict)
+                      and "functionResponse" in part)
+        p = self.plan(names, results)
+        part = {"functionCall": {"name": p[0][1], "args": p[1]}} if p else {"text": "stub: done"}
+        doc = {"candidates": [{"content": {"role": "model", "parts": [part]},
+                               "finishReason": "STOP", "index": 0}],
+               "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
+                                 "totalTokenCount": 15}}
+        if stream:
+            return ("data: %s\r\n\r\n" % json.dumps(doc)).encode()
+        return json.dumps(doc).encode()
 
     def answer(self, data, ctype, status=200):
         self.send_response(status)
