@@ -146,3 +146,25 @@ codex_saw() {
 	results_say gemini_results '.response | tostring' '.response.error == null' \
 		'.response.error | contains("No such file or directory") and contains("Exit Code: 2")'
 }
+
+@test "claude -p, README's claude mcp add --transport http with the token file's bearer header: the command runs in the sandbox" {
+	mkdir -p "$HOME/.config"
+	(umask 077 && openssl rand -hex 32 >"$HOME/.config/sbx-mcp.token")
+	nsenter --net="/run/netns/$OFFLINE" sbx-mcp -listen 127.0.0.1:0 -backend local -toolset basic \
+		-auth-token-file "$HOME/.config/sbx-mcp.token" 2>"$BATS_TEST_TMPDIR/sbx-mcp.log" 3>&- &
+	local mcp=$! url add
+	wait_until -p "$mcp" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
+	url=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
+	model_stub "$(calls)" mcp__sbx-http__run_command
+	# The README's two lines as one, its port replaced, its words as a shell makes them.
+	add=$(sed -n '/^claude mcp add --transport http /{N;s/\\\n */ /;p}' "$SBX_TOP/README.md")
+	add=${add/http:\/\/127.0.0.1:8765\/mcp/$url}	# (port: the README's, replaced)
+	eval "set -- ${add#claude }"
+	[ "$1 $2 $5" = "mcp add sbx-http" ]
+	claude "$@"
+	assert_status 0
+	claude -p "run it" --allowedTools mcp__sbx-http --output-format stream-json --verbose
+	terminate "$mcp"
+	assert_status 0
+	results_say claude_results .content '(.is_error // false) == false' '.is_error == true'
+}
