@@ -1,7 +1,7 @@
 # common.bash — for tests/clients.bats: OpenAI's Codex CLI, Anthropic's Claude Code and Google's
-# gemini-cli from npm (installed once into tests/.cache/clients, bounded and locked), the model stub they talk to
-# (tests/clients/model-stub.py), and a network namespace where the only way out is a trap
-# interface whose packet counter tells whether anything tried to leave.
+# gemini-cli from npm (installed once into tests/.cache/clients, bounded and locked), the model
+# stub they talk to (tests/clients/model-stub.py), and a network namespace where the only way
+# out is a trap interface whose packet counter tells whether anything tried to leave.
 # shellcheck shell=bash
 
 CODEX_VERSION=0.171.0
@@ -41,7 +41,8 @@ clients_install() {
 }
 
 # offline_up: a network namespace with loopback and one trap interface holding the default
-# route (IPv6 off, so the kernel itself sends nothing); OFFLINE names it. Programs run in it
+# route; IPv6 is off (the kernel would send its own packets, and nothing can leave by it);
+# OFFLINE names it. Programs run in it
 # with `offline CMD…` (nsenter, so the mount namespace and its cgroup tree stay the host's; in
 # the background call nsenter itself, so that $! is the program's pid, not a subshell's).
 offline_up() {
