@@ -16,12 +16,14 @@ setup() {
 	clients_install
 	offline_up
 	STUB_PID=
+	MCP_PID=
 	MARK=sbx-mark-$$
 	mkdir -p "$BATS_TEST_TMPDIR/work"
 	cd "$BATS_TEST_TMPDIR/work" || return 1
 }
 
 teardown() {
+	[ -z "$MCP_PID" ] || terminate "$MCP_PID" || true
 	stop_model_stub
 	offline_down
 	teardown_sbx_env
@@ -118,8 +120,9 @@ codex_saw() {
 
 @test "codex exec, README's HTTP table: sbx-mcp -listen with its generated token from the environment variable the table names" {
 	nsenter --net="/run/netns/$OFFLINE" sbx-mcp -listen 127.0.0.1:0 -backend local -toolset basic 2>"$BATS_TEST_TMPDIR/sbx-mcp.log" 3>&- &
-	local mcp=$! url token
-	wait_until -p "$mcp" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
+	MCP_PID=$!
+	local url token
+	wait_until -p "$MCP_PID" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
 	url=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
 	token=$(sed -n 's/.*auth token written to \(.*\) (send.*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
 	model_stub "$(calls)" mcp__sbx_http__run_command
@@ -127,7 +130,8 @@ codex_saw() {
 	sed -i "s|http://127.0.0.1:8765/mcp|$url|" "$CODEX_HOME/config.toml"	# (port: the README's, replaced)
 	grep -qF "url = \"$url\"" "$CODEX_HOME/config.toml"
 	SBX_MCP_TOKEN=$(cat "$token") codex "run it"
-	terminate "$mcp"
+	terminate "$MCP_PID"
+	MCP_PID=
 	assert_status 0
 	codex_saw sbx-http
 }
@@ -152,8 +156,9 @@ codex_saw() {
 	(umask 077 && openssl rand -hex 32 >"$HOME/.config/sbx-mcp.token")
 	nsenter --net="/run/netns/$OFFLINE" sbx-mcp -listen 127.0.0.1:0 -backend local -toolset basic \
 		-auth-token-file "$HOME/.config/sbx-mcp.token" 2>"$BATS_TEST_TMPDIR/sbx-mcp.log" 3>&- &
-	local mcp=$! url add
-	wait_until -p "$mcp" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
+	MCP_PID=$!
+	local url add
+	wait_until -p "$MCP_PID" grep -q 'serving MCP url="[^"]*"' "$BATS_TEST_TMPDIR/sbx-mcp.log"
 	url=$(sed -n 's/.*serving MCP url="\([^"]*\)".*/\1/p' "$BATS_TEST_TMPDIR/sbx-mcp.log")
 	model_stub "$(calls)" mcp__sbx-http__run_command
 	# The README's two lines as one, its port replaced, its words as a shell makes them.
@@ -164,7 +169,8 @@ codex_saw() {
 	claude "$@"
 	assert_status 0
 	claude -p "run it" --allowedTools mcp__sbx-http --output-format stream-json --verbose
-	terminate "$mcp"
+	terminate "$MCP_PID"
+	MCP_PID=
 	assert_status 0
 	results_say claude_results .content '(.is_error // false) == false' '.is_error == true'
 }
