@@ -13,6 +13,7 @@
 #include "../lib/cancel.h"
 #include "../lib/chatview.h"
 #include "../lib/flag.h"
+#include "../lib/porttool.h"
 #include "../lib/specflags.h"
 #include "../lib/termtext.h"
 #include "../lib/ticker.h"
@@ -28,7 +29,8 @@ static const char usage[] =
 	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
 	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
-	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave.\n"
+	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave,\n"
+	"/port PORT to open the sandbox's PORT on this machine's loopback (prints its URL).\n"
 	"\n"
 	"  -session NAME         session (^[a-z0-9]{1,40}$); env SESSION_NAME, default \"default\"\n"
 	"  -backend B            local or kubernetes; env SANDBOX_BACKEND, default kubernetes when\n"
@@ -39,7 +41,8 @@ static const char usage[] =
 	"  -homedir D            Home directory in the sandbox; this is currently the only\n"
 	"                        directory that we persist with snapshot/restore.\n"
 	"                        env SANDBOX_HOME_DIR, default /home/clawtainer\n"
-	"  -toolset T            basic or geminicli; env TOOLSET, default basic\n"
+	"  -toolset T            basic or geminicli; env TOOLSET, default basic; T+open_port adds\n"
+	"                        the open_port tool (a sandbox port for the user; off by default)\n"
 	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
 	"  -max-tool-rounds N    LLM/tool iterations allowed in one turn (default 50)\n"
 	"  -ttl D                sandbox inactivity lifetime (Go duration, default 5m)\n"
@@ -178,6 +181,33 @@ static void on_tool_end(void *arg, const struct agent_tool_call *c, bool failed,
 	free(args);
 }
 
+/* "/port PORT" at the prompt: the sandbox's PORT opened as sbx-port -d does; its URL on
+ * stdout, or why not on stderr. */
+static void port_command(struct agent_session *s, const char *arg)
+{
+	char *end, *url = NULL;
+	long port;
+	struct sbx_err e;
+
+	errno = 0;
+	port = strtol(arg, &end, 10);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (end == arg || *end != '\0' || errno != 0 || port < 1 || port > 65535) {
+		cli_msg("/port wants a port number from 1 to 65535, such as /port 8000");
+		return;
+	}
+	if (agent_session_ensure_sandbox(s, stop_fd, &e) < 0 ||
+	    porttool_open(agent_session_backend(s), agent_session_namespace(s),
+			  agent_session_name(s), (int)port, NULL, stop_fd, &url, &e) != PORTTOOL_OPEN) {
+		cli_msg("cannot open port %ld: %s", port, e.msg);
+		return;
+	}
+	printf("%s (port %ld of the sandbox, open until it ends)\n", url, port);
+	fflush(stdout);
+	free(url);
+}
+
 /* The chat loop. Returns the exit status. */
 static int chat(struct agent_session *s)
 {
@@ -211,6 +241,11 @@ static int chat(struct agent_session *s)
 			continue;
 		}
 		userline_remember(in);
+		if (strncasecmp(in, "/port", 5) == 0 && (in[5] == '\0' || in[5] == ' ')) {
+			port_command(s, in + 5);
+			free(line);
+			continue;
+		}
 		seen = cancel_count(SIGINT);	/* a Ctrl-C from now on cancels this turn */
 		st = agent_turn(s, in, &cb, stop_fd, &reply, &e);
 		live_end();

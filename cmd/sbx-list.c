@@ -1,5 +1,8 @@
 /* sbx-list — one JSON line per sandbox in a namespace. */
+#include <string.h>
+
 #include "../lib/duration.h"
+#include "../lib/portfwd.h"
 #include "../lib/timeutil.h"
 #include "cli.h"
 
@@ -7,7 +10,8 @@ static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
 	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts), state\n"
-	"(local: running or paused); a local sandbox whose state is corrupt: name, namespace,\n"
+	"(local: running or paused), ports (local: sbx-port -d's forwards: port, url, listen or\n"
+	"unix); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
@@ -44,6 +48,8 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "network", sbx_network_json(in));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
+	if (strcmp(in->backend, "local") == 0)	/* sbx-port -d's forwards */
+		json_object_object_add(o, "ports", portfwd_ports(in->namespace, in->name));
 print:
 	if (cli_print_json(o) < 0)
 		*failed = 1;

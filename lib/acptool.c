@@ -7,6 +7,7 @@
 #include "acptool.h"
 #include "gojson.h"
 #include "jsonfield.h"
+#include "porttool.h"
 #include "toolmsg.h"
 #include "toolset.h"
 #include "xalloc.h"
@@ -307,6 +308,8 @@ void acptool_result(struct json_object *o, const char *name, const char *argumen
 	json_object_object_add(o, "status", json_object_new_string(status));
 	if (v && v->edit != NO_EDIT && obj && strcmp(status, "completed") == 0 &&
 	    (d = diff_of(v, obj, pm)) != NULL)
+		json_object_array_add(list, d);
+	if ((d = porttool_link(name, content, failed)) != NULL)	/* open_port's URL */
 		json_object_array_add(list, d);
 	json_object_array_add(list, content_item(content ? content : ""));
 	json_object_object_add(o, "content", list);

@@ -168,6 +168,8 @@ static void tool_content(struct acpview *v, struct json_object *list)
 			json_object_object_get_ex(item, "content", &c);
 			if (str(c, "text"))
 				lines(v, str(c, "text"), "    │ ", ACPVIEW_OUTPUT_LINES);
+			else if (str(c, "uri") && strcmp(str(c, "type") ?: "", "resource_link") == 0)
+				putf(v, "    link %s\n", str(c, "uri"));	/* open_port's URL */
 		} else if (strcmp(type, "diff") == 0) {
 			putf(v, "    diff %s%s\n", str(item, "path") ?: "",
 			     str(item, "oldText") ? "" : " (new)");

@@ -612,6 +612,28 @@ int portfwd_list(const char *ns, const char *name,
 	return 0;
 }
 
+/* Adds rec's public fields (not the sandbox's name or the forward's pid) to the array arg. */
+static int port_entry(struct json_object *rec, void *arg)
+{
+	static const char *const keep[] = {"port", "url", "listen", "unix"};
+	struct json_object *o = json_object_new_object(), *v;
+
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++)
+		if (json_object_object_get_ex(rec, keep[i], &v))
+			json_object_object_add(o, keep[i], json_object_get(v));
+	json_object_array_add(arg, o);
+	return 0;
+}
+
+struct json_object *portfwd_ports(const char *ns, const char *name)
+{
+	struct json_object *a = json_object_new_array();
+	struct sbx_err e;
+
+	portfwd_list(ns, name, port_entry, a, &e);	/* gone: none open */
+	return a;
+}
+
 struct stop_ctx {
 	const char *dir;
 	int port, n;

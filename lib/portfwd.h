@@ -80,6 +80,9 @@ int portfwd_record(struct portfwd *pf, struct sbx_err *e);
  * removes stale records. SBX_ENOTFOUND when the sandbox does not exist. */
 int portfwd_list(const char *ns, const char *name,
 		 int (*fn)(struct json_object *rec, void *arg), void *arg, struct sbx_err *e);
+/* The live detached forwards of sandbox name in ns, as sbx-list shows them: an array of
+ * {port, url, listen} or {port, unix} (new reference; empty when none or no such sandbox). */
+struct json_object *portfwd_ports(const char *ns, const char *name);
 /* Stops every detached forward of port (SIGTERM) and waits for each to end; *n how many.
  * SBX_ENOTFOUND when the sandbox does not exist. */
 int portfwd_stop(const char *ns, const char *name, int port, int *n, struct sbx_err *e);

@@ -1,10 +1,12 @@
 /* portrelay.c — sbx-port's relay (part of portfwd, see portfwd.h): one poll loop over the
- * listener and every connection pair. Each direction has one bounded buffer: a side that does
- * not read makes the other side wait (TCP's own back-pressure), never this process grow. An
- * end of file from one side becomes shutdown(SHUT_WR) on the other once its buffer is
- * written, so half-closed connections (a client that sends, shuts down its writing side and
- * waits for the answer) work. */
+ * listener and every connection pair. Each direction moves through a pipe of its own with
+ * splice(2): the kernel moves the bytes from one socket to the other, never through this
+ * process. A pipe holds a bounded amount: a side that does not read makes the other side wait
+ * (TCP's own back-pressure), never this process grow. An end of file from one side becomes
+ * shutdown(SHUT_WR) on the other once its pipe is empty, so half-closed connections (a client
+ * that sends, shuts down its writing side and waits for the answer) work. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,20 +23,25 @@
 #include "portfwd.h"
 #include "xalloc.h"
 
-/* Bytes buffered per direction of a connection: enough to keep a loopback busy. */
-#define RELAY_BUF (64 * 1024)
-/* Connections at once; beyond, new ones wait in the listener's backlog. With RELAY_BUF this
- * bounds the buffers to 64 MiB. */
+/* The pipe asked for per direction of a connection: a loopback moves this much between two
+ * wake-ups. The kernel grants it only within the user's pipe pages (fs.pipe-user-pages-soft);
+ * past that a pipe keeps its default size, so the relay slows down but never grows. */
+#define RELAY_PIPE (1024 * 1024)
+/* Splices per direction per wake-up: one busy connection cannot starve the others. */
+#define RELAY_ROUNDS 64
+/* Connections at once; beyond, new ones wait in the listener's backlog. */
 #define RELAY_MAX 512
+/* Descriptors per connection: its two sockets and a pipe (two ends) per direction. */
+#define CONN_FDS 6
 /* Descriptors kept for everything but the connections (stdio, listener, helper, pidfd, …). */
 #define RELAY_SPARE_FDS 32
 /* Without a pidfd to watch, how often the sandbox's lock is looked at. */
 #define ALIVE_CHECK_MS 1000
 
-/* One direction: bytes read from `from`, to be written to the other side. */
+/* One direction: bytes spliced from `from` into pipe, then from pipe to the other side. */
 struct half {
-	char *buf;
-	size_t off, len;
+	int pipe[2];
+	size_t len, cap;	/* bytes in the pipe, and what it holds */
 	bool eof;		/* its source said end of file */
 	bool shut;		/* its destination got shutdown(SHUT_WR) */
 };
@@ -67,8 +74,10 @@ static void conn_free(struct conn *c)
 	close(c->fd[0]);
 	if (c->fd[1] >= 0)
 		close(c->fd[1]);
-	free(c->h[0].buf);
-	free(c->h[1].buf);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 2; k++)
+			if (c->h[i].pipe[k] >= 0)
+				close(c->h[i].pipe[k]);
 	free(c);
 }
 
@@ -120,15 +129,35 @@ static bool conn_start(struct relay *r, struct conn *c)
 	return false;
 }
 
-/* How many connections fit: two descriptors each, within RLIMIT_NOFILE, at most RELAY_MAX. */
+/* How many connections fit: CONN_FDS descriptors each, within RLIMIT_NOFILE, at most
+ * RELAY_MAX. */
 static int conn_cap(void)
 {
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
-	    rl.rlim_cur >= 2 * RELAY_MAX + RELAY_SPARE_FDS)
+	    rl.rlim_cur >= CONN_FDS * RELAY_MAX + RELAY_SPARE_FDS)
 		return RELAY_MAX;
-	return rl.rlim_cur > RELAY_SPARE_FDS + 2 ? (int)(rl.rlim_cur - RELAY_SPARE_FDS) / 2 : 1;
+	return rl.rlim_cur > RELAY_SPARE_FDS + CONN_FDS
+		       ? (int)(rl.rlim_cur - RELAY_SPARE_FDS) / CONN_FDS : 1;
+}
+
+/* The pipes of c's two directions; false when out of descriptors. */
+static bool conn_pipes(struct conn *c)
+{
+	for (int i = 0; i < 2; i++) {
+		struct half *h = &c->h[i];
+		int sz;
+		if (pipe2(h->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+			h->pipe[0] = h->pipe[1] = -1;
+			return false;
+		}
+		fcntl(h->pipe[1], F_SETPIPE_SZ, RELAY_PIPE);	/* refused: the default stays */
+		if ((sz = fcntl(h->pipe[1], F_GETPIPE_SZ)) <= 0)
+			return false;
+		h->cap = (size_t)sz;
+	}
+	return true;
 }
 
 static void accept_one(struct relay *r, int lfd)
@@ -145,46 +174,56 @@ static void accept_one(struct relay *r, int lfd)
 	c = xcalloc(1, sizeof *c);
 	c->fd[0] = fd;
 	c->fd[1] = -1;
+	c->h[0].pipe[0] = c->h[0].pipe[1] = c->h[1].pipe[0] = c->h[1].pipe[1] = -1;
+	if (!conn_pipes(c)) {
+		/* out of descriptors: this client is closed, the next waits for one to end */
+		r->paused = r->n > 0;
+		conn_free(c);
+		return;
+	}
 	if (!conn_start(r, c)) {
 		conn_free(c);
 		return;
 	}
-	c->h[0].buf = xmalloc(RELAY_BUF);
-	c->h[1].buf = xmalloc(RELAY_BUF);
 	r->c[r->n++] = c;
 }
 
-/* Moves what can move in direction i of c. false: the connection is over (an error). */
+/* Moves what can move in direction i of c, in and out by turns until both would wait (or
+ * RELAY_ROUNDS). false: the connection is over (an error). */
 static bool pump(struct conn *c, int i)
 {
 	struct half *h = &c->h[i];
 	int from = c->fd[i], to = c->fd[1 - i];
+	bool can_in = true, can_out = true;
 	ssize_t k;
 
-	if (!h->eof && h->len < RELAY_BUF) {
-		if (h->off > 0 && h->len > 0)
-			memmove(h->buf, h->buf + h->off, h->len);
-		h->off = 0;
-		k = read(from, h->buf + h->len, RELAY_BUF - h->len);
-		if (k > 0)
-			h->len += (size_t)k;
-		else if (k == 0)
-			h->eof = true;
-		else if (errno != EAGAIN && errno != EINTR)
-			return false;
-	}
-	while (h->len > 0) {
-		k = send(to, h->buf + h->off, h->len, MSG_NOSIGNAL);
-		if (k < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			return false;
+	for (int round = 0; round < RELAY_ROUNDS && (can_in || can_out); round++) {
+		bool moved = false;
+		if (can_in && !h->eof && h->len < h->cap) {
+			k = splice(from, NULL, h->pipe[1], NULL, h->cap - h->len,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0)
+				h->len += (size_t)k, moved = true;
+			else if (k == 0)
+				h->eof = true;
+			else if (errno == EAGAIN)
+				can_in = false;
+			else if (errno != EINTR)
+				return false;
 		}
-		h->off += (size_t)k;
-		h->len -= (size_t)k;
+		if (can_out && h->len > 0) {
+			k = splice(h->pipe[0], NULL, to, NULL, h->len,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (k > 0)
+				h->len -= (size_t)k, moved = true;
+			else if (k < 0 && errno == EAGAIN)
+				can_out = false;
+			else if (k < 0 && errno != EINTR)
+				return false;
+		}
+		if (!moved)
+			break;
 	}
-	if (h->len == 0)
-		h->off = 0;
 	if (h->eof && h->len == 0 && !h->shut) {
 		shutdown(to, SHUT_WR);
 		h->shut = true;
@@ -199,7 +238,7 @@ static short wants(const struct conn *c, int i)
 
 	if (c->connecting)
 		return i == 1 ? POLLOUT : 0;
-	if (!c->h[i].eof && c->h[i].len < RELAY_BUF)
+	if (!c->h[i].eof && c->h[i].len < c->h[i].cap)
 		ev |= POLLIN;
 	if (c->h[1 - i].len > 0)
 		ev |= POLLOUT;

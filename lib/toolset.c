@@ -9,6 +9,7 @@
 #include "capture.h"
 #include "duration.h"
 #include "gojson.h"
+#include "porttool.h"
 #include "reslimit.h"
 #include "toolcap.h"
 #include "utf8.h"
@@ -23,6 +24,8 @@ const struct toolset *toolset_find(const char *name, struct sbx_err *e)
 
 	if (name == NULL || *name == '\0')
 		name = "basic";
+	if (strchr(name, '+'))	/* "basic+open_port": a toolset with more */
+		return porttool_toolset(name, e);
 	for (i = 0; i < sizeof toolsets / sizeof toolsets[0]; i++)
 		if (strcmp(toolsets[i]->name, name) == 0)
 			return toolsets[i];

@@ -68,6 +68,24 @@ make_cert() {
 	assert_contains "failures seen"
 }
 
+@test "open_port (acp-server -toolset basic+open_port): the URL shown as a link; a port nothing listens on failed" {
+	serve='mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html && (setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &) && curl -s --retry 30 --retry-connrefused --retry-delay 1 -o /dev/null http://127.0.0.1:8000/'  # (port: in the sandbox's own network namespace)
+	{
+		stub_call c1 open_port '{"port":8000}'
+		stub_call c2 run_command "$(jq -cn --arg c "$serve" '{command: $c}')"
+		stub_call c3 open_port '{"port":8000}'
+		stub_text "opened"
+	} >"$BATS_TEST_TMPDIR/script"
+	STUB_MODEL=stub-model start_stub <"$BATS_TEST_TMPDIR/script"
+	run acp-client -cmd "acp-server -stdio -toolset basic+open_port" -yolo -prompt "serve"
+	assert_status 0
+	[ "$(grep -c '^\[tool\] open_port → failed$' <<<"$output")" -eq 1 ]
+	[ "$(grep -c '^\[tool\] open_port → completed$' <<<"$output")" -eq 1 ]
+	grep -q '^    link http://127\.0\.0\.1:[0-9]*/$' <<<"$output"
+	assert_contains "Nothing listens on port 8000 in the sandbox"
+	assert_contains "opened"
+}
+
 @test "interactive: the permission menu, a rejection, then an approval by Enter" {
 	grep -qF "printf 'run: echo first\\\\n3\\\\n' | acp-client -addr localhost:8090" "$SBX_TOP/man/man1/acp-client.1"
 	start_server

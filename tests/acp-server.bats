@@ -20,6 +20,10 @@ teardown() {
 	teardown_sbx_env
 }
 
+# A command that starts an HTTP server on port 8000 of the sandbox (index.html says hello) and
+# returns once it answers.
+SERVE_8000='mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html && (setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &) && curl -s --retry 30 --retry-connrefused --retry-delay 1 -o /dev/null http://127.0.0.1:8000/'  # (port: in the sandbox's own network namespace)
+
 # updates JQ: jq over the updates of the last drive run.
 upd() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { echo "failed: $1" >&2; echo "$output" | head -c 4000 >&2; return 1; }; }
 
@@ -748,6 +752,30 @@ PY
 	upd '[.steps[5].updates[] | select(.toolCallId == "call_4_0")][0].content[0].type == "diff"'
 	upd '[.steps[5].updates[].sessionUpdate] | map(select(. != "tool_call")) == ["user_message_chunk","agent_message_chunk","user_message_chunk","agent_message_chunk"]'
 	upd '.steps[5].result.modes.currentModeId == "auto-read"'
+}
+
+@test "open_port (-toolset basic+open_port): failed while nothing listens; then its tool call links the URL (resource_link), which answers from the host" {
+	{
+		stub_call c1 open_port '{"port":8000}'
+		stub_call c2 run_command "$(jq -cn --arg c "$SERVE_8000" '{command: $c}')"
+		stub_call c3 open_port '{"port":8000}'
+		stub_text "open"
+	} >"$BATS_TEST_TMPDIR/script"
+	start_stub <"$BATS_TEST_TMPDIR/script"
+	start_server -toolset basic+open_port
+	steps '[{"new":{}},{"prompt":"serve it"}]' --
+	assert_status 0
+	final='[.steps[1].updates[] | select(.sessionUpdate == "tool_call_update" and .status != "in_progress")]'
+	upd "$final"' | map(.status) == ["failed","completed","completed"]'
+	upd "$final"' | .[0].content == [{"type":"content","content":{"type":"text","text":.[0].rawOutput.content}}] and (.[0].rawOutput.content | startswith("Nothing listens on port 8000"))'
+	upd "$final"' | .[2].content[0].content | .type == "resource_link" and (.uri | startswith("http://127.0.0.1:"))'
+	url=$(printf '%s' "$output" | jq -r "$final"' | .[2].content[0].content.uri')
+	upd "$final"' | .[2].content[1].content.text | startswith("'"$url"'\n")'
+	# the model was told the URL too
+	request 4 | jq -e --arg u "$url" '[.body.messages[] | select(.role == "tool")][-1].content | startswith($u)' >/dev/null
+	run curl -sf "${url}index.html"
+	assert_status 0
+	[ "$output" = hello ]
 }
 
 @test "the model's reasoning as thought chunks, usage_update, and length / content_filter as max_tokens / refusal" {

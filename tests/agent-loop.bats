@@ -33,6 +33,28 @@ answer_tool() { stub_call call-1 "$1" "$2"; }
 
 # (-h and the usage errors: tests/usage-errors.txt)
 
+@test "/port PORT opens the sandbox's port for the person: its URL on stdout answers from the host; nothing listening, or no number, says so" {
+	agent_fed -session web
+	echo "/port 8000" >&4
+	wait_until -p "$FED_PID" grep -q 'cannot open port 8000' "$BATS_TEST_TMPDIR/err"
+	echo 'run: mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html && (setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &) && curl -s --retry 30 --retry-connrefused --retry-delay 1 -o /dev/null http://127.0.0.1:8000/' >&4  # (port: in the sandbox's own network namespace)
+	echo "/port 8000" >&4
+	echo "/port eighty" >&4
+	wait_until -p "$FED_PID" grep -q '/port wants' "$BATS_TEST_TMPDIR/err"
+	grep -q '^agent-loop: cannot open port 8000: nothing listens on port 8000 in the sandbox$' "$BATS_TEST_TMPDIR/err"
+	grep -q '^agent-loop: /port wants a port number from 1 to 65535, such as /port 8000$' "$BATS_TEST_TMPDIR/err"
+	url=$(sed -n 's|^\(User> \)*\(http://127\.0\.0\.1:[0-9]*/\) (port 8000 of the sandbox, open until it ends)$|\2|p' "$BATS_TEST_TMPDIR/out")
+	[ -n "$url" ]
+	[ "$(curl -sf "${url}index.html")" = hello ]
+	sbx-list | jq -e --arg u "$url" 'select(.name == "web") | .ports == [{port: 8000, url: $u, listen: ($u | ltrimstr("http://") | rtrimstr("/"))}]' >/dev/null
+	echo "/exit" >&4
+	fed_end
+	# the commands are the person's: the model never saw them
+	run ! grep -q '/port' "$(hist web)"
+	# the forward ended with the sandbox, which agent-loop deleted on leaving
+	wait_until url_refused "${url}index.html"
+}
+
 @test "a new session shows the welcome banner and stores the system prompt" {
 	run eliza -session fresh </dev/null
 	assert_status 0

@@ -107,6 +107,13 @@ wait_until() {
 	return 1
 }
 
+# url_refused URL: true when nothing listens at URL any more (curl: could not connect).
+url_refused() {
+	local rc=0
+	curl -s -o /dev/null "$1" || rc=$?
+	[ "$rc" = 7 ]
+}
+
 # gone PID: true when the process no longer runs (exited, or a zombie nobody reaped).
 gone() {
 	case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 0 ;; esac

@@ -230,6 +230,31 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	j '.results[5].text == "one y\n"'
 }
 
+@test "stdio: open_port only when asked (-toolset basic+open_port): a port nothing listens on fails; a server's port opens, its URL answers from the host" {
+	mcpc '[{"list":true}]' --stdio sbx-mcp
+	j '[.results[0].tools[].name] | index("open_port") == null'
+	T=$BATS_TEST_TMPDIR
+	serve='mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html && (setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &) && curl -s --retry 30 --retry-connrefused --retry-delay 1 -o /dev/null http://127.0.0.1:8000/'  # (port: in the sandbox's own network namespace)
+	mcpc '[{"list":true},
+	       {"call":"open_port","args":{"port":8000}},
+	       {"call":"open_port","args":{"port":0}},
+	       {"call":"run_command","args":{"command":'"$(jq -n --arg c "$serve" '$c')"'}},
+	       {"call":"open_port","args":{"port":8000,"listen":"0.0.0.0:8080"}},
+	       {"until":"u=$(sbx-list | jq -r \".ports[0].url // empty\") && curl -sf \"${u}index.html\" >'"$T/got"' && echo \"$u\" >'"$T/url"'"}]' \
+		--stdio sbx-mcp -toolset basic+open_port -session pt
+	assert_status 0
+	j '.results[0].tools[] | select(.name == "open_port") | .inputSchema.required == ["port"]'
+	j '.results[1].isError == true and (.results[1].text | startswith("Nothing listens on port 8000 in the sandbox"))'
+	j '.results[2].isError == true and .results[2].text == "port must be a whole number from 1 to 65535"'
+	j '.results[4].isError == false'
+	[ "$(cat "$T/got")" = hello ]
+	url=$(cat "$T/url")
+	[[ $url == http://127.0.0.1:* ]]	# the model names no host address: "listen" is ignored
+	printf '%s' "$output" | jq -e --arg u "$url" '.results[4].text | startswith($u + "\n")' >/dev/null
+	[ -z "$(sbx-list)" ]	# the sandbox went at the end, and the forward with it
+	wait_until url_refused "${url}index.html"
+}
+
 @test "stdio: nothing but JSON-RPC on stdout; malformed and over-long lines get errors and the session goes on" {
 	{
 		printf 'not json\n'

@@ -264,6 +264,24 @@ socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$sock"
 	assert_contains "no detached forward of port 8000 of sandbox demo is open"
 }
 
+@test "sbx-list shows each sandbox's detached forwards, and none once they are closed" {
+	sbx-create demo >/dev/null
+	sbx-create other >/dev/null
+	url=$(sbx-port -d demo 8000 | jq -r .url)
+	sbx-port -d -unix "$BATS_TEST_TMPDIR/s" demo 9000 >/dev/null
+	run sbx-list
+	assert_status 0
+	printf '%s\n' "$output" | jq -se --arg url "$url" --arg u "$BATS_TEST_TMPDIR/s" '
+		(.[0].ports | sort_by(.port)) == [
+			{port: 8000, url: $url, listen: ($url | ltrimstr("http://") | rtrimstr("/"))},
+			{port: 9000, unix: $u}]
+		and .[1].name == "other" and .[1].ports == []' >/dev/null
+	sbx-port -close demo 8000
+	sbx-port -close demo 9000
+	run sbx-list
+	printf '%s\n' "$output" | jq -se '.[0].ports == [] and .[1].ports == []' >/dev/null
+}
+
 @test "a detached forward holds none of its caller's descriptors: a pipe it inherited ends" {
 	sbx-create demo >/dev/null
 	# fd 4 is the pipe to cat: cat ends once every holder closed it
