@@ -180,6 +180,52 @@ get_count() {
 	assert_json '.state == "running"'
 }
 
+@test "-idle pause: at its shutdown time the sandbox is paused, not deleted; the next exec resumes it with its ttl again" {
+	run sbx-create -idle pause -paused-ttl 1h -ttl 2s demo
+	assert_status 0
+	assert_json '.idle == "pause" and .paused_ttl == "1h0m0s" and
+		((.delete_time | fromdateiso8601) - (.shutdown_time | fromdateiso8601)) == 3600'
+	sbx-exec demo -- sh -c "setsid sleep 331.$$ >/dev/null 2>&1 </dev/null &"
+	wait_until pgrep -f "sleep 331.$$"
+	pid=$(pgrep -f "sleep 331.$$")
+	wait_until state_is demo paused
+	[ "$(sbx-list | jq -r '.idle')" = pause ]
+	run sbx-exec demo -- pgrep -f "sleep 331.$$"
+	assert_status 0
+	state_is demo running
+	# alive again for its 2 s from the resume: its shutdown time is ahead, and it pauses again
+	[ "$(sbx-list | jq '(.shutdown_time | fromdateiso8601) >= (now | floor)')" = true ]
+	wait_until state_is demo paused
+	sbx-resume demo >/dev/null
+	state_is demo running
+	kill -0 "$pid"
+}
+
+@test "-idle pause: a paused sandbox past -paused-ttl is deleted with its frozen processes; nobody need call" {
+	sbx-create -idle pause -paused-ttl 2s -ttl 1s demo >/dev/null
+	sbx-exec demo -- sh -c "setsid sleep 337.$$ >/dev/null 2>&1 </dev/null &"
+	wait_until pgrep -f "sleep 337.$$"
+	pid=$(pgrep -f "sleep 337.$$")
+	mapfile -t dirs < <(cgdirs demo)
+	wait_until state_is demo paused
+	wait_until test ! -e "$(sbxdir demo)"
+	wait_until gone "$pid"
+	for d in "${dirs[@]}"; do wait_until test ! -e "$d"; done
+	run sbx-exec demo -- true
+	assert_status 101
+}
+
+@test "-idle delete (the default) and a reusing create that changes the policy" {
+	run sbx-create demo
+	assert_json 'has("idle") | not'
+	run sbx-create -idle pause -paused-ttl 5m demo
+	assert_status 0
+	assert_json '.reused and .idle == "pause" and .paused_ttl == "5m0s"'
+	run env SANDBOX_IDLE=delete sbx-create demo
+	assert_json '.reused and (has("idle") | not)'
+	[ ! -e "$(sbxdir demo)/idle" ]
+}
+
 @test "pause and resume of a missing sandbox exit 101" {
 	run sbx-pause nosuch
 	assert_status 101
