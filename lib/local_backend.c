@@ -621,6 +621,42 @@ static int resume_locked(struct sbx_paths *p, const char *name, struct sbx_err *
 	return info.shutdown_ns > time_now_ns() ? 0 : set_deadline(p, name, ttl, NULL, &info, e);
 }
 
+/* 1 when the sandbox in dir is paused at its shutdown time by -idle pause (frozen, with an
+ * idle file, its deadline passed), 0 when not. */
+static int idle_paused(const char *dir)
+{
+	char path[PATH_MAX], *s;
+	long long dl;
+	int n;
+
+	if (reslimit_frozen(dir) <= 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/idle", dir);
+	if (access(path, F_OK) < 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/deadline", dir);
+	if ((s = fs_read_small(path, 64, NULL)) == NULL)
+		return 0;
+	n = sscanf(s, "%lld", &dl);
+	free(s);
+	return n == 1 && dl <= time_now_ns();
+}
+
+/* local_exec_watch's callback: a caller waiting on a command is not idle, so a pause at the
+ * shutdown time meanwhile is undone (a pause by sbx-pause stays: its time is given back). */
+static void undo_idle_pause(void *arg)
+{
+	struct sbx_paths *p = arg;
+	struct sbx_err ign;
+	int lk;
+
+	if (!idle_paused(p->dir) || (lk = lock_name(p, &ign)) < 0)
+		return;
+	if (idle_paused(p->dir))
+		resume_locked(p, strrchr(p->dir, '/') + 1, &ign);
+	close(lk);
+}
+
 /* Auto-resume: a paused sandbox is thawed before anything is asked of it. Takes the name
  * lock for it unless the caller holds it (locked): the supervisor pauses under that lock. */
 static int wake(struct sbx_paths *p, const char *name, bool locked, struct sbx_err *e)
@@ -937,7 +973,8 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 	if (wake(&p, name, false, e) < 0)
 		goto out;
 	oom_before = reslimit_oom_kills(p.dir);
-	rc = local_exec_run(p.dir, name, x, r, &why, e);
+	rc = local_exec_run(p.dir, name, x, &(struct local_exec_watch){undo_idle_pause, &p}, r,
+			    &why, e);
 	if (rc == 0)
 		oom_check(&p, oom_before, r);
 	/* Whether the sandbox is still there tells a failure's cause. */

@@ -215,6 +215,15 @@ get_count() {
 	assert_status 101
 }
 
+@test "-idle pause: a command running past the shutdown time is not left frozen: its caller waits, so it is not idle" {
+	sbx-create -idle pause -ttl 1s demo >/dev/null
+	# 4 s of sleep in a sandbox whose 1 s lifetime passes meanwhile: the supervisor pauses
+	# it, the waiting sbx-exec resumes it within a moment, and the command ends.
+	run timeout 60 sbx-exec demo -- sleep 4
+	assert_status 0
+	wait_until state_is demo paused		# idle afterwards: paused again
+}
+
 @test "-idle delete (the default) and a reusing create that changes the policy" {
 	run sbx-create demo
 	assert_json 'has("idle") | not'
