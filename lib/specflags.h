@@ -56,8 +56,8 @@ enum specflag_id {
 	"  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
 	"                        home kept, resumed by the next call) or delete it; env\n" \
 	"                        SANDBOX_IDLE, default delete\n" \
-	"  -paused-ttl D         with -idle pause: delete it D after its shutdown time (Go\n" \
-	"                        duration); env SANDBOX_PAUSED_TTL, default 24h\n"
+	"  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
+	"                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n"
 
 /* The one-line synopsis fragment of the same flags. */
 #define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
