@@ -156,11 +156,11 @@ is_paused() { [ "$(state_of "$1")" = paused ]; }
 }
 
 @test "-idle pause: a sandbox paused past -paused-ttl is gone, and the next turn restores from the backup" {
-	agent_fed -session lapse -ttl 1s -idle pause -paused-ttl 1s
+	agent_fed -session lapse -ttl 2s -idle pause -paused-ttl 2s
 	echo "run: echo kept > ~/kept.txt; setsid sleep 347.$$ >/dev/null 2>&1 </dev/null &" >&4
 	wait_snapshot
 	wait_until is_paused lapse
-	wait_until no_sandbox lapse		# and 1 s later deleted
+	wait_until no_sandbox lapse		# and 2 s later deleted
 	run pgrep -f "^sleep 347.$$"
 	assert_status 1
 	echo "run: cat ~/kept.txt" >&4
