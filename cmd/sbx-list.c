@@ -11,7 +11,8 @@ static const char usage[] =
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
 	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts), state\n"
 	"(local: running or paused), ports (local: sbx-port -d's forwards: port, url, listen or\n"
-	"unix); a local sandbox whose state is corrupt: name, namespace,\n"
+	"unix), and with -idle pause idle, paused_ttl and delete_time (when a paused\n"
+	"sandbox is deleted); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
@@ -50,6 +51,7 @@ static int print_one(const struct sbx_info *in, void *arg)
 		json_object_object_add(o, "state", json_object_new_string(in->state));
 	if (strcmp(in->backend, "local") == 0)	/* sbx-port -d's forwards */
 		json_object_object_add(o, "ports", portfwd_ports(in->namespace, in->name));
+	sbx_idle_json(o, in);
 print:
 	if (cli_print_json(o) < 0)
 		*failed = 1;
