@@ -14,7 +14,11 @@ PKGS := libcurl json-c libwebsockets libarchive zlib openssl yaml-0.1 libedit li
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror
 OPT ?= -O2 -g
 SAN ?=
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
+# Every folder of lib/ is on the quote-include path, so `#include "backend.h"` reads the same from
+# cmd/, tests/ and any folder (-iquote: a <err.h> still means the system's).
+LIB_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard lib/*.h lib/*/*.h))))
+INC := $(LIB_DIRS:%=-iquote %)
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) $(INC) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl -lresolv $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
@@ -80,7 +84,7 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 # Objects for static programs are built without sanitizers (they cannot link them statically).
 $(B)/static/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE $(STATIC_DEFS) -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE $(STATIC_DEFS) -O2 -g $(WARN) $(INC) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 
 define dyn_prog
 $(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a

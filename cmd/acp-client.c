@@ -10,14 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/acpclient.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/fsutil.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/termtext.h"
+#include "acp.h"
+#include "acpclient.h"
+#include "cancel.h"
+#include "flag.h"
+#include "fsutil.h"
+#include "net.h"
+#include "paths.h"
+#include "termtext.h"
 #include "cli.h"
 
 static const char usage[] =

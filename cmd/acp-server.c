@@ -6,16 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/name.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/specflags.h"
-#include "../lib/toolset.h"
-#include "../lib/xalloc.h"
+#include "acp.h"
+#include "agent.h"
+#include "cancel.h"
+#include "flag.h"
+#include "name.h"
+#include "net.h"
+#include "paths.h"
+#include "specflags.h"
+#include "toolset.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -9,16 +9,16 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/chatview.h"
-#include "../lib/flag.h"
-#include "../lib/specflags.h"
-#include "../lib/termtext.h"
-#include "../lib/ticker.h"
-#include "../lib/toolset.h"
-#include "../lib/userline.h"
-#include "../lib/xalloc.h"
+#include "agent.h"
+#include "cancel.h"
+#include "chatview.h"
+#include "flag.h"
+#include "specflags.h"
+#include "termtext.h"
+#include "ticker.h"
+#include "toolset.h"
+#include "userline.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/gojson.h"
-#include "../lib/termtext.h"
-#include "../lib/xalloc.h"
-#include "../lib/version.h"
+#include "gojson.h"
+#include "termtext.h"
+#include "xalloc.h"
+#include "version.h"
 
 const char *cli_prog = "sbx";
 

@@ -6,11 +6,11 @@
 
 #include <json-c/json.h>
 
-#include "../lib/backend.h"
-#include "../lib/err.h"
-#include "../lib/exitcode.h"
-#include "../lib/flag.h"
-#include "../lib/specflags.h"
+#include "backend.h"
+#include "err.h"
+#include "exitcode.h"
+#include "flag.h"
+#include "specflags.h"
 
 extern const char *cli_prog;
 

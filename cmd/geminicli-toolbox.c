@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "geminicli-toolbox/tb.h"
-#include "../lib/exitcode.h"
-#include "../lib/version.h"
+#include "exitcode.h"
+#include "version.h"
 
 static const char usage[] =
 	"usage: geminicli-toolbox [--workdir=DIR] TOOL_NAME (tool parameters as JSON on stdin)\n";

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
-#include "../lib/duration.h"
-#include "../lib/eliza.h"
-#include "../lib/flag.h"
-#include "../lib/llm.h"
-#include "../lib/termtext.h"
+#include "cancel.h"
+#include "duration.h"
+#include "eliza.h"
+#include "flag.h"
+#include "llm.h"
+#include "termtext.h"
 #include "cli.h"
 
 static const char usage[] =

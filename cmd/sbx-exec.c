@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/backend.h"
-#include "../lib/cancel.h"
-#include "../lib/capture.h"
-#include "../lib/duration.h"
-#include "../lib/flag.h"
-#include "../lib/gojson.h"
-#include "../lib/relay.h"
-#include "../lib/reslimit.h"
+#include "backend.h"
+#include "cancel.h"
+#include "capture.h"
+#include "duration.h"
+#include "flag.h"
+#include "gojson.h"
+#include "relay.h"
+#include "reslimit.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -1,6 +1,6 @@
 /* sbx-list — one JSON line per sandbox in a namespace. */
-#include "../lib/duration.h"
-#include "../lib/timeutil.h"
+#include "duration.h"
+#include "timeutil.h"
 #include "cli.h"
 
 static const char usage[] =

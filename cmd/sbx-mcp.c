@@ -8,19 +8,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/acpauth.h"
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/mcphttp.h"
-#include "../lib/mcpserver.h"
-#include "../lib/name.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/randhex.h"
-#include "../lib/specflags.h"
-#include "../lib/xalloc.h"
+#include "acp.h"
+#include "acpauth.h"
+#include "agent.h"
+#include "cancel.h"
+#include "flag.h"
+#include "mcphttp.h"
+#include "mcpserver.h"
+#include "name.h"
+#include "net.h"
+#include "paths.h"
+#include "randhex.h"
+#include "specflags.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -6,12 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/name.h"
-#include "../lib/paths.h"
-#include "../lib/snapshot.h"
-#include "../lib/xalloc.h"
+#include "cancel.h"
+#include "flag.h"
+#include "name.h"
+#include "paths.h"
+#include "snapshot.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/backend.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/gojson.h"
-#include "../lib/toolset.h"
+#include "backend.h"
+#include "cancel.h"
+#include "flag.h"
+#include "gojson.h"
+#include "toolset.h"
 #include "cli.h"
 
 static const char usage[] =

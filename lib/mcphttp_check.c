@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 
-#include "acp.h"
+#include "acpauth.h"
 #include "paths.h"
 #include "xalloc.h"
 

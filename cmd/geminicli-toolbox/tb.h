@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../../lib/xalloc.h"
+#include "xalloc.h"
 
 /* gemini-cli's read limits: 2000 lines per read, 2000 characters per line, 20 MB per file. */
 #define TB_MAX_LINES 2000

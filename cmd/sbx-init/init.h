@@ -2,7 +2,7 @@
 #ifndef SBX_INIT_H
 #define SBX_INIT_H
 
-#include "../../lib/exitcode.h"	/* the statuses sbx-init and its children exit with */
+#include "exitcode.h"	/* the statuses sbx-init and its children exit with */
 
 /* Accepts exec requests on listen_fd forever (see lib/localproto.h). */
 int init_serve(int listen_fd);

@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/localnet.h"
+#include "fsutil.h"
+#include "localnet.h"
 #include "init.h"
 
 /* How long a helper may take to connect the namespace: pasta needs well under a second. */

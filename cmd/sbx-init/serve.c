@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/local_bwrap.h"
-#include "../../lib/localproto.h"
+#include "local_bwrap.h"
+#include "localproto.h"
 #include "init.h"
 
 /* How long a client may take to send its request: it sends it at once, so this only guards

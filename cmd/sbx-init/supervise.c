@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/idmap.h"
-#include "../../lib/local_bwrap.h"
-#include "../../lib/reslimit.h"
+#include "fsutil.h"
+#include "idmap.h"
+#include "local_bwrap.h"
+#include "reslimit.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gojson.h"
-#include "../../lib/llmmsg.h"
-#include "../../lib/vendor.h"
+#include "gojson.h"
+#include "llmmsg.h"
+#include "vendor.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/acpauth.h"
-#include "../../lib/acpreg.h"
-#include "../../lib/net.h"
-#include "../../lib/paths.h"
+#include "acpauth.h"
+#include "acpreg.h"
+#include "net.h"
+#include "paths.h"
 #include "tap.h"
 
 #define S (INT64_C(1000000000))

@@ -8,14 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/agent.h"
-#include "../../lib/backend.h"
-#include "../../lib/chatview.h"
-#include "../../lib/child.h"
-#include "../../lib/gojson.h"
-#include "../../lib/history.h"
-#include "../../lib/timeutil.h"
-#include "../../lib/xalloc.h"
+#include "agent.h"
+#include "backend.h"
+#include "chatview.h"
+#include "child.h"
+#include "gojson.h"
+#include "history.h"
+#include "timeutil.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char *slurp(const char *path)

@@ -4,9 +4,9 @@
  * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
 #include <stdlib.h>
 
-#include "../../lib/gemini_path.h"
-#include "../../lib/gemini_shell.h"
-#include "../../lib/toolset.h"
+#include "gemini_path.h"
+#include "gemini_shell.h"
+#include "toolset.h"
 #include "tap.h"
 
 /* gemini-cli's run_shell_command text rules (lib/gemini_shell.c), cases from its shell-utils. */

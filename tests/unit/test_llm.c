@@ -4,12 +4,12 @@
 
 #include <curl/curl.h>
 
-#include "../../lib/eliza.h"
-#include "../../lib/gojson.h"
-#include "../../lib/llm.h"
-#include "../../lib/llmmsg.h"
-#include "../../lib/sse.h"
-#include "../../lib/vendor.h"
+#include "eliza.h"
+#include "gojson.h"
+#include "llm.h"
+#include "llmmsg.h"
+#include "sse.h"
+#include "vendor.h"
 #include "tap.h"
 
 /* Collects events as "type|id|data\n" lines. */

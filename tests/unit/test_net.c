@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/netpolicy.h"
-#include "../../lib/proxyreq.h"
+#include "netpolicy.h"
+#include "proxyreq.h"
 #include "tap.h"
 
 static const char *matched(const struct netpolicy *p, const char *host, int port)

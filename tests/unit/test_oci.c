@@ -12,9 +12,9 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/oci.h"
-#include "../../lib/xalloc.h"
+#include "fsutil.h"
+#include "oci.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char tmp[256];

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/proxyfilter.h"
+#include "proxyfilter.h"
 #include "tap.h"
 
 static void *nothing(void *arg)

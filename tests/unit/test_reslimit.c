@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/backend.h"
-#include "../../lib/homedisk.h"
-#include "../../lib/reslimit.h"
+#include "backend.h"
+#include "homedisk.h"
+#include "reslimit.h"
 #include "tap.h"
 
 static void test_tmpfs(void)
