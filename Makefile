@@ -30,14 +30,17 @@ BIN ?= bin
 STATIC_PROGS := sbx-init geminicli-toolbox
 PROGS := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
 DYN_PROGS := $(filter-out $(STATIC_PROGS),$(PROGS))
-# The Kubernetes backend (lib/kube*.c) is a plugin, sbx-kube.so, loaded only when
-# -backend kubernetes is used: its libraries (libwebsockets, OpenSSL, libyaml; libcurl is
-# opened by lib/curlso.c only when an API request is made)
-# cost milliseconds to load, and the local fast path must not pay for them.
-KUBE_SRC := $(wildcard lib/kube*.c)
-LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*.c))
+# lib/ is one folder per layer (lib/README.md names them, lowest first); a file's folder alone
+# decides where it is built. The Kubernetes backend, lib/kube/, is a plugin, sbx-kube.so, loaded
+# only when -backend kubernetes is used: its libraries (libwebsockets, OpenSSL, libyaml; libcurl
+# is opened by lib/util/curlso.c only when an API request is made) cost milliseconds to load,
+# and the local fast path must not pay for them. Every other folder goes into libsbx.a.
+KUBE_SRC := $(wildcard lib/kube/*.c)
+LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 KUBE_OBJ := $(KUBE_SRC:%.c=$(B)/%.o)
+# lib_src NAME...: the sources lib/*/NAME.c, wherever their folder is.
+lib_src = $(foreach n,$(1),$(wildcard lib/*/$(n).c))
 CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -47,13 +50,12 @@ PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c lib/idmap.c \
-	lib/child.c lib/exitcode.c lib/timeutil.c lib/xalloc.c
-# lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
+sbx-init_LIBSRC := $(call lib_src,fsutil err cgroup homedisk reslimit local_bwrap idmap child exitcode timeutil xalloc)
+# lib/local/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
-$(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
+$(patsubst %.c,$(B)/static/%.o,$(call lib_src,local_bwrap)): STATIC_DEFS := -DSBX_INIT
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
-geminicli-toolbox_LIBSRC := lib/utf8.c lib/gemini_path.c lib/xalloc.c
+geminicli-toolbox_LIBSRC := $(call lib_src,utf8 gemini_path xalloc)
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)
