@@ -57,7 +57,7 @@ $(patsubst %.c,$(B)/static/%.o,$(call lib_src,local_bwrap)): STATIC_DEFS := -DSB
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
 geminicli-toolbox_LIBSRC := $(call lib_src,utf8 gemini_path xalloc)
 
-.PHONY: all check test run asan install uninstall clean deps bench fuzz images
+.PHONY: all check test run asan install uninstall clean deps bench fuzz images lint
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)
 
 # Header dependencies are computed by the compiler (-MMD -MP): an edit rebuilds exactly the
@@ -131,6 +131,10 @@ asan: deps all
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
 		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
+
+# lib/'s layering (lib/README.md, Folders): no folder includes from one above it.
+lint:
+	@scripts/check-layers
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), each for FUZZ_SECONDS (default 60).
 fuzz:

@@ -134,7 +134,7 @@ static void debug(void *arg, const char *dir, const char *line)
 		cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
 }
 
-/* Readable after the first Ctrl-C (lib/cancel.h, CANCEL_ONCE: the default action comes back
+/* Readable after the first Ctrl-C (lib/util/cancel.h, CANCEL_ONCE: the default action comes back
  * for a second one). */
 static int stop_fd = -1;
 
@@ -231,7 +231,7 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 }
 
 /* Long: a main's linear steps (flags, spawn or dial, setup, one prompt or the chat loop), each
- * short; the client itself is lib/acpclient.c. */
+ * short; the client itself is lib/acp/acpclient.c. */
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *cmd = "gemini --acp", *cwd_flag = NULL, *session = NULL;

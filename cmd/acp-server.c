@@ -74,7 +74,7 @@ static const char usage[] =
  * default grace period is 30 s, and the sandboxes still have to be deleted after). */
 #define DRAIN_NS (INT64_C(15) * 1000000000)
 
-/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+/* Readable once SIGINT or SIGTERM came (lib/util/cancel.h). */
 static int stop_fd = -1;
 
 static void log_line(void *arg, const char *msg)
@@ -152,7 +152,7 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 }
 
 /* Long: a main's checks in the order acp-server(1) documents them (flags, TLS, auth, listener,
- * token file), each a line or two; the server itself is lib/acp.c. */
+ * token file), each a line or two; the server itself is lib/acp/acp.c. */
 int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend, *image;

@@ -99,7 +99,7 @@ static int fail_status(const struct sbx_err *e)
 }
 
 /* Long: a main's checks (flags, vendor, key, request document) in the order their usage errors
- * are tested; the exchange is lib/llm.c. */
+ * are tested; the exchange is lib/llm/llm.c. */
 int main(int argc, char **argv)
 {
 	const char *model_flag = NULL, *base_flag = NULL, *vendor_flag = NULL, *auth_flag = NULL;
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	if (auth_flag == NULL || *auth_flag == '\0')
 		auth_flag = getenv("LLM_AUTH_HEADER");
 	cfg.auth_header = auth_flag;
-	/* SIGINT, SIGTERM (lib/cancel.h; no SA_RESTART: a blocked read returns to see them);
+	/* SIGINT, SIGTERM (lib/util/cancel.h; no SA_RESTART: a blocked read returns to see them);
 	 * SIGPIPE ignored: a closed stdout shows up as a write error instead. */
 	if (cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);

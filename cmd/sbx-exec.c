@@ -141,7 +141,7 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 }
 
 /* Long: a main's checks in the order their usage errors are tested, then the request built and
- * run; the exec is lib/relay.c and lib/capture.c. */
+ * run; the exec is lib/backend/relay.c and lib/backend/capture.c. */
 int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};

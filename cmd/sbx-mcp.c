@@ -1,5 +1,5 @@
 /* sbx-mcp — sbx's toolsets as MCP tools (stdio or Streamable HTTP), each MCP session with its
- * own sandbox and agent-loop's lifecycle (lib/mcpserver.h, lib/mcphttp.h). */
+ * own sandbox and agent-loop's lifecycle (lib/mcp/mcpserver.h, lib/mcp/mcphttp.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -55,7 +55,7 @@ static const char usage[] =
 	"  -v                    show each step's command line and documents on stderr\n"
 	"  -h                    show this help\n";
 
-/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+/* Readable once SIGINT or SIGTERM came (lib/util/cancel.h). */
 static int stop_fd = -1;
 
 static void on_log(void *arg, const char *msg)
@@ -117,7 +117,7 @@ static char *http_token(const char *file, int lfd)
 }
 
 /* Long: a main's checks in the order sbx-mcp(1) documents them, then stdio or -listen; the
- * server is lib/mcpserver.c. */
+ * server is lib/mcp/mcpserver.c. */
 int main(int argc, char **argv)
 {
 	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");

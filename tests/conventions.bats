@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # conventions.bats — what every program shares: -h, --version from the one version string
-# (lib/version.h), a man page, and in it the one exit status table (man/exit-status.roff)
+# (lib/util/version.h), a man page, and in it the one exit status table (man/exit-status.roff)
 # followed by what each status means for that program.
 
 load helpers

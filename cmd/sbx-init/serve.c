@@ -1,5 +1,5 @@
 /* serve.c — the exec service inside a sandbox. It runs outside the commands' pid namespace
- * (lib/local_bwrap.c says why and how); one forked "shepherd" per connection (forked ahead
+ * (lib/local/local_bwrap.c says why and how); one forked "shepherd" per connection (forked ahead
  * of it and waiting in accept, see init_serve) starts the command in that namespace, in a new
  * session, with the command's mark, and kills every process carrying the mark when the
  * caller gives up (LP_KILL, a hang-up, the timeout). */

@@ -1,11 +1,11 @@
-/* acp.h — the agent side of the Agent Client Protocol v1 over JSON-RPC peers (lib/peer.h):
+/* acp.h — the agent side of the Agent Client Protocol v1 over JSON-RPC peers (lib/util/peer.h):
  * a method table (initialize, authenticate, session/new, session/load, session/prompt,
  * session/cancel), a process-wide session registry shared by every connection, and the
- * mapping of agent turns (lib/agent.h) onto session/update notifications and
+ * mapping of agent turns (lib/agent/agent.h) onto session/update notifications and
  * session/request_permission requests. Upstream: cmd/acp-server; wire shapes: ACP v1 schema.
- * Who may do what: a connection authenticates as a principal (lib/acpauth.h) unless the
+ * Who may do what: a connection authenticates as a principal (lib/util/acpauth.h) unless the
  * server runs without authentication; a session belongs to the principal that created it
- * (recorded in lib/acpreg.h's file) and is driven by one connection at a time.
+ * (recorded in lib/acp/acpreg.h's file) and is driven by one connection at a time.
  * Threads: acp_serve runs one connection on the calling thread; prompts and loads run on
  * worker threads of their own, so a slow turn never holds up another session or connection.
  * Ownership: strings and objects in acp_config are borrowed for the server's lifetime;
@@ -58,7 +58,7 @@
 #define ACP_THREAD_STACK ((size_t)512 << 10)
 
 struct acp_config {
-	/* Passed to every agent session (lib/agent.h). */
+	/* Passed to every agent session (lib/agent/agent.h). */
 	const char *backend, *namespace, *image, *homedir, *toolset, *model, *bindir;
 	int64_t tool_timeout_ns;
 	int max_tool_rounds;		/* <= 0: AGENT_DEFAULT_MAX_TOOL_ROUNDS */

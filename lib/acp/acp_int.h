@@ -1,9 +1,9 @@
 /* acp_int.h — what the parts of the ACP agent share; not for other modules. The parts:
- * lib/acp.c, the server and the method table; lib/acplisten.c, its listener and connections;
- * lib/acpsess.c, the session registry, ownership and attachment; lib/acplifecycle.c,
- * session/new, load, resume, close and list; lib/acpconfig.c, modes and config options;
- * lib/acpprompt.c, a prompt's content; lib/acpturn.c, a turn mapped onto session updates;
- * lib/acpreplay.c, a stored conversation replayed; lib/acpmcp.c, a session's mcpServers.
+ * lib/acp/acp.c, the server and the method table; lib/acp/acplisten.c, its listener and connections;
+ * lib/acp/acpsess.c, the session registry, ownership and attachment; lib/acp/acplifecycle.c,
+ * session/new, load, resume, close and list; lib/acp/acpconfig.c, modes and config options;
+ * lib/acp/acpprompt.c, a prompt's content; lib/acp/acpturn.c, a turn mapped onto session updates;
+ * lib/acp/acpreplay.c, a stored conversation replayed; lib/acp/acpmcp.c, a session's mcpServers.
  * Locking: srv->mu guards the session list, every session's attachment and busy state, and
  * every connection's counters; fields marked "turn" belong to the thread running the session's
  * turn or replay (the one that set busy). */
@@ -49,7 +49,7 @@ struct acp_session {
 	char *principal;		/* its owner */
 	struct acp_server *srv;
 	struct agent_session *as;
-	struct acp_mcp *mcp;		/* its mcpServers (lib/acpmcp.c); NULL: none */
+	struct acp_mcp *mcp;		/* its mcpServers (lib/acp/acpmcp.c); NULL: none */
 	char *cwd;			/* the client's working directory for it */
 	char *workdir;			/* the sandbox directory cwd maps to */
 	enum acp_mode mode;
@@ -126,7 +126,7 @@ struct req {
 	struct json_object *params;	/* an object (possibly empty) */
 };
 
-/* ---- lib/acp.c ---- */
+/* ---- lib/acp/acp.c ---- */
 /* A connection of srv over p (remote: "host:port", NULL for stdio), and its life: runs it
  * until its peer ends, then stops what it started, detaches its sessions (they stay for a
  * later load) and frees the peer. */
@@ -146,7 +146,7 @@ struct json_object *acp_text_block(const char *text, size_t len);
 void acp_send_chunk(struct peer *p, const char *sid, const char *kind, const char *text,
 		    size_t len);
 
-/* ---- lib/acpsess.c ---- */
+/* ---- lib/acp/acpsess.c ---- */
 /* The agent session of ACP session id (must_exist: loaded, not new). */
 struct agent_session *acp_open_agent(struct acp_server *srv, const char *id, bool must_exist,
 				     struct sbx_err *e);
@@ -196,7 +196,7 @@ struct acp_pathmap acp_session_paths(const struct acp_session *s);
 void m_session_resume(const struct req *r);
 void m_session_close(const struct req *r);
 void m_session_list(const struct req *r);
-/* ---- lib/acpconfig.c ---- */
+/* ---- lib/acp/acpconfig.c ---- */
 /* Whether model may be chosen (the default dflt or one of cfg.models); the mode with id (ask
  * when unknown). */
 bool acp_model_allowed(const struct acp_server *srv, const char *model, const char *dflt);
@@ -211,7 +211,7 @@ void acp_send_options(struct acp_server *srv, struct acp_session *s, struct peer
 void m_session_set_mode(const struct req *r);
 void m_session_set_config_option(const struct req *r);
 
-/* ---- lib/acpmcp.c ---- */
+/* ---- lib/acp/acpmcp.c ---- */
 /* Takes the mcpServers of a session/new, load or resume (NULL: none): the servers running
  * for an earlier configuration are stopped. The session is busy or not yet shared. */
 void acp_mcp_configure(struct acp_session *s, struct json_object *servers);
@@ -226,7 +226,7 @@ struct json_object *acp_mcp_decls(const struct acp_session *s);
 char *acp_mcp_run(struct acp_session *s, const struct agent_tool_call *call, int cancel_fd,
 		  bool *failed, struct sbx_err *e);
 
-/* ---- lib/acpplan.c ---- */
+/* ---- lib/acp/acpplan.c ---- */
 /* The plan tool: gemini-cli's write_todos, offered with -toolset geminicli and answered by
  * the server itself (no sandbox, never asked for): each call is sent as a `plan` update. */
 #define ACP_PLAN_TOOL "write_todos"
@@ -237,7 +237,7 @@ void acp_extra_tools_update(struct acp_session *s);
 /* The plan update of a write_todos call's arguments; NULL when they are not a valid list. */
 struct json_object *acp_plan_update(const char *arguments);
 
-/* ---- lib/acpcmd.c ---- */
+/* ---- lib/acp/acpcmd.c ---- */
 /* available_commands_update for s, to p: the slash commands acp-server answers itself. */
 void acp_send_commands(struct acp_server *srv, struct acp_session *s, struct peer *p);
 /* If the prompt (params.prompt) is one text block naming an offered command, runs it (the
@@ -245,13 +245,13 @@ void acp_send_commands(struct acp_server *srv, struct acp_session *s, struct pee
  * (the prompt goes to the model). */
 bool acp_command_run(struct acp_session *s, struct json_object *params, struct buf *out);
 
-/* ---- lib/acpturn.c ---- */
+/* ---- lib/acp/acpturn.c ---- */
 void m_session_prompt(const struct req *r);
 /* The agent's id of the call at position k of the assistant message at history index msg:
  * unique in the session, and the same when the conversation is replayed (new string). */
 char *acp_call_id(size_t msg, size_t k);
 
-/* ---- lib/acpprompt.c ---- */
+/* ---- lib/acp/acpprompt.c ---- */
 /* Whether the model takes image parts (cfg.images, else what its name says). */
 bool acp_model_images(const struct acp_server *srv, const char *model);
 /* The user message's content for a prompt's blocks (params.prompt): text blocks as
@@ -262,7 +262,7 @@ struct json_object *acp_prompt_content(struct acp_session *s, struct acp_conn *c
 				       struct json_object *params, char **title, int *code,
 				       char *why, size_t whysz);
 
-/* ---- lib/acpreplay.c ---- */
+/* ---- lib/acp/acpreplay.c ---- */
 /* session/load's replay of one history message (after index i, for tool results). Returns
  * false when the peer went away or the replay was cancelled. */
 bool acp_replay_message(struct acp_session *s, struct peer *p, struct json_object *hist,

@@ -41,7 +41,7 @@ struct acpclient;
 
 /* Starts the peer's I/O thread, initializes and sets up the session. Prints
  * "Connected to ACP agent (protocol vN)" and, when the agent has modes, "Mode: …". Updates are
- * rendered by lib/acpview.h. */
+ * rendered by lib/acp/acpview.h. */
 struct acpclient *acpclient_open(const struct acpclient_config *cfg, struct peer *p,
 				 struct sbx_err *e);
 /* The session id in use (borrowed). */

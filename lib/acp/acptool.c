@@ -126,7 +126,7 @@ static char *title_of(const struct tool_view *v, const char *name, struct json_o
 
 	if (v == NULL && strncmp(name, "mcp__", 5) == 0 && (p = strstr(name + 5, "__")) != NULL)
 		return xasprintf("%s (MCP %.*s)", p + 2, (int)(p - name - 5), name + 5);
-	/* acp-server's plan tool (lib/acpplan.c) */
+	/* acp-server's plan tool (lib/acp/acpplan.c) */
 	if (v == NULL && strcmp(name, "write_todos") == 0 &&
 	    json_object_object_get_ex(args, "todos", &inc) && json_object_is_type(inc, json_type_array))
 		return json_object_array_length(inc) == 0 ? xstrdup("Clear the plan")

@@ -32,7 +32,7 @@ char *acptool_client_path(const struct acp_pathmap *pm, const char *path);
 void acptool_describe(struct json_object *o, const char *name, const char *arguments,
 		      const struct acp_pathmap *pm);
 /* Whether a result kept in history reports a failure, for a replay where the live flag is
- * gone: a harness text (lib/toolmsg.h), a tool's own failure text, or an execute tool's
+ * gone: a harness text (lib/toolset/toolmsg.h), a tool's own failure text, or an execute tool's
  * non-zero exit code or signal. Live calls use toolset_call's flag instead. */
 bool acptool_failed_text(const char *name, const char *content);
 /* Adds the final status ("failed" when failed, else "completed"), content (a diff for a

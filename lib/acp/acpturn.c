@@ -1,5 +1,5 @@
-/* acpturn.c — session/prompt: a turn of the agent (lib/agent.h) mapped onto session/update
- * notifications (text, thoughts, usage, tool calls as lib/acptool.h shows them), every tool
+/* acpturn.c — session/prompt: a turn of the agent (lib/agent/agent.h) mapped onto session/update
+ * notifications (text, thoughts, usage, tool calls as lib/acp/acptool.h shows them), every tool
  * call put to the client through session/request_permission as the session's mode says. The
  * prompt's content: acpprompt.c; the replay of a stored conversation: acpreplay.c. */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* acpview.h — ACP session updates as terminal text, for acp-client (every piece through
- * lib/termtext.h, so nothing the agent sends can drive the terminal): message and thought chunks
+ * lib/util/termtext.h, so nothing the agent sends can drive the terminal): message and thought chunks
  * as they stream, tool calls (`[tool: kind] title (status)`, then `[tool] title → status`)
  * with their output collapsed to a few lines and edits as diffs, plans, the mode, token usage,
  * session titles, available commands and notices.

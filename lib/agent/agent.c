@@ -244,7 +244,7 @@ const char *agent_session_homedir(const struct agent_session *s)
 
 /* ---- children ---- */
 
-/* A child's argv is a strvec (lib/xalloc.h): it grows and owns its words. */
+/* A child's argv is a strvec (lib/util/xalloc.h): it grows and owns its words. */
 static void arg(struct strvec *a, const char *s)
 {
 	strvec_push(a, s);
@@ -742,7 +742,7 @@ static struct json_object *call_llm(struct agent_session *s, const struct agent_
 	char *body, *msg;
 
 	json_object_object_add(req, "model", json_object_new_string(s->model));
-	/* Every stored field goes to llm-chat, whose vendor policy (lib/vendor.c) sends each vendor
+	/* Every stored field goes to llm-chat, whose vendor policy (lib/llm/vendor.c) sends each vendor
 	 * what it requires back (DeepSeek's reasoning_content in a tool-call turn) and nothing
 	 * it refuses. */
 	json_object_object_add(req, "messages", json_object_get(history_messages(s->h)));

@@ -7,7 +7,7 @@
  *                        └──────── tool messages ◀── sbx-tool ◀─ (sbx-create+sbx-restore / sbx-touch)
  *   a tool ran this turn ─▶ sbx-snapshot at turn end;   agent_session_close ─▶ sbx-delete
  *
- * Every message is appended to the session history (lib/history.h) as soon as it exists.
+ * Every message is appended to the session history (lib/agent/history.h) as soon as it exists.
  * Programs are looked up next to the running executable first, then on PATH.
  *
  * Threads: a session has no hidden global state; different sessions may run turns in different

@@ -1,6 +1,6 @@
 /* chatview.h — how a chat looks on a terminal, byte for byte as upstream's CLI: the welcome
  * banner or the resumed-session replay, `Agent> ` answers (here streamed as they arrive). The
- * model's and the history's text is shown as lib/termtext.h renders it (controls visible).
+ * model's and the history's text is shown as lib/util/termtext.h renders it (controls visible).
  * Writes only to the FILE it is given (standard output in agent-loop); never to stderr.
  * Ownership: messages and sessions passed in stay the caller's. */
 #ifndef SBX_CHATVIEW_H

@@ -1,5 +1,5 @@
 /* archive.c — check, extract and filter tar archives with libarchive, each entry passing the
- * policy of lib/archive_policy.c; packing is lib/archive_pack.c. */
+ * policy of lib/archive/archive_policy.c; packing is lib/archive/archive_pack.c. */
 #include "archive.h"
 
 #include <archive.h>

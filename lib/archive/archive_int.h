@@ -1,7 +1,7 @@
-/* archive_int.h — for lib/archive*.c only: the entry policy every archive passes (the
- * restore rules of archive.h, lib/archive_policy.c), shared by checking, extracting,
+/* archive_int.h — for lib/archive/archive*.c only: the entry policy every archive passes (the
+ * restore rules of archive.h, lib/archive/archive_policy.c), shared by checking, extracting,
  * filtering and packing; and the writing end shared by packing and filtering
- * (lib/archive_pack.c). Ownership: a policy's memory is freed with archive_policy_free. */
+ * (lib/archive/archive_pack.c). Ownership: a policy's memory is freed with archive_policy_free. */
 #ifndef SBX_ARCHIVE_INT_H
 #define SBX_ARCHIVE_INT_H
 
@@ -59,7 +59,7 @@ int archive_sink_open(struct archive *a, struct archive_sink *s, struct sbx_err 
 /* The error of a failed write: the sink's own, else libarchive's. Returns -1. */
 int archive_sink_error(struct archive *a, const struct archive_sink *s, struct sbx_err *e);
 
-/* Where an extraction writes (lib/archive_place.c): entries placed below the directory dir
+/* Where an extraction writes (lib/archive/archive_place.c): entries placed below the directory dir
  * without following anything. tmp (or NULL): a name in dir each regular file is written
  * under, then renamed to its place (a file is replaced only by a complete one). sync: files
  * and directories fsynced before they are final. NULL with e when dir cannot be opened. */

@@ -22,7 +22,7 @@
 #define SBX_IMAGE_MAX 1024
 #define SBX_PATH_MAX 1024
 #define SBX_NAMESPACE_MAX 64
-/* -allow-host: the normalised list (see lib/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
+/* -allow-host: the normalised list (see lib/backend/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
 #define SBX_ALLOW_HOSTS_MAX 4097
 /* A RuntimeClass name: a DNS-1123 subdomain. */
 #define SBX_RUNTIME_CLASS_MAX 254
@@ -55,7 +55,7 @@ struct sbx_spec {
 	int64_t ttl_ns;			/* shutdown_time = now + ttl */
 	bool network;			/* a network of its own with NAT to the outside */
 	/* -allow-host: "" or the normalised list; when set the only way out is the egress proxy,
-	 * for those hosts only (local: lib/localnet.c; kubernetes decides for itself). */
+	 * for those hosts only (local: lib/local/localnet.c; kubernetes decides for itself). */
 	char allow_hosts[SBX_ALLOW_HOSTS_MAX];
 	struct sbx_limits limits;	/* defaults from backend_spec_init */
 	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
@@ -114,7 +114,7 @@ struct sbx_backend;
 
 struct backend_ops {
 	const char *name;
-	/* The backend hands exec's descriptors into the sandbox (local): lib/relay.c then passes
+	/* The backend hands exec's descriptors into the sandbox (local): lib/backend/relay.c then passes
 	 * pipes of its own instead of the caller's. */
 	bool passes_fds;
 	/* Creates the sandbox or reuses a ready one with the same spec; waits until ready. */

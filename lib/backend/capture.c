@@ -1,4 +1,4 @@
-/* capture.c — collect a command's output in memory with per-stream caps. lib/relay.c drains
+/* capture.c — collect a command's output in memory with per-stream caps. lib/backend/relay.c drains
  * both streams while the backend runs the command; bytes past the cap are read and dropped
  * so the command never blocks on a full pipe. When the command has ended, what is already
  * in the pipes is kept and reading stops, even if a background process it left behind still

@@ -32,7 +32,7 @@ static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err
 	return 0;
 }
 
-/* Checks and normalises the -allow-host list (lib/netpolicy.c). */
+/* Checks and normalises the -allow-host list (lib/backend/netpolicy.c). */
 static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
 	struct netpolicy p;

@@ -1,7 +1,7 @@
 /* specflags.h — the flags that shape a new sandbox (its struct sbx_spec beyond name, image,
  * homedir and ttl), defined once for every program that creates sandboxes. sbx-create turns
  * them into the spec; agent-loop, acp-server and sbx-mcp take the same flags and hand what was
- * given to sbx-create unchanged, so a new sandbox flag is one row in lib/specflags.c and
+ * given to sbx-create unchanged, so a new sandbox flag is one row in lib/backend/specflags.c and
  * reaches every program without touching them. Each flag may have an environment variable
  * (SANDBOX_*) that sbx-create reads when the flag is not given; children inherit it.
  * Ownership: values point into argv (or the environment); specflags_argv's vector is newly

@@ -1,7 +1,7 @@
-/* kube_int.h — what the parts of the kubernetes backend share (lib/kube_backend.c with
+/* kube_int.h — what the parts of the kubernetes backend share (lib/kube/kube_backend.c with
  * kube_object.c, kube_netpol.c, kube_ready.c and kube_wrapexec.c): its state, the Sandbox
  * API's paths and labels. Nothing outside the plugin includes it. Ownership as in
- * lib/backend.h: returned strings and json_object references are the caller's. */
+ * lib/backend/backend.h: returned strings and json_object references are the caller's. */
 #ifndef SBX_KUBE_INT_H
 #define SBX_KUBE_INT_H
 

@@ -1,5 +1,5 @@
 /* kube_wrapexec.c — how the kubernetes backend runs a command in a Sandbox's pod over
- * WebSocket exec (lib/kubeexec.c): wrapped or plain, stdin streamed (v5) or counted (v4),
+ * WebSocket exec (lib/kube/kubeexec.c): wrapped or plain, stdin streamed (v5) or counted (v4),
  * stopped for good on a timeout, a cancel or a broken stream.
  * Wrapped execs. libwebsockets 4.1 formats the upgrade request line into 2 KiB, too little
  * for long command lines, and Kubernetes neither stops a process when its exec stream closes

@@ -1,4 +1,4 @@
-/* kubeapi.c — Kubernetes REST over libcurl (opened on the first request, lib/curlso.h): one reused handle, bearer or client-cert auth,
+/* kubeapi.c — Kubernetes REST over libcurl (opened on the first request, lib/util/curlso.h): one reused handle, bearer or client-cert auth,
  * JSON in and out, newline-delimited watch streams, metav1.Status errors decoded. */
 #include "kubeapi.h"
 

@@ -1,6 +1,6 @@
 /* llm.c — one OpenAI-compatible chat completion over libcurl: the exchange, its streamed
- * answer assembled (lib/llmmsg.h), retries (lib/llmretry.c), the fake model. The request and
- * answer documents: lib/llmreq.c. */
+ * answer assembled (lib/llm/llmmsg.h), retries (lib/llm/llmretry.c), the fake model. The request and
+ * answer documents: lib/llm/llmreq.c. */
 #include "llm.h"
 
 #include <errno.h>

@@ -2,10 +2,10 @@
  * POST to <base>/chat/completions over libcurl with retries (exponential backoff with jitter,
  * Retry-After honoured), the answer's first choice, and streamed answers (Server-Sent Events)
  * assembled into the very message a plain request would have returned. The model "fake-eliza"
- * is answered in-process (lib/eliza.h) without loading libcurl.
+ * is answered in-process (lib/llm/eliza.h) without loading libcurl.
  * Every field a server sends is kept in the answer (content given as parts is flattened to
- * text and reasoning, lib/llmmsg.h); the request sent back holds what the vendor accepts
- * (lib/vendor.h): Gemini wants its thought signatures, Groq refuses "reasoning".
+ * text and reasoning, lib/llm/llmmsg.h); the request sent back holds what the vendor accepts
+ * (lib/llm/vendor.h): Gemini wants its thought signatures, Groq refuses "reasoning".
  * The first real request loads and initialises libcurl: make it from one thread at a time.
  * Ownership: documents passed in stay the caller's; returned json_object pointers are new
  * references (llm_result_free puts them); returned char * are the caller's to free. */
@@ -59,7 +59,7 @@ struct llm_config {
 	/* The header carrying the key: "Authorization" sends "Bearer <key>", any other name the
 	 * bare key (Azure's "api-key"). NULL: the vendor's. */
 	const char *auth_header;
-	/* What the request may hold (lib/vendor.h). NULL: the vendor of base_url's host. */
+	/* What the request may hold (lib/llm/vendor.h). NULL: the vendor of base_url's host. */
 	const struct vendor *vendor;
 	const char *model;
 	int64_t timeout_ns;		/* per attempt: the whole exchange, or silence while streaming */

@@ -1,4 +1,4 @@
-/* local.h — the local backend's three parts, private to them (nothing outside lib/local_*.c
+/* local.h — the local backend's three parts, private to them (nothing outside lib/local/local_*.c
  * includes this):
  *   local_backend.c  the state of each sandbox on the host (its directory, locks, spec.json)
  *                    and the backend_ops built on it;
@@ -25,7 +25,7 @@ struct sbx_paths {
 struct local_ids {
 	uid_t uid;			/* the first host id of the sandbox's range */
 	gid_t gid;
-	unsigned long count;		/* ids in the range (lib/idmap.h), 1 for a user's */
+	unsigned long count;		/* ids in the range (lib/local/idmap.h), 1 for a user's */
 	int drop;			/* 1: this process is root and the sandbox runs as uid:gid */
 	int lock;			/* held while the sandbox has uid:gid (-1: none); see below */
 };

@@ -1,5 +1,5 @@
 /* local_backend.c — sandboxes as Linux namespaces made with bubblewrap on this host: their
- * state on the host and the backend operations (lib/local.h names the other two parts).
+ * state on the host and the backend operations (lib/local/local.h names the other two parts).
  *
  * State: $XDG_STATE_HOME/sbx/<namespace>/<name>/ holds spec.json (the handle, shaped like the
  * Kubernetes resource), deadline (shutdown time, ns), lock (flocked by the supervisor while

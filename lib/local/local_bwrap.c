@@ -3,14 +3,14 @@
  * file, so a security reviewer reads it end to end: the host half (built into libsbx) makes
  * bubblewrap's plan — namespaces, the filesystem with its masked host secrets, the
  * environment, the identities, the service's capabilities; the sandbox half (built into the
- * static sbx-init with SBX_INIT defined, see lib/local_bwrap.h) carries out every change of
+ * static sbx-init with SBX_INIT defined, see lib/local/local_bwrap.h) carries out every change of
  * identity or privilege after bubblewrap's own.
  *
  * The shape of a sandbox, and why:
  *
  *   host:  supervisor (sbx-init supervise; PATH only in its environment)
  *            └ bubblewrap, as the sandbox's host uid; plan through --args; as root, into the
- *              user namespaces of the sandbox's id range (lib/idmap.h), else its own
+ *              user namespaces of the sandbox's id range (lib/local/idmap.h), else its own
  *   P0:        └ bwrap's pid 1 └ the exec service (sbx-init serve, non-dumpable) └ shepherds
  *   P1:                            └ the commands' init  ⟵ every command and what it starts
  *
@@ -106,7 +106,7 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
 }
 
 /* ---- identities ----
- * Run as root, each sandbox gets IDMAP_RANGE host uids and gids of its own (lib/idmap.h: the
+ * Run as root, each sandbox gets IDMAP_RANGE host uids and gids of its own (lib/local/idmap.h: the
  * "sbx" entries of /etc/subuid and /etc/subgid when the host has them, else 0x70010000 up to
  * 2^31), root inside being the first: per-uid kernel accounting — RLIMIT_NPROC, inotify
  * instances, keys, pending signals — is not shared between sandboxes, none can read or
@@ -193,10 +193,10 @@ static const char *const cmd_cap_names[] = {
 	"CAP_SETUID",
 };
 
-/* The namespaces: all of them new (lib/localnet.c connects the network one, or not); no
+/* The namespaces: all of them new (lib/local/localnet.c connects the network one, or not); no
  * more user namespaces inside. Root's sandboxes enter the user namespaces their supervisor
  * made for their id range (it adds --userns, --userns2 and --assert-userns-disabled: the
- * same two levels, the image's user the inner root, see lib/idmap.h); a user's has
+ * same two levels, the image's user the inner root, see lib/local/idmap.h); a user's has
  * bubblewrap make them, mapping the user's own ids. */
 static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
 			    const struct oci_image *img, int prepared)
@@ -340,7 +340,7 @@ static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan
 	 * unless an image names its own WorkingDir. */
 	push3(a, "--chdir", img && img->workdir[0] ? img->workdir : spec->homedir, NULL);
 	plan_env(a, spec, img);
-	/* The network's helper and what it needs inside (lib/localnet.c). */
+	/* The network's helper and what it needs inside (lib/local/localnet.c). */
 	if (localnet_prepare(spec, dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image : "/",
 			     a, e) < 0)
 		return -1;

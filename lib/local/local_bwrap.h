@@ -1,7 +1,7 @@
-/* local_bwrap.h — the sandbox half of lib/local_bwrap.c: what sbx-init carries out of the
+/* local_bwrap.h — the sandbox half of lib/local/local_bwrap.c: what sbx-init carries out of the
  * plan, every change of identity or privilege after bubblewrap's own. That half is compiled
  * into the static sbx-init only (with SBX_INIT defined; libc and libseccomp), the host half
- * into libsbx (lib/local.h). */
+ * into libsbx (lib/local/local.h). */
 #ifndef SBX_LOCAL_BWRAP_H
 #define SBX_LOCAL_BWRAP_H
 

@@ -1,5 +1,5 @@
 /* local_exec.c — the client of a local sandbox's exec service (cmd/sbx-init/serve.c is the
- * other end; lib/localproto.h the wire format). One connection per command: the request with
+ * other end; lib/local/localproto.h the wire format). One connection per command: the request with
  * the command's three descriptors, then one result; a kill request (LP_KILL or hanging up)
  * makes the service kill every process the command started. */
 #include <errno.h>

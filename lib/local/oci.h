@@ -2,9 +2,9 @@
  * ("oci:DIR[:TAG]") or an archive of one ("oci-archive:PATH[:TAG]") is checked against its
  * digests, its layers are unpacked once into a cache shared by every sandbox made from it
  * (keyed by the manifest digest), and its config's Env, WorkingDir and User are read.
- * lib/oci.c (with oci_blob.c and oci_layer.c) does the work (libarchive, OpenSSL) and runs in
+ * lib/local/oci.c (with oci_blob.c and oci_layer.c) does the work (libarchive, OpenSSL) and runs in
  * the sbx-image program;
- * lib/oci_image.c is how the local backend asks sbx-image, so the commands that only run
+ * lib/local/oci_image.c is how the local backend asks sbx-image, so the commands that only run
  * sandboxes never load those libraries.
  * Ownership: returned images are freed with oci_image_free and own all their strings;
  * returned json_object * are new references the caller puts. */

@@ -1,7 +1,7 @@
 /* mcpclient.h — the client side of the Model Context Protocol for ACP's mcpServers: one stdio
- * MCP server started inside a sandbox (lib/backend.h exec with pipes: the server never runs on
+ * MCP server started inside a sandbox (lib/backend/backend.h exec with pipes: the server never runs on
  * this host, and its environment never appears on a command line), spoken to over lib/peer
- * (JSON-RPC, one message per line): initialize (lib/mcp.h), tools/list, tools/call, ping
+ * (JSON-RPC, one message per line): initialize (lib/mcp/mcp.h), tools/list, tools/call, ping
  * answered. Its standard error is kept (the last MCPCLIENT_STDERR_MAX bytes) to say why it
  * failed.
  * Threads: three of its own (the exec, the JSON-RPC loop, the stderr drain); calls may come

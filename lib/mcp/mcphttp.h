@@ -26,7 +26,7 @@
 /* Connections served at once (each holds a thread). Of these, connections that have not yet
  * sent a request with the right token hold at most MCPHTTP_UNAUTH_MAX, and one source (all of
  * loopback is one per local user) MCPHTTP_CONNS_PER_SOURCE; past a cap a newcomer closes the
- * oldest such connection (lib/mcphttp_conns.c), so slow or silent clients cannot keep the real
+ * oldest such connection (lib/mcp/mcphttp_conns.c), so slow or silent clients cannot keep the real
  * one out. The library's own limit leaves room for connections being closed. */
 #define MCPHTTP_CONN_MAX 64
 #define MCPHTTP_UNAUTH_MAX 48
@@ -36,7 +36,7 @@
  * closed, however slowly it trickles its headers. */
 #define MCPHTTP_AUTH_NS (INT64_C(5) * 1000000000)
 /* Wrong tokens a second on the whole server, past a bucket of two seconds' worth: beyond it a
- * source that sent a wrong one lately gets 429 without a comparison (lib/acpauth.h). */
+ * source that sent a wrong one lately gets 429 without a comparison (lib/util/acpauth.h). */
 #define MCPHTTP_AUTH_FAILS_PER_S 5
 /* Seconds a connection may sit without a byte moving (slow or stuck clients). Streams of
  * running calls send a comment line every MCPHTTP_KEEPALIVE_NS, so they never sit that long. */
@@ -91,8 +91,8 @@ bool mcphttp_origin_ok(const char *origin);
  * type/ *; an absent header takes everything. */
 bool mcphttp_accepts(const char *accept, const char *type);
 
-/* A new token: randhex(out, MCPHTTP_TOKEN_LEN / 2) (lib/randhex.h). */
-/* Written to its file with paths_token_write (lib/paths.h). */
+/* A new token: randhex(out, MCPHTTP_TOKEN_LEN / 2) (lib/util/randhex.h). */
+/* Written to its file with paths_token_write (lib/util/paths.h). */
 
 /* Serves on the listening socket lfd (taken) until stop_fd becomes readable; then ends every
  * session (snapshot, sandbox deleted). */

@@ -1,6 +1,6 @@
 /* mcphttp_conns.c — who may hold sbx-mcp's HTTP connections: a total cap, a share of it for
  * connections that never sent an authorized request, a cap per source (all of loopback is one
- * source per local user, lib/net.h), a deadline for the first authorized request, and a
+ * source per local user, lib/util/net.h), a deadline for the first authorized request, and a
  * server-wide bucket of wrong tokens. A newcomer past a cap closes the oldest connection that
  * has not authorized, so trickling or silent connections can never keep the real client out. */
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* mcpserver.h — sbx's toolsets served over the Model Context Protocol, independent of the
- * transport: MCP sessions, each with one agent session (lib/agent.h, tools only) and so one
+ * transport: MCP sessions, each with one agent session (lib/agent/agent.h, tools only) and so one
  * sandbox with the agent-loop lifecycle; the method table (initialize, ping, tools/list,
  * tools/call, notifications/cancelled); calls on worker threads, one at a time per session,
  * with progress notifications while they run; snapshots after calls that may have changed the
@@ -38,7 +38,7 @@
 #define MCP_THREAD_STACK ((size_t)512 << 10)
 
 struct mcp_server_config {
-	/* Passed to every session's agent session (lib/agent.h). */
+	/* Passed to every session's agent session (lib/agent/agent.h). */
 	const char *backend, *namespace, *image, *homedir, *toolset, *bindir;
 	int64_t tool_timeout_ns, ttl_ns;
 	char *const *create_args;

@@ -80,7 +80,7 @@ static int charge(const struct host_job *hj, struct sbx_err *e)
 /* Enters dir and becomes its owner. The home is the sandbox's to change at any moment, so
  * root must not walk it: a directory swapped for a symlink would make it read or write host
  * files. Entered first, as its parents may be closed to the owner. A root's sandbox owns a
- * range of ids (lib/idmap.h) and its files may belong to any of them: the child becomes the
+ * range of ids (lib/local/idmap.h) and its files may belong to any of them: the child becomes the
  * root of a user namespace mapping that range, as the sandbox's own root is, with rights
  * over those ids and no other (and sees the owners the sandbox sees). */
 static int enter_as_owner(const char *dir, struct sbx_err *e)

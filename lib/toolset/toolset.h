@@ -84,7 +84,7 @@ char *toolset_call(const struct toolset *ts, const struct tool_ctx *ctx, const c
 /* What a tool result tells the model when the sandbox's memory limit killed its command
  * ("The command ran out of memory: …, naming the limit"), in buf; "" when it did not. */
 const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap);
-/* Runs one command of a tool (lib/capture.h) with the call's working directory, deadline and
+/* Runs one command of a tool (lib/backend/capture.h) with the call's working directory, deadline and
  * cancel descriptor from ctx: 0, or -1 with e (the deadline: SBX_ETIMEDOUT, "context deadline
  * exceeded"; a cancel: SBX_ECANCELED), c then freed. rq's argv, input and caps are the
  * tool's. */

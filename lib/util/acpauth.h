@@ -54,7 +54,7 @@ const char *acp_auth_check(const struct acp_auth *a, const char *token);
 bool acp_token_equal(const char *a, const char *b);
 /* A new random token: ACP_TOKEN_RANDOM_BYTES as lowercase hex. */
 char *acp_token_generate(struct sbx_err *e);
-/* Written to its file with paths_token_write (lib/paths.h). */
+/* Written to its file with paths_token_write (lib/util/paths.h). */
 
 /* ---- the per-source guard ---- */
 

@@ -1,4 +1,4 @@
-/* cancel.c — signals to a self-pipe (lib/cancel.h). */
+/* cancel.c — signals to a self-pipe (lib/util/cancel.h). */
 #include "cancel.h"
 
 #include <errno.h>

@@ -21,7 +21,7 @@ enum { CANCEL_ONCE = 1 << 0, CANCEL_RESTART = 1 << 1 };
 int cancel_install_signals(const int *sigs, unsigned flags, struct sbx_err *e);
 /* The first signal that arrived, or 0. */
 int cancel_signal(void);
-/* The same as a flag to poll from code that takes one (lib/llm.h's cancel). */
+/* The same as a flag to poll from code that takes one (lib/llm/llm.h's cancel). */
 const volatile sig_atomic_t *cancel_flag(void);
 /* How many times sig arrived (only counted for the signals installed). */
 int cancel_count(int sig);

@@ -1,4 +1,4 @@
-/* exitcode.c — error classes ⇄ exit statuses (lib/exitcode.h). */
+/* exitcode.c — error classes ⇄ exit statuses (lib/util/exitcode.h). */
 #include "exitcode.h"
 
 #include <sys/wait.h>

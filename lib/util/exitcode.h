@@ -18,7 +18,7 @@ enum {
 	EXIT_SIGNAL_BASE = 128,	/* 128+n: stopped by signal n */
 };
 
-/* The exit status of a failure of class code (enum sbx_errcode, lib/err.h); a failure that
+/* The exit status of a failure of class code (enum sbx_errcode, lib/util/err.h); a failure that
  * set no class (SBX_OK) is EXIT_FAIL. */
 int exitcode_of_err(int code);
 /* The error class a program's exit status reports (the inverse, for a child's status). */

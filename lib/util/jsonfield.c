@@ -1,4 +1,4 @@
-/* jsonfield.c — typed look-ups in parsed JSON (lib/jsonfield.h). */
+/* jsonfield.c — typed look-ups in parsed JSON (lib/util/jsonfield.h). */
 #include "jsonfield.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* logfn.c — messages handed to a caller's log callback (lib/logfn.h). */
+/* logfn.c — messages handed to a caller's log callback (lib/util/logfn.h). */
 #include "logfn.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* randhex.c — random hex (lib/randhex.h). */
+/* randhex.c — random hex (lib/util/randhex.h). */
 #include "randhex.h"
 
 #include <stdio.h>

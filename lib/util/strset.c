@@ -1,4 +1,4 @@
-/* strset.c — an open-addressing set of strings with a byte each (lib/strset.h). */
+/* strset.c — an open-addressing set of strings with a byte each (lib/util/strset.h). */
 #include "strset.h"
 
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* fuzz_delta.c — the streamed-answer path after the SSE parser: each input line that is a JSON
- * object is a delta, flattened and merged into one message (lib/llmmsg.h); the message must
+ * object is a delta, flattened and merged into one message (lib/llm/llmmsg.h); the message must
  * stay an object that encodes, every vendor's request policy must accept it, and the error
  * reader must turn the raw input into one bounded line without control bytes. */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* test_acpauth.c — token files and principals, the per-source guard's caps and growing
- * back-off (with the clock given), the sources it counts (lib/net.h), and the issued-sessions
+ * back-off (with the clock given), the sources it counts (lib/util/net.h), and the issued-sessions
  * file (lib/acpreg). */
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
 #include "toolset.h"
 #include "tap.h"
 
-/* gemini-cli's run_shell_command text rules (lib/gemini_shell.c), cases from its shell-utils. */
+/* gemini-cli's run_shell_command text rules (lib/toolset/gemini_shell.c), cases from its shell-utils. */
 static void gemini_shell_cases(void)
 {
 	static const struct { const char *in, *want; } strip[] = {

@@ -1,4 +1,4 @@
-/* test_net.c — lib/netpolicy.c (the -allow-host list) and lib/proxyreq.c (what a sandbox
+/* test_net.c — lib/backend/netpolicy.c (the -allow-host list) and lib/local/proxyreq.c (what a sandbox
  * sends its proxy). */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,6 +1,6 @@
 /* test_oci.c — lib/oci: layouts written here with libarchive (layers) and OpenSSL (digests):
  * unpack and cache, whiteouts, refusals, mount points that must not follow links, and the
- * sbx-image protocol of oci_image_run (lib/oci_image.c) against stand-in helpers. */
+ * sbx-image protocol of oci_image_run (lib/local/oci_image.c) against stand-in helpers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
