@@ -132,9 +132,10 @@ asan: deps all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
 		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
 
-# lib/'s layering (lib/README.md, Folders): no folder includes from one above it.
-lint:
-	@scripts/check-layers
+# lib/'s layering (lib/README.md, Folders): no folder includes from one above it, and no two
+# objects call each other (read from their symbols).
+lint: $(B)/libsbx.a $(B)/libsbxkube.a
+	@scripts/check-layers -o $(B)
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), each for FUZZ_SECONDS (default 60).
 fuzz:

@@ -1,6 +1,6 @@
 /* mcpserver.c — MCP sessions over agent sessions: the server and its sessions, the timer that
- * sends progress and takes quiet-time snapshots, stdio over lib/peer. The method table and
- * tools/call: mcpmethods.c. */
+ * sends progress and takes quiet-time snapshots, the replies the methods send. Above it: the
+ * method table and tools/call (mcpmethods.c), then the transports (mcpstdio.c, mcphttp.c). */
 #include "mcpserver.h"
 #include "mcpserver_int.h"
 
@@ -315,8 +315,7 @@ void mcp_session_cancel(struct mcp_session *ss)
 	pthread_mutex_unlock(&ss->srv->mu);
 }
 
-/* Cancels every call and waits until no worker holds the session. */
-static void quiesce(struct mcp_session *ss)
+void mcp_session_quiesce(struct mcp_session *ss)
 {
 	struct mcp_server *srv = ss->srv;
 
@@ -332,7 +331,7 @@ int mcp_session_close(struct mcp_session *ss, bool delete_sandbox, struct sbx_er
 	struct mcp_server *srv = ss->srv;
 	int rc = 0;
 
-	quiesce(ss);
+	mcp_session_quiesce(ss);
 	pthread_mutex_lock(&srv->mu);
 	for (struct mcp_session **p = &srv->sessions; *p; p = &(*p)->next)
 		if (*p == ss) {
@@ -347,89 +346,4 @@ int mcp_session_close(struct mcp_session *ss, bool delete_sandbox, struct sbx_er
 	pthread_mutex_destroy(&ss->run_mu);
 	free(ss);
 	return rc;
-}
-
-/* ---- a byte stream (stdio) ------------------------------------------------------------------ */
-
-struct stream {
-	struct mcp_session *ss;
-	struct peer *p;
-	int done_fd;			/* eventfd: peer_run returned */
-	int rc;
-	struct sbx_err e;
-};
-
-static void stream_send(void *arg, char *line)
-{
-	peer_send(arg, line);
-}
-
-static void stream_done(void *arg)
-{
-	peer_hold(arg, -1);
-}
-
-/* Every message holds the peer open until its answer is queued (see peer_hold). */
-static void on_line(struct peer *p, struct jsonrpc_msg *m, void *arg)
-{
-	struct stream *st = arg;
-	struct mcp_sink sink = {.send = stream_send, .done = stream_done, .arg = p};
-
-	peer_hold(p, 1);
-	mcp_session_handle(st->ss, m, &sink);
-}
-
-static void *stream_main(void *arg)
-{
-	struct stream *st = arg;
-	uint64_t one = 1;
-
-	st->rc = peer_run(st->p, on_line, st, &st->e);
-	if (write(st->done_fd, &one, sizeof one) < 0) {
-		/* the counter is already set */
-	}
-	return NULL;
-}
-
-int mcp_serve_stream(struct mcp_session *ss, int in_fd, int out_fd, int stop_fd, struct sbx_err *e)
-{
-	struct stream st = {.ss = ss};
-	pthread_t t;
-
-	if ((st.done_fd = eventfd(0, EFD_CLOEXEC)) < 0) {
-		close(in_fd);
-		close(out_fd);
-		return err_sys(e, errno, "eventfd");
-	}
-	st.p = peer_new(in_fd, out_fd, NULL);
-	if (pthread_create(&t, NULL, stream_main, &st) != 0) {
-		peer_free(st.p);
-		close(st.done_fd);
-		return err_set(e, SBX_EIO, "cannot start a thread");
-	}
-	for (;;) {
-		struct pollfd fds[2] = {{.fd = st.done_fd, .events = POLLIN},
-					{.fd = stop_fd, .events = POLLIN}};
-		if (poll(fds, stop_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
-			break;
-		if (fds[0].revents)
-			break;
-		if (stop_fd >= 0 && fds[1].revents) {
-			peer_close(st.p);
-			break;
-		}
-	}
-	pthread_join(t, NULL);
-	/* Workers may still answer through the peer: stop them before it goes. */
-	quiesce(ss);
-	pthread_mutex_lock(&ss->srv->mu);
-	ss->closing = false;
-	pthread_mutex_unlock(&ss->srv->mu);
-	peer_free(st.p);
-	close(st.done_fd);
-	if (st.rc < 0) {
-		*e = st.e;
-		return -1;
-	}
-	return 0;
 }

@@ -1,5 +1,5 @@
-/* mcpserver_int.h — what the two parts of sbx-mcp's server share (lib/mcpserver.c: the
- * server, sessions, timer and stdio; lib/mcpmethods.c: the method table and tools/call).
+/* mcpserver_int.h — what the two parts of sbx-mcp's server share (lib/mcp/mcpserver.c: the
+ * server, sessions, timer and stdio; lib/mcp/mcpmethods.c: the method table and tools/call).
  * Not for other modules. Locking: srv->mu guards what is marked so. */
 #ifndef SBX_MCPSERVER_INT_H
 #define SBX_MCPSERVER_INT_H
@@ -63,5 +63,7 @@ int64_t mcp_snapshot_delay(const struct mcp_server *srv);
 void mcp_cancel_call_locked(struct mcp_call *c);
 /* Under ss->run_mu: the snapshot, then the session's state. */
 void mcp_snapshot_locked(struct mcp_session *ss);
+/* Cancels every call of ss and waits until no worker holds it. */
+void mcp_session_quiesce(struct mcp_session *ss);
 
 #endif

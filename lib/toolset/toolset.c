@@ -9,7 +9,6 @@
 #include "capture.h"
 #include "duration.h"
 #include "gojson.h"
-#include "reslimit.h"
 #include "toolcap.h"
 #include "utf8.h"
 #include "toolmsg.h"
@@ -242,38 +241,6 @@ static int run(const struct tool_ctx *ctx, char *const *argv, const char *in, si
 				 .max = BASIC_KEEP_TAIL, .keep_tail = true, .head = BASIC_KEEP_HEAD};
 
 	return toolset_capture(ctx, &rq, c, e);
-}
-
-int toolset_capture(const struct tool_ctx *ctx, struct capture_req *rq, struct capture *c,
-		    struct sbx_err *e)
-{
-	rq->in_fd = -1;
-	rq->workdir = ctx->workdir;
-	rq->timeout_ns = ctx->timeout_ns;
-	rq->cancel_fd = ctx->cancel_fd;
-	if (capture_run(ctx->b, ctx->sandbox, rq, c, e) < 0)
-		return -1;
-	if (c->res.timed_out) {
-		capture_free(c);
-		return err_set(e, SBX_ETIMEDOUT, "context deadline exceeded");
-	}
-	if (c->res.canceled) {
-		capture_free(c);
-		return err_set(e, SBX_ECANCELED, "context canceled");
-	}
-	return 0;
-}
-
-const char *toolset_oom_text(const struct sbx_exec_result *r, char *buf, size_t cap)
-{
-	char size[32];
-
-	if (!r->oom_killed)
-		return buf[0] = '\0', buf;
-	snprintf(buf, cap, "The command ran out of memory: the sandbox's memory limit (%s) killed "
-		 "it (exit code 137). Use less memory, e.g. smaller inputs or fewer processes at once.",
-		 reslimit_size_text(r->memory_limit, size, sizeof size));
-	return buf;
 }
 
 /* One stream as the model gets it: valid UTF-8, a note where the middle was not kept. */
