@@ -516,7 +516,7 @@ static int touch_direct(struct agent_session *s, struct sbx_err *e)
 		return EXIT_FAIL;
 	if (sbx_touch(b, s->name, agent_ttl(s), &info, e) == 0)
 		return 0;
-	return e->code == SBX_ENOTFOUND ? EXIT_NOTFOUND : 111;
+	return exitcode_of_err(e->code);
 }
 
 /* Moves the shutdown time. 0 ok, 1 the sandbox is gone, -1 error (e). */
@@ -585,6 +585,18 @@ static int make_workdir(struct agent_session *s, int cancel_fd, struct sbx_err *
 	return st == 0 ? 0 : -1;
 }
 
+/* A live sandbox whose restore is unfinished is restored again, then its working directory
+ * made again (the restore may have replaced the home). 0, or -1 with e. */
+static int settle_live(struct agent_session *s, int cancel_fd, struct sbx_err *e)
+{
+	if (restore_unfinished(s)) {
+		s->workdir_made = false;
+		if (restore(s, cancel_fd, e) < 0)
+			return -1;
+	}
+	return make_workdir(s, cancel_fd, e);
+}
+
 /* Upstream's ensureSandbox: reuse (touched) or create + restore; then the working directory. */
 static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err *e)
 {
@@ -592,17 +604,11 @@ static int ensure_sandbox(struct agent_session *s, int cancel_fd, struct sbx_err
 	 * only when less than half the lifetime is left, so a call never starts that close to
 	 * the deadline. A sandbox that vanished meanwhile is found by the call itself. */
 	if (s->active && s->tools_only && time_mono_ns() - s->touched_ns < agent_ttl(s) / 2)
-		return restore_unfinished(s) ? restore(s, cancel_fd, e) : 0;
+		return settle_live(s, cancel_fd, e);
 	if (s->active) {
 		int t = touch(s, cancel_fd, e);
-		if (t == 0) {
-			if (restore_unfinished(s)) {
-				s->workdir_made = false;
-				if (restore(s, cancel_fd, e) < 0)
-					return -1;
-			}
-			return make_workdir(s, cancel_fd, e);
-		}
+		if (t == 0)
+			return settle_live(s, cancel_fd, e);
 		if (t < 0) {
 			if (e->code != SBX_ECANCELED)
 				err_prefix(e, "extending sandbox TTL");
