@@ -226,17 +226,17 @@ struct method {
 };
 
 static const struct method methods[] = {
-	{"initialize", m_initialize, false, false, true},
-	{"authenticate", m_authenticate, false, false, true},
-	{"session/new", m_session_new, false, false, false},
-	{"session/load", m_session_load, false, true, false},
-	{"session/resume", m_session_resume, false, true, false},
-	{"session/close", m_session_close, false, true, false},
-	{"session/list", m_session_list, false, false, false},
-	{"session/set_mode", m_session_set_mode, false, false, false},
-	{"session/set_config_option", m_session_set_config_option, false, false, false},
-	{"session/prompt", m_session_prompt, false, true, false},
-	{"session/cancel", m_session_cancel, true, false, false},
+	{.name = "initialize", .fn = m_initialize, .open = true},
+	{.name = "authenticate", .fn = m_authenticate, .open = true},
+	{.name = "session/new", .fn = m_session_new},
+	{.name = "session/load", .fn = m_session_load, .worker = true},
+	{.name = "session/resume", .fn = m_session_resume, .worker = true},
+	{.name = "session/close", .fn = m_session_close, .worker = true},
+	{.name = "session/list", .fn = m_session_list},
+	{.name = "session/set_mode", .fn = m_session_set_mode},
+	{.name = "session/set_config_option", .fn = m_session_set_config_option},
+	{.name = "session/prompt", .fn = m_session_prompt, .worker = true},
+	{.name = "session/cancel", .fn = m_session_cancel, .notification = true},
 };
 
 struct job {

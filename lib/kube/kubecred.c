@@ -120,10 +120,10 @@ out:
 static int run_plugin(struct kubeconfig *kc, struct buf *out, struct sbx_err *e)
 {
 	struct strvec argv = {0}, env = {0};
-	struct child_req r = {.path = kc->exec_cmd, .cancel_fd = -1,
+	struct child_req r = CHILD_REQ_INIT(.path = kc->exec_cmd,
 			      .timeout_ns = (int64_t)KUBECONFIG_PLUGIN_TIMEOUT_MS * 1000000,
 			      .grace_ns = KUBECONFIG_PLUGIN_GRACE_NS,
-			      .out_max = KUBECONFIG_PLUGIN_OUT_MAX};
+			      .out_max = KUBECONFIG_PLUGIN_OUT_MAX);
 	struct child_result res;
 	size_t l;
 	int rc = -1;

@@ -65,8 +65,8 @@ static int run_tool(const char *prog, char *const *argv, int64_t timeout_ns, cha
 		    size_t cap)
 {
 	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-	struct child_req r = {.cancel_fd = -1, .path = prog, .argv = argv, .envp = envp,
-			      .timeout_ns = timeout_ns};
+	struct child_req r = CHILD_REQ_INIT(.path = prog, .argv = argv, .envp = envp,
+					    .timeout_ns = timeout_ns);
 	struct child_result res = {0};
 	const char *name = strrchr(prog, '/') + 1;
 	struct sbx_err e;

@@ -22,6 +22,8 @@ struct sbx_paths {
 /* ---- local_bwrap.c: the privileged door ---- */
 
 /* The host identity a sandbox runs as. */
+/* No range yet, no lock held. */
+#define LOCAL_IDS_INIT {.lock = -1}
 struct local_ids {
 	uid_t uid;			/* the first host id of the sandbox's range */
 	gid_t gid;

@@ -309,8 +309,8 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 {
 	char *home = xasprintf("%s/home", p->dir);
 	struct oci_image *img = NULL;
-	struct local_ids ids = {.lock = -1};
-	struct local_start st = {spec, p, home, NULL, -1, &ids};
+	struct local_ids ids = LOCAL_IDS_INIT;
+	struct local_start st = {.spec = spec, .paths = p, .home = home, .lsock = -1, .ids = &ids};
 	int lsock = -1, rc = -1;
 
 	if (oci_is_ref(spec->image) && (img = local_bwrap_open_image(spec, e)) == NULL)

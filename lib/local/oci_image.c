@@ -93,8 +93,7 @@ struct oci_image *oci_image_run(const char *helper, const char *ref, const char 
 				 struct sbx_err *e)
 {
 	char *const argv[] = {(char *)helper, "-homedir", (char *)homedir, "--", (char *)ref, NULL};
-	struct child_req r = {.path = helper, .argv = argv, .cancel_fd = -1,
-			      .out_max = HELPER_OUT_MAX};
+	struct child_req r = CHILD_REQ_INIT(.path = helper, .argv = argv, .out_max = HELPER_OUT_MAX);
 	struct child_result res;
 	struct oci_image *img = NULL;
 	char *msg;

@@ -282,12 +282,12 @@ static const struct method {
 	bool notification;
 	bool before_init;	/* allowed before initialize */
 } methods[] = {
-	{MCP_INITIALIZE, m_initialize, false, true},
-	{MCP_PING, m_ping, false, true},
-	{MCP_TOOLS_LIST, m_tools_list, false, false},
-	{MCP_TOOLS_CALL, m_tools_call, false, false},
-	{MCP_INITIALIZED, n_ignore, true, true},
-	{MCP_CANCELLED, n_cancelled, true, true},
+	{.name = MCP_INITIALIZE, .fn = m_initialize, .before_init = true},
+	{.name = MCP_PING, .fn = m_ping, .before_init = true},
+	{.name = MCP_TOOLS_LIST, .fn = m_tools_list},
+	{.name = MCP_TOOLS_CALL, .fn = m_tools_call},
+	{.name = MCP_INITIALIZED, .fn = n_ignore, .notification = true, .before_init = true},
+	{.name = MCP_CANCELLED, .fn = n_cancelled, .notification = true, .before_init = true},
 };
 
 void mcp_session_handle(struct mcp_session *ss, struct jsonrpc_msg *m, const struct mcp_sink *sink)

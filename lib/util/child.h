@@ -26,7 +26,7 @@
 /* Stderr kept: the tail, enough for any error message and some context. */
 #define CHILD_ERR_MAX ((size_t)64 << 10)
 
-/* A zero cancel_fd is descriptor 0: set it to -1 when there is none. */
+/* A zero cancel_fd is descriptor 0: set it to -1 when there is none (CHILD_REQ_INIT). */
 struct child_req {
 	const char *path;		/* absolute path, or a name looked up on PATH */
 	char *const *argv;
@@ -44,6 +44,10 @@ struct child_req {
 	int (*on_line)(void *arg, char *line, size_t len);
 	void *arg;
 };
+
+/* A request with no cancel descriptor, the fields given set as in an initialiser (git's
+ * CHILD_PROCESS_INIT): struct child_req r = CHILD_REQ_INIT(.path = p, .argv = argv); */
+#define CHILD_REQ_INIT(...) {.cancel_fd = -1, __VA_ARGS__}
 
 struct child_result {
 	int status;			/* exit status; 128+n when killed by signal n */
