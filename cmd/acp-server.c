@@ -10,6 +10,7 @@
 #include "agent.h"
 #include "cancel.h"
 #include "flag.h"
+#include "llm.h"
 #include "name.h"
 #include "net.h"
 #include "paths.h"
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend, *image;
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
-	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
+	const char *model = llm_pick_model(NULL, NULL), *why = NULL, *imports = NULL;
 	const char *models = NULL, *images = "auto";
 	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
 	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
@@ -232,12 +233,8 @@ int main(int argc, char **argv)
 			strvec_push(&model_list, w);
 		free(copy);
 	}
-	if (model == NULL || *model == '\0')
-		model = getenv("MODEL");
-	if ((model == NULL || strcmp(model, "fake-eliza") != 0) &&
-	    !(getenv("GEMINI_API_KEY") && *getenv("GEMINI_API_KEY")) &&
-	    !(getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")))
-		cli_die(EXIT_USAGE, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+	if (llm_key_check(model, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (token_file && acp_auth_load(&auth, token_file, &loose, &e) < 0)
 		cli_die_err("", &e);
 	if (loose)

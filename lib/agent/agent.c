@@ -10,7 +10,6 @@
 
 #include "backend.h"
 #include "child.h"
-#include "eliza.h"
 #include "history.h"
 #include "llm.h"
 #include "name.h"
@@ -102,10 +101,8 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 	s->in_process = cfg->in_process;
 	s->steps = cfg->in_process ? &agent_steps_direct : &agent_steps_program;
 	s->model = xstrdup(cfg->tools_only ? "" : llm_pick_model(cfg->model, NULL));
-	if (!s->tools_only && strcmp(s->model, ELIZA_MODEL) != 0 && llm_env_key() == NULL) {
-		err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+	if (!s->tools_only && llm_key_check(s->model, e) < 0)
 		goto fail;
-	}
 	s->backend = xstrdup(cfg->backend && *cfg->backend ? cfg->backend : backend_default(NULL));
 	if (strcmp(s->backend, "local") != 0 && strcmp(s->backend, "kubernetes") != 0) {
 		err_set(e, SBX_EINVAL, "unknown backend \"%s\" (available: local, kubernetes)", s->backend);
@@ -193,9 +190,8 @@ bool agent_session_dirty(const struct agent_session *s)
 
 int agent_session_set_model(struct agent_session *s, const char *model, struct sbx_err *e)
 {
-	if (strcmp(model, ELIZA_MODEL) != 0 && llm_env_key() == NULL)
-		return err_set(e, SBX_EINVAL, "GEMINI_API_KEY or OPENAI_API_KEY environment variable "
-			       "is required for model \"%s\"", model);
+	if (llm_key_check(model, e) < 0)
+		return err_set(e, SBX_EINVAL, "%s for model \"%s\"", LLM_KEY_REQUIRED, model);
 	free(s->model);
 	s->model = xstrdup(model);
 	return 0;

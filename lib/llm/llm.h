@@ -96,6 +96,11 @@ int llm_check_request(struct json_object *doc, struct sbx_err *e);
 const char *llm_pick_model(const char *flag, struct json_object *doc);
 /* $GEMINI_API_KEY, else $OPENAI_API_KEY, else NULL (empty counts as unset). */
 const char *llm_env_key(void);
+/* The one refusal of a model that needs an API key when none is set. */
+#define LLM_KEY_REQUIRED "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required"
+/* 0 when model can be called (the fake-eliza model needs no key, any other llm_env_key), else
+ * -1 with e (SBX_EINVAL, LLM_KEY_REQUIRED). */
+int llm_key_check(const char *model, struct sbx_err *e);
 /* The base URL: flag, else $OPENAI_BASE_URL, else the default; one trailing '/' trimmed. */
 char *llm_base_url(const char *flag);
 /* The request body: model, the document's messages as vendor accepts them (NULL: generic),

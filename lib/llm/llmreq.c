@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "eliza.h"
 #include "gojson.h"
 #include "vendor.h"
 #include "xalloc.h"
@@ -127,6 +128,13 @@ const char *llm_env_key(void)
 	const char *k = env_nonempty("GEMINI_API_KEY");
 
 	return k ? k : env_nonempty("OPENAI_API_KEY");
+}
+
+int llm_key_check(const char *model, struct sbx_err *e)
+{
+	if (strcmp(model, ELIZA_MODEL) == 0 || llm_env_key() != NULL)
+		return 0;
+	return err_set(e, SBX_EINVAL, LLM_KEY_REQUIRED);
 }
 
 char *llm_base_url(const char *flag)
