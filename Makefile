@@ -14,7 +14,11 @@ PKGS := libcurl json-c libwebsockets libarchive zlib openssl yaml-0.1 libedit li
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Werror
 OPT ?= -O2 -g
 SAN ?=
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) \
+# Every folder of lib/ is on the quote-include path, so `#include "backend.h"` reads the same from
+# cmd/, tests/ and any folder (-iquote: a <err.h> still means the system's).
+LIB_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard lib/*.h lib/*/*.h))))
+INC := $(LIB_DIRS:%=-iquote %)
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) $(INC) \
 	$(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) $(CFLAGS)
 LDLIBS_ALL := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread -ldl -lresolv $(LDLIBS)
 LDFLAGS_ALL := -Wl,--as-needed $(SAN) $(LDFLAGS)
@@ -26,14 +30,17 @@ BIN ?= bin
 STATIC_PROGS := sbx-init geminicli-toolbox
 PROGS := $(filter-out cli,$(basename $(notdir $(wildcard cmd/*.c))))
 DYN_PROGS := $(filter-out $(STATIC_PROGS),$(PROGS))
-# The Kubernetes backend (lib/kube*.c) is a plugin, sbx-kube.so, loaded only when
-# -backend kubernetes is used: its libraries (libwebsockets, OpenSSL, libyaml; libcurl is
-# opened by lib/curlso.c only when an API request is made)
-# cost milliseconds to load, and the local fast path must not pay for them.
-KUBE_SRC := $(wildcard lib/kube*.c)
-LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*.c))
+# lib/ is one folder per layer (lib/README.md names them, lowest first); a file's folder alone
+# decides where it is built. The Kubernetes backend, lib/kube/, is a plugin, sbx-kube.so, loaded
+# only when -backend kubernetes is used: its libraries (libwebsockets, OpenSSL, libyaml; libcurl
+# is opened by lib/util/curlso.c only when an API request is made) cost milliseconds to load,
+# and the local fast path must not pay for them. Every other folder goes into libsbx.a.
+KUBE_SRC := $(wildcard lib/kube/*.c)
+LIB_SRC := $(filter-out $(KUBE_SRC),$(wildcard lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 KUBE_OBJ := $(KUBE_SRC:%.c=$(B)/%.o)
+# lib_src NAME...: the sources lib/*/NAME.c, wherever their folder is.
+lib_src = $(foreach n,$(1),$(wildcard lib/*/$(n).c))
 CLI_OBJ := $(B)/cmd/cli.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -43,15 +50,14 @@ PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := lib/fsutil.c lib/err.c lib/cgroup.c lib/homedisk.c lib/reslimit.c lib/local_bwrap.c lib/idmap.c \
-	lib/child.c lib/exitcode.c lib/timeutil.c lib/xalloc.c
-# lib/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
+sbx-init_LIBSRC := $(call lib_src,fsutil err cgroup homedisk reslimit local_bwrap idmap child exitcode timeutil xalloc)
+# lib/local/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
-$(B)/static/lib/local_bwrap.o: STATIC_DEFS := -DSBX_INIT
+$(patsubst %.c,$(B)/static/%.o,$(call lib_src,local_bwrap)): STATIC_DEFS := -DSBX_INIT
 geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lresolv -lm
-geminicli-toolbox_LIBSRC := lib/utf8.c lib/gemini_path.c lib/xalloc.c
+geminicli-toolbox_LIBSRC := $(call lib_src,utf8 gemini_path xalloc)
 
-.PHONY: all check test run asan install uninstall clean deps bench fuzz images
+.PHONY: all check test run asan install uninstall clean deps bench fuzz images lint
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)
 
 # Header dependencies are computed by the compiler (-MMD -MP): an edit rebuilds exactly the
@@ -80,7 +86,7 @@ $(BIN)/sbx-kube.so: $(B)/libsbxkube.a $(B)/libsbx.a
 # Objects for static programs are built without sanitizers (they cannot link them statically).
 $(B)/static/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE $(STATIC_DEFS) -O2 -g $(WARN) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
+	$(CC) $(DEPFLAGS) -std=c11 -D_GNU_SOURCE $(STATIC_DEFS) -O2 -g $(WARN) $(INC) $(shell $(PKG_CONFIG) --cflags json-c libpcre2-8) -c -o $@ $<
 
 define dyn_prog
 $(BIN)/$(1): $(B)/cmd/$(1).o $(CLI_OBJ) $(B)/libsbx.a
@@ -125,6 +131,11 @@ asan: deps all
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=print_stacktrace=1 \
 		SBX_BIN=$(CURDIR)/build-asan/bin SBX_UNIT=$(CURDIR)/build-asan/tests SBX_SANITIZED=1 tests/run
+
+# lib/'s layering (lib/README.md, Folders): no folder includes from one above it, and no two
+# objects call each other (read from their symbols).
+lint: $(B)/libsbx.a $(B)/libsbxkube.a
+	@scripts/check-layers -o $(B)
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), each for FUZZ_SECONDS (default 60).
 fuzz:

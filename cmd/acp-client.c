@@ -10,14 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/acpclient.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/fsutil.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/termtext.h"
+#include "acp.h"
+#include "acpclient.h"
+#include "cancel.h"
+#include "flag.h"
+#include "fsutil.h"
+#include "net.h"
+#include "paths.h"
+#include "termtext.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -134,7 +134,7 @@ static void debug(void *arg, const char *dir, const char *line)
 		cli_msg("%s %.*s", dir, (int)strcspn(line, "\n"), line);
 }
 
-/* Readable after the first Ctrl-C (lib/cancel.h, CANCEL_ONCE: the default action comes back
+/* Readable after the first Ctrl-C (lib/util/cancel.h, CANCEL_ONCE: the default action comes back
  * for a second one). */
 static int stop_fd = -1;
 
@@ -231,7 +231,91 @@ static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 }
 
 /* Long: a main's linear steps (flags, spawn or dial, setup, one prompt or the chat loop), each
- * short; the client itself is lib/acpclient.c. */
+ * short; the client itself is lib/acp/acpclient.c. */
+/* The session could not be set up: the agent's last log lines, then the cause. */
+_Noreturn static void open_failed(const struct sbx_err *e, const char *log_path, long long log_from)
+{
+	if (agent_pid > 0)
+		peer_reap(agent_pid, AGENT_DIED_WAIT_MS);
+	if (log_path)
+		show_agent_log(log_path, log_from);
+	cli_die(cli_status(e->code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e->code), "%s", e->msg);
+}
+
+/* The agent (-cmd) started with its stderr in the agent log (*log_path, from *log_from on). */
+static struct peer *start_agent(const char *cmd, const char *cwd, const char *agent_log, bool dbg,
+				char **log_path, long long *log_from)
+{
+	int log_fd = open_agent_log(agent_log, log_path);
+	struct peer *p;
+
+	*log_from = log_fd >= 0 ? (long long)lseek(log_fd, 0, SEEK_END) : 0;
+	p = spawn_agent(cmd, cwd, log_fd);
+	if (log_fd >= 0)
+		close(log_fd);
+	if (dbg && *log_path)
+		cli_msg("the agent's messages go to %s", *log_path);
+	return p;
+}
+
+static void print_session(void)
+{
+	char *sid = termtext_str(acpclient_session(client), TERMTEXT_LINE);	/* the agent's */
+
+	printf("Session: %s\n", sid);
+	free(sid);
+	fflush(stdout);
+}
+
+/* SIGINT to the canceller thread (SA_RESTART: the main thread's reads go on; the canceller
+ * watches stop_fd). */
+static void start_canceller(void)
+{
+	struct sbx_err e;
+	pthread_t t;
+
+	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, 0},
+					      CANCEL_ONCE | CANCEL_RESTART, &e)) >= 0 &&
+	    pthread_create(&t, NULL, canceller, NULL) == 0)
+		pthread_detach(t);
+}
+
+/* The interactive chat: a line a prompt, /mode, /exit; the exit status. */
+static int chat_loop(void)
+{
+	struct sbx_err e;
+	int status = EXIT_OK;
+	char *line;
+
+	for (;;) {
+		if (isatty(0)) {
+			fputs("\n> ", stdout);
+			fflush(stdout);
+		}
+		if ((line = read_line(NULL)) == NULL)
+			break;
+		if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
+			free(line);
+			break;
+		}
+		if (strncmp(line, "/mode ", 6) == 0) {
+			if (acpclient_set_mode(client, line + 6, &e) < 0)
+				cli_msg("mode not changed: %s", e.msg);
+			free(line);
+			continue;
+		}
+		if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
+			cli_msg("prompt failed: %s", e.msg);
+			if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
+				status = EXIT_FAIL;
+		}
+		free(line);
+		if (status != EXIT_OK)
+			break;
+	}
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *cmd = "gemini --acp", *cwd_flag = NULL, *session = NULL;
@@ -239,10 +323,9 @@ int main(int argc, char **argv)
 	const char *agent_log = NULL;
 	int64_t setup_timeout = INT64_C(60) * 1000000000;
 	bool yolo = false, use_tls = false, insecure = false, dbg = false;
-	struct acpclient_config cfg = {0};
 	bool ended;
 	long long log_from = 0;
-	char cwd[PATH_MAX], *token = NULL, *line, *log_path = NULL;
+	char cwd[PATH_MAX], *token, *log_path = NULL;
 	struct sbx_err e;
 	struct peer *p;
 	int status = EXIT_OK;
@@ -272,87 +355,30 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-tls needs -addr");
 	if (realpath(cwd_flag ? cwd_flag : ".", cwd) == NULL)
 		cli_die(EXIT_USAGE, "invalid -cwd %s: %s", cwd_flag ? cwd_flag : ".", strerror(errno));
-	if (token_file)
-		token = read_token(token_file);
-	else if (addr)
-		token = local_token(addr);
+	token = token_file ? read_token(token_file) : addr ? local_token(addr) : NULL;
 	signal(SIGPIPE, SIG_IGN);
 
 	if (agent_log && addr)
 		cli_usage_error(usage, "-agent-log goes with -cmd");
-	if (addr == NULL) {
-		int log_fd = open_agent_log(agent_log, &log_path);
-		log_from = log_fd >= 0 ? (long long)lseek(log_fd, 0, SEEK_END) : 0;
-		p = spawn_agent(cmd, cwd, log_fd);
-		if (log_fd >= 0)
-			close(log_fd);
-		if (dbg && log_path)
-			cli_msg("the agent's messages go to %s", log_path);
-	} else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
+	if (addr == NULL)
+		p = start_agent(cmd, cwd, agent_log, dbg, &log_path, &log_from);
+	else if ((p = peer_dial(addr, DIAL_TIMEOUT_MS, use_tls, ca, insecure, &e)) == NULL)
 		cli_die(EXIT_FAIL, "cannot connect to %s: %s", addr, e.msg);
-	cfg.cwd = cwd;
-	cfg.session_id = session;
-	cfg.auth_method = auth_method;
-	cfg.token = token;
-	cfg.yolo = yolo;
-	cfg.setup_timeout_ns = setup_timeout > 0 ? setup_timeout : 0;
-	cfg.emit = emit;
-	cfg.read_line = read_line;
-	cfg.debug = dbg ? debug : NULL;
-	if ((client = acpclient_open(&cfg, p, &e)) == NULL) {
-		if (agent_pid > 0)
-			peer_reap(agent_pid, AGENT_DIED_WAIT_MS);
-		if (log_path)
-			show_agent_log(log_path, log_from);
-		cli_die(cli_status(e.code) == EXIT_USAGE ? EXIT_FAIL : cli_status(e.code), "%s",
-			e.msg);
-	}
-	{
-		char *sid = termtext_str(acpclient_session(client), TERMTEXT_LINE);	/* the agent's */
-		printf("Session: %s\n", sid);
-		free(sid);
-	}
-	fflush(stdout);
-	{
-		pthread_t t;
-		/* SA_RESTART: the main thread's reads go on; the canceller watches stop_fd. */
-		if ((stop_fd = cancel_install_signals((const int[]){SIGINT, 0},
-						      CANCEL_ONCE | CANCEL_RESTART, &e)) >= 0 &&
-		    pthread_create(&t, NULL, canceller, NULL) == 0)
-			pthread_detach(t);
-	}
+	client = acpclient_open(&(const struct acpclient_config){
+		.cwd = cwd, .session_id = session, .auth_method = auth_method, .token = token,
+		.yolo = yolo, .setup_timeout_ns = setup_timeout > 0 ? setup_timeout : 0,
+		.emit = emit, .read_line = read_line, .debug = dbg ? debug : NULL}, p, &e);
+	if (client == NULL)
+		open_failed(&e, log_path, log_from);
+	print_session();
+	start_canceller();
 	if (prompt) {
 		if (acpclient_prompt(client, prompt, &e) < 0) {
 			cli_msg("prompt failed: %s", e.msg);
 			status = EXIT_FAIL;
 		}
 	} else {
-		for (;;) {
-			if (isatty(0)) {
-				fputs("\n> ", stdout);
-				fflush(stdout);
-			}
-			if ((line = read_line(NULL)) == NULL)
-				break;
-			if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
-				free(line);
-				break;
-			}
-			if (strncmp(line, "/mode ", 6) == 0) {
-				if (acpclient_set_mode(client, line + 6, &e) < 0)
-					cli_msg("mode not changed: %s", e.msg);
-				free(line);
-				continue;
-			}
-			if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
-				cli_msg("prompt failed: %s", e.msg);
-				if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
-					status = EXIT_FAIL;
-			}
-			free(line);
-			if (status != EXIT_OK)
-				break;
-		}
+		status = chat_loop();
 	}
 	ended = acpclient_input_ended(client);
 	acpclient_close(client);

@@ -6,16 +6,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/name.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/specflags.h"
-#include "../lib/toolset.h"
-#include "../lib/xalloc.h"
+#include "acp.h"
+#include "agent.h"
+#include "cancel.h"
+#include "flag.h"
+#include "llm.h"
+#include "name.h"
+#include "net.h"
+#include "paths.h"
+#include "specflags.h"
+#include "toolset.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -75,7 +76,7 @@ static const char usage[] =
  * default grace period is 30 s, and the sandboxes still have to be deleted after). */
 #define DRAIN_NS (INT64_C(15) * 1000000000)
 
-/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+/* Readable once SIGINT or SIGTERM came (lib/util/cancel.h). */
 static int stop_fd = -1;
 
 static void log_line(void *arg, const char *msg)
@@ -153,12 +154,12 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 }
 
 /* Long: a main's checks in the order acp-server(1) documents them (flags, TLS, auth, listener,
- * token file), each a line or two; the server itself is lib/acp.c. */
+ * token file), each a line or two; the server itself is lib/acp/acp.c. */
 int main(int argc, char **argv)
 {
 	const char *listen_addr = "127.0.0.1:8090", *backend, *image;
 	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
-	const char *model = getenv("OPENAI_MODEL"), *why = NULL, *imports = NULL;
+	const char *model = llm_pick_model(NULL, NULL), *why = NULL, *imports = NULL;
 	const char *models = NULL, *images = "auto";
 	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
 	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
@@ -233,12 +234,8 @@ int main(int argc, char **argv)
 			strvec_push(&model_list, w);
 		free(copy);
 	}
-	if (model == NULL || *model == '\0')
-		model = getenv("MODEL");
-	if ((model == NULL || strcmp(model, "fake-eliza") != 0) &&
-	    !(getenv("GEMINI_API_KEY") && *getenv("GEMINI_API_KEY")) &&
-	    !(getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")))
-		cli_die(EXIT_USAGE, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+	if (llm_key_check(model, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (token_file && acp_auth_load(&auth, token_file, &loose, &e) < 0)
 		cli_die_err("", &e);
 	if (loose)

@@ -1,5 +1,5 @@
 /* agent-loop — the interactive agent (upstream's sandboxed-tools CLI): chat in the terminal,
- * tool calls in a sandbox, every step one of the sbx programs (lib/agent.h). */
+ * tool calls in a sandbox, every step one of the sbx programs (lib/agent/agent.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -9,17 +9,17 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/chatview.h"
-#include "../lib/flag.h"
-#include "../lib/porttool.h"
-#include "../lib/specflags.h"
-#include "../lib/termtext.h"
-#include "../lib/ticker.h"
-#include "../lib/toolset.h"
-#include "../lib/userline.h"
-#include "../lib/xalloc.h"
+#include "agent.h"
+#include "cancel.h"
+#include "chatview.h"
+#include "flag.h"
+#include "porttool.h"
+#include "specflags.h"
+#include "termtext.h"
+#include "ticker.h"
+#include "toolset.h"
+#include "userline.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -52,7 +52,7 @@ static const char usage[] =
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
 
-/* Readable once SIGINT or SIGTERM came (lib/cancel.h, which counts them). */
+/* Readable once SIGINT or SIGTERM came (lib/util/cancel.h, which counts them). */
 static int stop_fd = -1;
 
 /* 128+n for the signal that ends the chat: SIGTERM's when one came, else SIGINT's. */
@@ -316,7 +316,7 @@ int main(int argc, char **argv)
 	if ((image = sb.image) == NULL || *image == '\0')
 		image = backend_env_image();
 
-	/* no SA_RESTART (lib/cancel.h): blocking calls return to see a signal */
+	/* no SA_RESTART (lib/util/cancel.h): blocking calls return to see a signal */
 	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
 

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/gojson.h"
-#include "../lib/termtext.h"
-#include "../lib/xalloc.h"
-#include "../lib/version.h"
+#include "gojson.h"
+#include "termtext.h"
+#include "xalloc.h"
+#include "version.h"
 
 const char *cli_prog = "sbx";
 
@@ -20,7 +20,7 @@ const char *cli_prog = "sbx";
  * homedir, ttl. A sixth row there must raise it (the assert says so at once). */
 #define CLI_SBX_ROWS 5
 
-/* The shared sandbox flags' rows (lib/flag.h) for sb: how many were written to tbl. */
+/* The shared sandbox flags' rows (lib/util/flag.h) for sb: how many were written to tbl. */
 static size_t sandbox_rows(struct cli_sandbox *sb, struct flag *tbl)
 {
 	size_t n = 0;

@@ -1,4 +1,4 @@
-/* cli.h — what every sbx main shares: the one message format, exit statuses (lib/exitcode.h),
+/* cli.h — what every sbx main shares: the one message format, exit statuses (lib/util/exitcode.h),
  * JSON output.
  * Messages: "prog: what failed: why" on stderr. Data: one JSON document per line on stdout. */
 #ifndef SBX_CLI_H
@@ -6,11 +6,11 @@
 
 #include <json-c/json.h>
 
-#include "../lib/backend.h"
-#include "../lib/err.h"
-#include "../lib/exitcode.h"
-#include "../lib/flag.h"
-#include "../lib/specflags.h"
+#include "backend.h"
+#include "err.h"
+#include "exitcode.h"
+#include "flag.h"
+#include "specflags.h"
 
 extern const char *cli_prog;
 
@@ -20,7 +20,7 @@ enum {
 	CLI_SBX_IMAGE = 1 << 1,		/* -image I */
 	CLI_SBX_HOMEDIR = 1 << 2,	/* -homedir D */
 	CLI_SBX_TTL = 1 << 3,		/* -ttl D */
-	CLI_SBX_SPEC = 1 << 4,		/* the sandbox-shaping rows of lib/specflags.h */
+	CLI_SBX_SPEC = 1 << 4,		/* the sandbox-shaping rows of lib/backend/specflags.h */
 };
 
 /* The values of the shared sandbox flags. A flag not given stays NULL (ttl_ns: what the
@@ -34,7 +34,7 @@ struct cli_sandbox {
 };
 
 /* A program's command line, as tmux's args templates and git's parse-options have it: the
- * usage constant, its own flags (lib/flag.h, ending {NULL}), the shared sandbox flags, and the
+ * usage constant, its own flags (lib/util/flag.h, ending {NULL}), the shared sandbox flags, and the
  * operand count with the usage errors for too few and too many. */
 struct cli {
 	const char *usage;
@@ -46,7 +46,7 @@ struct cli {
 };
 
 /* The one flag ritual of every main: records the program name (cli_init), parses the flags
- * (Go's syntax, lib/flag.h), answers -h with the usage on stdout (exit 0), and refuses a bad
+ * (Go's syntax, lib/util/flag.h), answers -h with the usage on stdout (exit 0), and refuses a bad
  * flag or operand count with the usage error (exit EXIT_USAGE). Returns the index of the
  * first operand. */
 int cli_parse(const struct cli *c, int argc, char **argv);

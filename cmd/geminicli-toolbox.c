@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "geminicli-toolbox/tb.h"
-#include "../lib/exitcode.h"
-#include "../lib/version.h"
+#include "exitcode.h"
+#include "version.h"
 
 static const char usage[] =
 	"usage: geminicli-toolbox [--workdir=DIR] [--parts] TOOL_NAME (tool parameters as JSON on stdin)\n";

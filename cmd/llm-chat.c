@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
-#include "../lib/duration.h"
-#include "../lib/eliza.h"
-#include "../lib/flag.h"
-#include "../lib/llm.h"
-#include "../lib/termtext.h"
+#include "cancel.h"
+#include "duration.h"
+#include "eliza.h"
+#include "flag.h"
+#include "llm.h"
+#include "termtext.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -99,7 +99,44 @@ static int fail_status(const struct sbx_err *e)
 }
 
 /* Long: a main's checks (flags, vendor, key, request document) in the order their usage errors
- * are tested; the exchange is lib/llm.c. */
+ * are tested; the exchange is lib/llm/llm.c. */
+/* -vendor, else $LLM_VENDOR: the vendor named (NULL: none named); an unknown one is a usage
+ * error. */
+static const struct vendor *vendor_of(const char *name)
+{
+	const struct vendor *v;
+	char why[256];
+
+	if (name == NULL || *name == '\0')
+		name = getenv("LLM_VENDOR");
+	if (name == NULL || *name == '\0')
+		return NULL;
+	if ((v = vendor_by_name(name)) != NULL)
+		return v;
+	snprintf(why, sizeof why, "unknown vendor \"%.40s\" (known: %s)", name, vendor_names());
+	cli_usage_error(usage, why);
+}
+
+/* What is printed last: -stream's closing line (message, finish_reason, usage when the server
+ * sent it, -full's response), else the message or -full's response. New reference. */
+static struct json_object *answer_doc(const struct llm_result *res, bool stream, bool full)
+{
+	struct json_object *last, *v;
+
+	if (!stream)
+		return json_object_get(full ? res->response : res->message);
+	last = json_object_new_object();
+	json_object_object_add(last, "message", json_object_get(res->message));
+	json_object_object_add(last, "finish_reason", *res->finish_reason ?
+			       json_object_new_string(res->finish_reason) : NULL);
+	if (json_object_object_get_ex(res->response, "usage", &v) &&
+	    json_object_is_type(v, json_type_object))
+		json_object_object_add(last, "usage", json_object_get(v));
+	if (full)
+		json_object_object_add(last, "response", json_object_get(res->response));
+	return last;
+}
+
 int main(int argc, char **argv)
 {
 	const char *model_flag = NULL, *base_flag = NULL, *vendor_flag = NULL, *auth_flag = NULL;
@@ -121,7 +158,7 @@ int main(int argc, char **argv)
 	};
 	struct llm_config cfg = {0};
 	struct llm_result res = {0};
-	struct json_object *doc, *last, *v;
+	struct json_object *doc, *last;
 	struct sbx_err e = {0};
 	char *base_url = NULL;
 	int i, fd = STDIN_FILENO, status = EXIT_OK;
@@ -134,19 +171,11 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-backoff must not be negative");
 	if (retries < 0 || retries > LLM_RETRIES_MAX)
 		cli_usage_error(usage, "-retries must be between 0 and 100");
-	if (vendor_flag == NULL || *vendor_flag == '\0')
-		vendor_flag = getenv("LLM_VENDOR");
-	if (vendor_flag && *vendor_flag && (cfg.vendor = vendor_by_name(vendor_flag)) == NULL) {
-		char why[256];
-
-		snprintf(why, sizeof why, "unknown vendor \"%.40s\" (known: %s)", vendor_flag,
-			 vendor_names());
-		cli_usage_error(usage, why);
-	}
+	cfg.vendor = vendor_of(vendor_flag);
 	if (auth_flag == NULL || *auth_flag == '\0')
 		auth_flag = getenv("LLM_AUTH_HEADER");
 	cfg.auth_header = auth_flag;
-	/* SIGINT, SIGTERM (lib/cancel.h; no SA_RESTART: a blocked read returns to see them);
+	/* SIGINT, SIGTERM (lib/util/cancel.h; no SA_RESTART: a blocked read returns to see them);
 	 * SIGPIPE ignored: a closed stdout shows up as a write error instead. */
 	if (cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
@@ -157,8 +186,9 @@ int main(int argc, char **argv)
 	if (doc == NULL)
 		cli_die(fail_status(&e), "%s", e.msg);
 	cfg.model = llm_pick_model(model_flag, doc);
-	if (strcmp(cfg.model, ELIZA_MODEL) != 0 && (cfg.api_key = llm_env_key()) == NULL)
-		cli_die(EXIT_USAGE, "GEMINI_API_KEY or OPENAI_API_KEY environment variable is required");
+	if (llm_key_check(cfg.model, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+	cfg.api_key = llm_env_key();
 	base_url = llm_base_url(base_flag);
 	cfg.base_url = base_url;
 	cfg.timeout_ns = timeout;
@@ -174,20 +204,7 @@ int main(int argc, char **argv)
 		status = fail_status(&e);
 		goto out;
 	}
-	if (stream) {
-		last = json_object_new_object();
-		json_object_object_add(last, "message", json_object_get(res.message));
-		json_object_object_add(last, "finish_reason", *res.finish_reason ?
-				       json_object_new_string(res.finish_reason) : NULL);
-		/* Token counts, when the server sent them (stream_options.include_usage). */
-		if (json_object_object_get_ex(res.response, "usage", &v) &&
-		    json_object_is_type(v, json_type_object))
-			json_object_object_add(last, "usage", json_object_get(v));
-		if (full)
-			json_object_object_add(last, "response", json_object_get(res.response));
-	} else {
-		last = json_object_get(full ? res.response : res.message);
-	}
+	last = answer_doc(&res, stream, full);
 	if (cli_print_json(last) < 0)
 		status = EXIT_FAIL;
 	json_object_put(last);

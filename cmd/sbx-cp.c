@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/archive.h"
-#include "../lib/cancel.h"
-#include "../lib/copy.h"
-#include "../lib/flag.h"
-#include "../lib/xalloc.h"
+#include "archive.h"
+#include "cancel.h"
+#include "copy.h"
+#include "flag.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -6,14 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/backend.h"
-#include "../lib/cancel.h"
-#include "../lib/capture.h"
-#include "../lib/duration.h"
-#include "../lib/flag.h"
-#include "../lib/gojson.h"
-#include "../lib/relay.h"
-#include "../lib/reslimit.h"
+#include "backend.h"
+#include "cancel.h"
+#include "capture.h"
+#include "duration.h"
+#include "flag.h"
+#include "gojson.h"
+#include "relay.h"
+#include "reslimit.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -141,7 +141,53 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 }
 
 /* Long: a main's checks in the order their usage errors are tested, then the request built and
- * run; the exec is lib/relay.c and lib/capture.c. */
+ * run; the exec is lib/backend/relay.c and lib/backend/capture.c. */
+/* -raw: the command on our own descriptors, through pipes of ours (the sandbox never gets
+ * our caller's descriptors); its status as sbx-exec exits with it. */
+static int run_raw(struct sbx_backend *b, const char *name, const struct request *rq, int cancel)
+{
+	struct sbx_exec x = {.argv = rq->argv, .workdir = rq->workdir, .env = rq->env,
+			     .in_fd = 0, .out_fd = 1, .err_fd = 2,
+			     .timeout_ns = rq->timeout, .cancel_fd = cancel};
+	struct sbx_exec_result r;
+	struct sbx_err e;
+
+	if (relay_exec(b, name, &x, NULL, &r, &e) < 0) {
+		backend_close(b);	/* exit() does not free it: valgrind counts it lost */
+		cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq->argv[0],
+			name, e.msg);
+	}
+	return status_of(name, &r, rq->timeout, 1);
+}
+
+/* The document printed for a captured run. New reference. */
+static struct json_object *capture_json(const struct capture *c)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "stdout", json_object_new_string_len(c->out, (int)c->out_len));
+	json_object_object_add(o, "stderr", json_object_new_string_len(c->err, (int)c->err_len));
+	json_object_object_add(o, "exit_code", json_object_new_int(c->res.exit_code));
+	if (c->res.timed_out)
+		json_object_object_add(o, "timed_out", json_object_new_boolean(1));
+	if (c->res.oom_killed)
+		json_object_object_add(o, "oom_killed", json_object_new_boolean(1));
+	if (c->out_truncated || c->err_truncated)
+		json_object_object_add(o, "truncated", json_object_new_boolean(1));
+	return o;
+}
+
+static void request_free(struct request *rq)
+{
+	for (char **p = rq->env; p && *p; p++)
+		free(*p);
+	free(rq->env);
+	if (rq->doc) {
+		free(rq->argv);
+		json_object_put(rq->doc);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
@@ -192,17 +238,7 @@ int main(int argc, char **argv)
 	b = cli_backend_open(&sb);
 
 	if (raw) {
-		struct sbx_exec x = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
-				     .in_fd = 0, .out_fd = 1, .err_fd = 2,
-				     .timeout_ns = rq.timeout, .cancel_fd = cancel};
-		struct sbx_exec_result r;
-		/* The sandbox gets pipes of ours, never our caller's descriptors. */
-		if (relay_exec(b, name, &x, NULL, &r, &e) < 0) {
-			backend_close(b);	/* exit() does not free it: valgrind counts it lost */
-			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
-				name, e.msg);
-		}
-		rc = status_of(name, &r, rq.timeout, 1);
+		rc = run_raw(b, name, &rq, cancel);
 	} else {
 		struct capture_req cr = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
 					 .in = rq.in, .in_len = rq.in_len,
@@ -216,16 +252,7 @@ int main(int argc, char **argv)
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
 				name, e.msg);
 		}
-		o = json_object_new_object();
-		json_object_object_add(o, "stdout", json_object_new_string_len(c.out, (int)c.out_len));
-		json_object_object_add(o, "stderr", json_object_new_string_len(c.err, (int)c.err_len));
-		json_object_object_add(o, "exit_code", json_object_new_int(c.res.exit_code));
-		if (c.res.timed_out)
-			json_object_object_add(o, "timed_out", json_object_new_boolean(1));
-		if (c.res.oom_killed)
-			json_object_object_add(o, "oom_killed", json_object_new_boolean(1));
-		if (c.out_truncated || c.err_truncated)
-			json_object_object_add(o, "truncated", json_object_new_boolean(1));
+		o = capture_json(&c);
 		rc = status_of(name, &c.res, rq.timeout, 0);
 		if (cli_print_json(o) < 0)
 			rc = EXIT_FAIL;
@@ -233,13 +260,6 @@ int main(int argc, char **argv)
 		capture_free(&c);
 	}
 	backend_close(b);
-	if (rq.env)
-		for (char **p = rq.env; *p; p++)
-			free(*p);
-	free(rq.env);
-	if (rq.doc) {
-		free(rq.argv);
-		json_object_put(rq.doc);
-	}
+	request_free(&rq);
 	return cli_finish(rc);
 }

@@ -2,9 +2,9 @@
 #include <locale.h>
 #include <stdlib.h>
 
-#include "../lib/oci.h"
-#include "../lib/paths.h"
-#include "../lib/xalloc.h"
+#include "oci.h"
+#include "paths.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

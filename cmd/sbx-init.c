@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "sbx-init/init.h"
-#include "../lib/version.h"
+#include "version.h"
 
 static const char usage[] =
 	"usage: sbx-init supervise DIR NSLOCK UID GID IDMAP HOME INIT TOOLBOX ROOTFS -- BWRAP-ARGV...\n"

@@ -1,9 +1,9 @@
 /* sbx-list — one JSON line per sandbox in a namespace. */
 #include <string.h>
 
-#include "../lib/duration.h"
-#include "../lib/portfwd.h"
-#include "../lib/timeutil.h"
+#include "duration.h"
+#include "portfwd.h"
+#include "timeutil.h"
 #include "cli.h"
 
 static const char usage[] =

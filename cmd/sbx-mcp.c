@@ -1,5 +1,5 @@
 /* sbx-mcp — sbx's toolsets as MCP tools (stdio or Streamable HTTP), each MCP session with its
- * own sandbox and agent-loop's lifecycle (lib/mcpserver.h, lib/mcphttp.h). */
+ * own sandbox and agent-loop's lifecycle (lib/mcp/mcpserver.h, lib/mcp/mcphttp.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,19 +8,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/acp.h"
-#include "../lib/acpauth.h"
-#include "../lib/agent.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/mcphttp.h"
-#include "../lib/mcpserver.h"
-#include "../lib/name.h"
-#include "../lib/net.h"
-#include "../lib/paths.h"
-#include "../lib/randhex.h"
-#include "../lib/specflags.h"
-#include "../lib/xalloc.h"
+#include "acp.h"
+#include "acpauth.h"
+#include "agent.h"
+#include "cancel.h"
+#include "flag.h"
+#include "mcphttp.h"
+#include "mcpserver.h"
+#include "name.h"
+#include "net.h"
+#include "paths.h"
+#include "randhex.h"
+#include "specflags.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -56,7 +56,7 @@ static const char usage[] =
 	"  -v                    show each step's command line and documents on stderr\n"
 	"  -h                    show this help\n";
 
-/* Readable once SIGINT or SIGTERM came (lib/cancel.h). */
+/* Readable once SIGINT or SIGTERM came (lib/util/cancel.h). */
 static int stop_fd = -1;
 
 static void on_log(void *arg, const char *msg)
@@ -118,7 +118,58 @@ static char *http_token(const char *file, int lfd)
 }
 
 /* Long: a main's checks in the order sbx-mcp(1) documents them, then stdio or -listen; the
- * server is lib/mcpserver.c. */
+ * server is lib/mcp/mcpserver.c. */
+/* Serves MCP over HTTP on listen_addr until stop_fd fires; the exit status. */
+static int serve_http(struct mcp_server *srv, const struct mcp_server_config *cfg,
+		      const char *listen_addr, const char *token_file)
+{
+	struct mcphttp_config hc = {.log = on_log};
+	char *token = token_file ? http_token(token_file, -1) : NULL, addr[NET_ADDR_MAX];
+	struct sbx_err e;
+	int lfd = net_listen(listen_addr, &e), status = EXIT_OK;
+
+	if (lfd < 0)
+		cli_die_err("", &e);
+	net_local_addr(lfd, addr, sizeof addr);
+	if (strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0)
+		cli_warn("serving on %s, beyond loopback, without TLS: the token and every "
+			 "call cross the network in clear", addr);
+	if (token == NULL)
+		token = http_token(NULL, lfd);
+	hc.token = token;
+	cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",
+		addr, cfg->toolset ? cfg->toolset : "basic", cfg->backend);
+	if (mcphttp_run(srv, &hc, lfd, stop_fd, &e) < 0) {
+		cli_warn("%s", e.msg);
+		status = EXIT_FAIL;
+	}
+	free(token);
+	return status;
+}
+
+/* Serves one MCP session (named session, or a new name) on stdin and stdout until either
+ * ends or stop_fd fires, then closes it (its sandbox deleted); the exit status. */
+static int serve_stdio(struct mcp_server *srv, const struct mcp_server_config *cfg,
+		       const char *session)
+{
+	struct mcp_session *ss;
+	struct sbx_err e;
+	int in, out;
+
+	take_stdio(&in, &out);
+	if ((ss = mcp_session_open(srv, session, &e)) == NULL)
+		cli_die_err("", &e);
+	cli_msg("serving MCP on stdio session=\"%s\" toolset=\"%s\" backend=\"%s\"",
+		mcp_session_name(ss), cfg->toolset ? cfg->toolset : "basic", cfg->backend);
+	if (mcp_serve_stream(ss, in, out, stop_fd, &e) < 0)
+		cli_warn("%s", e.msg);
+	if (mcp_session_close(ss, true, &e) < 0) {
+		cli_warn("%s", e.msg);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");
@@ -131,8 +182,7 @@ int main(int argc, char **argv)
 					 CLI_SBX_SPEC};
 	struct mcp_server *srv;
 	struct sbx_err e;
-	char addr[NET_ADDR_MAX];
-	int status = EXIT_OK;
+	int status;
 	bool session_flag = false;
 	struct flag flags[] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
@@ -179,43 +229,8 @@ int main(int argc, char **argv)
 
 	if ((srv = mcp_server_new(&cfg, &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	if (listen_addr) {
-		struct mcphttp_config hc = {.log = on_log};
-		char *token = token_file ? http_token(token_file, -1) : NULL;
-		int lfd = net_listen(listen_addr, &e);
-
-		if (lfd < 0)
-			cli_die_err("", &e);
-		net_local_addr(lfd, addr, sizeof addr);
-		if (strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0)
-			cli_warn("serving on %s, beyond loopback, without TLS: the token and every "
-				 "call cross the network in clear", addr);
-		if (token == NULL)
-			token = http_token(NULL, lfd);
-		hc.token = token;
-		cli_msg("serving MCP url=\"http://%s" MCPHTTP_PATH "\" toolset=\"%s\" backend=\"%s\"",
-			addr, cfg.toolset ? cfg.toolset : "basic", cfg.backend);
-		if (mcphttp_run(srv, &hc, lfd, stop_fd, &e) < 0) {
-			cli_warn("%s", e.msg);
-			status = EXIT_FAIL;
-		}
-		free(token);
-	} else {
-		struct mcp_session *ss;
-		int in, out;
-
-		take_stdio(&in, &out);
-		if ((ss = mcp_session_open(srv, session, &e)) == NULL)
-			cli_die_err("", &e);
-		cli_msg("serving MCP on stdio session=\"%s\" toolset=\"%s\" backend=\"%s\"",
-			mcp_session_name(ss), cfg.toolset ? cfg.toolset : "basic", cfg.backend);
-		if (mcp_serve_stream(ss, in, out, stop_fd, &e) < 0)
-			cli_warn("%s", e.msg);
-		if (mcp_session_close(ss, true, &e) < 0) {
-			cli_warn("%s", e.msg);
-			status = EXIT_FAIL;
-		}
-	}
+	status = listen_addr ? serve_http(srv, &cfg, listen_addr, token_file)
+			     : serve_stdio(srv, &cfg, session);
 	mcp_server_free(srv);
 	specflags_argv_free((char **)cfg.create_args);
 	return cli_finish(status);

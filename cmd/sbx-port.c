@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../lib/cancel.h"
-#include "../lib/portfwd.h"
+#include "cancel.h"
+#include "portfwd.h"
 
 static const char usage[] =
 	"usage: sbx-port [-backend local] [-namespace NS] [-listen 127.0.0.1:HOSTPORT | -unix PATH] "

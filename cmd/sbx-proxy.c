@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/proxy.h"
-#include "../lib/proxyfilter.h"
-#include "../lib/xalloc.h"
+#include "proxy.h"
+#include "proxyfilter.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/name.h"
-#include "../lib/snapshot.h"
+#include "cancel.h"
+#include "flag.h"
+#include "name.h"
+#include "snapshot.h"
 #include "cli.h"
 
 static const char usage[] =

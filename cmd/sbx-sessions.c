@@ -1,8 +1,8 @@
 /* sbx-sessions — list the sessions on this host (history, backups, who uses them); remove them. */
 #include <stdlib.h>
 
-#include "../lib/sessions.h"
-#include "../lib/timeutil.h"
+#include "sessions.h"
+#include "timeutil.h"
 #include "cli.h"
 
 static const char usage[] =

@@ -6,12 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/name.h"
-#include "../lib/paths.h"
-#include "../lib/snapshot.h"
-#include "../lib/xalloc.h"
+#include "cancel.h"
+#include "flag.h"
+#include "name.h"
+#include "paths.h"
+#include "snapshot.h"
+#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -137,6 +137,36 @@ static int prune_all(int keep, uint64_t budget)
 
 /* Long: a main's checks, then its three modes (-prune -all, -prune SESSION…, one snapshot) side
  * by side so their usage errors read together. */
+/* -prune: of every session (-all) or of the n sessions named; the last failure's status. */
+static int prune_main(bool all, char **names, int n, int keep, uint64_t budget)
+{
+	int rc = EXIT_OK;
+
+	if (all == (n > 0))
+		cli_usage_error(usage, "-prune needs either -all or SESSION names");
+	if (all)
+		return prune_all(keep, budget);
+	for (int k = 0; k < n; k++) {
+		int r1 = prune_one(names[k], keep, budget);
+		if (r1 != EXIT_OK)
+			rc = r1;
+	}
+	return rc;
+}
+
+/* The document printed for a backup written. New reference. */
+static struct json_object *result_json(const struct snapshot_result *r)
+{
+	struct json_object *j = json_object_new_object();
+
+	json_object_object_add(j, "path", json_object_new_string(r->path));
+	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r->bytes));
+	json_object_object_add(j, "files", json_object_new_int64((int64_t)r->files));
+	json_object_object_add(j, "sha256", json_object_new_string(r->sha256));
+	json_object_object_add(j, "pruned", names_json(&r->pruned));
+	return j;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
@@ -177,18 +207,8 @@ int main(int argc, char **argv)
 		if (name_check(argv[k], &e) < 0)
 			cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[k], e.msg);
 	}
-	if (prune) {
-		if (all == (i < argc))
-			cli_usage_error(usage, "-prune needs either -all or SESSION names");
-		if (all)
-			return cli_finish(prune_all((int)keep, (uint64_t)budget));
-		for (; i < argc; i++) {
-			int r1 = prune_one(argv[i], (int)keep, (uint64_t)budget);
-			if (r1 != EXIT_OK)
-				rc = r1;
-		}
-		return cli_finish(rc);
-	}
+	if (prune)
+		return cli_finish(prune_main(all, argv + i, argc - i, (int)keep, (uint64_t)budget));
 	if (all)
 		cli_usage_error(usage, "-all goes with -prune");
 	if (i != argc - 1)
@@ -219,12 +239,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)r.skipped);
 	if (r.prune_error)
 		cli_warn("backup written, but pruning failed: %s", r.prune_error);
-	j = json_object_new_object();
-	json_object_object_add(j, "path", json_object_new_string(r.path));
-	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r.bytes));
-	json_object_object_add(j, "files", json_object_new_int64((int64_t)r.files));
-	json_object_object_add(j, "sha256", json_object_new_string(r.sha256));
-	json_object_object_add(j, "pruned", names_json(&r.pruned));
+	j = result_json(&r);
 	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(j);
 	snapshot_result_free(&r);

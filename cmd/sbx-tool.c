@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/backend.h"
-#include "../lib/cancel.h"
-#include "../lib/flag.h"
-#include "../lib/gojson.h"
-#include "../lib/toolset.h"
+#include "backend.h"
+#include "cancel.h"
+#include "flag.h"
+#include "gojson.h"
+#include "toolset.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -72,6 +72,47 @@ static struct json_object *read_call(void)
 
 /* Long: a main's checks in the order their usage errors are tested (flags, -list, the call
  * document's fields), then one toolset_call. */
+/* The call read from stdin and checked: its id, function name and arguments (JSON text;
+ * *args_text owns it when the call gave an object). Refused with a usage error when malformed.
+ * New reference. */
+static struct json_object *parse_call(const char **id, const char **fname, const char **fargs,
+				      char **args_text)
+{
+	struct json_object *call = read_call(), *fn, *v;
+
+	*args_text = NULL;
+	if (!json_object_is_type(call, json_type_object) ||
+	    !json_object_object_get_ex(call, "function", &fn) ||
+	    !json_object_is_type(fn, json_type_object) ||
+	    !json_object_object_get_ex(fn, "name", &v) || !json_object_is_type(v, json_type_string))
+		cli_die(EXIT_USAGE, "invalid tool call: want {\"id\",\"type\":\"function\","
+			"\"function\":{\"name\",\"arguments\"}}");
+	*fname = json_object_get_string(v);
+	refuse_unknown(call, call_fields, "");
+	refuse_unknown(fn, function_fields, " in \"function\"");
+	/* arguments: JSON text, as the API sends it, or the object itself, as many frameworks
+	 * pass it on */
+	if (!json_object_object_get_ex(fn, "arguments", &v) || v == NULL)
+		*fargs = "";
+	else if (json_object_is_type(v, json_type_string))
+		*fargs = json_object_get_string(v);
+	else if (json_object_is_type(v, json_type_object))
+		*fargs = *args_text = gojson_encode(v);
+	else
+		cli_die(EXIT_USAGE, "invalid tool call: \"function.arguments\" must be a JSON string or "
+			"object");
+	if (json_object_object_get_ex(call, "type", &v) &&
+	    !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "function") == 0))
+		cli_die(EXIT_USAGE, "invalid tool call: \"type\" must be \"function\"");
+	*id = "";
+	if (json_object_object_get_ex(call, "id", &v)) {
+		if (!json_object_is_type(v, json_type_string))
+			cli_die(EXIT_USAGE, "invalid tool call: \"id\" must be a string");
+		*id = json_object_get_string(v);
+	}
+	return call;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
@@ -80,12 +121,12 @@ int main(int argc, char **argv)
 	const char *id, *fname, *fargs;
 	int64_t timeout = 120 * INT64_C(1000000000);
 	bool list = false;
-	struct json_object *call, *fn, *v, *msg, *parts = NULL;
+	struct json_object *call, *msg, *parts = NULL;
 	const struct toolset *ts;
 	struct sbx_backend *b;
 	struct sbx_err e;
 	int i, failed, rc, cancel;
-	char *content, *args_text = NULL;
+	char *content, *args_text;
 	size_t content_len;
 	struct flag flags[] = {
 		{"toolset", FLAG_STRING, &tsname, NULL},
@@ -117,36 +158,7 @@ int main(int argc, char **argv)
 	if (workdir && workdir[0] != '/')
 		cli_usage_error(usage, "-workdir must be an absolute path");
 
-	call = read_call();
-	if (!json_object_is_type(call, json_type_object) ||
-	    !json_object_object_get_ex(call, "function", &fn) ||
-	    !json_object_is_type(fn, json_type_object) ||
-	    !json_object_object_get_ex(fn, "name", &v) || !json_object_is_type(v, json_type_string))
-		cli_die(EXIT_USAGE, "invalid tool call: want {\"id\",\"type\":\"function\","
-			"\"function\":{\"name\",\"arguments\"}}");
-	fname = json_object_get_string(v);
-	refuse_unknown(call, call_fields, "");
-	refuse_unknown(fn, function_fields, " in \"function\"");
-	/* arguments: JSON text, as the API sends it, or the object itself, as many frameworks
-	 * pass it on */
-	if (!json_object_object_get_ex(fn, "arguments", &v) || v == NULL)
-		fargs = "";
-	else if (json_object_is_type(v, json_type_string))
-		fargs = json_object_get_string(v);
-	else if (json_object_is_type(v, json_type_object))
-		fargs = args_text = gojson_encode(v);
-	else
-		cli_die(EXIT_USAGE, "invalid tool call: \"function.arguments\" must be a JSON string or "
-			"object");
-	if (json_object_object_get_ex(call, "type", &v) &&
-	    !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "function") == 0))
-		cli_die(EXIT_USAGE, "invalid tool call: \"type\" must be \"function\"");
-	id = "";
-	if (json_object_object_get_ex(call, "id", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			cli_die(EXIT_USAGE, "invalid tool call: \"id\" must be a string");
-		id = json_object_get_string(v);
-	}
+	call = parse_call(&id, &fname, &fargs, &args_text);
 
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);

@@ -813,7 +813,7 @@ PY
 	} >"$BATS_TEST_TMPDIR/script"
 	start_stub <"$BATS_TEST_TMPDIR/script"
 	# (a vendor that refuses reasoning_content back outside a tool-call turn: llm-chat's
-	# policy, lib/vendor.c, decides what each vendor is sent)
+	# policy, lib/llm/vendor.c, decides what each vendor is sent)
 	LLM_VENDOR=deepseek start_server
 	steps '[{"new":{}},{"prompt":"think"},{"prompt":"go on"},{"prompt":"bad"},{"connect":{}},{"load":{}}]'
 	assert_status 0

@@ -3,7 +3,7 @@
 # escape sequences (OSC 52 sets the clipboard, CSI erases and moves the cursor), a CR that
 # rewinds the line, C1 controls and bidi overrides, to rewrite what the user reads or approves.
 # Every byte that came from a tool, the model or an ACP peer must reach the terminal with its
-# controls visible (lib/termtext.h). SECURITY.md maps the defence to these cases.
+# controls visible (lib/util/termtext.h). SECURITY.md maps the defence to these cases.
 
 bats_require_minimum_version 1.5.0
 load helpers

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # conventions.bats — what every program shares: -h, --version from the one version string
-# (lib/version.h), a man page, and in it the one exit status table (man/exit-status.roff)
+# (lib/util/version.h), a man page, and in it the one exit status table (man/exit-status.roff)
 # followed by what each status means for that program.
 
 load helpers
@@ -19,7 +19,7 @@ programs() {
 }
 
 @test "every program answers --version and -version with the one version string" {
-	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/version.h")
+	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/util/version.h")
 	[ -n "$version" ]
 	for p in $(programs); do
 		run "$p" --version
@@ -31,7 +31,7 @@ programs() {
 }
 
 @test "the internal helpers (sbx-init, sbx-proxy) answer --version and -h too" {
-	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/version.h")
+	version=$(sed -n 's/^#define SBX_VERSION "\(.*\)"$/\1/p' "$SBX_TOP/lib/util/version.h")
 	for p in sbx-init sbx-proxy; do
 		run "$SBX_BIN/$p" --version
 		assert_status 0

@@ -212,3 +212,34 @@ EOF
 	# .ci/run's parse: the closing line is the one line of its form
 	[ "$(grep -cE '^[0-9]+ passed, [0-9]+ failed$' "$BATS_TEST_TMPDIR/out")" -eq 1 ]
 }
+
+# lib/'s folders are layers (lib/README.md, "Folders, lowest first:"): scripts/check-layers reads
+# the includes of every file and the symbols of every object of this build ($SBX_UNIT's tree).
+@test "lib/ is layered: no folder includes from one above it, no two files call each other" {
+	run "$SBX_TOP/scripts/check-layers" -o "$(dirname "$SBX_UNIT")" "$SBX_TOP"
+	[ -z "$output" ] || { echo "$output" >&2; false; }
+	[ "$status" -eq 0 ]
+}
+
+@test "the layer check finds an include from above, a stray file, a header twice and a call circle" {
+	local t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/lib/low" "$t/lib/high" "$t/build/lib/low"
+	printf 'Folders, lowest first: `low/` → `high/`.\n' >"$t/lib/README.md"
+	printf '#include "high.h"\n#include "low.h"\n' >"$t/lib/low/low.c"
+	printf '#include "low.h"\n' >"$t/lib/high/high.c"
+	: >"$t/lib/low/low.h"
+	: >"$t/lib/high/high.h"
+	: >"$t/lib/high/low.h"
+	: >"$t/lib/stray.c"
+	printf 'int pong(int);\nint ping(int n) { return n ? pong(n - 1) : 0; }\n' >"$t/lib/low/ping.c"
+	printf 'int ping(int);\nint pong(int n) { return n ? ping(n - 1) : 1; }\n' >"$t/lib/low/pong.c"
+	printf 'int ping(int);\nint top(void) { return ping(3); }\n' >"$t/lib/low/top.c"
+	for f in ping pong top; do cc -c -o "$t/build/lib/low/$f.o" "$t/lib/low/$f.c"; done
+	run "$SBX_TOP/scripts/check-layers" -o "$t/build" "$t"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "${lines[0]}" = "lib/low/low.h:1: also in lib/high/" ]
+	[ "${lines[1]}" = "lib/stray.c:1: not in a folder (lib/README.md names the folders)" ]
+	[ "${lines[2]}" = "lib/low/low.c:1: includes high.h from lib/high/, a folder above lib/low/" ]
+	[[ "${lines[3]}" == "lib/low/ping.c:1: calls go round a circle: lib/low/ping.c ↔ lib/low/pong.c "* ]]
+}

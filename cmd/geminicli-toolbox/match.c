@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "tb.h"
-#include "../../lib/utf8.h"
+#include "utf8.h"
 
 /* Brace expansion multiplies patterns; more alternatives than this is not a real request. */
 #define GLOB_MAX_ALTERNATIVES 1024

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "../../lib/xalloc.h"
+#include "xalloc.h"
 
 /* gemini-cli's read limits: 2000 lines per read, 2000 characters per line, 20 MB per file. */
 #define TB_MAX_LINES 2000
@@ -25,7 +25,7 @@
 /* Directory walks stop descending past this depth: deeper trees are symlink loops or abuse. */
 #define TB_MAX_DEPTH 256
 
-/* Buffers and allocation are lib/xalloc.h's (struct buf, xmalloc, …): out of memory ends the
+/* Buffers and allocation are lib/util/xalloc.h's (struct buf, xmalloc, …): out of memory ends the
  * process. */
 
 /* qsort that accepts an empty array (base may then be NULL, which qsort itself forbids). */

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "tb.h"
-#include "../../lib/utf8.h"
+#include "utf8.h"
 
 /* isbinaryfile looks at the first 512 bytes (plus 3 so a UTF-8 sequence is not cut). */
 #define SNIFF_BYTES 512

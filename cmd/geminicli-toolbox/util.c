@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "tb.h"
-#include "../../lib/gemini_path.h"
+#include "gemini_path.h"
 
 int tb_fail(struct tb_call *c, const char *fmt, ...)
 {

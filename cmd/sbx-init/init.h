@@ -2,9 +2,9 @@
 #ifndef SBX_INIT_H
 #define SBX_INIT_H
 
-#include "../../lib/exitcode.h"	/* the statuses sbx-init and its children exit with */
+#include "exitcode.h"	/* the statuses sbx-init and its children exit with */
 
-/* Accepts exec requests on listen_fd forever (see lib/localproto.h). */
+/* Accepts exec requests on listen_fd forever (see lib/local/localproto.h). */
 int init_serve(int listen_fd);
 /* Runs bwrap_argv as the sandbox and removes dir when it ends. ids: the sandbox's first host
  * uid and gid and "COUNT:UID:GID" (its number of ids and the image's user inside), or "-"
@@ -12,7 +12,7 @@ int init_serve(int listen_fd);
 int init_supervise(const char *dir, const char *nslock, const char *const ids[3],
 		   const char *const stage_src[4], char **bwrap_argv);
 
-/* net.c: the sandbox's network helper (lib/localnet.h), in the supervisor. */
+/* net.c: the sandbox's network helper (lib/local/localnet.h), in the supervisor. */
 /* Reads DIR/net.plan: 0 no plan (no network), 1 loaded, -1 unusable. */
 int net_load(const char *dir);
 /* argv with bubblewrap's --info-fd/--block-fd added when a plan is loaded (else argv). */

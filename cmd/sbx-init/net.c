@@ -1,4 +1,4 @@
-/* net.c — the supervisor's half of a sandbox's network (see lib/localnet.h): it holds
+/* net.c — the supervisor's half of a sandbox's network (see lib/local/localnet.h): it holds
  * bubblewrap after the namespaces exist and before anything runs in them (--info-fd for the
  * sandbox's pid, --block-fd to hold it), connects the namespace with the helper the plan names
  * (pasta for NAT, sbx-proxy for -allow-host), waits until the helper is ready, and then lets
@@ -25,8 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/localnet.h"
+#include "fsutil.h"
+#include "localnet.h"
 #include "init.h"
 
 /* How long a helper may take to connect the namespace: pasta needs well under a second. */

@@ -1,5 +1,5 @@
 /* serve.c — the exec service inside a sandbox. It runs outside the commands' pid namespace
- * (lib/local_bwrap.c says why and how); one forked "shepherd" per connection (forked ahead
+ * (lib/local/local_bwrap.c says why and how); one forked "shepherd" per connection (forked ahead
  * of it and waiting in accept, see init_serve) starts the command in that namespace, in a new
  * session, with the command's mark, and kills every process carrying the mark when the
  * caller gives up (LP_KILL, a hang-up, the timeout). */
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/local_bwrap.h"
-#include "../../lib/localproto.h"
+#include "local_bwrap.h"
+#include "localproto.h"
 #include "init.h"
 
 /* How long a client may take to send its request: it sends it at once, so this only guards

@@ -3,7 +3,7 @@
  * a reboot), runs bubblewrap, and removes the sandbox and its home when DIR/deadline passes
  * (the Agent Sandbox controller's shutdownTime with policy Delete) or on SIGTERM. With
  * DIR/idle (-idle pause) the deadline freezes the sandbox instead, and the removal waits the
- * paused ttl more; a resume moves the deadline (lib/local_backend.c) and SIGHUPs this. */
+ * paused ttl more; a resume moves the deadline (lib/local/local_backend.c) and SIGHUPs this. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -23,10 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/idmap.h"
-#include "../../lib/local_bwrap.h"
-#include "../../lib/reslimit.h"
+#include "fsutil.h"
+#include "idmap.h"
+#include "local_bwrap.h"
+#include "reslimit.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
@@ -35,7 +35,7 @@
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
 /* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
- * lib/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
+ * lib/local/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
 #define OWN_LOCK_WAIT_MS 5000
 /* How long the pause at the deadline waits for the kernel to freeze every process. */
 #define FREEZE_WAIT_MS 5000
@@ -151,7 +151,7 @@ static int args_file(char **argv, char ***rest)
 	return fd;
 }
 
-/* The user namespaces of a root's sandbox (lib/idmap.h), made by init_supervise; -1: none. */
+/* The user namespaces of a root's sandbox (lib/local/idmap.h), made by init_supervise; -1: none. */
 static int userns_fd[2] = {-1, -1};
 
 /* ids[2] "COUNT:UID:GID" as a request for the namespaces of uid:gid's range. 0 or -1. */
@@ -231,7 +231,7 @@ static pid_t start_bwrap(const char *dir, const char *uid, const char *gid, char
 		_exit(EXIT_FAIL);
 	}
 	snprintf(fdtext, sizeof fdtext, "%d", fd);
-	/* The sandbox's syscall filter (lib/local_bwrap.c), under which bubblewrap starts the
+	/* The sandbox's syscall filter (lib/local/local_bwrap.c), under which bubblewrap starts the
 	 * service; inherited, so not close-on-exec. */
 	if ((fd = local_bwrap_filter_fd(0)) < 0 || fcntl(fd, F_SETFD, 0) < 0) {
 		fprintf(stderr, "sbx-init: cannot build the syscall filter\n");

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../lib/acp.h"
-#include "../../lib/peer.h"
+#include "acp.h"
+#include "peer.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/archive.h"
-#include "../../lib/fsutil.h"
+#include "archive.h"
+#include "fsutil.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -1,13 +1,13 @@
 /* fuzz_delta.c — the streamed-answer path after the SSE parser: each input line that is a JSON
- * object is a delta, flattened and merged into one message (lib/llmmsg.h); the message must
+ * object is a delta, flattened and merged into one message (lib/llm/llmmsg.h); the message must
  * stay an object that encodes, every vendor's request policy must accept it, and the error
  * reader must turn the raw input into one bounded line without control bytes. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gojson.h"
-#include "../../lib/llmmsg.h"
-#include "../../lib/vendor.h"
+#include "gojson.h"
+#include "llmmsg.h"
+#include "vendor.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

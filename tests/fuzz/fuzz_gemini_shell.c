@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gemini_shell.h"
+#include "gemini_shell.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

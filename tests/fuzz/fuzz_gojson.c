@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gojson.h"
+#include "gojson.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

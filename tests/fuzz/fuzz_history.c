@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/history.h"
+#include "fsutil.h"
+#include "history.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/jsonrpc.h"
+#include "jsonrpc.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

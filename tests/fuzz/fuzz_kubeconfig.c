@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/kubeconfig.h"
+#include "fsutil.h"
+#include "kubeconfig.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

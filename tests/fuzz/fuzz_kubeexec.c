@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/kubeapi.h"
-#include "../../lib/kubeexec.h"
+#include "kubeapi.h"
+#include "kubeexec.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

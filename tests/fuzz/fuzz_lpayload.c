@@ -1,7 +1,7 @@
 /* fuzz_lpayload.c — the exec service's request decoder (sbx-init serve), which reads what a
  * client sends over the sandbox's socket. Every string it returns must lie inside the input.
- * serve.c calls the in-sandbox half of lib/local_bwrap.c, built here as sbx-init builds it. */
-// FUZZ_SOURCES: -DSBX_INIT lib/local_bwrap.c -lseccomp
+ * serve.c calls the in-sandbox half of lib/local/local_bwrap.c, built here as sbx-init builds it. */
+// FUZZ_SOURCES: -DSBX_INIT lib/local/local_bwrap.c -lseccomp
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

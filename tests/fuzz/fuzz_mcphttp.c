@@ -16,8 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../lib/mcphttp.h"
-#include "../../lib/net.h"
+#include "mcphttp.h"
+#include "net.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/netpolicy.h"
-#include "../../lib/proxyreq.h"
+#include "netpolicy.h"
+#include "proxyreq.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/sse.h"
+#include "sse.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

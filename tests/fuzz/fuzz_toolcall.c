@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/toolset.h"
-#include "../../lib/utf8.h"
-#include "../../lib/xalloc.h"
+#include "toolset.h"
+#include "utf8.h"
+#include "xalloc.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

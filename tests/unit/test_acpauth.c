@@ -1,5 +1,5 @@
 /* test_acpauth.c — token files and principals, the per-source guard's caps and growing
- * back-off (with the clock given), the sources it counts (lib/net.h), and the issued-sessions
+ * back-off (with the clock given), the sources it counts (lib/util/net.h), and the issued-sessions
  * file (lib/acpreg). */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/acpauth.h"
-#include "../../lib/acpreg.h"
-#include "../../lib/net.h"
-#include "../../lib/paths.h"
+#include "acpauth.h"
+#include "acpreg.h"
+#include "net.h"
+#include "paths.h"
 #include "tap.h"
 
 #define S (INT64_C(1000000000))

@@ -4,7 +4,7 @@
 
 #include <json-c/json_pointer.h>
 
-#include "../../lib/acptool.h"
+#include "acptool.h"
 #include "tap.h"
 
 static const char *get(struct json_object *o, const char *path)

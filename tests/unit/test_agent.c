@@ -8,14 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/agent.h"
-#include "../../lib/backend.h"
-#include "../../lib/chatview.h"
-#include "../../lib/child.h"
-#include "../../lib/gojson.h"
-#include "../../lib/history.h"
-#include "../../lib/timeutil.h"
-#include "../../lib/xalloc.h"
+#include "agent.h"
+#include "backend.h"
+#include "backup.h"
+#include "chatview.h"
+#include "child.h"
+#include "gojson.h"
+#include "history.h"
+#include "timeutil.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char *slurp(const char *path)
@@ -407,6 +408,63 @@ static void backends(const char *home)
 	free(kc);
 }
 
+/* count_lines: how many lines of the file at path hold needle. */
+static int count_lines(const char *path, const char *needle)
+{
+	char *text = slurp(path), *line, *save = NULL;
+	int n = 0;
+
+	for (line = text ? strtok_r(text, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save))
+		n += strstr(line, needle) != NULL;
+	free(text);
+	return n;
+}
+
+/* A tools-only session whose restore is found unfinished between two calls restores again, and
+ * then makes its working directory again (the restore may have replaced the home). The sbx
+ * programs are stand-ins that log their command lines. */
+static void tools_only_restore(const char *home)
+{
+	char *bin = xasprintf("%s/fakebin", home), *log = xasprintf("%s/fake.log", home);
+	char *script = xasprintf("#!/bin/sh\necho \"${0##*/} $*\" >>'%s'\necho '{}'\n", log);
+	const char *progs[] = {"sbx-create", "sbx-restore", "sbx-exec", "sbx-delete", NULL};
+	struct agent_config cfg = {.session = "wdtools", .backend = "local", .tools_only = true,
+				   .bindir = bin, .workdir = "/w/x"};
+	struct agent_session *s;
+	struct sbx_err e;
+	char *dir, *mark;
+
+	mkdir(bin, 0700);
+	for (const char **p = progs; *p; p++) {
+		char *path = xasprintf("%s/%s", bin, *p);
+		put(path, script, "w");
+		chmod(path, 0700);
+		free(path);
+	}
+	s = agent_session_open(&cfg, &e);
+	ok(s != NULL, "tools-only session with a working directory opens");
+	if (s == NULL)
+		goto out;
+	ok(agent_session_ensure_sandbox(s, -1, &e) == 0, "first call: sandbox made");
+	ok(count_lines(log, "sbx-restore") == 1, "first call: restored once");
+	ok(count_lines(log, "wdtools -- mkdir -p -- /w/x") == 1, "first call: workdir made");
+	dir = backup_dir("wdtools", &e);
+	ok(dir && backup_restoring_mark(dir, "backup-1.tar.gz", &e) == 0, "a restore left unfinished");
+	ok(agent_session_ensure_sandbox(s, -1, &e) == 0, "next call, soon after: ok");
+	ok(count_lines(log, "sbx-restore") == 2, "next call: restored again");
+	ok(count_lines(log, "wdtools -- mkdir -p -- /w/x") == 2,
+	   "next call: the working directory made again after that restore");
+	mark = xasprintf("%s/%s", dir, BACKUP_RESTORING);
+	unlink(mark);
+	free(mark);
+	free(dir);
+	agent_session_close(s, &e);
+out:
+	free(script);
+	free(log);
+	free(bin);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/test_agent.XXXXXX", *home = mkdtemp(tmpl), *cmd;
@@ -418,6 +476,7 @@ int main(void)
 	startup();
 	view();
 	backends(home);
+	tools_only_restore(home);
 	cmd = xasprintf("rm -rf '%s'", home);
 	if (system(cmd) != 0)
 		ok(0, "cleanup");

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/archive.h"
-#include "../../lib/xalloc.h"
+#include "archive.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char base[256];

@@ -9,8 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/backup.h"
-#include "../../lib/xalloc.h"
+#include "backup.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char base[256], dir[300], home[300];

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/cgroup.h"
-#include "../../lib/fsutil.h"
+#include "cgroup.h"
+#include "fsutil.h"
 #include "tap.h"
 
 static char top[PATH_MAX];

@@ -2,14 +2,14 @@
  * the model-facing cut of tool results. */
 #include <stdlib.h>
 
-#include "../../lib/duration.h"
-#include "../../lib/flag.h"
-#include "../../lib/gojson.h"
-#include "../../lib/name.h"
-#include "../../lib/timeutil.h"
-#include "../../lib/toolcap.h"
-#include "../../lib/toolmsg.h"
-#include "../../lib/utf8.h"
+#include "duration.h"
+#include "flag.h"
+#include "gojson.h"
+#include "name.h"
+#include "timeutil.h"
+#include "toolcap.h"
+#include "toolmsg.h"
+#include "utf8.h"
 #include "tap.h"
 
 static void durations(void)

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/fsutil.h"
+#include "fsutil.h"
 #include "tap.h"
 
 /* Levels of the deep tree: 3 bytes each ("dd/"), so well past PATH_MAX. */

@@ -4,12 +4,12 @@
  * (honouring GEMINI_SYSTEM_MD) for tests/geminicli-toolbox.bats. */
 #include <stdlib.h>
 
-#include "../../lib/gemini_path.h"
-#include "../../lib/gemini_shell.h"
-#include "../../lib/toolset.h"
+#include "gemini_path.h"
+#include "gemini_shell.h"
+#include "toolset.h"
 #include "tap.h"
 
-/* gemini-cli's run_shell_command text rules (lib/gemini_shell.c), cases from its shell-utils. */
+/* gemini-cli's run_shell_command text rules (lib/toolset/gemini_shell.c), cases from its shell-utils. */
 static void gemini_shell_cases(void)
 {
 	static const struct { const char *in, *want; } strip[] = {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../lib/acp.h"
-#include "../../lib/jsonrpc.h"
+#include "acp.h"
+#include "jsonrpc.h"
 #include "tap.h"
 
 struct lines {

@@ -2,9 +2,9 @@
  * escaping, an unreachable server, and the Sandbox object sbx posts. */
 #include <stdlib.h>
 
-#include "../../lib/backend.h"
-#include "../../lib/kubeapi.h"
-#include "../../lib/xalloc.h"
+#include "backend.h"
+#include "kubeapi.h"
+#include "xalloc.h"
 #include "tap.h"
 
 struct json_object *kube_backend_object(const char *api_version, const char *ns,

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/kubeconfig.h"
-#include "../../lib/xalloc.h"
+#include "kubeconfig.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_kubeconfig.XXXXXX";

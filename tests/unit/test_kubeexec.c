@@ -2,7 +2,7 @@
  * exec request path. */
 #include <stdlib.h>
 
-#include "../../lib/kubeexec.h"
+#include "kubeexec.h"
 #include "tap.h"
 
 static void frames(void)

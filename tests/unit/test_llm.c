@@ -4,14 +4,14 @@
 
 #include <curl/curl.h>
 
-#include "../../lib/eliza.h"
-#include "../../lib/gojson.h"
-#include "../../lib/llm.h"
-#include "../../lib/llmmsg.h"
-#include "../../lib/sse.h"
-#include "../../lib/llmmedia.h"
-#include "../../lib/toolparts.h"
-#include "../../lib/vendor.h"
+#include "eliza.h"
+#include "gojson.h"
+#include "llm.h"
+#include "llmmsg.h"
+#include "sse.h"
+#include "llmmedia.h"
+#include "toolparts.h"
+#include "vendor.h"
 #include "tap.h"
 
 /* Collects events as "type|id|data\n" lines. */

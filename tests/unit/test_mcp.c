@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gojson.h"
-#include "../../lib/mcp.h"
+#include "gojson.h"
+#include "mcp.h"
 #include "tap.h"
 
 static char *enc(struct json_object *o)

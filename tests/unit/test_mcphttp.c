@@ -1,7 +1,7 @@
 /* test_mcphttp.c — the Streamable HTTP checks before a body, as a table: each request's
  * method, path and headers, and the status it gets (0: go on). Also Origin and Accept. */
-#include "../../lib/mcphttp.h"
-#include "../../lib/randhex.h"
+#include "mcphttp.h"
+#include "randhex.h"
 #include "tap.h"
 
 #define T "tok-123"

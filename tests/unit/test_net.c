@@ -1,4 +1,4 @@
-/* test_net.c — lib/netpolicy.c (the -allow-host list) and lib/proxyreq.c (what a sandbox
+/* test_net.c — lib/backend/netpolicy.c (the -allow-host list) and lib/local/proxyreq.c (what a sandbox
  * sends its proxy). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/netpolicy.h"
-#include "../../lib/proxyreq.h"
+#include "netpolicy.h"
+#include "proxyreq.h"
 #include "tap.h"
 
 static const char *matched(const struct netpolicy *p, const char *host, int port)

@@ -1,6 +1,6 @@
 /* test_oci.c — lib/oci: layouts written here with libarchive (layers) and OpenSSL (digests):
  * unpack and cache, whiteouts, refusals, mount points that must not follow links, and the
- * sbx-image protocol of oci_image_run (lib/oci_image.c) against stand-in helpers. */
+ * sbx-image protocol of oci_image_run (lib/local/oci_image.c) against stand-in helpers. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +12,9 @@
 #include <archive_entry.h>
 #include <openssl/evp.h>
 
-#include "../../lib/fsutil.h"
-#include "../../lib/oci.h"
-#include "../../lib/xalloc.h"
+#include "fsutil.h"
+#include "oci.h"
+#include "xalloc.h"
 #include "tap.h"
 
 static char tmp[256];

@@ -1,4 +1,4 @@
-/* test_proxyfilter.c — lib/proxyfilter.c: once confined, sbx-proxy keeps what it serves with
+/* test_proxyfilter.c — lib/local/proxyfilter.c: once confined, sbx-proxy keeps what it serves with
  * (IP sockets, threads, reading a file) and is refused the rest (exec, writing files, other
  * socket families, fork, signalling or tracing another process). Each check runs in a child,
  * which the filter confines for good. */
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/proxyfilter.h"
+#include "proxyfilter.h"
 #include "tap.h"
 
 static void *nothing(void *arg)

@@ -1,6 +1,6 @@
 /* test_reslimit.c — lib/reslimit's pure parts: tmpfs sizes against the memory limit (each
  * below it, together at most 7/8 of it), the size text of messages, and the limits JSON of
- * the handle both ways (lib/backend.c); lib/homedisk's look at a home, from the mount
+ * the handle both ways (lib/backend/backend.c); lib/homedisk's look at a home, from the mount
  * namespace it is mounted in and from another (as root). */
 #include <errno.h>
 #include <sched.h>
@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/backend.h"
-#include "../../lib/homedisk.h"
-#include "../../lib/reslimit.h"
+#include "backend.h"
+#include "homedisk.h"
+#include "reslimit.h"
 #include "tap.h"
 
 static void test_tmpfs(void)
@@ -160,7 +160,7 @@ static void test_look(void)
 	rmdir(dir);
 }
 
-/* What a snapshot's compressing child does (lib/local_backend.c l_charge): reslimit_join of
+/* What a snapshot's compressing child does (lib/local/local_backend.c l_charge): reslimit_join of
  * the sandbox directory moves the caller into the cgroups its "cgroups" file names: v2's one
  * cgroup.procs, v1's "tasks" of each hierarchy; none recorded, nothing to do. A fake tree. */
 static void test_join(void)

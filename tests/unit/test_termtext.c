@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/termtext.h"
-#include "../../lib/utf8.h"
+#include "termtext.h"
+#include "utf8.h"
 #include "tap.h"
 
 /* The TERMTEXT_TEXT rendering of n bytes, NUL-terminated (the test's to free). */

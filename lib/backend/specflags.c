@@ -1,0 +1,300 @@
+/* specflags.c — the table of sandbox-shaping flags and what each does to a struct sbx_spec.
+ * To add one: a SPECF_* id and a SPECFLAGS_USAGE line in specflags.h, a row here with the
+ * function that checks the text and sets the spec field. */
+#include "specflags.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "netpolicy.h"
+#include "xalloc.h"
+
+struct specflag_def {
+	const char *name;
+	bool boolean;
+	const char *env;		/* NULL: no environment variable */
+	/* Sets the spec from the text ("true"/"false" for a boolean); -1 with e on bad text. */
+	int (*apply)(struct sbx_spec *spec, const char *text, struct sbx_err *e);
+};
+
+static int apply_network(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		spec->network = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		spec->network = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
+	return 0;
+}
+
+/* Checks and normalises the -allow-host list (lib/backend/netpolicy.c). */
+static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct netpolicy p;
+	int rc;
+
+	if (netpolicy_parse(text, &p, e) < 0)
+		return -1;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
+}
+
+/* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
+static int parse_size(const char *text, int64_t min, int64_t *out, struct sbx_err *e)
+{
+	long long v;
+
+	if (flag_parse_size(text, &v) < 0 || strlen(text) > 20)
+		return err_set(e, SBX_EINVAL, "not a size such as 512M or 2G");
+	if (v < min || v > SPECF_SIZE_MAX)
+		return err_set(e, SBX_EINVAL, "must be between %" PRId64 "M and %" PRId64 "T",
+			       min >> 20, SPECF_SIZE_MAX >> 40);
+	*out = v;
+	return 0;
+}
+
+static int apply_memory(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_size(text, SPECF_MEMORY_MIN, &spec->limits.memory, e);
+}
+
+/* 0: no cap on the home (the other limits stay). */
+static int apply_disk(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	spec->limits.disk_asked = true;
+	if (strcmp(text, "0") == 0) {
+		spec->limits.disk = 0;
+		return 0;
+	}
+	if (parse_size(text, SPECF_DISK_MIN, &spec->limits.disk, e) == 0)
+		return 0;
+	return err_set(e, SBX_EINVAL, "must be 0 (no cap) or a size between %" PRId64 "M and %"
+		       PRId64 "T such as 10G", SPECF_DISK_MIN >> 20, SPECF_SIZE_MAX >> 40);
+}
+
+static int apply_pids(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno || end == text || *end || *text < '0' || *text > '9')
+		return err_set(e, SBX_EINVAL, "not a whole number");
+	if (v < SPECF_PIDS_MIN || v > SPECF_PIDS_MAX)
+		return err_set(e, SBX_EINVAL, "must be between %d and %d", SPECF_PIDS_MIN,
+			       SPECF_PIDS_MAX);
+	spec->limits.pids = v;
+	return 0;
+}
+
+/* CPUs as a plain decimal ("0.5", "2": digits and at most one point, so neither strtod's
+ * exponents nor its hexadecimal); 0 is unlimited, the default. */
+static int apply_cpus(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	size_t digits = strspn(text, "0123456789"), frac = 0;
+	char *end;
+	double v;
+
+	if (text[digits] == '.')
+		frac = strspn(text + digits + 1, "0123456789") + 1;
+	errno = 0;
+	v = strtod(text, &end);
+	if (text[digits + frac] || digits + frac - (frac > 0) == 0 || errno || *end || !isfinite(v))
+		return err_set(e, SBX_EINVAL, "not a number of CPUs such as 0.5 or 2");
+	if (v != 0 && (v < 0.01 || v * 1000 > SPECF_CPUS_MAX_MILLI))
+		return err_set(e, SBX_EINVAL, "must be 0 (unlimited) or between 0.01 and %d",
+			       SPECF_CPUS_MAX_MILLI / 1000);
+	spec->limits.cpus_milli = (int64_t)(v * 1000 + 0.5);
+	return 0;
+}
+
+static int apply_limits(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	if (strcmp(text, "on") == 0)
+		spec->limits.enforced = true;
+	else if (strcmp(text, "none") == 0)
+		spec->limits.enforced = false;
+	else
+		return err_set(e, SBX_EINVAL, "must be on or none");
+	return 0;
+}
+
+/* A boolean from a flag ("true"/"false") or its environment variable (also 1/0). */
+static int parse_bool(const char *text, bool *out, struct sbx_err *e)
+{
+	if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+		*out = true;
+	else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+		*out = false;
+	else
+		return err_set(e, SBX_EINVAL, "want true or false");
+	return 0;
+}
+
+static int apply_run_as_root(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_bool(text, &spec->run_as_root, e);
+}
+
+/* A RuntimeClass name is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', each
+ * dot-separated label starting and ending with an alphanumeric. */
+static int apply_runtime_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	size_t n = strlen(text);
+	bool edge = true;	/* at the start of a label */
+
+	if (n == 0 || n >= sizeof spec->runtime_class)
+		return err_set(e, SBX_EINVAL, "a RuntimeClass name has 1 to %zu characters",
+			       sizeof spec->runtime_class - 1);
+	for (size_t i = 0; i < n; i++) {
+		char c = text[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+		bool last = i + 1 == n || text[i + 1] == '.';
+		if (!alnum && !(c == '-' && !edge && !last) && !(c == '.' && !edge && i + 1 < n))
+			return err_set(e, SBX_EINVAL, "a RuntimeClass name is a DNS-1123 subdomain "
+				       "(lower-case letters, digits, '-' and '.', e.g. gvisor)");
+		edge = c == '.';
+	}
+	memcpy(spec->runtime_class, text, n + 1);
+	return 0;
+}
+
+static int apply_idle(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	if (strcmp(text, "pause") == 0)
+		spec->idle = SBX_IDLE_PAUSE;
+	else if (strcmp(text, "delete") == 0)
+		spec->idle = SBX_IDLE_DELETE;
+	else
+		return err_set(e, SBX_EINVAL, "must be pause or delete");
+	return 0;
+}
+
+static int apply_paused_ttl(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	int64_t v;
+
+	if (strlen(text) > 32 || duration_parse(text, &v) < 0)
+		return err_set(e, SBX_EINVAL, "not a duration such as 30m or 24h");
+	if (v < SPECF_PAUSED_TTL_MIN || v > SPECF_PAUSED_TTL_MAX)
+		return err_set(e, SBX_EINVAL, "must be between 1s and %" PRId64 "h",
+			       SPECF_PAUSED_TTL_MAX / (INT64_C(3600) * 1000000000));
+	spec->paused_ttl = v;
+	return 0;
+}
+
+static const struct specflag_def defs[SPECF_COUNT] = {
+	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
+	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
+	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
+	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
+	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},
+	[SPECF_DISK] = {"disk", false, "SANDBOX_DISK", apply_disk},
+	[SPECF_LIMITS] = {"limits", false, "SANDBOX_LIMITS", apply_limits},
+	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
+	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
+	[SPECF_IDLE] = {"idle", false, "SANDBOX_IDLE", apply_idle},
+	[SPECF_PAUSED_TTL] = {"paused-ttl", false, "SANDBOX_PAUSED_TTL", apply_paused_ttl},
+};
+
+/* The flags that set one limit: meaningless, so refused, beside -limits none. */
+static const enum specflag_id limit_ids[] = {SPECF_MEMORY, SPECF_PIDS, SPECF_CPUS, SPECF_DISK};
+
+size_t specflags_table(struct specflags *sf, struct flag *tbl)
+{
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		tbl[i].name = defs[i].name;
+		tbl[i].type = defs[i].boolean ? FLAG_BOOL : FLAG_STRING;
+		tbl[i].ptr = defs[i].boolean ? (void *)&sf->on[i] : (void *)&sf->val[i];
+		tbl[i].seen = &sf->seen[i];
+	}
+	return SPECF_COUNT;
+}
+
+int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sbx_err *e)
+{
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		const struct specflag_def *d = &defs[i];
+		const char *text = NULL;
+		bool from_env = false;
+
+		if (sf->seen[i])
+			text = d->boolean ? (sf->on[i] ? "true" : "false") : sf->val[i];
+		else if (d->env && getenv(d->env) && *getenv(d->env)) {
+			text = getenv(d->env);
+			from_env = true;
+		}
+		if (text == NULL)
+			continue;
+		if (d->apply(spec, text, e) < 0) {
+			if (from_env)
+				err_prefix(e, "invalid %s", d->env);
+			else
+				err_prefix(e, "invalid value \"%s\" for flag -%s", text, d->name);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < sizeof limit_ids / sizeof limit_ids[0]; i++)
+		if (!spec->limits.enforced && sf->seen[limit_ids[i]])
+			return err_set(e, SBX_EINVAL, "-%s cannot be used with -limits none",
+				       defs[limit_ids[i]].name);
+	if (spec->idle != SBX_IDLE_PAUSE && sf->seen[SPECF_PAUSED_TTL])
+		return err_set(e, SBX_EINVAL, "-paused-ttl needs -idle pause (or SANDBOX_IDLE=pause): "
+			       "a sandbox that is deleted at its shutdown time is never paused");
+	return 0;
+}
+
+int specflags_check(const struct specflags *sf, struct sbx_err *e)
+{
+	return specflags_check_backend(sf, NULL, e);
+}
+
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e)
+{
+	struct sbx_spec scratch;
+
+	backend_spec_init(&scratch);
+	if (specflags_apply(sf, &scratch, e) < 0)
+		return -1;
+	return backend ? backend_spec_check(backend, &scratch, e) : 0;
+}
+
+bool specflags_given(const struct specflags *sf, enum specflag_id id)
+{
+	const char *env = defs[id].env ? getenv(defs[id].env) : NULL;
+
+	return sf->seen[id] || (env && *env);
+}
+
+char **specflags_argv(const struct specflags *sf)
+{
+	char **v = xcalloc(SPECF_COUNT + 1, sizeof *v);
+	size_t n = 0;
+
+	for (size_t i = 0; i < SPECF_COUNT; i++) {
+		if (!sf->seen[i])
+			continue;
+		if (defs[i].boolean)
+			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->on[i] ? "true" : "false");
+		else
+			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->val[i]);
+	}
+	return v;
+}
+
+void specflags_argv_free(char **v)
+{
+	if (v == NULL)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}

@@ -1,0 +1,109 @@
+/* specflags.h — the flags that shape a new sandbox (its struct sbx_spec beyond name, image,
+ * homedir and ttl), defined once for every program that creates sandboxes. sbx-create turns
+ * them into the spec; agent-loop, acp-server and sbx-mcp take the same flags and hand what was
+ * given to sbx-create unchanged, so a new sandbox flag is one row in lib/backend/specflags.c and
+ * reaches every program without touching them. Each flag may have an environment variable
+ * (SANDBOX_*) that sbx-create reads when the flag is not given; children inherit it.
+ * Ownership: values point into argv (or the environment); specflags_argv's vector is newly
+ * allocated and freed with specflags_argv_free. */
+#ifndef SBX_SPECFLAGS_H
+#define SBX_SPECFLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend.h"
+#include "err.h"
+#include "flag.h"
+
+/* One per row of the table in specflags.c, in the order help texts list them. */
+enum specflag_id {
+	SPECF_NETWORK,
+	SPECF_ALLOW_HOSTS,
+	SPECF_MEMORY,
+	SPECF_PIDS,
+	SPECF_CPUS,
+	SPECF_DISK,
+	SPECF_LIMITS,
+	SPECF_RUN_AS_ROOT,
+	SPECF_RUNTIME_CLASS,
+	SPECF_IDLE,
+	SPECF_PAUSED_TTL,
+	SPECF_COUNT
+};
+
+/* Help lines for the flags, in the table's order, for a program's usage constant. */
+#define SPECFLAGS_USAGE \
+	"  -network              a network of its own with NAT to the outside; env\n" \
+	"                        SANDBOX_NETWORK=true, default: none\n" \
+	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
+	"                        *.DOMAIN, +NAME (may reach internal addresses), IP or CIDR,\n" \
+	"                        each with an optional :PORT, comma-separated; env\n" \
+	"                        SANDBOX_ALLOW_HOSTS\n" \
+	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
+	"                        default 2G (local: half of the RAM if less)\n" \
+	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
+	"                        default 1024\n" \
+	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
+	"  -disk SIZE            most the home may hold (10G; 0: no cap); env SANDBOX_DISK,\n" \
+	"                        default 10G (a user's: where fuse2fs can mount it)\n" \
+	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
+	"                        env SANDBOX_LIMITS, default on\n" \
+	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
+	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	"                        (env SANDBOX_RUNTIME_CLASS)\n" \
+	"  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
+	"                        home kept, resumed by the next call) or delete it; env\n" \
+	"                        SANDBOX_IDLE, default delete\n" \
+	"  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
+	"                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n"
+
+/* The one-line synopsis fragment of the same flags. */
+#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME] " \
+	"[-idle pause|delete] [-paused-ttl D]"
+/* The same in two lines for an 80-column usage text: the second starts with INDENT. */
+#define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
+	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
+	"[-runtime-class NAME]\n" indent "[-idle pause|delete] [-paused-ttl D]"
+
+struct specflags {
+	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */
+	bool on[SPECF_COUNT];		/* a boolean flag's value */
+	bool seen[SPECF_COUNT];		/* given on the command line */
+};
+
+/* Writes the SPECF_COUNT flag entries bound to sf into tbl (which must have room for them);
+ * returns the number written. sf must outlive the parse. */
+size_t specflags_table(struct specflags *sf, struct flag *tbl);
+/* Fills spec's fields from the flags given, else their environment variables, else the
+ * defaults; a bad value is SBX_EINVAL naming the flag (or variable), and so is a limit flag
+ * given with -limits none. */
+int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sbx_err *e);
+/* Checks the flags given (and their variables) as sbx-create would, so a program that hands
+ * them on can refuse a bad value at start rather than at its first sandbox. */
+int specflags_check(const struct specflags *sf, struct sbx_err *e);
+/* The same, and what the backend named ("local", "kubernetes"; NULL: either) would refuse
+ * at create (backend_spec_check): -allow-host on kubernetes, -runtime-class on local. */
+int specflags_check_backend(const struct specflags *sf, const char *backend, struct sbx_err *e);
+/* Whether flag id was given, on the command line or through its environment variable. */
+bool specflags_given(const struct specflags *sf, enum specflag_id id);
+/* Bounds of the limit flags, so a typo cannot make a sandbox that cannot start its own init
+ * (below the minimums) or a quantity that overflows a kernel interface (above the maximums). */
+#define SPECF_MEMORY_MIN (INT64_C(32) << 20)
+#define SPECF_DISK_MIN (INT64_C(16) << 20)
+#define SPECF_SIZE_MAX (INT64_C(1) << 50)
+#define SPECF_PIDS_MIN 16
+#define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
+#define SPECF_CPUS_MAX_MILLI 4096000	/* 4096 CPUs */
+/* -paused-ttl: at least a second (a test's short wait); at most a year, past which a paused
+ * sandbox is memory nobody will come back for. */
+#define SPECF_PAUSED_TTL_MIN INT64_C(1000000000)
+#define SPECF_PAUSED_TTL_MAX (INT64_C(8760) * 3600 * 1000000000)
+
+/* The flags given, as "-name=value" words for sbx-create (NULL-terminated; never NULL). */
+char **specflags_argv(const struct specflags *sf);
+void specflags_argv_free(char **v);
+
+#endif
