@@ -215,6 +215,11 @@ int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx
 			       "sandbox always runs under bubblewrap on this machine's kernel, so "
 			       "there is no runtime to choose (use -backend kubernetes, or leave "
 			       "-runtime-class and SANDBOX_RUNTIME_CLASS unset)");
+	if (local && spec->storage_class[0])
+		return err_set(e, SBX_EINVAL, "-storage-class is a kubernetes setting: a local "
+			       "sandbox's home is a directory (or a disk image) on this machine, made "
+			       "by no provisioner (use -backend kubernetes, or leave -storage-class and "
+			       "SANDBOX_STORAGE_CLASS unset)");
 	return 0;
 }
 
@@ -321,6 +326,10 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 		json_object_object_add(o, "runtime_class", json_object_new_string(in->runtime_class));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
+	if (in->home_volume[0]) {
+		json_object_object_add(o, "home_volume", json_object_new_string(in->home_volume));
+		json_object_object_add(o, "keeps_processes", json_object_new_boolean(0));
+	}
 	return o;
 }
 

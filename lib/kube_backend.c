@@ -2,7 +2,8 @@
  * them plus sbx's labels and confinement and a NetworkPolicy of their own; waited for until
  * ready; kept alive by GET+PUT; entered over WebSocket exec. This file is the backend's state
  * and operations; the parts it composes: the object (kube_object.c), its NetworkPolicy
- * (kube_netpol.c), readiness (kube_ready.c), the wrapped-exec design (kube_wrapexec.c). */
+ * (kube_netpol.c), readiness (kube_ready.c), the wrapped-exec design (kube_wrapexec.c),
+ * suspend and resume (kube_suspend.c). */
 #include "kube_int.h"
 
 #include <errno.h>
@@ -113,9 +114,11 @@ static int k_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
 	return 0;
 }
 
-/* GET + PUT of spec.shutdownTime, retried on 409 like client-go's RetryOnConflict. */
-static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
-		  struct json_object **out, struct sbx_err *e)
+/* GET, edit, PUT of a Sandbox's spec, retried on 409 like client-go's RetryOnConflict. An
+ * edit that returns non-zero leaves the object as it is (no PUT; *out gets it). */
+int kb_update(struct sbx_backend *b, const char *ver, const char *name,
+	      int (*edit)(struct json_object *spec, void *arg), void *arg,
+	      struct json_object **out, struct sbx_err *e)
 {
 	struct kubeapi *api = kb_conn(b);
 	char *path = kb_path(b, ver, name);
@@ -123,7 +126,6 @@ static int extend(struct sbx_backend *b, const char *ver, const char *name, int6
 
 	for (i = 0; i < KB_UPDATE_TRIES; i++) {
 		struct json_object *o = NULL, *spec, *res = NULL;
-		char t[TIME_BUFSZ];
 
 		if (i > 0) {
 			unsigned r = 0;
@@ -137,8 +139,11 @@ static int extend(struct sbx_backend *b, const char *ver, const char *name, int6
 			err_set(e, SBX_EIO, "Sandbox %s has no spec", name);
 			goto out;
 		}
-		json_object_object_add(spec, "shutdownTime",
-				       json_object_new_string(time_rfc3339(time_now_ns() + ttl_ns, t, sizeof t)));
+		if (edit(spec, arg) != 0) {
+			*out = o;
+			rc = 0;
+			goto out;
+		}
 		rc = kubeapi_request(api, "PUT", path, o, &res, e);
 		json_object_put(o);
 		if (rc == 0) {
@@ -155,14 +160,54 @@ out:
 	return rc;
 }
 
+/* What extend does to a spec: the shutdown time, and a suspended Sandbox set running (every
+ * use of a sandbox resumes it first). */
+struct extension {
+	int64_t ttl_ns;
+	bool woke;
+};
+
+static int extend_spec(struct json_object *spec, void *arg)
+{
+	struct extension *x = arg;
+	char t[TIME_BUFSZ];
+
+	json_object_object_add(spec, "shutdownTime",
+			       json_object_new_string(time_rfc3339(time_now_ns() + x->ttl_ns, t, sizeof t)));
+	x->woke = kb_spec_suspended(spec);
+	if (x->woke)
+		kb_set_running(spec);
+	return 0;
+}
+
+/* Moves spec.shutdownTime to now + ttl and resumes a suspended Sandbox; *woke (may be NULL)
+ * says whether it was suspended (then it is not ready yet). */
+static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
+		  struct json_object **out, bool *woke, struct sbx_err *e)
+{
+	struct extension x = {.ttl_ns = ttl_ns};
+	int rc = kb_update(b, ver, name, extend_spec, &x, out, e);
+
+	if (woke)
+		*woke = x.woke;
+	return rc;
+}
+
 static int k_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *info,
 		   struct sbx_err *e)
 {
 	const char *ver = kb_version(b, e);
 	struct json_object *o = NULL;
+	bool woke;
 
-	if (ver == NULL || extend(b, ver, name, ttl_ns, &o, e) < 0)
+	if (ver == NULL || extend(b, ver, name, ttl_ns, &o, &woke, e) < 0)
 		return -1;
+	if (woke) {	/* auto-resume: back when it is ready again */
+		json_object_put(o);
+		o = NULL;
+		if (kb_wait_ready(b, ver, name, &o, e) < 0)
+			return -1;
+	}
 	kb_fill_info(b, o, info);
 	json_object_put(o);
 	return 0;
@@ -265,6 +310,10 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 
 	if ((ver = kb_version(b, e)) == NULL)
 		return err_prefix(e, "failed to create Sandbox");
+	if (s->storage_class[0] && !kb_idle_pause(s))
+		return err_set(e, SBX_EINVAL, "-storage-class is the class of the home's "
+			       "PersistentVolumeClaim, which only a sandbox made with -idle pause has "
+			       "(its home is an emptyDir otherwise)");
 	snprintf(full, sizeof full, KB_GROUP "/%s", ver);
 	if ((rc = find_or_post(b, ver, s, info, &created, &o, e)) < 0) {
 		if (rc == -1)
@@ -273,6 +322,13 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 		goto out;
 	}
 	rc = -1;
+	/* A reused Sandbox that is suspended is resumed (its home comes back from its volume). */
+	if (info->reused && kb_suspended(o)) {
+		json_object_put(ready);
+		ready = NULL;
+		if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
+			goto out;
+	}
 	/* Its NetworkPolicy before anything runs in it (the pod only sleeps until sbx execs). */
 	if (kb_netpol_ensure(b, full, s, o, e) < 0) {
 		if (created)
@@ -288,7 +344,7 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	json_object_put(ready);
 	ready = NULL;
 	/* A reused Sandbox gets a fresh shutdown time, as every later tool call would give it. */
-	if (extend(b, ver, s->name, s->ttl_ns, &ready, e) < 0)
+	if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
 		goto out;
 	reused = info->reused;
 	kb_fill_info(b, ready, info);
@@ -352,6 +408,7 @@ const struct backend_ops kube_backend_ops = {
 	.remove = k_remove,
 	.get = k_get,
 	.list = k_list,
+	.pause = kb_pause,
 	.home_path = NULL,
 	.close = k_close,
 };

@@ -1,6 +1,7 @@
-/* kube_ready.c — waiting until a Sandbox is ready: a watch (polling as fallback) that gives
- * up at once on a Sandbox or pod that cannot start by waiting (an image that cannot be
- * pulled, a pod Pod Security admission refuses), with the reason in the error. */
+/* kube_ready.c — waiting until a Sandbox is ready (or, after a pause, suspended): a watch
+ * (polling as fallback) that gives up at once on a Sandbox or pod that cannot start by
+ * waiting (an image that cannot be pulled, a pod Pod Security admission refuses, a home claim
+ * that cannot be provisioned), with the reason in the error. */
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -129,6 +130,7 @@ out:
 
 struct wait {
 	const char *name;
+	const char *cond;		/* the condition waited for */
 	struct json_object *obj;	/* the ready object */
 	char *stuck;			/* why it cannot become ready */
 	bool deleted, error;
@@ -153,11 +155,11 @@ static int on_watch(const char *type, struct json_object *obj, void *arg)
 		return 1;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		if (kb_is_ready(obj)) {
+		if (kb_cond_true(obj, w->cond)) {
 			w->obj = json_object_get(obj);
 			return 1;
 		}
-		if ((w->stuck = sandbox_stuck(obj)) != NULL)
+		if (strcmp(w->cond, "Ready") == 0 && (w->stuck = sandbox_stuck(obj)) != NULL)
 			return 1;
 	}
 	return 0;
@@ -177,6 +179,7 @@ int64_t kb_ready_timeout(void)
 struct waiting {
 	struct sbx_backend *b;
 	const char *name;
+	const char *cond;		/* "Ready", or "Suspended" after a pause */
 	char *path, *coll, *sel;	/* the Sandbox, its collection, a field selector for it */
 	int64_t deadline, check_every, next_check;
 	bool polling;			/* no watch: upstream's polling */
@@ -189,7 +192,7 @@ struct waiting {
 /* Watches the Sandbox for at most slice ns from resourceVersion rv (NULL: now). */
 static void watch_slice(struct waiting *w, const char *rv, int64_t slice)
 {
-	struct wait ws = {.name = w->name};
+	struct wait ws = {.name = w->name, .cond = w->cond};
 	struct sbx_err ge;
 	char *esel = kubeapi_escape(w->sel);
 	int64_t left = w->deadline - time_mono_ns(), t0 = time_mono_ns();
@@ -210,15 +213,18 @@ static void watch_slice(struct waiting *w, const char *rv, int64_t slice)
 		w->polling = true;	/* watch refused or broken: upstream's polling */
 }
 
-/* Looks at the pod when its time has come: true when it cannot start by waiting. */
-static bool pod_check(struct waiting *w, int64_t now)
+/* Looks at the pod of Sandbox o (and first at its home's claim) when its time has come: true
+ * when it cannot start by waiting. */
+static bool pod_check(struct waiting *w, struct json_object *o, int64_t now)
 {
 	bool fatal;
 
 	if (now < w->next_check)
 		return false;
 	free(w->pending);
-	w->pending = pod_state(kb_conn(w->b), w->b->namespace, w->name, &fatal);
+	w->pending = kb_claims_state(w->b, o, &fatal);
+	if (w->pending == NULL)
+		w->pending = pod_state(kb_conn(w->b), w->b->namespace, w->name, &fatal);
 	if (fatal) {
 		w->stuck = w->pending;
 		w->pending = NULL;
@@ -230,14 +236,16 @@ static bool pod_check(struct waiting *w, int64_t now)
 	return false;
 }
 
-/* Waits for Ready=True; *out gets the ready object. Upstream's error texts. A Sandbox that
- * cannot become ready by waiting (sandbox_stuck, pod_state) fails at once; its pod is looked
- * at after KB_POD_CHECK_NS, then at doubling intervals up to KB_POD_CHECK_MAX_NS. */
-int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
-		  struct json_object **out, struct sbx_err *e)
+/* Waits for condition cond to be True; *out gets the object then. Upstream's error texts.
+ * Waiting for Ready, a Sandbox that cannot become ready by waiting (sandbox_stuck,
+ * kb_claims_state, pod_state) fails at once; its claim and pod are looked at after
+ * KB_POD_CHECK_NS, then at doubling intervals up to KB_POD_CHECK_MAX_NS. */
+static int wait_cond(struct sbx_backend *b, const char *ver, const char *name, const char *cond,
+		     struct json_object **out, struct sbx_err *e)
 {
 	int64_t limit = kb_ready_timeout(), start = time_mono_ns();
-	struct waiting w = {.b = b, .name = name, .path = kb_path(b, ver, name),
+	bool ready = strcmp(cond, "Ready") == 0;
+	struct waiting w = {.b = b, .name = name, .cond = cond, .path = kb_path(b, ver, name),
 			    .coll = kb_path(b, ver, NULL), .deadline = start + limit,
 			    .check_every = KB_POD_CHECK_NS, .next_check = start + KB_POD_CHECK_NS,
 			    .polling = getenv("SBX_KUBE_NO_WATCH") != NULL,
@@ -255,12 +263,14 @@ int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 			err_prefix(e, "error polling state of sandbox");
 			goto out;
 		}
-		if (kb_is_ready(o)) {
+		if (kb_cond_true(o, cond)) {
 			w.ready = o;
 			o = NULL;
 			break;
 		}
-		if ((w.stuck = sandbox_stuck(o)) != NULL || pod_check(&w, now) || left <= 0)
+		if (ready && ((w.stuck = sandbox_stuck(o)) != NULL || pod_check(&w, o, now)))
+			break;
+		if (left <= 0)
 			break;
 		slice = w.next_check - now < left ? w.next_check - now : left;
 		if (slice < 1000000)
@@ -274,13 +284,14 @@ int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 		*out = w.ready;
 		rc = 0;
 	} else if (w.deleted) {
-		err_set(e, SBX_ENOTFOUND, "Sandbox %s was deleted while waiting for it to become ready",
-			name);
+		err_set(e, SBX_ENOTFOUND, "Sandbox %s was deleted while waiting for it to %s", name,
+			ready ? "become ready" : "be suspended");
 	} else if (w.stuck) {
 		err_set(e, SBX_EUNAVAIL, "Sandbox %s cannot become ready: %s", name, w.stuck);
 	} else {
-		err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to become ready (%s)%s%s",
-			name, duration_format(limit, dbuf, sizeof dbuf), w.pending ? ": " : "",
+		err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to %s (%s)%s%s", name,
+			ready ? "become ready" : "be suspended",
+			duration_format(limit, dbuf, sizeof dbuf), w.pending ? ": " : "",
 			w.pending ? w.pending : "");
 	}
 out:
@@ -291,4 +302,16 @@ out:
 	free(w.coll);
 	free(w.path);
 	return rc;
+}
+
+int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
+		  struct json_object **out, struct sbx_err *e)
+{
+	return wait_cond(b, ver, name, "Ready", out, e);
+}
+
+int kb_wait_suspended(struct sbx_backend *b, const char *ver, const char *name,
+		      struct json_object **out, struct sbx_err *e)
+{
+	return wait_cond(b, ver, name, "Suspended", out, e);
 }

@@ -27,6 +27,7 @@ enum specflag_id {
 	SPECF_LIMITS,
 	SPECF_RUN_AS_ROOT,
 	SPECF_RUNTIME_CLASS,
+	SPECF_STORAGE_CLASS,
 	SPECF_COUNT
 };
 
@@ -50,15 +51,18 @@ enum specflag_id {
 	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
 	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
 	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
-	"                        (env SANDBOX_RUNTIME_CLASS)\n"
+	"                        (env SANDBOX_RUNTIME_CLASS)\n" \
+	"  -storage-class NAME   kubernetes: StorageClass of the home's volume claim (a\n" \
+	"                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n"
 
 /* The one-line synopsis fragment of the same flags. */
 #define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
-	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME]"
+	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME] " \
+	"[-storage-class NAME]"
 /* The same in two lines for an 80-column usage text: the second starts with INDENT. */
 #define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
 	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
-	"[-runtime-class NAME]"
+	"[-runtime-class NAME] [-storage-class NAME]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

@@ -1,0 +1,223 @@
+/* kube_suspend.c — pausing a Sandbox on the kubernetes backend: Agent Sandbox's suspend
+ * (spec.operatingMode Suspended; replicas 0 on v1alpha1, which its conversion maps to it).
+ * The controller deletes the pod and keeps the Sandbox and the claims of its
+ * volumeClaimTemplates, so only a Sandbox whose home is on a claim (-idle pause) is paused:
+ * its home comes back from the volume on resume; its processes do not (a new pod starts).
+ * Resume sets Running and waits for Ready; every use of a suspended Sandbox (exec, touch, a
+ * reusing create) resumes it first. A claim that stays Pending is explained from its events. */
+#include "kube_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubeapi.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+/* Event messages come from the cluster's components: bounded in what sbx repeats. */
+#define KB_EVENT_TEXT_MAX 300
+
+bool kb_spec_suspended(struct json_object *spec)
+{
+	const char *mode = jsonfield_path_str(spec, JPATH("operatingMode"));
+	struct json_object *r = jsonfield_path(spec, JPATH("replicas"));
+
+	return (mode && strcmp(mode, "Suspended") == 0) ||
+	       (r && json_object_is_type(r, json_type_int) && json_object_get_int64(r) == 0);
+}
+
+bool kb_suspended(struct json_object *o)
+{
+	return kb_spec_suspended(jsonfield_path(o, JPATH("spec")));
+}
+
+/* Sets the mode of a spec: v1alpha1's replicas when it has that field, else operatingMode. */
+static void set_mode(struct json_object *spec, bool suspended)
+{
+	if (jsonfield_path(spec, JPATH("replicas")))
+		jset(spec, "replicas", json_object_new_int(suspended ? 0 : 1));
+	else
+		jset(spec, "operatingMode", json_object_new_string(suspended ? "Suspended" : "Running"));
+}
+
+void kb_set_running(struct json_object *spec)
+{
+	set_mode(spec, false);
+}
+
+/* What a pause or a resume does to the spec: the mode, and the shutdown time (a paused
+ * Sandbox goes after KB_PAUSED_TTL_NS; a resumed one gets its own ttl back). */
+struct mode_change {
+	bool suspend;
+	int64_t ttl_ns;
+};
+
+static int change_mode(struct json_object *spec, void *arg)
+{
+	struct mode_change *m = arg;
+	char t[TIME_BUFSZ];
+
+	if (kb_spec_suspended(spec) == m->suspend)
+		return 1;	/* already so: pausing twice is fine */
+	set_mode(spec, m->suspend);
+	jset(spec, "shutdownTime",
+	     json_object_new_string(time_rfc3339(time_now_ns() + m->ttl_ns, t, sizeof t)));
+	return 0;
+}
+
+/* The ttl Sandbox o was made with (KB_TTL_KEY), else upstream's default. */
+static int64_t ttl_of(struct json_object *o)
+{
+	const char *s = jsonfield_path_str(o, JPATH("metadata", "annotations", KB_TTL_KEY));
+	char *end;
+	long long v = s ? strtoll(s, &end, 10) : 0;
+
+	if (s == NULL || *end || v <= 0 || v > INT64_MAX / 1000000000)
+		return SBX_DEFAULT_TTL_NS;
+	return (int64_t)v * 1000000000;
+}
+
+/* Sets the mode of Sandbox name (o: as read) and waits until the controller has done it. */
+static int switch_mode(struct sbx_backend *b, const char *ver, const char *name,
+		       struct json_object *o, bool suspend, struct json_object **out,
+		       struct sbx_err *e)
+{
+	struct mode_change m = {.suspend = suspend,
+				.ttl_ns = suspend ? KB_PAUSED_TTL_NS : ttl_of(o)};
+	struct json_object *u = NULL;
+
+	if (kb_update(b, ver, name, change_mode, &m, &u, e) < 0)
+		return -1;
+	json_object_put(u);
+	return suspend ? kb_wait_suspended(b, ver, name, out, e) : kb_wait_ready(b, ver, name, out, e);
+}
+
+/* GET of Sandbox name: *ver its version, *o the object. -1 with e (SBX_ENOTFOUND worded as
+ * every tool words it). */
+static int read_sandbox(struct sbx_backend *b, const char *name, const char **ver,
+			struct json_object **o, struct sbx_err *e)
+{
+	char *path;
+	int rc;
+
+	if ((*ver = kb_version(b, e)) == NULL)
+		return -1;
+	path = kb_path(b, *ver, name);
+	rc = kubeapi_request(kb_conn(b), "GET", path, NULL, o, e);
+	free(path);
+	if (rc < 0 && e->code == SBX_ENOTFOUND)
+		err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s", name, b->namespace);
+	return rc;
+}
+
+int kb_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_info *info,
+	     struct sbx_err *e)
+{
+	struct json_object *o = NULL, *done = NULL;
+	const char *ver;
+	int rc = -1;
+
+	if (read_sandbox(b, name, &ver, &o, e) < 0)
+		goto out;
+	if (paused && kb_home_template(o) == NULL) {
+		err_set(e, SBX_EUNAVAIL, "sandbox %s keeps its home on an emptyDir, which suspending "
+			"it would delete with its pod; a sandbox made with -idle pause has its home on "
+			"a PersistentVolumeClaim and can be paused", name);
+		goto out;
+	}
+	if (paused ? kb_suspended(o) && kb_cond_true(o, "Suspended")
+		   : !kb_suspended(o) && kb_is_ready(o)) {
+		done = json_object_get(o);	/* already so */
+	} else if (switch_mode(b, ver, name, o, paused, &done, e) < 0) {
+		goto out;
+	}
+	kb_fill_info(b, done, info);
+	rc = 0;
+out:
+	json_object_put(done);
+	json_object_put(o);
+	return rc;
+}
+
+int kb_wake(struct sbx_backend *b, const char *name, struct sbx_err *e)
+{
+	struct json_object *o = NULL, *done = NULL;
+	const char *ver;
+	int rc = -1;
+
+	if (read_sandbox(b, name, &ver, &o, e) < 0)
+		rc = e->code == SBX_ENOTFOUND ? 0 : -1;
+	else if (!kb_suspended(o))
+		rc = 0;
+	else if (switch_mode(b, ver, name, o, false, &done, e) == 0)
+		rc = 1;
+	json_object_put(done);
+	json_object_put(o);
+	return rc;
+}
+
+/* The latest event about claim (newest last in the list, as the API server keeps them):
+ * "REASON: MESSAGE", *warning set for a Warning; NULL when there is none or it cannot be read
+ * (the credentials may lack list on events). New string. */
+static char *claim_event(struct kubeapi *api, const char *ns, const char *claim, bool *warning)
+{
+	char *sel = xasprintf("involvedObject.kind=PersistentVolumeClaim,involvedObject.name=%s", claim);
+	char *esel = kubeapi_escape(sel), *path = xasprintf("/api/v1/namespaces/%s/events?fieldSelector=%s", ns, esel);
+	struct json_object *l = NULL, *items, *ev;
+	struct sbx_err ignored;
+	char *why = NULL;
+	size_t n;
+
+	*warning = false;
+	if (kubeapi_request(api, "GET", path, NULL, &l, &ignored) < 0)
+		goto out;
+	items = jsonfield_path(l, JPATH("items"));
+	if (items == NULL || !json_object_is_type(items, json_type_array) ||
+	    (n = json_object_array_length(items)) == 0)
+		goto out;
+	ev = json_object_array_get_idx(items, n - 1);
+	const char *r = jsonfield_path_str(ev, JPATH("reason")), *m = jsonfield_path_str(ev, JPATH("message")),
+		   *t = jsonfield_path_str(ev, JPATH("type"));
+	*warning = t && strcmp(t, "Warning") == 0;
+	why = xasprintf("%.*s%s%.*s", KB_EVENT_TEXT_MAX, r ? r : "(no reason)", m ? ": " : "",
+			KB_EVENT_TEXT_MAX, m ? m : "");
+out:
+	json_object_put(l);
+	free(path);
+	free(esel);
+	free(sel);
+	return why;
+}
+
+char *kb_claims_state(struct sbx_backend *b, struct json_object *o, bool *fatal)
+{
+	const char *name = jsonfield_path_str(o, JPATH("metadata", "name")), *phase;
+	char *claim, *path, *why = NULL, *ev;
+	struct json_object *c = NULL;
+	struct sbx_err ignored;
+	bool warning;
+
+	*fatal = false;
+	if (name == NULL || kb_home_template(o) == NULL)
+		return NULL;
+	claim = xasprintf(KB_HOME_CLAIM "-%s", name);
+	path = xasprintf("/api/v1/namespaces/%s/persistentvolumeclaims/%s", b->namespace, claim);
+	/* Unreadable (no get on persistentvolumeclaims) or not made yet: the pod says the rest. */
+	if (kubeapi_request(kb_conn(b), "GET", path, NULL, &c, &ignored) < 0 || c == NULL)
+		goto out;
+	phase = jsonfield_path_str(c, JPATH("status", "phase"));
+	if (phase && strcmp(phase, "Bound") == 0)
+		goto out;
+	ev = claim_event(kb_conn(b), b->namespace, claim, &warning);
+	/* A Warning (ProvisioningFailed: no such StorageClass, a quota) is not undone by waiting. */
+	*fatal = warning;
+	why = xasprintf("persistentvolumeclaim %s is %s%s%s", claim, phase ? phase : "Pending",
+			ev ? ": " : "", ev ? ev : "");
+	free(ev);
+out:
+	json_object_put(c);
+	free(path);
+	free(claim);
+	return why;
+}
