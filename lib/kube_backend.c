@@ -324,10 +324,10 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	rc = -1;
 	/* A reused Sandbox that is suspended is resumed (its home comes back from its volume). */
 	if (info->reused && kb_suspended(o)) {
-		json_object_put(ready);
-		ready = NULL;
 		if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
 			goto out;
+		json_object_put(ready);
+		ready = NULL;
 	}
 	/* Its NetworkPolicy before anything runs in it (the pod only sleeps until sbx execs). */
 	if (kb_netpol_ensure(b, full, s, o, e) < 0) {
