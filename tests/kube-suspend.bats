@@ -188,3 +188,21 @@ exec_commands() {
 	run k get sandbox a1 -o jsonpath='{.spec.replicas}'
 	[ "$output" = 1 ]
 }
+
+@test "kubectl alone: patching operatingMode suspends and resumes, and kubectl wait sees Suspended and Ready" {
+	sbx-create s11 >/dev/null
+	sbx-exec s11 -- sh -c 'echo by-kubectl >f' >/dev/null
+	k patch sandbox s11 --type merge -p '{"spec": {"operatingMode": "Suspended"}}' >/dev/null
+	run k wait --for=condition=Suspended sandbox/s11 --timeout=60s
+	assert_status 0
+	wait_until pod_gone s11
+	run k get sandbox s11 -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'
+	[ "$output" = SandboxSuspended ]
+	k patch sandbox s11 --type merge -p '{"spec": {"operatingMode": "Running"}}' >/dev/null
+	run k wait --for=condition=Ready sandbox/s11 --timeout=60s
+	assert_status 0
+	run k get sandbox s11 -o jsonpath='{.status.conditions[?(@.type=="Suspended")].reason}'
+	[ "$output" = NotSuspended ]
+	run sbx-exec s11 -- cat f
+	assert_json '.stdout == "by-kubectl\n"'
+}
