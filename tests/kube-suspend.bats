@@ -107,6 +107,10 @@ exec_commands() {
 	run sbx-tool s4 <<<'{"id": "c1", "type": "function", "function": {"name": "read", "arguments": {"path": "f"}}}'
 	assert_status 0
 	assert_json '.content | contains("one")'
+	# stdin survives the retry: nothing of it was read while there was no pod
+	sbx-pause s4 >/dev/null
+	run sbx-exec -stdin s4 -- cat <<<"piped in"
+	assert_json '.stdout == "piped in\n"'
 	sbx-pause s4 >/dev/null
 	run sbx-touch s4
 	assert_status 0
