@@ -7,7 +7,8 @@ static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
 	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts), state\n"
-	"(local: running or paused); a local sandbox whose state is corrupt: name, namespace,\n"
+	"(local: running or paused), and with -idle pause idle, paused_ttl and delete_time\n"
+	"(when a paused sandbox is deleted); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
 	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
@@ -44,6 +45,7 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "network", sbx_network_json(in));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
+	sbx_idle_json(o, in);
 print:
 	if (cli_print_json(o) < 0)
 		*failed = 1;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "backup.h"
+#include "duration.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -181,6 +182,8 @@ void backend_spec_init(struct sbx_spec *spec)
 	spec->limits.memory = backend_default_memory();
 	spec->limits.pids = SBX_DEFAULT_PIDS;
 	spec->limits.disk = SBX_DEFAULT_DISK;
+	spec->idle = SBX_IDLE_DELETE;
+	spec->paused_ttl = SBX_DEFAULT_PAUSED_TTL_NS;
 }
 
 int64_t backend_default_memory(void)
@@ -210,6 +213,10 @@ int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx
 			       "and, for a list of hosts, the cluster's own egress control (an "
 			       "FQDN-aware network policy such as Cilium's or Calico's, or an egress "
 			       "gateway)");
+	if (local && spec->idle == SBX_IDLE_PAUSE && !spec->limits.enforced)
+		return err_set(e, SBX_EINVAL, "-idle pause cannot be used with -limits none: a local "
+			       "sandbox is paused by freezing its cgroup, and -limits none gives it "
+			       "none");
 	if (local && spec->runtime_class[0])
 		return err_set(e, SBX_EINVAL, "-runtime-class is a kubernetes setting: a local "
 			       "sandbox always runs under bubblewrap on this machine's kernel, so "
@@ -330,7 +337,22 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 		json_object_object_add(o, "home_volume", json_object_new_string(in->home_volume));
 		json_object_object_add(o, "keeps_processes", json_object_new_boolean(0));
 	}
+	sbx_idle_json(o, in);
 	return o;
+}
+
+void sbx_idle_json(struct json_object *o, const struct sbx_info *in)
+{
+	char d[DURATION_BUFSZ], t[TIME_BUFSZ];
+
+	if (in->idle != SBX_IDLE_PAUSE)
+		return;
+	json_object_object_add(o, "idle", json_object_new_string("pause"));
+	json_object_object_add(o, "paused_ttl", json_object_new_string(
+		duration_format(in->paused_ttl, d, sizeof d)));
+	if (in->shutdown_ns)
+		json_object_object_add(o, "delete_time", json_object_new_string(
+			time_rfc3339(in->shutdown_ns + in->paused_ttl, t, sizeof t)));
 }
 
 struct json_object *sbx_network_json(const struct sbx_info *in)

@@ -18,6 +18,8 @@
 #define SBX_DEFAULT_NAMESPACE "default"
 /* Upstream's inactivity lifetime: a sandbox nobody touches for 5 minutes goes away. */
 #define SBX_DEFAULT_TTL_NS (INT64_C(300) * 1000000000)
+/* -idle pause: how long a sandbox stays paused after its shutdown time before it is deleted. */
+#define SBX_DEFAULT_PAUSED_TTL_NS (INT64_C(24) * 3600 * 1000000000)
 /* Limits on spec strings: an image reference or a path longer than this is not plausible. */
 #define SBX_IMAGE_MAX 1024
 #define SBX_PATH_MAX 1024
@@ -44,6 +46,15 @@ struct sbx_limits {
 	char cgroup[8];			/* info only: "v1" or "v2" (local backend), else "" */
 };
 
+/* What happens to a sandbox at its shutdown time (sbx-create -idle, issue 34). */
+enum sbx_idle {
+	SBX_IDLE_DELETE,	/* deleted with its home (the default, as upstream) */
+	/* paused with its processes and home (local: its cgroup frozen; kubernetes: the
+	 * Sandbox suspended, its home on a volume) and deleted paused_ttl after its shutdown
+	 * time; the next call on it resumes it */
+	SBX_IDLE_PAUSE,
+};
+
 /* The documented defaults: a laptop survives a runaway command in a sandbox made with them.
  * Memory is this or half of the machine's RAM, whichever is less. */
 #define SBX_DEFAULT_MEMORY (INT64_C(2) << 30)
@@ -66,6 +77,9 @@ struct sbx_spec {
 	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
 	/* kubernetes: storageClassName of the home's PersistentVolumeClaim; "" the default */
 	char storage_class[SBX_STORAGE_CLASS_MAX];
+	enum sbx_idle idle;		/* -idle: delete (default) or pause at shutdown time */
+	int64_t paused_ttl;		/* -paused-ttl in ns (as ttl_ns): with idle pause, how long
+					 * after shutdown time the paused sandbox is deleted */
 };
 
 struct sbx_info {
@@ -96,6 +110,8 @@ struct sbx_info {
 	 * (such a sandbox cannot be paused). Pausing it ends its processes: the pod goes. A
 	 * handle shows it with "keeps_processes":false. */
 	char home_volume[NAME_MAX_LEN + 8];
+	enum sbx_idle idle;		/* the policy in force; a handle shows it when pause */
+	int64_t paused_ttl;		/* ns; with idle pause: deleted this long after shutdown */
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */
@@ -212,6 +228,9 @@ int sbx_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_i
 /* The handle sbx-create prints: name, namespace, backend, image, homedir, shutdown_time,
  * limits, reused (new reference). */
 struct json_object *sbx_info_json(const struct sbx_info *in);
+/* With -idle pause, adds to handle o: idle "pause", paused_ttl (Go duration) and delete_time
+ * (shutdown_time + paused_ttl: when a paused sandbox is deleted); nothing otherwise. */
+void sbx_idle_json(struct json_object *o, const struct sbx_info *in);
 /* The handle's "network" object: mode "none", "nat" or "proxy", and allow_hosts when set
  * (new reference). */
 struct json_object *sbx_network_json(const struct sbx_info *in);

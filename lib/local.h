@@ -64,8 +64,15 @@ enum local_exec_fail {
 	LOCAL_EXEC_LOST,	/* the service hung up mid-command: it may have run in part */
 	LOCAL_EXEC_OTHER,	/* anything else; e says what */
 };
-/* Runs one command through the service in dir; fills r. Returns 0, or -1 with *why and e. */
+/* What a waiting run calls (with arg) each time it finds the sandbox frozen. */
+struct local_exec_watch {
+	void (*frozen)(void *arg);
+	void *arg;
+};
+/* Runs one command through the service in dir, w (or NULL) watching; fills r. Returns 0, or
+ * -1 with *why and e. */
 int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
-		   struct sbx_exec_result *r, enum local_exec_fail *why, struct sbx_err *e);
+		   const struct local_exec_watch *w, struct sbx_exec_result *r,
+		   enum local_exec_fail *why, struct sbx_err *e);
 
 #endif

@@ -4,7 +4,8 @@
  * State: $XDG_STATE_HOME/sbx/<namespace>/<name>/ holds spec.json (the handle, shaped like the
  * Kubernetes resource), deadline (shutdown time, ns), lock (flocked by the supervisor while
  * the sandbox lives: an unlocked directory is stale, e.g. after a reboot; a locked one whose
- * spec.json cannot be read is broken: listed as such, replaced by the next create), sock (the
+ * spec.json cannot be read is broken: listed as such, replaced by the next create), idle (with
+ * -idle pause: what the supervisor does at the deadline instead of removing it), sock (the
  * exec service) and home/ (the sandbox home, the only persistent writable place). Operations
  * on one name are serialized by <namespace>/.<name>.lock. A supervisor (sbx-init supervise)
  * runs bubblewrap and removes everything when the deadline passes; inside, sbx-init serve
@@ -24,6 +25,7 @@
 
 #include <json-c/json.h>
 
+#include "duration.h"
 #include "fsutil.h"
 #include "gojson.h"
 #include "local.h"
@@ -150,6 +152,12 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "limits", &v))
 		sbx_limits_from_json(v, &out->limits);
+	if (json_object_object_get_ex(o, "idle", &v))
+		out->idle = strcmp(json_object_get_string(v), "pause") == 0 ? SBX_IDLE_PAUSE
+									: SBX_IDLE_DELETE;
+	if (json_object_object_get_ex(o, "paused_ttl", &v) &&
+	    duration_parse(json_object_get_string(v), &out->paused_ttl) < 0)
+		out->paused_ttl = 0;
 	out->backend = "local";
 	json_object_put(o);
 	/* What every use of the handle needs: a spec of this sandbox, with its home. */
@@ -158,10 +166,26 @@ static int read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 	return 0;
 }
 
-static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err *e)
+/* Writes dir/idle, which the supervisor reads at the shutdown time: with -idle pause, the
+ * paused ttl and the sandbox's ttl (the lifetime a resume after the shutdown time gives it
+ * again), in ns; without, no such file. */
+static int write_idle(const char *dir, const struct sbx_info *in, int64_t ttl_ns)
+{
+	char path[PATH_MAX], text[64];
+
+	snprintf(path, sizeof path, "%s/idle", dir);
+	if (in->idle != SBX_IDLE_PAUSE)
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	snprintf(text, sizeof text, "%" PRId64 " %" PRId64 "\n", in->paused_ttl, ttl_ns);
+	return fs_write_atomic(path, text, strlen(text), 0600);
+}
+
+/* Writes spec.json, deadline (the shutdown time) and idle (see write_idle). */
+static int write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
+		      struct sbx_err *e)
 {
 	struct json_object *o = json_object_new_object();
-	char path[PATH_MAX], t1[TIME_BUFSZ], t2[TIME_BUFSZ], dl[32];
+	char path[PATH_MAX], t1[TIME_BUFSZ], t2[TIME_BUFSZ], dl[32], d[DURATION_BUFSZ];
 	char *text;
 	int rc = 0;
 
@@ -178,6 +202,10 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	json_object_object_add(o, "shutdown_time",
 			       json_object_new_string(time_rfc3339(in->shutdown_ns, t2, sizeof t2)));
 	json_object_object_add(o, "shutdown_policy", json_object_new_string("Delete"));
+	json_object_object_add(o, "idle", json_object_new_string(
+		in->idle == SBX_IDLE_PAUSE ? "pause" : "delete"));
+	json_object_object_add(o, "paused_ttl", json_object_new_string(
+		duration_format(in->paused_ttl, d, sizeof d)));
 	text = gojson_encode(o);
 	json_object_put(o);
 	snprintf(path, sizeof path, "%s/spec.json", dir);
@@ -189,6 +217,8 @@ static int write_spec(const char *dir, const struct sbx_info *in, struct sbx_err
 	snprintf(dl, sizeof dl, "%" PRId64 "\n", in->shutdown_ns);
 	if (rc == 0 && fs_write_atomic(path, dl, strlen(dl), 0600) < 0)
 		rc = err_sys(e, errno, "cannot write %s", path);
+	if (rc == 0 && write_idle(dir, in, ttl_ns) < 0)
+		rc = err_sys(e, errno, "cannot write %s/idle", dir);
 	return rc;
 }
 
@@ -225,6 +255,8 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
 	out->created_ns = time_now_ns();
 	out->shutdown_ns = out->created_ns + spec->ttl_ns;
+	out->idle = spec->idle;
+	out->paused_ttl = spec->paused_ttl;
 	out->backend = "local";
 }
 
@@ -320,7 +352,7 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 	new_info(b, spec, out);
 	if (limits_in_force(b, spec, p, &ids, &out->limits, e) < 0)
 		goto out;
-	if (write_spec(p->dir, out, e) < 0)
+	if (write_spec(p->dir, out, spec->ttl_ns, e) < 0)
 		goto out;
 	if ((lsock = local_exec_listen(p->dir, e)) < 0)
 		goto out;
@@ -509,15 +541,20 @@ static int broken_msg(const char *name, struct sbx_err *e)
 		       "sbx-delete %s removes it", name, why, name, name);
 }
 
+/* Moves the shutdown time to now + ttl_ns; a reusing create (spec) sets the idle policy too. */
 static int set_deadline(struct sbx_paths *p, const char *name, int64_t ttl_ns,
-			struct sbx_info *out, struct sbx_err *e)
+			const struct sbx_spec *spec, struct sbx_info *out, struct sbx_err *e)
 {
 	int pid;
 
 	if (read_spec(p->dir, out, e) < 0)
 		return broken_msg(name, e);
 	out->shutdown_ns = time_now_ns() + ttl_ns;
-	if (write_spec(p->dir, out, e) < 0)
+	if (spec) {
+		out->idle = spec->idle;
+		out->paused_ttl = spec->paused_ttl;
+	}
+	if (write_spec(p->dir, out, ttl_ns, e) < 0)
 		return -1;
 	if ((pid = supervisor_pid(p->dir)) > 0)
 		kill(pid, SIGHUP);	/* re-read the deadline now */
@@ -535,6 +572,11 @@ static int remove_locked(struct sbx_paths *p, const char *name, struct sbx_err *
 	if (remove_dead(p->dir) < 0)
 		return err_sys(e, errno, "cannot remove %s", p->dir);
 	return 0;
+}
+
+static int not_found(const char *name, struct sbx_err *e)
+{
+	return err_set(e, SBX_ENOTFOUND, "sandbox %s not found", name);
 }
 
 /* Freezes or thaws live sandbox name in dir (lib/reslimit). One without a cgroup or without
@@ -557,10 +599,79 @@ static int set_paused(const char *dir, const char *name, bool paused, struct sbx
 	return err_sys(e, errno, "cannot %s sandbox %s", paused ? "freeze" : "thaw", name);
 }
 
-/* Auto-resume: a paused sandbox is thawed before anything is asked of it. */
-static int wake(const char *dir, const char *name, struct sbx_err *e)
+/* Under the name lock: thaws sandbox name; one that -idle pause paused at its shutdown time
+ * lives on for its ttl again from now (dir/idle), so its supervisor does not pause it at once
+ * once more. */
+static int resume_locked(struct sbx_paths *p, const char *name, struct sbx_err *e)
 {
-	return reslimit_frozen(dir) > 0 ? set_paused(dir, name, false, e) : 0;
+	char path[PATH_MAX], *s;
+	long long pttl = 0, ttl = 0;
+	struct sbx_info info;
+
+	if (set_paused(p->dir, name, false, e) < 0)
+		return -1;
+	snprintf(path, sizeof path, "%s/idle", p->dir);
+	if ((s = fs_read_small(path, 64, NULL)) == NULL)
+		return 0;
+	if (sscanf(s, "%lld %lld", &pttl, &ttl) != 2 || ttl <= 0)
+		ttl = SBX_DEFAULT_TTL_NS;
+	free(s);
+	if (read_spec(p->dir, &info, e) < 0)
+		return broken_msg(name, e);
+	return info.shutdown_ns > time_now_ns() ? 0 : set_deadline(p, name, ttl, NULL, &info, e);
+}
+
+/* 1 when the sandbox in dir is paused at its shutdown time by -idle pause (frozen, with an
+ * idle file, its deadline passed), 0 when not. */
+static int idle_paused(const char *dir)
+{
+	char path[PATH_MAX], *s;
+	long long dl;
+	int n;
+
+	if (reslimit_frozen(dir) <= 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/idle", dir);
+	if (access(path, F_OK) < 0)
+		return 0;
+	snprintf(path, sizeof path, "%s/deadline", dir);
+	if ((s = fs_read_small(path, 64, NULL)) == NULL)
+		return 0;
+	n = sscanf(s, "%lld", &dl);
+	free(s);
+	return n == 1 && dl <= time_now_ns();
+}
+
+/* local_exec_watch's callback: a caller waiting on a command is not idle, so a pause at the
+ * shutdown time meanwhile is undone (a pause by sbx-pause stays: its time is given back). */
+static void undo_idle_pause(void *arg)
+{
+	struct sbx_paths *p = arg;
+	struct sbx_err ign;
+	int lk;
+
+	if (!idle_paused(p->dir) || (lk = lock_name(p, &ign)) < 0)
+		return;
+	if (idle_paused(p->dir))
+		resume_locked(p, strrchr(p->dir, '/') + 1, &ign);
+	close(lk);
+}
+
+/* Auto-resume: a paused sandbox is thawed before anything is asked of it. Takes the name
+ * lock for it unless the caller holds it (locked): the supervisor pauses under that lock. */
+static int wake(struct sbx_paths *p, const char *name, bool locked, struct sbx_err *e)
+{
+	int lk, rc;
+
+	if (reslimit_frozen(p->dir) <= 0)
+		return 0;
+	if (locked)
+		return resume_locked(p, name, e);
+	if ((lk = lock_name(p, e)) < 0)
+		return -1;
+	rc = check_live(p) ? resume_locked(p, name, e) : not_found(name, e);
+	close(lk);
+	return rc;
 }
 
 static void fill_state(const char *dir, struct sbx_info *out)
@@ -593,13 +704,13 @@ static int l_create(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 		snprintf(out->broken, sizeof out->broken, "%s", why);
 		rc = 0;
 	} else if (live) {
-		if (spec_matches(out, spec, e) < 0 || wake(p.dir, spec->name, e) < 0)
+		if (spec_matches(out, spec, e) < 0 || wake(&p, spec->name, true, e) < 0)
 			goto out;
 		if (local_exec_ping(p.dir, READY_TIMEOUT_MS) < 0) {
 			err_set(e, SBX_EIO, "sandbox %s exists but does not answer", spec->name);
 			goto out;
 		}
-		rc = set_deadline(&p, spec->name, spec->ttl_ns, out, e);
+		rc = set_deadline(&p, spec->name, spec->ttl_ns, spec, out, e);
 		out->reused = true;
 	} else {
 		rc = create_new(b, spec, &p, out, e);
@@ -609,11 +720,6 @@ out:
 		close(lk);
 	paths_free(&p);
 	return rc;
-}
-
-static int not_found(const char *name, struct sbx_err *e)
-{
-	return err_set(e, SBX_ENOTFOUND, "sandbox %s not found", name);
 }
 
 /* What touch and pause do to a live sandbox, under its name's lock. */
@@ -645,7 +751,7 @@ out:
 static int touch_live(struct sbx_paths *p, const char *name, int64_t ttl_ns, struct sbx_info *out,
 		      struct sbx_err *e)
 {
-	return wake(p->dir, name, e) < 0 ? -1 : set_deadline(p, name, ttl_ns, out, e);
+	return wake(p, name, true, e) < 0 ? -1 : set_deadline(p, name, ttl_ns, NULL, out, e);
 }
 
 static int l_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, struct sbx_info *out,
@@ -693,7 +799,8 @@ static int l_get(struct sbx_backend *b, const char *name, struct sbx_info *out,
 static int pause_live(struct sbx_paths *p, const char *name, int64_t paused, struct sbx_info *out,
 		      struct sbx_err *e)
 {
-	if (set_paused(p->dir, name, paused != 0, e) < 0 || read_spec(p->dir, out, e) < 0)
+	if ((paused ? set_paused(p->dir, name, true, e) : resume_locked(p, name, e)) < 0 ||
+	    read_spec(p->dir, out, e) < 0)
 		return -1;
 	out->ready = true;
 	fill_state(p->dir, out);
@@ -863,10 +970,11 @@ static int l_exec(struct sbx_backend *b, const char *name, const struct sbx_exec
 		drop_lost(&p, name, e);
 		goto out;
 	}
-	if (wake(p.dir, name, e) < 0)
+	if (wake(&p, name, false, e) < 0)
 		goto out;
 	oom_before = reslimit_oom_kills(p.dir);
-	rc = local_exec_run(p.dir, name, x, r, &why, e);
+	rc = local_exec_run(p.dir, name, x, &(struct local_exec_watch){undo_idle_pause, &p}, r,
+			    &why, e);
 	if (rc == 0)
 		oom_check(&p, oom_before, r);
 	/* Whether the sandbox is still there tells a failure's cause. */

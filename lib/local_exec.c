@@ -22,8 +22,9 @@
 
 /* How long exec waits for the service's answer after asking it to kill the command. */
 #define KILL_REPLY_TIMEOUT_MS 10000
-/* How often a command with a deadline looks whether its sandbox is paused: the time it is
- * frozen is not the command's, and is given back to its deadline to this precision. */
+/* How often a waiting command looks whether its sandbox is paused: the time it is frozen is
+ * not the command's, and is given back to its deadline to this precision; and a pause at the
+ * shutdown time (-idle pause) is undone this soon, as a caller waiting is not idle. */
 #define FROZEN_CHECK_MS 250
 
 /* Fills sa with a name for dir/sock that fits sun_path whatever dir's length: through an
@@ -185,8 +186,8 @@ static char *exec_payload(const struct sbx_exec *x, uint32_t *len, struct sbx_er
 /* Waits for the result while watching the deadline and cancel_fd; on either, asks the
  * service to kill the command and waits for its confirmation. */
 static int await_result(const char *dir, int s, const struct sbx_exec *x, const char *name,
-			struct lp_result *res, struct sbx_exec_result *r,
-			enum local_exec_fail *why, struct sbx_err *e)
+			const struct local_exec_watch *w, struct lp_result *res,
+			struct sbx_exec_result *r, enum local_exec_fail *why, struct sbx_err *e)
 {
 	int64_t deadline = x->timeout_ns > 0 ? time_mono_ns() + x->timeout_ns : 0;
 	int64_t looked = time_mono_ns();
@@ -202,19 +203,24 @@ static int await_result(const char *dir, int s, const struct sbx_exec *x, const 
 			timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 			if (timeout > FROZEN_CHECK_MS)
 				timeout = FROZEN_CHECK_MS;
+		} else if (w && !kill_sent) {
+			timeout = FROZEN_CHECK_MS;
 		}
 		if (kill_sent)
 			timeout = KILL_REPLY_TIMEOUT_MS;
 		n = poll(pf, x->cancel_fd >= 0 && !kill_sent ? 2 : 1, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && deadline && !kill_sent) {
+		if (n == 0 && !kill_sent) {
 			/* A paused sandbox's command does not run: its time frozen is not counted. */
 			int64_t now = time_mono_ns();
-			if (reslimit_frozen(dir) > 0)
+			bool frozen = reslimit_frozen(dir) > 0;
+			if (frozen && w)
+				w->frozen(w->arg);
+			if (frozen && deadline)
 				deadline += now - looked;
 			looked = now;
-			if (now < deadline)
+			if (!deadline || now < deadline)
 				continue;
 		}
 		if (n > 0 && pf[0].revents) {
@@ -273,7 +279,8 @@ static void decode_result(const struct lp_result *res, const struct sbx_exec *x,
 }
 
 int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
-		   struct sbx_exec_result *r, enum local_exec_fail *why, struct sbx_err *e)
+		   const struct local_exec_watch *w, struct sbx_exec_result *r,
+		   enum local_exec_fail *why, struct sbx_err *e)
 {
 	struct lp_result res;
 	char *payload;
@@ -310,7 +317,7 @@ int local_exec_run(const char *dir, const char *name, const struct sbx_exec *x,
 		close(null);
 		null = -1;
 	}
-	if (await_result(dir, s, x, name, &res, r, why, e) < 0)
+	if (await_result(dir, s, x, name, w, &res, r, why, e) < 0)
 		goto out;
 	decode_result(&res, x, r);
 	rc = 0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "netpolicy.h"
 #include "xalloc.h"
 
@@ -180,6 +181,30 @@ static int apply_storage_class(struct sbx_spec *spec, const char *text, struct s
 			       "premium-rwo", text, e);
 }
 
+static int apply_idle(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	if (strcmp(text, "pause") == 0)
+		spec->idle = SBX_IDLE_PAUSE;
+	else if (strcmp(text, "delete") == 0)
+		spec->idle = SBX_IDLE_DELETE;
+	else
+		return err_set(e, SBX_EINVAL, "must be pause or delete");
+	return 0;
+}
+
+static int apply_paused_ttl(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	int64_t v;
+
+	if (strlen(text) > 32 || duration_parse(text, &v) < 0)
+		return err_set(e, SBX_EINVAL, "not a duration such as 30m or 24h");
+	if (v < SPECF_PAUSED_TTL_MIN || v > SPECF_PAUSED_TTL_MAX)
+		return err_set(e, SBX_EINVAL, "must be between 1s and %" PRId64 "h",
+			       SPECF_PAUSED_TTL_MAX / (INT64_C(3600) * 1000000000));
+	spec->paused_ttl = v;
+	return 0;
+}
+
 static const struct specflag_def defs[SPECF_COUNT] = {
 	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
 	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
@@ -191,6 +216,8 @@ static const struct specflag_def defs[SPECF_COUNT] = {
 	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
 	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
 	[SPECF_STORAGE_CLASS] = {"storage-class", false, "SANDBOX_STORAGE_CLASS", apply_storage_class},
+	[SPECF_IDLE] = {"idle", false, "SANDBOX_IDLE", apply_idle},
+	[SPECF_PAUSED_TTL] = {"paused-ttl", false, "SANDBOX_PAUSED_TTL", apply_paused_ttl},
 };
 
 /* The flags that set one limit: meaningless, so refused, beside -limits none. */
@@ -234,6 +261,9 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 		if (!spec->limits.enforced && sf->seen[limit_ids[i]])
 			return err_set(e, SBX_EINVAL, "-%s cannot be used with -limits none",
 				       defs[limit_ids[i]].name);
+	if (spec->idle != SBX_IDLE_PAUSE && sf->seen[SPECF_PAUSED_TTL])
+		return err_set(e, SBX_EINVAL, "-paused-ttl needs -idle pause (or SANDBOX_IDLE=pause): "
+			       "a sandbox that is deleted at its shutdown time is never paused");
 	return 0;
 }
 

@@ -28,6 +28,8 @@ enum specflag_id {
 	SPECF_RUN_AS_ROOT,
 	SPECF_RUNTIME_CLASS,
 	SPECF_STORAGE_CLASS,
+	SPECF_IDLE,
+	SPECF_PAUSED_TTL,
 	SPECF_COUNT
 };
 
@@ -53,16 +55,21 @@ enum specflag_id {
 	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
 	"                        (env SANDBOX_RUNTIME_CLASS)\n" \
 	"  -storage-class NAME   kubernetes: StorageClass of the home's volume claim (a\n" \
-	"                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n"
+	"                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n" \
+	"  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
+	"                        home kept, resumed by the next call) or delete it; env\n" \
+	"                        SANDBOX_IDLE, default delete\n" \
+	"  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
+	"                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n"
 
 /* The one-line synopsis fragment of the same flags. */
 #define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
 	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME] " \
-	"[-storage-class NAME]"
-/* The same in two lines for an 80-column usage text: the second starts with INDENT. */
+	"[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
+/* The same in three lines for an 80-column usage text: the others start with INDENT. */
 #define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
 	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
-	"[-runtime-class NAME] [-storage-class NAME]"
+	"[-runtime-class NAME]\n" indent "[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */
@@ -93,6 +100,10 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id);
 #define SPECF_PIDS_MIN 16
 #define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
 #define SPECF_CPUS_MAX_MILLI 4096000	/* 4096 CPUs */
+/* -paused-ttl: at least a second (a test's short wait); at most a year, past which a paused
+ * sandbox is memory nobody will come back for. */
+#define SPECF_PAUSED_TTL_MIN INT64_C(1000000000)
+#define SPECF_PAUSED_TTL_MAX (INT64_C(8760) * 3600 * 1000000000)
 
 /* The flags given, as "-name=value" words for sbx-create (NULL-terminated; never NULL). */
 char **specflags_argv(const struct specflags *sf);

@@ -207,6 +207,33 @@ EOF
 	upd '(.log | map(.method == "session/update") | index(true)) < .loadAt'
 }
 
+# Sandbox NAME's shutdown time is now: its supervisor reads the deadline file again on SIGHUP.
+expire_now() {
+	local d=$XDG_STATE_HOME/sbx/default/$1
+	date +%s%N >"$d/deadline"
+	kill -HUP "$(cat "$d/supervisor.pid")"
+}
+
+sandbox_paused() { [ "$(sbx-list | jq -r .state)" = paused ]; }
+
+@test "-idle pause: a session's sandbox paused at its shutdown time is resumed by the next prompt with its process, nothing restored" {
+	start_server -idle pause
+	drive turn --prompt 'run: setsid sleep 359 >/dev/null 2>&1 </dev/null & echo $! > ~/bg.pid'
+	assert_status 0
+	sid=$(printf '%s' "$output" | jq -r .sessionId)
+	name=$(sbx-list | jq -r .name)
+	[ -n "$name" ]
+	sbx-list | jq -e '.idle == "pause"'
+	expire_now "$name"
+	wait_until sandbox_paused
+	drive load --session "$sid" --load-prompt 'run: kill -0 $(cat ~/bg.pid) && echo alive'
+	assert_status 0
+	upd '[.updates[] | select(.sessionUpdate == "tool_call_update" and .status == "completed") | .rawOutput.stdout] | last == "alive\n"'
+	[ "$(sbx-list | jq -r .state)" = running ]
+	run ! grep -q 'restoring filesystem from latest backup' "$ACP_LOG"
+	run ! grep -q 'Active sandbox was deleted or expired' "$ACP_LOG"
+}
+
 # ---- cancellation ----
 
 @test "session/cancel during the LLM call: stopReason cancelled, busy session refused meanwhile" {

@@ -135,6 +135,43 @@ expire_between() {
 	no_sandbox gone
 }
 
+# state_of NAME: the local sandbox's state in sbx-list (running, paused), empty when none.
+state_of() { sbx-list | jq -r --arg n "$1" 'select(.name == $n) | .state'; }
+is_paused() { [ "$(state_of "$1")" = paused ]; }
+
+@test "-idle pause: an idle-expired sandbox is resumed by the next turn with its background process, nothing restored" {
+	agent_fed -session nap -ttl 2s -idle pause
+	echo "run: echo kept > ~/kept.txt; setsid sleep 343.$$ >/dev/null 2>&1 </dev/null & echo \$! > ~/bg.pid" >&4
+	wait_snapshot
+	wait_until is_paused nap		# the 2 s lifetime passes: paused, not deleted
+	echo "run: kill -0 \$(cat ~/bg.pid) && echo alive; cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	fed_end
+	jq -s -e '.[-2].content == "stdout:\nalive\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist nap)"
+	run cat "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -c 'launching sandbox for tool execution' <<<"$output")" -eq 1 ]
+	[ "$(grep -c 'restoring filesystem' <<<"$output")" -eq 1 ]	# the first turn's, only
+	[[ "$output" != *"Active sandbox was deleted or expired"* ]]
+	no_sandbox nap		# leaving agent-loop deletes it as always
+}
+
+@test "-idle pause: a sandbox paused past -paused-ttl is gone, and the next turn restores from the backup" {
+	agent_fed -session lapse -ttl 2s -idle pause -paused-ttl 2s
+	echo "run: echo kept > ~/kept.txt; setsid sleep 347.$$ >/dev/null 2>&1 </dev/null &" >&4
+	wait_snapshot
+	wait_until is_paused lapse
+	wait_until no_sandbox lapse		# and 2 s later deleted
+	run pgrep -f "^sleep 347.$$"
+	assert_status 1
+	echo "run: cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	fed_end
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_contains "Active sandbox was deleted or expired, will recreate it"
+	assert_contains "restoring filesystem from latest backup"
+	jq -s -e '.[-2].content == "stdout:\nkept\n\nstderr:\n\nexit_code: 0"' "$(hist lapse)"
+}
+
 @test "a failing command is a failed tool call with its exit code" {
 	run eliza -session fail <<<'run: echo oops >&2; exit 3'
 	assert_status 0

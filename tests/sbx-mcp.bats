@@ -133,6 +133,17 @@ j() { [ -n "$output" ] && printf '%s' "$output" | jq -e "$1" >/dev/null || { ech
 	[ "$(grep -c 'launching sandbox' "$BATS_TEST_TMPDIR/stderr")" = 2 ]
 }
 
+@test "stdio: -idle pause: a sandbox paused at its shutdown time is resumed by the next call with its process; nothing restored" {
+	mcpc '[{"call":"run_command","args":{"command":"setsid sleep 353 >/dev/null 2>&1 </dev/null & echo $! > ~/bg.pid"}},
+	       {"until":"test \"$(sbx-list | jq -r .state)\" = paused"},
+	       {"call":"run_command","args":{"command":"kill -0 $(cat ~/bg.pid) && echo alive"}}]' \
+		--stdio sbx-mcp -session p1 -ttl 1s -idle pause -snapshot-delay 100ms
+	assert_status 0
+	j '.results[2].isError == false and (.results[2].text | contains("alive"))'
+	[ "$(grep -c 'launching sandbox' "$BATS_TEST_TMPDIR/stderr")" = 1 ]
+	run ! grep -q 'Active sandbox was deleted or expired' "$BATS_TEST_TMPDIR/stderr"
+}
+
 @test "stdio: sbx-create's sandbox flags and their variables reach the sandbox unchanged" {
 	SANDBOX_PIDS=300 mcpc '[{"call":"run_command","args":{"command":"true"}},
 	       {"until":"sbx-list | jq -e \"select(.name == \\\"f1\\\") | .limits.memory == 314572800 and .limits.pids == 300\""}]' \

@@ -180,6 +180,61 @@ get_count() {
 	assert_json '.state == "running"'
 }
 
+@test "-idle pause: at its shutdown time the sandbox is paused, not deleted; the next exec resumes it with its ttl again" {
+	run sbx-create -idle pause -paused-ttl 1h -ttl 2s demo
+	assert_status 0
+	assert_json '.idle == "pause" and .paused_ttl == "1h0m0s" and
+		((.delete_time | fromdateiso8601) - (.shutdown_time | fromdateiso8601)) == 3600'
+	sbx-exec demo -- sh -c "setsid sleep 331.$$ >/dev/null 2>&1 </dev/null &"
+	wait_until pgrep -f "sleep 331.$$"
+	pid=$(pgrep -f "sleep 331.$$")
+	wait_until state_is demo paused
+	[ "$(sbx-list | jq -r '.idle')" = pause ]
+	t0=$(date +%s)
+	run sbx-exec demo -- pgrep -f "sleep 331.$$"
+	assert_status 0
+	# alive again for its 2 s from the resume (after t0), then paused again
+	[ "$(sbx-list | jq --argjson t0 "$t0" '(.shutdown_time | fromdateiso8601) >= $t0 + 1')" = true ]
+	wait_until state_is demo paused
+	run sbx-resume demo
+	assert_json '.state == "running"'
+	kill -0 "$pid"
+}
+
+@test "-idle pause: a paused sandbox past -paused-ttl is deleted with its frozen processes; nobody need call" {
+	sbx-create -idle pause -paused-ttl 3s -ttl 2s demo >/dev/null
+	sbx-exec demo -- sh -c "setsid sleep 337.$$ >/dev/null 2>&1 </dev/null &"
+	wait_until pgrep -f "sleep 337.$$"
+	pid=$(pgrep -f "sleep 337.$$")
+	mapfile -t dirs < <(cgdirs demo)
+	wait_until state_is demo paused
+	wait_until test ! -e "$(sbxdir demo)"
+	wait_until gone "$pid"
+	for d in "${dirs[@]}"; do wait_until test ! -e "$d"; done
+	run sbx-exec demo -- true
+	assert_status 101
+}
+
+@test "-idle pause: a command running past the shutdown time is not left frozen: its caller waits, so it is not idle" {
+	sbx-create -idle pause -ttl 1s demo >/dev/null
+	# 4 s of sleep in a sandbox whose 1 s lifetime passes meanwhile: the supervisor pauses
+	# it, the waiting sbx-exec resumes it within a moment, and the command ends.
+	run timeout 60 sbx-exec demo -- sleep 4
+	assert_status 0
+	wait_until state_is demo paused		# idle afterwards: paused again
+}
+
+@test "-idle delete (the default) and a reusing create that changes the policy" {
+	run sbx-create demo
+	assert_json 'has("idle") | not'
+	run sbx-create -idle pause -paused-ttl 5m demo
+	assert_status 0
+	assert_json '.reused and .idle == "pause" and .paused_ttl == "5m0s"'
+	run env SANDBOX_IDLE=delete sbx-create demo
+	assert_json '.reused and (has("idle") | not)'
+	[ ! -e "$(sbxdir demo)/idle" ]
+}
+
 @test "pause and resume of a missing sandbox exit 101" {
 	run sbx-pause nosuch
 	assert_status 101

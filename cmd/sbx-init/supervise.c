@@ -1,7 +1,9 @@
 /* supervise.c — the host-side keeper of one local sandbox. It holds DIR/lock while the
  * sandbox lives (so anyone can tell a live sandbox from a stale directory left by a crash or
  * a reboot), runs bubblewrap, and removes the sandbox and its home when DIR/deadline passes
- * (the Agent Sandbox controller's shutdownTime with policy Delete) or on SIGTERM. */
+ * (the Agent Sandbox controller's shutdownTime with policy Delete) or on SIGTERM. With
+ * DIR/idle (-idle pause) the deadline freezes the sandbox instead, and the removal waits the
+ * paused ttl more; a resume moves the deadline (lib/local_backend.c) and SIGHUPs this. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -35,6 +37,10 @@
 /* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
  * lib/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
 #define OWN_LOCK_WAIT_MS 5000
+/* How long the pause at the deadline waits for the kernel to freeze every process. */
+#define FREEZE_WAIT_MS 5000
+/* With the namespace lock busy at the deadline of a sandbox to pause, how soon to try again. */
+#define RETRY_MS 1000
 /* Words of bubblewrap's command line: the options added here and "-- sbx-init serve". */
 #define ARGV_MAX 24
 
@@ -56,6 +62,22 @@ static int64_t read_deadline(const char *dir)
 	if (s == NULL)
 		return 0;
 	v = strtoll(s, NULL, 10);
+	free(s);
+	return v;
+}
+
+/* The paused ttl in DIR/idle (ns), 0 without one: the sandbox is removed at its deadline. */
+static int64_t read_paused_ttl(const char *dir)
+{
+	char path[4096], *s;
+	long long v = 0;
+
+	snprintf(path, sizeof path, "%s/idle", dir);
+	s = fs_read_small(path, 64, NULL);
+	if (s == NULL)
+		return 0;
+	if (sscanf(s, "%lld", &v) != 1 || v < 0)
+		v = 0;
 	free(s);
 	return v;
 }
@@ -309,26 +331,52 @@ static void teardown(const char *dir, pid_t bwrap)
 	fs_remove_tree(trash);
 }
 
+/* At the deadline, under the namespace lock nl (-1: not had): 1 when the sandbox is paused
+ * (-idle pause, within its paused ttl) until *until, 0 when it is to be removed now. A pause
+ * that fails (no freezer) removes it, as without -idle pause. */
+static int pause_at_deadline(const char *dir, int nl, int64_t *until)
+{
+	int64_t dl = read_deadline(dir), pttl = read_paused_ttl(dir);
+
+	if (pttl <= 0 || now_ns() >= dl + pttl)
+		return 0;
+	*until = dl + pttl;
+	if (nl < 0) {		/* busy: a moment later, not without the lock a resume takes */
+		*until = now_ns() + (int64_t)RETRY_MS * 1000000;
+		return 1;
+	}
+	return reslimit_frozen(dir) > 0 || reslimit_freeze(dir, true, FREEZE_WAIT_MS) == 0;
+}
+
 /* Until the sandbox ends: its deadline (re-read when it passes, under the namespace lock, as
- * a touch may have moved it), SIGTERM or SIGINT (sbx-delete), or bubblewrap's own end. Then
- * tears it down. Returns the exit status. */
+ * a touch may have moved it; with -idle pause it is paused then, and removed the paused ttl
+ * later), SIGTERM or SIGINT (sbx-delete), or bubblewrap's own end. Then tears it down.
+ * Returns the exit status. */
 static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
 {
 	for (;;) {
-		int64_t left = read_deadline(dir) - now_ns();
+		int64_t until = read_deadline(dir), left = until - now_ns();
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		struct signalfd_siginfo si;
 		int timeout, st;
 
 		if (left <= 0) {
-			int nl = take_nslock(nslock, sfd);
+			int nl = take_nslock(nslock, sfd), paused;
 			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
 			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
 				close(nl);
 				continue;
 			}
-			teardown(dir, bwrap);
-			return 0;
+			paused = pause_at_deadline(dir, nl, &until);
+			if (nl >= 0)
+				close(nl);
+			if (!paused) {
+				teardown(dir, bwrap);
+				return 0;
+			}
+			left = until - now_ns();
+			if (left < 1000000)
+				left = 1000000;
 		}
 		timeout = left / 1000000 > MAX_SLEEP_MS ? MAX_SLEEP_MS : (int)(left / 1000000) + 1;
 		if (poll(&p, 1, timeout) <= 0)

@@ -8,7 +8,7 @@
 //   turn       initialize, session/new, N prompts (--prompt, --prompts N), answering permission
 //              requests with --answer (allow-once, reject-once, allow-always, reject-always,
 //              cancelled)
-//   load       session/load of --session, then one prompt
+//   load       session/load of --session, then one prompt ("hello again", or --load-prompt)
 //   cancel     a prompt, session/cancel once --cancel-on says so (tool = the tool started,
 //              file:PATH = PATH exists), plus a second prompt on the busy session; the
 //              session's mcpServers from --mcp-servers FILE (a JSON array)
@@ -161,7 +161,7 @@ async function loadScenario() {
     const bad = await errorOf(ctx.request("session/load", { sessionId: "../etc", cwd: CWD, mcpServers: [] }));
     const res = await ctx.request("session/load", { sessionId: opt.session, cwd: CWD, mcpServers: [] });
     const replayed = state.updates.length;
-    const r = await ctx.request("session/prompt", { sessionId: opt.session, prompt: [{ type: "text", text: "hello again" }] });
+    const r = await ctx.request("session/prompt", { sessionId: opt.session, prompt: [{ type: "text", text: opt.loadPrompt ?? "hello again" }] });
     return { unknown: err, invalid: bad, load: res, replayed, stop: r.stopReason };
   });
   transport.close();

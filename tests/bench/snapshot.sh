@@ -9,30 +9,8 @@ export XDG_STATE_HOME=$tmp/state HOME=$tmp/home
 mkdir -p "$HOME"
 trap 'sbx-delete benchsnap >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 
-# The home: 12000 small text-like files (1-16 KB) in 120 directories, plus 4 large files
-# that compress about as well as build output (half random, half repetitive).
-python3 - "$tmp/src" <<'PY'
-import os, random, sys
-root = sys.argv[1]
-rnd = random.Random(42)
-words = [bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9)))
-         for _ in range(5000)]
-for d in range(120):
-    dp = os.path.join(root, "src", f"pkg{d:03d}")
-    os.makedirs(dp, exist_ok=True)
-    for f in range(100):
-        n = rnd.randint(1024, 16384)
-        out = bytearray()
-        while len(out) < n:
-            out += b" ".join(rnd.choice(words) for _ in range(12)) + b"\n"
-        with open(os.path.join(dp, f"f{f:03d}.txt"), "wb") as fh:
-            fh.write(out[:n])
-os.makedirs(os.path.join(root, "data"), exist_ok=True)
-for i in range(4):
-    with open(os.path.join(root, "data", f"blob{i}.bin"), "wb") as fh:
-        for _ in range(96):
-            fh.write(os.urandom(128 * 1024) + bytes(128 * 1024))
-PY
+. "$(dirname "$0")/lib.bash"
+bench_home "$tmp/src"
 size=$(du -sm "$tmp/src" | cut -f1)
 sbx-create -ttl 2h benchsnap >/dev/null	# idle while tar runs: it must outlive the baseline runs
 tar -cf - -C "$tmp/src" . | sbx-exec -raw benchsnap -- tar -xf - -C /home/clawtainer
