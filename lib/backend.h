@@ -112,6 +112,8 @@ struct sbx_info {
 	char home_volume[NAME_MAX_LEN + 8];
 	enum sbx_idle idle;		/* the policy in force; a handle shows it when pause */
 	int64_t paused_ttl;		/* ns; with idle pause: deleted this long after shutdown */
+	int64_t delete_ns;		/* when set: when a paused sandbox is deleted, if not at
+					 * shutdown + paused_ttl (kubernetes: sbx-pause sets it) */
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */

@@ -117,7 +117,7 @@ static int k_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
 /* GET, edit, PUT of a Sandbox's spec, retried on 409 like client-go's RetryOnConflict. An
  * edit that returns non-zero leaves the object as it is (no PUT; *out gets it). */
 int kb_update(struct sbx_backend *b, const char *ver, const char *name,
-	      int (*edit)(struct json_object *spec, void *arg), void *arg,
+	      int (*edit)(struct json_object *o, struct json_object *spec, void *arg), void *arg,
 	      struct json_object **out, struct sbx_err *e)
 {
 	struct kubeapi *api = kb_conn(b);
@@ -139,7 +139,7 @@ int kb_update(struct sbx_backend *b, const char *ver, const char *name,
 			err_set(e, SBX_EIO, "Sandbox %s has no spec", name);
 			goto out;
 		}
-		if (edit(spec, arg) != 0) {
+		if (edit(o, spec, arg) != 0) {
 			*out = o;
 			rc = 0;
 			goto out;
@@ -160,28 +160,32 @@ out:
 	return rc;
 }
 
-/* What extend does to a spec: the shutdown time, and a suspended Sandbox set running (every
- * use of a sandbox resumes it first). */
+/* What extend does to a spec: the shutdown time, and a paused Sandbox (suspended, or kept at
+ * its shutdown time by -idle pause) set running: every use of a sandbox resumes it first. One
+ * paused past its -paused-ttl is left as it is (overdue: the caller deletes it). */
 struct extension {
 	int64_t ttl_ns;
-	bool woke;
+	bool woke, overdue;
 };
 
-static int extend_spec(struct json_object *spec, void *arg)
+static int extend_spec(struct json_object *o, struct json_object *spec, void *arg)
 {
 	struct extension *x = arg;
 	char t[TIME_BUFSZ];
 
+	if ((x->overdue = kb_overdue(o)))
+		return 1;
+	x->woke = kb_suspended(o) || kb_idle_expired(o);
 	json_object_object_add(spec, "shutdownTime",
 			       json_object_new_string(time_rfc3339(time_now_ns() + x->ttl_ns, t, sizeof t)));
-	x->woke = kb_spec_suspended(spec);
 	if (x->woke)
-		kb_set_running(spec);
+		kb_set_running(o, spec);
 	return 0;
 }
 
-/* Moves spec.shutdownTime to now + ttl and resumes a suspended Sandbox; *woke (may be NULL)
- * says whether it was suspended (then it is not ready yet). */
+/* Moves spec.shutdownTime to now + ttl and resumes a paused Sandbox; *woke (may be NULL)
+ * says whether it was paused (then it is not ready yet). One paused past its -paused-ttl is
+ * deleted instead: SBX_ENOTFOUND, as if it had gone by itself. */
 static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
 		  struct json_object **out, bool *woke, struct sbx_err *e)
 {
@@ -190,6 +194,11 @@ static int extend(struct sbx_backend *b, const char *ver, const char *name, int6
 
 	if (woke)
 		*woke = x.woke;
+	if (rc == 0 && x.overdue) {
+		json_object_put(*out);
+		*out = NULL;
+		return kb_delete_overdue(b, name, e);
+	}
 	return rc;
 }
 
@@ -265,6 +274,11 @@ static int find_or_post(struct sbx_backend *b, const char *ver, const struct sbx
 		json_object_put(*o);
 		*o = NULL;
 		if (kubeapi_request(kb_conn(b), "GET", path, NULL, o, e) == 0) {
+			if (kb_overdue(*o)) {	/* paused past its -paused-ttl: gone, as it should be */
+				if (kube_backend_ops.remove(b, s->name, e) < 0 || wait_gone(b, path, e) < 0)
+					goto out;
+				continue;
+			}
 			if (jsonfield_path(*o, JPATH("metadata", "deletionTimestamp"))) {
 				if (wait_gone(b, path, e) < 0)
 					goto out;
@@ -322,8 +336,8 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 		goto out;
 	}
 	rc = -1;
-	/* A reused Sandbox that is suspended is resumed (its home comes back from its volume). */
-	if (info->reused && kb_suspended(o)) {
+	/* A reused Sandbox that is paused is resumed (its home comes back from its volume). */
+	if (info->reused && (kb_suspended(o) || kb_idle_expired(o))) {
 		if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
 			goto out;
 		json_object_put(ready);

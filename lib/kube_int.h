@@ -30,9 +30,9 @@
 /* On a Sandbox whose home is on a claim: its ttl in seconds, for the shutdown time a resume
  * gives it back. */
 #define KB_TTL_KEY "sbx/ttl"
-/* A suspended Sandbox (its volume kept, its pod gone) is deleted this long after the pause
- * unless something resumes it: the issue's default -paused-ttl. */
-#define KB_PAUSED_TTL_NS (INT64_C(24) * 3600 * 1000000000)
+/* On the same Sandbox: its -paused-ttl in seconds (a suspended Sandbox is deleted this long
+ * after the pause unless something resumes it). */
+#define KB_PAUSED_TTL_KEY "sbx/paused-ttl"
 /* Upstream's poll interval, used when a watch is not possible. */
 #define KB_POLL_NS (INT64_C(500) * 1000000)
 
@@ -44,10 +44,11 @@ struct kstate {
 
 /* kube_backend.c: the API connection (opened on first use), the served Sandbox version,
  * a Sandbox's path (the collection's when name is NULL), a sleep, and an update: GET, edit
- * of the spec (edit returns non-zero to leave it as it is), PUT, retried on 409. */
+ * of the spec (given the object o it is in; edit returns non-zero to leave it as it is),
+ * PUT, retried on 409. */
 struct kubeapi *kb_api(struct sbx_backend *b, struct sbx_err *e);
 int kb_update(struct sbx_backend *b, const char *ver, const char *name,
-	      int (*edit)(struct json_object *spec, void *arg), void *arg,
+	      int (*edit)(struct json_object *o, struct json_object *spec, void *arg), void *arg,
 	      struct json_object **out, struct sbx_err *e);
 const char *kb_version(struct sbx_backend *b, struct sbx_err *e);
 char *kb_path(struct sbx_backend *b, const char *ver, const char *name);
@@ -76,6 +77,10 @@ bool kb_cond_true(struct json_object *o, const char *type);
 /* Whether spec s asks for a home on a PersistentVolumeClaim, so that the Sandbox can be
  * suspended without losing it (-idle pause). */
 bool kb_idle_pause(const struct sbx_spec *s);
+/* Annotation key of Sandbox o as a count of seconds, in ns; dflt_ns when absent or bad. The
+ * -paused-ttl o was made with (KB_PAUSED_TTL_KEY), else the default. */
+int64_t kb_secs_annotation(struct json_object *o, const char *key, int64_t dflt_ns);
+int64_t kb_paused_ttl_of(struct json_object *o);
 /* The claim template of Sandbox o's home, or NULL when its home is not on a claim. */
 struct json_object *kb_home_template(struct json_object *o);
 void kb_fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_info *info);
@@ -103,8 +108,21 @@ int kb_pause(struct sbx_backend *b, const char *name, bool paused, struct sbx_in
 	     struct sbx_err *e);
 bool kb_suspended(struct json_object *o);
 bool kb_spec_suspended(struct json_object *spec);
-void kb_set_running(struct json_object *spec);
+void kb_set_running(struct json_object *o, struct json_object *spec);
 int kb_wake(struct sbx_backend *b, const char *name, struct sbx_err *e);
+/* -idle pause on this backend: at its shutdown time the controller tears down the pod of a
+ * Sandbox with shutdownPolicy Retain and keeps the Sandbox and its claim; sbx counts such a
+ * Sandbox (its home on a claim, not suspended, its shutdown time passed) as paused
+ * (kb_idle_expired) and resumes it by giving it a new shutdown time. The controller has no
+ * paused ttl: one kept past its shutdown time + -paused-ttl is overdue (kb_overdue), and the
+ * next sbx call that reads it deletes it (kb_delete_overdue: SBX_ENOTFOUND, as if gone). A
+ * suspended one (sbx-pause) has shutdownPolicy Delete and its shutdown time at the pause +
+ * -paused-ttl instead: the controller deletes it then. */
+bool kb_idle_expired(struct json_object *o);
+bool kb_overdue(struct json_object *o);
+int kb_delete_overdue(struct sbx_backend *b, const char *name, struct sbx_err *e);
+/* When a paused Sandbox o is deleted (0: not paused, or not by sbx's -idle pause). */
+int64_t kb_delete_time(struct json_object *o);
 char *kb_claims_state(struct sbx_backend *b, struct json_object *o, bool *fatal);
 
 /* kube_wrapexec.c: backend_ops.exec. */

@@ -294,11 +294,15 @@ struct json_object *kb_object(const char *ver, const char *ns, const struct sbx_
 	jset(spec, "podTemplate", pt);
 	jset(spec, "shutdownTime",
 	     json_object_new_string(time_rfc3339(time_now_ns() + s->ttl_ns, t, sizeof t)));
-	jset(spec, "shutdownPolicy", json_object_new_string("Delete"));
+	/* -idle pause: the shutdown time tears down the pod and keeps the Sandbox and its claim
+	 * (kube_suspend.c: sbx counts it as paused). */
+	jset(spec, "shutdownPolicy", json_object_new_string(kb_idle_pause(s) ? "Retain" : "Delete"));
 	if (kb_idle_pause(s)) {
 		char ttl[32];
 		snprintf(ttl, sizeof ttl, "%lld", (long long)(s->ttl_ns / 1000000000));
 		jset(annotations, KB_TTL_KEY, json_object_new_string(ttl));
+		snprintf(ttl, sizeof ttl, "%lld", (long long)(s->paused_ttl / 1000000000));
+		jset(annotations, KB_PAUSED_TTL_KEY, json_object_new_string(ttl));
 		jset(spec, "volumeClaimTemplates", home_claim_template(s));
 	}
 	jset(o, "spec", spec);
@@ -335,15 +339,25 @@ bool kb_is_ready(struct json_object *o)
 	return kb_cond_true(o, "Ready");
 }
 
-/* CONNECT (issue 34): the one place the kubernetes backend learns that a sandbox is made
- * with -idle pause. Until the spec carries the -idle flag (struct sbx_spec's idle field, set
- * from -idle or SANDBOX_IDLE by lib/specflags.c), it reads SANDBOX_IDLE itself. */
 bool kb_idle_pause(const struct sbx_spec *s)
 {
-	const char *v = getenv("SANDBOX_IDLE");
+	return s->idle == SBX_IDLE_PAUSE;
+}
 
-	(void)s;
-	return v && strcmp(v, "pause") == 0;
+int64_t kb_secs_annotation(struct json_object *o, const char *key, int64_t dflt_ns)
+{
+	const char *s = jsonfield_path_str(o, JPATH("metadata", "annotations", key));
+	char *end;
+	long long v = s ? strtoll(s, &end, 10) : 0;
+
+	if (s == NULL || *end || v <= 0 || v > INT64_MAX / 1000000000)
+		return dflt_ns;
+	return (int64_t)v * 1000000000;
+}
+
+int64_t kb_paused_ttl_of(struct json_object *o)
+{
+	return kb_secs_annotation(o, KB_PAUSED_TTL_KEY, SBX_DEFAULT_PAUSED_TTL_NS);
 }
 
 /* The claim template of the home: ReadWriteOnce, as large as -disk (the default disk cap
@@ -456,10 +470,15 @@ void kb_fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_info 
 	snprintf(info->runtime_class, sizeof info->runtime_class, "%s",
 		 (s = jsonfield_path_str(o, JPATH("spec", "podTemplate", "spec", "runtimeClassName"))) ? s : "");
 	/* Paused or running where it can be paused (its home on a claim) or is suspended. */
-	if (kb_home_template(o))
+	if (kb_home_template(o)) {
 		snprintf(info->home_volume, sizeof info->home_volume, KB_HOME_CLAIM "-%s", info->name);
+		info->idle = SBX_IDLE_PAUSE;
+		info->paused_ttl = kb_paused_ttl_of(o);
+	}
 	if (kb_home_template(o) || kb_suspended(o))
-		snprintf(info->state, sizeof info->state, "%s", kb_suspended(o) ? "paused" : "running");
+		snprintf(info->state, sizeof info->state, "%s",
+			 kb_suspended(o) || kb_idle_expired(o) ? "paused" : "running");
+	info->delete_ns = kb_delete_time(o);
 }
 
 /* Why an existing Sandbox cannot be reused for spec, or NULL if it can. */

@@ -41,26 +41,79 @@ static void set_mode(struct json_object *spec, bool suspended)
 		jset(spec, "operatingMode", json_object_new_string(suspended ? "Suspended" : "Running"));
 }
 
-void kb_set_running(struct json_object *spec)
+/* The mode of Sandbox o's spec, and with a home on a claim (-idle pause) the shutdownPolicy
+ * that goes with it: Delete while suspended (the controller deletes it at the shutdown time a
+ * pause sets), Retain while running (the shutdown time tears down the pod only). */
+static void set_mode_policy(struct json_object *o, struct json_object *spec, bool suspended)
 {
-	set_mode(spec, false);
+	set_mode(spec, suspended);
+	if (kb_home_template(o))
+		jset(spec, "shutdownPolicy", json_object_new_string(suspended ? "Delete" : "Retain"));
+}
+
+void kb_set_running(struct json_object *o, struct json_object *spec)
+{
+	set_mode_policy(o, spec, false);
+}
+
+static int64_t shutdown_of(struct json_object *o)
+{
+	const char *s = jsonfield_path_str(o, JPATH("spec", "shutdownTime"));
+	int64_t ns;
+
+	return s && time_parse_rfc3339(s, &ns) == 0 ? ns : 0;
+}
+
+bool kb_idle_expired(struct json_object *o)
+{
+	int64_t st = shutdown_of(o);
+
+	return kb_home_template(o) && !kb_suspended(o) && st && st <= time_now_ns();
+}
+
+int64_t kb_delete_time(struct json_object *o)
+{
+	const char *policy = jsonfield_path_str(o, JPATH("spec", "shutdownPolicy"));
+	int64_t st = shutdown_of(o);
+
+	if (kb_home_template(o) == NULL || st == 0)
+		return 0;
+	if (kb_suspended(o) && policy && strcmp(policy, "Delete") == 0)
+		return st;
+	return st + kb_paused_ttl_of(o);
+}
+
+bool kb_overdue(struct json_object *o)
+{
+	int64_t dt = kb_delete_time(o);
+
+	return dt && dt <= time_now_ns();
+}
+
+int kb_delete_overdue(struct sbx_backend *b, const char *name, struct sbx_err *e)
+{
+	if (kube_backend_ops.remove(b, name, e) < 0)
+		return -1;
+	return err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s (it was paused past "
+		       "its -paused-ttl and is deleted now)", name, b->namespace);
 }
 
 /* What a pause or a resume does to the spec: the mode, and the shutdown time (a paused
- * Sandbox goes after KB_PAUSED_TTL_NS; a resumed one gets its own ttl back). */
+ * Sandbox goes after its -paused-ttl; a resumed one gets its own ttl back). */
 struct mode_change {
 	bool suspend;
 	int64_t ttl_ns;
 };
 
-static int change_mode(struct json_object *spec, void *arg)
+static int change_mode(struct json_object *o, struct json_object *spec, void *arg)
 {
 	struct mode_change *m = arg;
 	char t[TIME_BUFSZ];
 
-	if (kb_spec_suspended(spec) == m->suspend)
-		return 1;	/* already so: pausing twice is fine */
-	set_mode(spec, m->suspend);
+	/* already so (pausing twice is fine); an idle-expired Sandbox is paused, not running */
+	if (m->suspend ? kb_spec_suspended(spec) : !kb_spec_suspended(spec) && !kb_idle_expired(o))
+		return 1;
+	set_mode_policy(o, spec, m->suspend);
 	jset(spec, "shutdownTime",
 	     json_object_new_string(time_rfc3339(time_now_ns() + m->ttl_ns, t, sizeof t)));
 	return 0;
@@ -69,13 +122,7 @@ static int change_mode(struct json_object *spec, void *arg)
 /* The ttl Sandbox o was made with (KB_TTL_KEY), else upstream's default. */
 static int64_t ttl_of(struct json_object *o)
 {
-	const char *s = jsonfield_path_str(o, JPATH("metadata", "annotations", KB_TTL_KEY));
-	char *end;
-	long long v = s ? strtoll(s, &end, 10) : 0;
-
-	if (s == NULL || *end || v <= 0 || v > INT64_MAX / 1000000000)
-		return SBX_DEFAULT_TTL_NS;
-	return (int64_t)v * 1000000000;
+	return kb_secs_annotation(o, KB_TTL_KEY, SBX_DEFAULT_TTL_NS);
 }
 
 /* Sets the mode of Sandbox name (o: as read) and waits until the controller has done it. */
@@ -84,7 +131,7 @@ static int switch_mode(struct sbx_backend *b, const char *ver, const char *name,
 		       struct sbx_err *e)
 {
 	struct mode_change m = {.suspend = suspend,
-				.ttl_ns = suspend ? KB_PAUSED_TTL_NS : ttl_of(o)};
+				.ttl_ns = suspend ? kb_paused_ttl_of(o) : ttl_of(o)};
 	struct json_object *u = NULL;
 
 	if (kb_update(b, ver, name, change_mode, &m, &u, e) < 0)
@@ -94,7 +141,7 @@ static int switch_mode(struct sbx_backend *b, const char *ver, const char *name,
 }
 
 /* GET of Sandbox name: *ver its version, *o the object. -1 with e (SBX_ENOTFOUND worded as
- * every tool words it). */
+ * every tool words it; also for one paused past its -paused-ttl, deleted now). */
 static int read_sandbox(struct sbx_backend *b, const char *name, const char **ver,
 			struct json_object **o, struct sbx_err *e)
 {
@@ -108,6 +155,11 @@ static int read_sandbox(struct sbx_backend *b, const char *name, const char **ve
 	free(path);
 	if (rc < 0 && e->code == SBX_ENOTFOUND)
 		err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s", name, b->namespace);
+	if (rc == 0 && kb_overdue(*o)) {
+		json_object_put(*o);
+		*o = NULL;
+		return kb_delete_overdue(b, name, e);
+	}
 	return rc;
 }
 
@@ -148,7 +200,7 @@ int kb_wake(struct sbx_backend *b, const char *name, struct sbx_err *e)
 
 	if (read_sandbox(b, name, &ver, &o, e) < 0)
 		rc = e->code == SBX_ENOTFOUND ? 0 : -1;
-	else if (!kb_suspended(o))
+	else if (!kb_suspended(o) && !kb_idle_expired(o))
 		rc = 0;
 	else if (switch_mode(b, ver, name, o, false, &done, e) == 0)
 		rc = 1;

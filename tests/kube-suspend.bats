@@ -17,8 +17,7 @@ setup_file() {
 setup() {
 	kts_setup -ready-delay 100ms
 	kts_kubectl
-	# CONNECT (issue 34): becomes -idle pause once the spec carries the -idle flag.
-	export SANDBOX_IDLE=pause SBX_KUBE_READY_TIMEOUT=20s
+	export SBX_KUBE_READY_TIMEOUT=20s
 }
 
 teardown() { kts_teardown; }
@@ -33,9 +32,10 @@ exec_commands() {
 }
 
 @test "-idle pause: the home is a PersistentVolumeClaim of -disk and -storage-class, owned by the Sandbox, gone with it" {
-	run sbx-create -disk 1G -storage-class standard s1
+	run sbx-create -idle pause -disk 1G -storage-class standard s1
 	assert_status 0
 	assert_json '.home_volume == "home-s1" and .keeps_processes == false and .state == "running"'
+	assert_json '.idle == "pause" and .paused_ttl == "24h0m0s"'
 	run k get sandbox s1 -o json
 	assert_json '.spec.volumeClaimTemplates == [{"metadata": {"name": "home", "labels": {"app.kubernetes.io/managed-by": "sbx", "app.kubernetes.io/instance": "s1"}}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "standard"}}]'
 	# no emptyDir home in the template: the controller mounts the claim at the home
@@ -47,11 +47,15 @@ exec_commands() {
 	assert_json ".status.phase == \"Bound\" and .metadata.ownerReferences[0].uid == \"$uid\" and .spec.resources.requests.storage == \"1Gi\""
 	run k get pod s1 -o json
 	assert_json '[.spec.volumes[] | select(.name == "home")] == [{"name": "home", "persistentVolumeClaim": {"claimName": "home-s1"}}]'
-	# reused with the same spec; a Sandbox without a claim is not reused for -idle pause
-	run sbx-create -disk 1G s1
-	assert_json '.reused == true'
-	SANDBOX_IDLE= sbx-create s2 >/dev/null
-	run sbx-create s2
+	# reused with the same spec (the env says -idle pause as well); a Sandbox without a claim
+	# is not reused for -idle pause
+	run env SANDBOX_IDLE=pause sbx-create -disk 1G s1
+	assert_json '.reused == true and .idle == "pause"'
+	run sbx-create -storage-class standard s2
+	assert_status 100
+	assert_contains "only a sandbox made with -idle pause has"
+	sbx-create s2 >/dev/null
+	run sbx-create -idle pause s2
 	assert_status 100
 	assert_contains "its home is an emptyDir, not a PersistentVolumeClaim"
 	sbx-delete s1 >/dev/null
@@ -59,13 +63,19 @@ exec_commands() {
 }
 
 @test "sbx-pause: Suspended, pod gone, claim kept; a file in the home comes back on resume without a restore; processes do not" {
-	sbx-create s3 >/dev/null
+	SANDBOX_PAUSED_TTL=2h sbx-create -idle pause s3 >/dev/null
+	run k get sandbox s3 -o jsonpath='{.metadata.annotations.sbx/paused-ttl}'
+	[ "$output" = 7200 ]
 	sbx-exec s3 -- sh -c 'echo kept >note; setsid sleep 600 >/dev/null 2>&1 &' >/dev/null
+	before=$(date +%s)
 	run sbx-pause s3
 	assert_status 0
-	assert_json '.state == "paused" and .keeps_processes == false'
+	assert_json '.state == "paused" and .keeps_processes == false and .paused_ttl == "2h0m0s"'
 	run k get sandbox s3 -o json
 	assert_json '.spec.operatingMode == "Suspended"'
+	# deleted -paused-ttl after the pause unless resumed
+	st=$(date -d "$(jq -r .spec.shutdownTime <<<"$output")" +%s)
+	(( st >= before + 7200 && st <= $(date +%s) + 7200 ))
 	assert_json '[.status.conditions[] | select(.type == "Suspended") | .status, .reason] == ["True", "PodTerminated"]'
 	assert_json '[.status.conditions[] | select(.type == "Ready") | .reason] == ["SandboxSuspended"]'
 	pod_gone s3
@@ -95,7 +105,7 @@ exec_commands() {
 }
 
 @test "auto-resume: sbx-exec, sbx-tool and sbx-touch on a suspended sandbox resume it first" {
-	sbx-create s4 >/dev/null
+	sbx-create -idle pause s4 >/dev/null
 	sbx-exec s4 -- sh -c 'echo one >f' >/dev/null
 	sbx-pause s4 >/dev/null
 	run sbx-exec s4 -- cat f
@@ -119,23 +129,23 @@ exec_commands() {
 	assert_json '[.status.conditions[] | select(.type == "Ready") | .status] == ["True"]'
 	# a create that reuses it resumes it too
 	sbx-pause s4 >/dev/null
-	run sbx-create s4
+	run sbx-create -idle pause s4
 	assert_status 0
 	assert_json '.reused == true and .state == "running"'
 }
 
 @test "a claim that stays Pending is reported with its event's reason; a Sandbox without a claim cannot be paused; missing is 101" {
-	run sbx-create -storage-class nope s5
+	run sbx-create -idle pause -storage-class nope s5
 	assert_status 111
 	assert_contains 'persistentvolumeclaim home-s5 is Pending: ProvisioningFailed: storageclass.storage.k8s.io "nope" not found'
 	kts_ctl faults '{"pvc_pending": ["ProvisioningFailed", "out of disks in zone a"]}' >/dev/null
-	run sbx-create s6
+	run sbx-create -idle pause s6
 	assert_status 111
 	assert_contains "persistentvolumeclaim home-s6 is Pending: ProvisioningFailed: out of disks in zone a"
 	run k get events --field-selector involvedObject.name=home-s6 -o jsonpath='{.items[0].type} {.items[0].reason}'
 	[ "$output" = "Warning ProvisioningFailed" ]
 	kts_ctl reset >/dev/null
-	SANDBOX_IDLE= sbx-create s7 >/dev/null
+	sbx-create s7 >/dev/null
 	run sbx-pause s7
 	assert_status 111
 	assert_contains "keeps its home on an emptyDir"
@@ -149,7 +159,7 @@ exec_commands() {
 }
 
 @test "volumeClaimTemplates is immutable: an update that changes it is refused 422, as the CRD's rule says" {
-	sbx-create s9 >/dev/null
+	sbx-create -idle pause s9 >/dev/null
 	run k patch sandbox s9 --type merge -p '{"spec": {"volumeClaimTemplates": [{"metadata": {"name": "home"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}]}}'
 	assert_status 1
 	assert_contains 'The Sandbox "s9" is invalid: spec: Invalid value: "object": volumeClaimTemplates is immutable'
@@ -164,7 +174,7 @@ exec_commands() {
 }
 
 @test "kubectl and python3-kubernetes see the same states of a suspended Sandbox and its claim" {
-	sbx-create s10 >/dev/null
+	sbx-create -idle pause s10 >/dev/null
 	sbx-pause s10 >/dev/null
 	kc=$(k get sandbox s10 -o json | jq -c '{mode: .spec.operatingMode, conds: [.status.conditions[] | {type, status, reason}]}')
 	py=$("$BATS_TEST_DIRNAME/kube/pyclient" get s10 | jq -c '{mode: .spec.operatingMode, conds: [.status.conditions[] | {type, status, reason}]}')
@@ -180,7 +190,7 @@ exec_commands() {
 @test "v1alpha1: a pause is replicas 0 and a resume replicas 1" {
 	kts_stop
 	kts_start -ready-delay 100ms -versions v1alpha1
-	sbx-create a1 >/dev/null
+	SANDBOX_IDLE=pause sbx-create a1 >/dev/null
 	sbx-exec a1 -- sh -c 'echo alpha >f' >/dev/null
 	run sbx-pause a1
 	assert_status 0
@@ -194,7 +204,7 @@ exec_commands() {
 }
 
 @test "kubectl alone: patching operatingMode suspends and resumes, and kubectl wait sees Suspended and Ready" {
-	sbx-create s11 >/dev/null
+	sbx-create -idle pause s11 >/dev/null
 	sbx-exec s11 -- sh -c 'echo by-kubectl >f' >/dev/null
 	k patch sandbox s11 --type merge -p '{"spec": {"operatingMode": "Suspended"}}' >/dev/null
 	run k wait --for=condition=Suspended sandbox/s11 --timeout=60s
@@ -209,4 +219,58 @@ exec_commands() {
 	[ "$output" = NotSuspended ]
 	run sbx-exec s11 -- cat f
 	assert_json '.stdout == "by-kubectl\n"'
+}
+
+@test "-idle pause expiry: the Sandbox stays (Retain) with its claim, the pod goes; the next exec resumes it with its home; past -paused-ttl the next call deletes it" {
+	sbx-create -idle pause -paused-ttl 3s e1 >/dev/null
+	run k get sandbox e1 -o jsonpath='{.spec.shutdownPolicy}'
+	[ "$output" = Retain ]
+	sbx-exec e1 -- sh -c 'echo before >f' >/dev/null
+	# its shutdown time comes: the controller tears down the pod and keeps the rest
+	sbx-touch -ttl 1s e1 >/dev/null
+	wait_until pod_gone e1
+	run k get sandbox e1 -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'
+	[ "$output" = SandboxExpired ]
+	run k get pvc home-e1 -o jsonpath='{.status.phase}'
+	[ "$output" = Bound ]
+	run sbx-list
+	assert_json 'select(.name == "e1") | .state == "paused" and .idle == "pause" and .paused_ttl == "3s"'
+	before=$(date +%s)
+	run sbx-exec e1 -- cat f
+	assert_status 0
+	assert_json '.stdout == "before\n"'
+	# resumed: Ready, with a shutdown time from its own -ttl (the default 5m) again
+	run k get sandbox e1 -o json
+	assert_json '[.status.conditions[] | select(.type == "Ready") | .status] == ["True"]'
+	st=$(date -d "$(jq -r .spec.shutdownTime <<<"$output")" +%s)
+	(( st >= before + 300 ))
+	# idle again, and paused past its -paused-ttl: the next call deletes it, claim and all
+	sbx-touch -ttl 1s e1 >/dev/null
+	wait_until pod_gone e1
+	sleep 4
+	run sbx-exec e1 -- true
+	assert_status 101
+	assert_contains "sandbox e1 not found"
+	run k get sandbox e1
+	assert_contains NotFound
+	wait_until pvc_gone home-e1
+	# the same for a touch (what agent-loop's turns do) and a reusing create, which makes it anew
+	sbx-create -idle pause -paused-ttl 1s e2 >/dev/null
+	sbx-exec e2 -- sh -c 'echo old >f' >/dev/null
+	sbx-touch -ttl 1s e2 >/dev/null
+	wait_until pod_gone e2
+	sleep 3
+	run sbx-touch e2
+	assert_status 101
+	assert_contains "paused past its -paused-ttl and is deleted now"
+	sbx-create -idle pause -paused-ttl 1s e3 >/dev/null
+	sbx-exec e3 -- sh -c 'echo old >f' >/dev/null
+	sbx-touch -ttl 1s e3 >/dev/null
+	wait_until pod_gone e3
+	sleep 3
+	run sbx-create -idle pause e3
+	assert_status 0
+	assert_json '.reused == false and .state == "running"'
+	run sbx-exec e3 -- sh -c 'cat f 2>/dev/null || echo new home'
+	assert_json '.stdout == "new home\n"'
 }

@@ -1,6 +1,10 @@
 """The Sandbox controller: a pod per Sandbox, Ready after a delay, expiry at shutdownTime;
 the claims of its volumeClaimTemplates; suspension (operatingMode Suspended, or replicas 0 on
-v1alpha1): the pod goes, the claims' data stays and comes back when it runs again."""
+v1alpha1): the pod goes, the claims' data stays and comes back when it runs again. Expiry as
+the Agent Sandbox controller does it: the pod goes (its claims' data kept), then policy Delete
+deletes the Sandbox, Retain keeps it with Ready=False SandboxExpired; a kept one whose
+shutdownTime is moved into the future runs again (a new pod, the claims' data back). Like that
+controller it has no time after which a kept Sandbox is deleted."""
 import asyncio
 import datetime
 import logging
@@ -135,14 +139,26 @@ class Controller:
         elif not volumes.suspended(obj) and key in self.suspended:
             self.suspended.discard(key)
             self._set_cond(key, "Suspended", "False", "NotSuspended", "Sandbox is not suspended")
-            self._start_pod(key, obj, self.claims.ensure(obj) if self.claims else [])
+            if key not in self.expired:
+                self._run_again(key, obj)
         st = obj["spec"].get("shutdownTime")
         if st != self.shutdown_times.get(key):
             self.shutdown_times[key] = st
+            t = parse_time(st) if st else None
+            if key in self.expired and (t is None or t > datetime.datetime.now().timestamp()):
+                # no longer expired: reconciled as any Sandbox is, so it runs again
+                self.expired.discard(key)
+                if not volumes.suspended(obj) and key not in self.pods:
+                    self._run_again(key, obj)
+                return
             self.expired.discard(key)
             pod = self.pods.get(key)
             if pod and pod.phase == "Running":
                 asyncio.create_task(self._touch(key, st))
+
+    def _run_again(self, key, obj):
+        """A new pod for a Sandbox resumed or no longer expired (its claims as they are)."""
+        self._start_pod(key, obj, self.claims.ensure(obj) if self.claims else [])
 
     def deleted(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
@@ -304,8 +320,9 @@ class Controller:
             self.store.delete(*key)
             self.deleted(obj)
         else:
-            self._remove_pod(key)
-            self._set_ready(key, "False", "Expired", "Sandbox has expired")
+            # the pod goes as a suspended one does: what its claims hold stays
+            self._remove_pod(key, save=True)
+            self._set_ready(key, "False", "SandboxExpired", "Sandbox has expired")
         return True
 
     async def _expiry_loop(self):
