@@ -71,6 +71,7 @@ exec_commands() {
 	run sbx-pause s3
 	assert_status 0
 	assert_json '.state == "paused" and .keeps_processes == false and .paused_ttl == "2h0m0s"'
+	assert_json '.delete_time == .shutdown_time'
 	run k get sandbox s3 -o json
 	assert_json '.spec.operatingMode == "Suspended"'
 	# deleted -paused-ttl after the pause unless resumed
@@ -273,4 +274,19 @@ exec_commands() {
 	assert_json '.reused == false and .state == "running"'
 	run sbx-exec e3 -- sh -c 'cat f 2>/dev/null || echo new home'
 	assert_json '.stdout == "new home\n"'
+	# sbx-pause of one kept past its shutdown time suspends it: deleted by the controller then
+	sbx-create -idle pause e4 >/dev/null
+	sbx-touch -ttl 1s e4 >/dev/null
+	wait_until pod_gone e4
+	run sbx-pause e4
+	assert_status 0
+	assert_json '.state == "paused"'
+	run k get sandbox e4 -o json
+	assert_json '.spec.operatingMode == "Suspended" and .spec.shutdownPolicy == "Delete"'
+	assert_json '[.status.conditions[] | select(.type == "Suspended") | .status] == ["True"]'
+	run sbx-resume e4
+	assert_status 0
+	assert_json '.state == "running"'
+	run k get sandbox e4 -o jsonpath='{.spec.shutdownPolicy}'
+	[ "$output" = Retain ]
 }

@@ -146,9 +146,13 @@ class Controller:
             self.shutdown_times[key] = st
             t = parse_time(st) if st else None
             if key in self.expired and (t is None or t > datetime.datetime.now().timestamp()):
-                # no longer expired: reconciled as any Sandbox is, so it runs again
+                # no longer expired: reconciled as any Sandbox is, so it runs again (or, asked
+                # to be suspended meanwhile, is suspended: it has no pod)
                 self.expired.discard(key)
-                if not volumes.suspended(obj) and key not in self.pods:
+                if volumes.suspended(obj):
+                    if key not in self.suspended:
+                        self._suspend(key)
+                elif key not in self.pods:
                     self._run_again(key, obj)
                 return
             self.expired.discard(key)
