@@ -9,6 +9,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 load kube/server
+load agent
 
 setup_file() {
 	"$BATS_TEST_DIRNAME/kube/get-kubectl" >/dev/null
@@ -289,4 +290,29 @@ exec_commands() {
 	assert_json '.state == "running"'
 	run k get sandbox e4 -o jsonpath='{.spec.shutdownPolicy}'
 	[ "$output" = Retain ]
+}
+
+# snapshots N: the fed agent-loop has saved at least N backups (N turns are over).
+snapshots() { [ "$(grep -c 'saved filesystem state' "$BATS_TEST_TMPDIR/err")" -ge "$1" ]; }
+
+@test "agent-loop -idle pause: the turn after the shutdown time resumes the kept Sandbox with its home, nothing restored; past -paused-ttl the next turn restores from the backup" {
+	agent_fed -session knap -ttl 6s -idle pause -paused-ttl 3s
+	echo "run: echo kept > ~/kept.txt" >&4
+	wait_snapshot
+	wait_until -p "$FED_PID" pod_gone knap		# its 6 s pass: the pod goes, the rest stays
+	run k get sandbox knap -o jsonpath='{.spec.shutdownPolicy} {.status.conditions[?(@.type=="Ready")].reason}'
+	[ "$output" = "Retain SandboxExpired" ]
+	echo "run: cat ~/kept.txt" >&4
+	wait_until -p "$FED_PID" snapshots 2
+	wait_until -p "$FED_PID" pod_gone knap		# idle again
+	sleep 4						# and past its 3 s paused ttl
+	echo "run: cat ~/kept.txt" >&4
+	echo "/exit" >&4
+	fed_end
+	jq -s -e '[.[] | select(.role == "tool") | .content] | .[1:] == ["stdout:\nkept\n\nstderr:\n\nexit_code: 0", "stdout:\nkept\n\nstderr:\n\nexit_code: 0"]' "$(hist knap)"
+	run cat "$BATS_TEST_TMPDIR/err"
+	# recreated and restored once: for the third turn, not the second
+	[ "$(grep -c 'Active sandbox was deleted or expired' <<<"$output")" -eq 1 ]
+	[ "$(grep -c 'restoring filesystem from latest backup' <<<"$output")" -eq 1 ]
+	[ "$(grep -c 'launching sandbox for tool execution' <<<"$output")" -eq 2 ]
 }

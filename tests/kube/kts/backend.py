@@ -29,7 +29,10 @@ def go_seconds(seconds):
 class SbxBackend:
     """Local-backend sandboxes through the sbx tools: $SBX_BIN, else this checkout's bin/,
     else PATH. They live in a state root of the server's own (XDG_STATE_HOME=STATE), never
-    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo."""
+    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo; and
+    with a HOME of the server's own, so the caller's session backups (HOME/.local/sandboxed-tools)
+    are not the backing sandboxes' own: making the sandbox behind Sandbox demo must not mark
+    session demo's restore as owed."""
 
     mode = "sbx"
 
@@ -40,6 +43,8 @@ class SbxBackend:
         # (a client under test may run with SANDBOX_BACKEND=kubernetes pointing at us).
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
         self.env["XDG_STATE_HOME"] = state_home
+        self.env["HOME"] = os.path.join(state_home, "home")
+        os.makedirs(self.env["HOME"], mode=0o700, exist_ok=True)
 
     def tool(self, name):
         for d in self.dirs:
