@@ -457,20 +457,27 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	no_local_sandboxes
 }
 
-@test "expiry with policy Retain removes the pod and sets Ready=False reason Expired" {
+@test "expiry with policy Retain removes the pod and sets Ready=False reason SandboxExpired; a later shutdownTime runs it again" {
 	kts_start
 	ready kept Retain
 	# the shutdown time is set once Ready, so a slow machine cannot expire it first
 	k patch sandbox kept --type merge \
 		-p "{\"spec\":{\"shutdownTime\":\"$(date -u -d '+2 seconds' +%Y-%m-%dT%H:%M:%SZ)\"}}"
-	run k wait --for=jsonpath='{.status.conditions[0].reason}'=Expired sandbox/kept --timeout=$WAIT
+	run k wait --for=jsonpath='{.status.conditions[0].reason}'=SandboxExpired sandbox/kept --timeout=$WAIT
 	assert_status 0
 	run k get sandbox kept -o json
-	assert_json '.status.conditions[0] | .type == "Ready" and .status == "False" and .reason == "Expired"'
+	assert_json '.status.conditions[0] | .type == "Ready" and .status == "False" and .reason == "SandboxExpired"'
 	run k get pod kept
 	assert_contains 'pods "kept" not found'
 	run k exec kept -c sandbox -- true
 	[ "$status" -ne 0 ]
+	# as the Agent Sandbox controller reconciles one no longer expired: a new pod
+	k patch sandbox kept --type merge \
+		-p "{\"spec\":{\"shutdownTime\":\"$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)\"}}"
+	run k wait --for=condition=Ready sandbox/kept --timeout=$WAIT
+	assert_status 0
+	run k exec kept -c sandbox -- true
+	assert_status 0
 }
 
 @test "knob: expire a Sandbox now (-ctl expire)" {
@@ -484,7 +491,7 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains "NotFound"
 	kts_ctl expire now2
 	run k get sandbox now2 -o jsonpath='{.status.conditions[0].reason}'
-	[ "$output" = Expired ]
+	[ "$output" = SandboxExpired ]
 	run kts_ctl expire default/nosuch
 	[ "$status" -ne 0 ]
 	assert_contains "404"

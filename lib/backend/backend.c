@@ -212,6 +212,11 @@ int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx
 			       "sandbox always runs under bubblewrap on this machine's kernel, so "
 			       "there is no runtime to choose (use -backend kubernetes, or leave "
 			       "-runtime-class and SANDBOX_RUNTIME_CLASS unset)");
+	if (local && spec->storage_class[0])
+		return err_set(e, SBX_EINVAL, "-storage-class is a kubernetes setting: a local "
+			       "sandbox's home is a directory (or a disk image) on this machine, made "
+			       "by no provisioner (use -backend kubernetes, or leave -storage-class and "
+			       "SANDBOX_STORAGE_CLASS unset)");
 	return 0;
 }
 

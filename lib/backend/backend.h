@@ -28,6 +28,8 @@
 #define SBX_ALLOW_HOSTS_MAX 4097
 /* A RuntimeClass name: a DNS-1123 subdomain. */
 #define SBX_RUNTIME_CLASS_MAX 254
+/* A StorageClass name: a DNS-1123 subdomain. */
+#define SBX_STORAGE_CLASS_MAX 254
 /* Why a sandbox is broken: a path and a parser's reason. */
 #define SBX_BROKEN_MAX 1024
 
@@ -73,6 +75,8 @@ struct sbx_spec {
 	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */
 	bool run_as_root;
 	char runtime_class[SBX_RUNTIME_CLASS_MAX];	/* kubernetes: runtimeClassName; "" none */
+	/* kubernetes: storageClassName of the home's PersistentVolumeClaim; "" the default */
+	char storage_class[SBX_STORAGE_CLASS_MAX];
 	enum sbx_idle idle;		/* -idle: delete (default) or pause at shutdown time */
 	int64_t paused_ttl;		/* -paused-ttl in ns (as ttl_ns): with idle pause, how long
 					 * after shutdown time the paused sandbox is deleted */
@@ -102,8 +106,14 @@ struct sbx_info {
 	/* "running" or "paused" where the backend tells (local: get, list, pause); "" not known.
 	 * A handle shows it when set. */
 	char state[16];
+	/* kubernetes: the PersistentVolumeClaim the home lives on, "" when it is an emptyDir
+	 * (such a sandbox cannot be paused). Pausing it ends its processes: the pod goes. A
+	 * handle shows it with "keeps_processes":false. */
+	char home_volume[NAME_MAX_LEN + 8];
 	enum sbx_idle idle;		/* the policy in force; a handle shows it when pause */
 	int64_t paused_ttl;		/* ns; with idle pause: deleted this long after shutdown */
+	int64_t delete_ns;		/* when set: when a paused sandbox is deleted, if not at
+					 * shutdown + paused_ttl (kubernetes: sbx-pause sets it) */
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */

@@ -38,6 +38,10 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 		json_object_object_add(o, "runtime_class", json_object_new_string(in->runtime_class));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
+	if (in->home_volume[0]) {
+		json_object_object_add(o, "home_volume", json_object_new_string(in->home_volume));
+		json_object_object_add(o, "keeps_processes", json_object_new_boolean(0));
+	}
 	sbx_idle_json(o, in);
 	return o;
 }
@@ -51,9 +55,9 @@ void sbx_idle_json(struct json_object *o, const struct sbx_info *in)
 	json_object_object_add(o, "idle", json_object_new_string("pause"));
 	json_object_object_add(o, "paused_ttl", json_object_new_string(
 		duration_format(in->paused_ttl, d, sizeof d)));
-	if (in->shutdown_ns)
-		json_object_object_add(o, "delete_time", json_object_new_string(
-			time_rfc3339(in->shutdown_ns + in->paused_ttl, t, sizeof t)));
+	if (in->delete_ns || in->shutdown_ns)
+		json_object_object_add(o, "delete_time", json_object_new_string(time_rfc3339(
+			in->delete_ns ? in->delete_ns : in->shutdown_ns + in->paused_ttl, t, sizeof t)));
 }
 
 struct json_object *sbx_network_json(const struct sbx_info *in)

@@ -144,27 +144,41 @@ static int apply_run_as_root(struct sbx_spec *spec, const char *text, struct sbx
 	return parse_bool(text, &spec->run_as_root, e);
 }
 
-/* A RuntimeClass name is a DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', each
- * dot-separated label starting and ending with an alphanumeric. */
-static int apply_runtime_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+/* A RuntimeClass or StorageClass name (what; example shown) is a DNS-1123 subdomain:
+ * lower-case alphanumerics, '-' and '.', each dot-separated label starting and ending with an
+ * alphanumeric. Copied to out (size bytes). */
+static int apply_subdomain(char *out, size_t size, const char *what, const char *example,
+			   const char *text, struct sbx_err *e)
 {
 	size_t n = strlen(text);
 	bool edge = true;	/* at the start of a label */
 
-	if (n == 0 || n >= sizeof spec->runtime_class)
-		return err_set(e, SBX_EINVAL, "a RuntimeClass name has 1 to %zu characters",
-			       sizeof spec->runtime_class - 1);
+	if (n == 0 || n >= size)
+		return err_set(e, SBX_EINVAL, "a %s name has 1 to %zu characters", what, size - 1);
 	for (size_t i = 0; i < n; i++) {
 		char c = text[i];
 		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 		bool last = i + 1 == n || text[i + 1] == '.';
 		if (!alnum && !(c == '-' && !edge && !last) && !(c == '.' && !edge && i + 1 < n))
-			return err_set(e, SBX_EINVAL, "a RuntimeClass name is a DNS-1123 subdomain "
-				       "(lower-case letters, digits, '-' and '.', e.g. gvisor)");
+			return err_set(e, SBX_EINVAL, "a %s name is a DNS-1123 subdomain "
+				       "(lower-case letters, digits, '-' and '.', e.g. %s)", what,
+				       example);
 		edge = c == '.';
 	}
-	memcpy(spec->runtime_class, text, n + 1);
+	memcpy(out, text, n + 1);
 	return 0;
+}
+
+static int apply_runtime_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return apply_subdomain(spec->runtime_class, sizeof spec->runtime_class, "RuntimeClass",
+			       "gvisor", text, e);
+}
+
+static int apply_storage_class(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return apply_subdomain(spec->storage_class, sizeof spec->storage_class, "StorageClass",
+			       "premium-rwo", text, e);
 }
 
 static int apply_idle(struct sbx_spec *spec, const char *text, struct sbx_err *e)
@@ -201,6 +215,7 @@ static const struct specflag_def defs[SPECF_COUNT] = {
 	[SPECF_LIMITS] = {"limits", false, "SANDBOX_LIMITS", apply_limits},
 	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
 	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
+	[SPECF_STORAGE_CLASS] = {"storage-class", false, "SANDBOX_STORAGE_CLASS", apply_storage_class},
 	[SPECF_IDLE] = {"idle", false, "SANDBOX_IDLE", apply_idle},
 	[SPECF_PAUSED_TTL] = {"paused-ttl", false, "SANDBOX_PAUSED_TTL", apply_paused_ttl},
 };

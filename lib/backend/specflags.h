@@ -27,6 +27,7 @@ enum specflag_id {
 	SPECF_LIMITS,
 	SPECF_RUN_AS_ROOT,
 	SPECF_RUNTIME_CLASS,
+	SPECF_STORAGE_CLASS,
 	SPECF_IDLE,
 	SPECF_PAUSED_TTL,
 	SPECF_COUNT
@@ -53,6 +54,8 @@ enum specflag_id {
 	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
 	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
 	"                        (env SANDBOX_RUNTIME_CLASS)\n" \
+	"  -storage-class NAME   kubernetes: StorageClass of the home's volume claim (a\n" \
+	"                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n" \
 	"  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
 	"                        home kept, resumed by the next call) or delete it; env\n" \
 	"                        SANDBOX_IDLE, default delete\n" \
@@ -62,11 +65,11 @@ enum specflag_id {
 /* The one-line synopsis fragment of the same flags. */
 #define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
 	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME] " \
-	"[-idle pause|delete] [-paused-ttl D]"
-/* The same in two lines for an 80-column usage text: the second starts with INDENT. */
+	"[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
+/* The same in three lines for an 80-column usage text: the others start with INDENT. */
 #define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
 	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
-	"[-runtime-class NAME]\n" indent "[-idle pause|delete] [-paused-ttl D]"
+	"[-runtime-class NAME]\n" indent "[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

@@ -2,7 +2,8 @@
  * them plus sbx's labels and confinement and a NetworkPolicy of their own; waited for until
  * ready; kept alive by GET+PUT; entered over WebSocket exec. This file is the backend's state
  * and operations; the parts it composes: the object (kube_object.c), its NetworkPolicy
- * (kube_netpol.c), readiness (kube_ready.c), the wrapped-exec design (kube_wrapexec.c). */
+ * (kube_netpol.c), readiness (kube_ready.c), the wrapped-exec design (kube_wrapexec.c),
+ * suspend and resume (kube_suspend.c). */
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -15,9 +16,6 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-/* client-go retry.DefaultRetry: 5 steps of 10 ms, jitter 0.1. */
-#define KB_UPDATE_TRIES 5
-#define KB_UPDATE_BACKOFF_NS (INT64_C(10) * 1000000)
 
 /* --- operations --- */
 
@@ -43,45 +41,45 @@ static int k_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
 	return 0;
 }
 
-/* GET + PUT of spec.shutdownTime, retried on 409 like client-go's RetryOnConflict. */
-static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
-		  struct json_object **out, struct sbx_err *e)
+/* What extend does to a spec: the shutdown time, and a paused Sandbox (suspended, or kept at
+ * its shutdown time by -idle pause) set running: every use of a sandbox resumes it first. One
+ * paused past its -paused-ttl is left as it is (overdue: the caller deletes it). */
+struct extension {
+	int64_t ttl_ns;
+	bool woke, overdue;
+};
+
+static int extend_spec(struct json_object *o, struct json_object *spec, void *arg)
 {
-	struct kubeapi *api = kb_conn(b);
-	char *path = kb_path(b, ver, name);
-	int i, rc = -1;
+	struct extension *x = arg;
+	char t[TIME_BUFSZ];
 
-	for (i = 0; i < KB_UPDATE_TRIES; i++) {
-		struct json_object *o = NULL, *spec, *res = NULL;
-		char t[TIME_BUFSZ];
+	if ((x->overdue = kb_overdue(o)))
+		return 1;
+	x->woke = kb_suspended(o) || kb_idle_expired(o);
+	json_object_object_add(spec, "shutdownTime",
+			       json_object_new_string(time_rfc3339(time_now_ns() + x->ttl_ns, t, sizeof t)));
+	if (x->woke)
+		kb_set_running(o, spec);
+	return 0;
+}
 
-		if (i > 0) {
-			unsigned r = 0;
-			getrandom(&r, sizeof r, 0);
-			kb_nap(KB_UPDATE_BACKOFF_NS + (int64_t)((double)KB_UPDATE_BACKOFF_NS * 0.1 * (r % 1000) / 1000.0));
-		}
-		if (kubeapi_request(api, "GET", path, NULL, &o, e) < 0)
-			goto out;
-		if (o == NULL || (spec = jsonfield_path(o, JPATH("spec"))) == NULL) {
-			json_object_put(o);
-			err_set(e, SBX_EIO, "Sandbox %s has no spec", name);
-			goto out;
-		}
-		json_object_object_add(spec, "shutdownTime",
-				       json_object_new_string(time_rfc3339(time_now_ns() + ttl_ns, t, sizeof t)));
-		rc = kubeapi_request(api, "PUT", path, o, &res, e);
-		json_object_put(o);
-		if (rc == 0) {
-			*out = res;
-			goto out;
-		}
-		if (e->code != SBX_ECONFLICT)
-			goto out;
+/* Moves spec.shutdownTime to now + ttl and resumes a paused Sandbox; *woke (may be NULL)
+ * says whether it was paused (then it is not ready yet). One paused past its -paused-ttl is
+ * deleted instead: SBX_ENOTFOUND, as if it had gone by itself. */
+static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
+		  struct json_object **out, bool *woke, struct sbx_err *e)
+{
+	struct extension x = {.ttl_ns = ttl_ns};
+	int rc = kb_update(b, ver, name, extend_spec, &x, out, e);
+
+	if (woke)
+		*woke = x.woke;
+	if (rc == 0 && x.overdue) {
+		json_object_put(*out);
+		*out = NULL;
+		return kb_delete_overdue(b, name, e);
 	}
-out:
-	free(path);
-	if (rc < 0 && e->code == SBX_ENOTFOUND)
-		err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s", name, b->namespace);
 	return rc;
 }
 
@@ -90,9 +88,16 @@ static int k_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, stru
 {
 	const char *ver = kb_version(b, e);
 	struct json_object *o = NULL;
+	bool woke;
 
-	if (ver == NULL || extend(b, ver, name, ttl_ns, &o, e) < 0)
+	if (ver == NULL || extend(b, ver, name, ttl_ns, &o, &woke, e) < 0)
 		return -1;
+	if (woke) {	/* auto-resume: back when it is ready again */
+		json_object_put(o);
+		o = NULL;
+		if (kb_wait_ready(b, ver, name, &o, e) < 0)
+			return -1;
+	}
 	kb_fill_info(b, o, info);
 	json_object_put(o);
 	return 0;
@@ -150,6 +155,11 @@ static int find_or_post(struct sbx_backend *b, const char *ver, const struct sbx
 		json_object_put(*o);
 		*o = NULL;
 		if (kubeapi_request(kb_conn(b), "GET", path, NULL, o, e) == 0) {
+			if (kb_overdue(*o)) {	/* paused past its -paused-ttl: gone, as it should be */
+				if (kube_backend_ops.remove(b, s->name, e) < 0 || wait_gone(b, path, e) < 0)
+					goto out;
+				continue;
+			}
 			if (jsonfield_path(*o, JPATH("metadata", "deletionTimestamp"))) {
 				if (wait_gone(b, path, e) < 0)
 					goto out;
@@ -195,6 +205,10 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 
 	if ((ver = kb_version(b, e)) == NULL)
 		return err_prefix(e, "failed to create Sandbox");
+	if (s->storage_class[0] && !kb_idle_pause(s))
+		return err_set(e, SBX_EINVAL, "-storage-class is the class of the home's "
+			       "PersistentVolumeClaim, which only a sandbox made with -idle pause has "
+			       "(its home is an emptyDir otherwise)");
 	snprintf(full, sizeof full, KB_GROUP "/%s", ver);
 	if ((rc = find_or_post(b, ver, s, info, &created, &o, e)) < 0) {
 		if (rc == -1)
@@ -203,6 +217,13 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 		goto out;
 	}
 	rc = -1;
+	/* A reused Sandbox that is paused is resumed (its home comes back from its volume). */
+	if (info->reused && (kb_suspended(o) || kb_idle_expired(o))) {
+		if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
+			goto out;
+		json_object_put(ready);
+		ready = NULL;
+	}
 	/* Its NetworkPolicy before anything runs in it (the pod only sleeps until sbx execs). */
 	if (kb_netpol_ensure(b, full, s, o, e) < 0) {
 		if (created)
@@ -218,7 +239,7 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	json_object_put(ready);
 	ready = NULL;
 	/* A reused Sandbox gets a fresh shutdown time, as every later tool call would give it. */
-	if (extend(b, ver, s->name, s->ttl_ns, &ready, e) < 0)
+	if (extend(b, ver, s->name, s->ttl_ns, &ready, NULL, e) < 0)
 		goto out;
 	reused = info->reused;
 	kb_fill_info(b, ready, info);
@@ -282,6 +303,7 @@ const struct backend_ops kube_backend_ops = {
 	.remove = k_remove,
 	.get = k_get,
 	.list = k_list,
+	.pause = kb_pause,
 	.home_path = NULL,
 	.close = k_close,
 };

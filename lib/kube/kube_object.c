@@ -231,6 +231,8 @@ static struct json_object *empty_dir(const char *name, int64_t size)
 	return v;
 }
 
+static struct json_object *home_claim_template(const struct sbx_spec *s);
+
 /* The Sandbox as upstream creates it (upstream-behaviour.md §3.1), plus our labels (on the
  * Sandbox and on its pod, which its NetworkPolicy selects), the container's workingDir (the
  * home: commands start there), the securityContexts above, the RuntimeClass, and with a
@@ -274,7 +276,10 @@ struct json_object *kb_object(const char *ver, const char *ns, const struct sbx_
 	jset(c, "env", env);
 	json_object_array_add(vms, mount("home", s->homedir));
 	disk = s->limits.enforced ? s->limits.disk : 0;
-	json_object_array_add(vols, empty_dir("home", disk));
+	/* -idle pause: the home is the claim the controller makes from the template below (its
+	 * pod gets a volume "home" for it), so it outlives a suspended pod. */
+	if (!kb_idle_pause(s))
+		json_object_array_add(vols, empty_dir("home", disk));
 	if (!s->run_as_root && strcmp(s->homedir, "/tmp") != 0) {
 		json_object_array_add(vms, mount("tmp", "/tmp"));
 		json_object_array_add(vols, empty_dir("tmp", disk));
@@ -289,7 +294,17 @@ struct json_object *kb_object(const char *ver, const char *ns, const struct sbx_
 	jset(spec, "podTemplate", pt);
 	jset(spec, "shutdownTime",
 	     json_object_new_string(time_rfc3339(time_now_ns() + s->ttl_ns, t, sizeof t)));
-	jset(spec, "shutdownPolicy", json_object_new_string("Delete"));
+	/* -idle pause: the shutdown time tears down the pod and keeps the Sandbox and its claim
+	 * (kube_suspend.c: sbx counts it as paused). */
+	jset(spec, "shutdownPolicy", json_object_new_string(kb_idle_pause(s) ? "Retain" : "Delete"));
+	if (kb_idle_pause(s)) {
+		char ttl[32];
+		snprintf(ttl, sizeof ttl, "%lld", (long long)(s->ttl_ns / 1000000000));
+		jset(annotations, KB_TTL_KEY, json_object_new_string(ttl));
+		snprintf(ttl, sizeof ttl, "%lld", (long long)(s->paused_ttl / 1000000000));
+		jset(annotations, KB_PAUSED_TTL_KEY, json_object_new_string(ttl));
+		jset(spec, "volumeClaimTemplates", home_claim_template(s));
+	}
 	jset(o, "spec", spec);
 	return o;
 }
@@ -303,7 +318,7 @@ struct json_object *kube_backend_object(const char *api_version, const char *ns,
 	return kb_object(api_version, ns, s);
 }
 
-bool kb_is_ready(struct json_object *o)
+bool kb_cond_true(struct json_object *o, const char *type)
 {
 	struct json_object *conds = jsonfield_path(o, JPATH("status", "conditions"));
 	size_t i;
@@ -313,10 +328,73 @@ bool kb_is_ready(struct json_object *o)
 	for (i = 0; i < json_object_array_length(conds); i++) {
 		struct json_object *c = json_object_array_get_idx(conds, i);
 		const char *t = jsonfield_path_str(c, JPATH("type")), *st = jsonfield_path_str(c, JPATH("status"));
-		if (t && st && strcmp(t, "Ready") == 0 && strcmp(st, "True") == 0)
+		if (t && st && strcmp(t, type) == 0 && strcmp(st, "True") == 0)
 			return true;
 	}
 	return false;
+}
+
+bool kb_is_ready(struct json_object *o)
+{
+	return kb_cond_true(o, "Ready");
+}
+
+bool kb_idle_pause(const struct sbx_spec *s)
+{
+	return s->idle == SBX_IDLE_PAUSE;
+}
+
+int64_t kb_secs_annotation(struct json_object *o, const char *key, int64_t dflt_ns)
+{
+	const char *s = jsonfield_path_str(o, JPATH("metadata", "annotations", key));
+	char *end;
+	long long v = s ? strtoll(s, &end, 10) : 0;
+
+	if (s == NULL || *end || v <= 0 || v > INT64_MAX / 1000000000)
+		return dflt_ns;
+	return (int64_t)v * 1000000000;
+}
+
+int64_t kb_paused_ttl_of(struct json_object *o)
+{
+	return kb_secs_annotation(o, KB_PAUSED_TTL_KEY, SBX_DEFAULT_PAUSED_TTL_NS);
+}
+
+/* The claim template of the home: ReadWriteOnce, as large as -disk (the default disk cap
+ * when there is none: a claim needs a size), of -storage-class or the cluster's default. */
+static struct json_object *home_claim_template(const struct sbx_spec *s)
+{
+	struct json_object *t = json_object_new_object(), *md = jnamed(KB_HOME_CLAIM),
+			   *spec = json_object_new_object(), *res = json_object_new_object(),
+			   *req = json_object_new_object(), *list = json_object_new_array();
+	static const char *const rwo[] = {"ReadWriteOnce", NULL};
+	int64_t size = s->limits.enforced && s->limits.disk > 0 ? s->limits.disk : SBX_DEFAULT_DISK;
+
+	jset(md, "labels", kb_instance_labels(s->name));
+	jset(t, "metadata", md);
+	jset(spec, "accessModes", kb_strs(rwo));
+	jset(req, "storage", qbytes(size));
+	jset(res, "requests", req);
+	jset(spec, "resources", res);
+	if (s->storage_class[0])
+		jset(spec, "storageClassName", json_object_new_string(s->storage_class));
+	jset(t, "spec", spec);
+	json_object_array_add(list, t);
+	return list;
+}
+
+struct json_object *kb_home_template(struct json_object *o)
+{
+	struct json_object *ts = jsonfield_path(o, JPATH("spec", "volumeClaimTemplates"));
+
+	for (size_t i = 0; ts && json_object_is_type(ts, json_type_array) &&
+			   i < json_object_array_length(ts); i++) {
+		struct json_object *t = json_object_array_get_idx(ts, i);
+		const char *n = jsonfield_path_str(t, JPATH("metadata", "name"));
+		if (n && strcmp(n, KB_HOME_CLAIM) == 0)
+			return t;
+	}
+	return NULL;
 }
 
 static const char *home_of(struct json_object *o)
@@ -391,6 +469,16 @@ void kb_fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_info 
 	snprintf(info->pod_security, sizeof info->pod_security, "%s", pod_security_of(o));
 	snprintf(info->runtime_class, sizeof info->runtime_class, "%s",
 		 (s = jsonfield_path_str(o, JPATH("spec", "podTemplate", "spec", "runtimeClassName"))) ? s : "");
+	/* Paused or running where it can be paused (its home on a claim) or is suspended. */
+	if (kb_home_template(o)) {
+		snprintf(info->home_volume, sizeof info->home_volume, KB_HOME_CLAIM "-%s", info->name);
+		info->idle = SBX_IDLE_PAUSE;
+		info->paused_ttl = kb_paused_ttl_of(o);
+	}
+	if (kb_home_template(o) || kb_suspended(o))
+		snprintf(info->state, sizeof info->state, "%s",
+			 kb_suspended(o) || kb_idle_expired(o) ? "paused" : "running");
+	info->delete_ns = kb_delete_time(o);
 }
 
 /* Why an existing Sandbox cannot be reused for spec, or NULL if it can. */
@@ -431,5 +519,63 @@ char *kb_mismatch(struct json_object *o, const struct sbx_spec *s)
 	if (strcmp(rc ? rc : "", s->runtime_class) != 0)
 		return xasprintf("its RuntimeClass is %s, not %s", rc ? rc : "(none)",
 				 s->runtime_class[0] ? s->runtime_class : "(none)");
+	struct json_object *ht = kb_home_template(o);
+	const char *sc = jsonfield_path_str(ht, JPATH("spec", "storageClassName"));
+	if (kb_idle_pause(s) && ht == NULL)
+		return xasprintf("its home is an emptyDir, not a PersistentVolumeClaim (it was made "
+				 "without -idle pause, so suspending it would lose the home)");
+	if (ht && s->storage_class[0] && strcmp(sc ? sc : "", s->storage_class) != 0)
+		return xasprintf("its home's claim has StorageClass %s, not %s",
+				 sc ? sc : "(the default)", s->storage_class);
 	return NULL;
+}
+
+/* ---- a Sandbox paused (suspended, or kept past its shutdown time by -idle pause) ---- */
+
+bool kb_spec_suspended(struct json_object *spec)
+{
+	const char *mode = jsonfield_path_str(spec, JPATH("operatingMode"));
+	struct json_object *r = jsonfield_path(spec, JPATH("replicas"));
+
+	return (mode && strcmp(mode, "Suspended") == 0) ||
+	       (r && json_object_is_type(r, json_type_int) && json_object_get_int64(r) == 0);
+}
+
+bool kb_suspended(struct json_object *o)
+{
+	return kb_spec_suspended(jsonfield_path(o, JPATH("spec")));
+}
+
+static int64_t shutdown_of(struct json_object *o)
+{
+	const char *s = jsonfield_path_str(o, JPATH("spec", "shutdownTime"));
+	int64_t ns;
+
+	return s && time_parse_rfc3339(s, &ns) == 0 ? ns : 0;
+}
+
+bool kb_idle_expired(struct json_object *o)
+{
+	int64_t st = shutdown_of(o);
+
+	return kb_home_template(o) && !kb_suspended(o) && st && st <= time_now_ns();
+}
+
+int64_t kb_delete_time(struct json_object *o)
+{
+	const char *policy = jsonfield_path_str(o, JPATH("spec", "shutdownPolicy"));
+	int64_t st = shutdown_of(o);
+
+	if (kb_home_template(o) == NULL || st == 0)
+		return 0;
+	if (kb_suspended(o) && policy && strcmp(policy, "Delete") == 0)
+		return st;
+	return st + kb_paused_ttl_of(o);
+}
+
+bool kb_overdue(struct json_object *o)
+{
+	int64_t dt = kb_delete_time(o);
+
+	return dt && dt <= time_now_ns();
 }

@@ -1,6 +1,7 @@
-/* kube_ready.c — waiting until a Sandbox is ready: a watch (polling as fallback) that gives
- * up at once on a Sandbox or pod that cannot start by waiting (an image that cannot be
- * pulled, a pod Pod Security admission refuses), with the reason in the error. */
+/* kube_ready.c — waiting until a Sandbox is ready (or, after a pause, suspended): a watch
+ * (polling as fallback) that gives up at once on a Sandbox or pod that cannot start by
+ * waiting (an image that cannot be pulled, a pod Pod Security admission refuses, a home claim
+ * that cannot be provisioned), with the reason in the error. */
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -8,8 +9,12 @@
 #include <string.h>
 
 #include "duration.h"
+#include "kubeapi.h"
 #include "timeutil.h"
 #include "xalloc.h"
+
+/* Event messages come from the cluster's components: bounded in what sbx repeats. */
+#define KB_EVENT_TEXT_MAX 300
 
 /* Upstream waits this long for Ready=True; $SBX_KUBE_READY_TIMEOUT overrides it (tests). */
 #define KB_READY_TIMEOUT_NS (INT64_C(180) * 1000000000)
@@ -129,6 +134,7 @@ out:
 
 struct wait {
 	const char *name;
+	const char *cond;		/* the condition waited for */
 	struct json_object *obj;	/* the ready object */
 	char *stuck;			/* why it cannot become ready */
 	bool deleted, error;
@@ -153,11 +159,11 @@ static int on_watch(const char *type, struct json_object *obj, void *arg)
 		return 1;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-		if (kb_is_ready(obj)) {
+		if (kb_cond_true(obj, w->cond)) {
 			w->obj = json_object_get(obj);
 			return 1;
 		}
-		if ((w->stuck = sandbox_stuck(obj)) != NULL)
+		if (strcmp(w->cond, "Ready") == 0 && (w->stuck = sandbox_stuck(obj)) != NULL)
 			return 1;
 	}
 	return 0;
@@ -177,6 +183,7 @@ int64_t kb_ready_timeout(void)
 struct waiting {
 	struct sbx_backend *b;
 	const char *name;
+	const char *cond;		/* "Ready", or "Suspended" after a pause */
 	char *path, *coll, *sel;	/* the Sandbox, its collection, a field selector for it */
 	int64_t deadline, check_every, next_check;
 	bool polling;			/* no watch: upstream's polling */
@@ -189,7 +196,7 @@ struct waiting {
 /* Watches the Sandbox for at most slice ns from resourceVersion rv (NULL: now). */
 static void watch_slice(struct waiting *w, const char *rv, int64_t slice)
 {
-	struct wait ws = {.name = w->name};
+	struct wait ws = {.name = w->name, .cond = w->cond};
 	struct sbx_err ge;
 	char *esel = kubeapi_escape(w->sel);
 	int64_t left = w->deadline - time_mono_ns(), t0 = time_mono_ns();
@@ -210,15 +217,18 @@ static void watch_slice(struct waiting *w, const char *rv, int64_t slice)
 		w->polling = true;	/* watch refused or broken: upstream's polling */
 }
 
-/* Looks at the pod when its time has come: true when it cannot start by waiting. */
-static bool pod_check(struct waiting *w, int64_t now)
+/* Looks at the pod of Sandbox o (and first at its home's claim) when its time has come: true
+ * when it cannot start by waiting. */
+static bool pod_check(struct waiting *w, struct json_object *o, int64_t now)
 {
 	bool fatal;
 
 	if (now < w->next_check)
 		return false;
 	free(w->pending);
-	w->pending = pod_state(kb_conn(w->b), w->b->namespace, w->name, &fatal);
+	w->pending = kb_claims_state(w->b, o, &fatal);
+	if (w->pending == NULL)
+		w->pending = pod_state(kb_conn(w->b), w->b->namespace, w->name, &fatal);
 	if (fatal) {
 		w->stuck = w->pending;
 		w->pending = NULL;
@@ -230,14 +240,16 @@ static bool pod_check(struct waiting *w, int64_t now)
 	return false;
 }
 
-/* Waits for Ready=True; *out gets the ready object. Upstream's error texts. A Sandbox that
- * cannot become ready by waiting (sandbox_stuck, pod_state) fails at once; its pod is looked
- * at after KB_POD_CHECK_NS, then at doubling intervals up to KB_POD_CHECK_MAX_NS. */
-int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
-		  struct json_object **out, struct sbx_err *e)
+/* Waits for condition cond to be True; *out gets the object then. Upstream's error texts.
+ * Waiting for Ready, a Sandbox that cannot become ready by waiting (sandbox_stuck,
+ * kb_claims_state, pod_state) fails at once; its claim and pod are looked at after
+ * KB_POD_CHECK_NS, then at doubling intervals up to KB_POD_CHECK_MAX_NS. */
+static int wait_cond(struct sbx_backend *b, const char *ver, const char *name, const char *cond,
+		     struct json_object **out, struct sbx_err *e)
 {
 	int64_t limit = kb_ready_timeout(), start = time_mono_ns();
-	struct waiting w = {.b = b, .name = name, .path = kb_path(b, ver, name),
+	bool ready = strcmp(cond, "Ready") == 0;
+	struct waiting w = {.b = b, .name = name, .cond = cond, .path = kb_path(b, ver, name),
 			    .coll = kb_path(b, ver, NULL), .deadline = start + limit,
 			    .check_every = KB_POD_CHECK_NS, .next_check = start + KB_POD_CHECK_NS,
 			    .polling = getenv("SBX_KUBE_NO_WATCH") != NULL,
@@ -255,12 +267,14 @@ int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 			err_prefix(e, "error polling state of sandbox");
 			goto out;
 		}
-		if (kb_is_ready(o)) {
+		if (kb_cond_true(o, cond)) {
 			w.ready = o;
 			o = NULL;
 			break;
 		}
-		if ((w.stuck = sandbox_stuck(o)) != NULL || pod_check(&w, now) || left <= 0)
+		if (ready && ((w.stuck = sandbox_stuck(o)) != NULL || pod_check(&w, o, now)))
+			break;
+		if (left <= 0)
 			break;
 		slice = w.next_check - now < left ? w.next_check - now : left;
 		if (slice < 1000000)
@@ -274,13 +288,14 @@ int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
 		*out = w.ready;
 		rc = 0;
 	} else if (w.deleted) {
-		err_set(e, SBX_ENOTFOUND, "Sandbox %s was deleted while waiting for it to become ready",
-			name);
+		err_set(e, SBX_ENOTFOUND, "Sandbox %s was deleted while waiting for it to %s", name,
+			ready ? "become ready" : "be suspended");
 	} else if (w.stuck) {
 		err_set(e, SBX_EUNAVAIL, "Sandbox %s cannot become ready: %s", name, w.stuck);
 	} else {
-		err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to become ready (%s)%s%s",
-			name, duration_format(limit, dbuf, sizeof dbuf), w.pending ? ": " : "",
+		err_set(e, SBX_ETIMEDOUT, "timed out waiting for Sandbox %s to %s (%s)%s%s", name,
+			ready ? "become ready" : "be suspended",
+			duration_format(limit, dbuf, sizeof dbuf), w.pending ? ": " : "",
 			w.pending ? w.pending : "");
 	}
 out:
@@ -291,4 +306,81 @@ out:
 	free(w.coll);
 	free(w.path);
 	return rc;
+}
+
+int kb_wait_ready(struct sbx_backend *b, const char *ver, const char *name,
+		  struct json_object **out, struct sbx_err *e)
+{
+	return wait_cond(b, ver, name, "Ready", out, e);
+}
+
+int kb_wait_suspended(struct sbx_backend *b, const char *ver, const char *name,
+		      struct json_object **out, struct sbx_err *e)
+{
+	return wait_cond(b, ver, name, "Suspended", out, e);
+}
+
+/* The latest event about claim (newest last in the list, as the API server keeps them):
+ * "REASON: MESSAGE", *warning set for a Warning; NULL when there is none or it cannot be read
+ * (the credentials may lack list on events). New string. */
+static char *claim_event(struct kubeapi *api, const char *ns, const char *claim, bool *warning)
+{
+	char *sel = xasprintf("involvedObject.kind=PersistentVolumeClaim,involvedObject.name=%s", claim);
+	char *esel = kubeapi_escape(sel), *path = xasprintf("/api/v1/namespaces/%s/events?fieldSelector=%s", ns, esel);
+	struct json_object *l = NULL, *items, *ev;
+	struct sbx_err ignored;
+	char *why = NULL;
+	size_t n;
+
+	*warning = false;
+	if (kubeapi_request(api, "GET", path, NULL, &l, &ignored) < 0)
+		goto out;
+	items = jsonfield_path(l, JPATH("items"));
+	if (items == NULL || !json_object_is_type(items, json_type_array) ||
+	    (n = json_object_array_length(items)) == 0)
+		goto out;
+	ev = json_object_array_get_idx(items, n - 1);
+	const char *r = jsonfield_path_str(ev, JPATH("reason")), *m = jsonfield_path_str(ev, JPATH("message")),
+		   *t = jsonfield_path_str(ev, JPATH("type"));
+	*warning = t && strcmp(t, "Warning") == 0;
+	why = xasprintf("%.*s%s%.*s", KB_EVENT_TEXT_MAX, r ? r : "(no reason)", m ? ": " : "",
+			KB_EVENT_TEXT_MAX, m ? m : "");
+out:
+	json_object_put(l);
+	free(path);
+	free(esel);
+	free(sel);
+	return why;
+}
+
+char *kb_claims_state(struct sbx_backend *b, struct json_object *o, bool *fatal)
+{
+	const char *name = jsonfield_path_str(o, JPATH("metadata", "name")), *phase;
+	char *claim, *path, *why = NULL, *ev;
+	struct json_object *c = NULL;
+	struct sbx_err ignored;
+	bool warning;
+
+	*fatal = false;
+	if (name == NULL || kb_home_template(o) == NULL)
+		return NULL;
+	claim = xasprintf(KB_HOME_CLAIM "-%s", name);
+	path = xasprintf("/api/v1/namespaces/%s/persistentvolumeclaims/%s", b->namespace, claim);
+	/* Unreadable (no get on persistentvolumeclaims) or not made yet: the pod says the rest. */
+	if (kubeapi_request(kb_conn(b), "GET", path, NULL, &c, &ignored) < 0 || c == NULL)
+		goto out;
+	phase = jsonfield_path_str(c, JPATH("status", "phase"));
+	if (phase && strcmp(phase, "Bound") == 0)
+		goto out;
+	ev = claim_event(kb_conn(b), b->namespace, claim, &warning);
+	/* A Warning (ProvisioningFailed: no such StorageClass, a quota) is not undone by waiting. */
+	*fatal = warning;
+	why = xasprintf("persistentvolumeclaim %s is %s%s%s", claim, phase ? phase : "Pending",
+			ev ? ": " : "", ev ? ev : "");
+	free(ev);
+out:
+	json_object_put(c);
+	free(path);
+	free(claim);
+	return why;
 }

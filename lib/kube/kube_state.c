@@ -6,9 +6,15 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
+#include "kubeapi.h"
 #include "xalloc.h"
+
+/* client-go retry.DefaultRetry: 5 steps of 10 ms, jitter 0.1. */
+#define KB_UPDATE_TRIES 5
+#define KB_UPDATE_BACKOFF_NS (INT64_C(10) * 1000000)
 
 struct kubeapi *kb_api(struct sbx_backend *b, struct sbx_err *e)
 {
@@ -77,4 +83,50 @@ void kb_nap(int64_t ns)
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
+}
+
+/* GET, edit, PUT of a Sandbox's spec, retried on 409 like client-go's RetryOnConflict. An
+ * edit that returns non-zero leaves the object as it is (no PUT; *out gets it). */
+int kb_update(struct sbx_backend *b, const char *ver, const char *name,
+	      int (*edit)(struct json_object *o, struct json_object *spec, void *arg), void *arg,
+	      struct json_object **out, struct sbx_err *e)
+{
+	struct kubeapi *api = kb_conn(b);
+	char *path = kb_path(b, ver, name);
+	int i, rc = -1;
+
+	for (i = 0; i < KB_UPDATE_TRIES; i++) {
+		struct json_object *o = NULL, *spec, *res = NULL;
+
+		if (i > 0) {
+			unsigned r = 0;
+			getrandom(&r, sizeof r, 0);
+			kb_nap(KB_UPDATE_BACKOFF_NS + (int64_t)((double)KB_UPDATE_BACKOFF_NS * 0.1 * (r % 1000) / 1000.0));
+		}
+		if (kubeapi_request(api, "GET", path, NULL, &o, e) < 0)
+			goto out;
+		if (o == NULL || (spec = jsonfield_path(o, JPATH("spec"))) == NULL) {
+			json_object_put(o);
+			err_set(e, SBX_EIO, "Sandbox %s has no spec", name);
+			goto out;
+		}
+		if (edit(o, spec, arg) != 0) {
+			*out = o;
+			rc = 0;
+			goto out;
+		}
+		rc = kubeapi_request(api, "PUT", path, o, &res, e);
+		json_object_put(o);
+		if (rc == 0) {
+			*out = res;
+			goto out;
+		}
+		if (e->code != SBX_ECONFLICT)
+			goto out;
+	}
+out:
+	free(path);
+	if (rc < 0 && e->code == SBX_ENOTFOUND)
+		err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s", name, b->namespace);
+	return rc;
 }

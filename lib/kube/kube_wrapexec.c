@@ -451,6 +451,24 @@ static void exec_outcome(struct plan *p, struct sbx_backend *b, const char *name
 	}
 }
 
+/* kubeexec_run; when there is no pod, a suspended Sandbox is resumed and the command run
+ * again (nothing was sent: the upgrade was refused). Otherwise no API request is made on the
+ * way to an exec. */
+static int run_waking(struct sbx_backend *b, const char *name, const struct kubeexec_req *req,
+		      struct kubeexec_result *res, struct sbx_err *e)
+{
+	struct sbx_err we;
+	int woke;
+
+	if (kubeexec_run(req, res, e) == 0)
+		return 0;
+	if (e->code != SBX_ENOTFOUND || res->established)
+		return -1;
+	if ((woke = kb_wake(b, name, &we)) < 0)
+		*e = we;
+	return woke > 0 ? kubeexec_run(req, res, e) : -1;
+}
+
 /* One exec attempt. Returns 0 or -1, or 2 when the server chose v4 for a stream that needs
  * v5: nothing ran, and the caller tries again with counted stdin (counted_only). */
 static int exec_once(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
@@ -466,7 +484,7 @@ static int exec_once(struct sbx_backend *b, const char *name, const struct sbx_e
 	p.boot[3] = p.count;
 	if (api == NULL || plan_exec(&p, b, name, x, counted_only, api, &req, e) < 0)
 		goto out;
-	if (kubeexec_run(&req, &res, e) < 0) {
+	if (run_waking(b, name, &req, &res, e) < 0) {
 		/* A broken stream leaves the command running: stop it like a timeout would. */
 		if (res.established && p.need_kill)
 			kill_remote(req.kc, b, name, p.pidfile, p.protos);

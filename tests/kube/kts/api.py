@@ -429,6 +429,9 @@ class Sandboxes:
         else:
             obj.setdefault("metadata", {})["name"] = self.name
             self._check(obj, headers)
+            errors = self.ctx.crd.transition_errors(live, obj, self.version)
+            if errors:
+                raise invalid(self.res, self.res.kind, self.name, errors)
             new = obj
             new["status"] = live.get("status")
             if new["status"] is None:
@@ -561,11 +564,23 @@ def pod_doc(ctx, sandbox, pod):
                    **({"reason": pod.failure[0], "message": pod.failure[1]} if pod.failure
                       else {}),
                    "podIPs": [{"ip": "127.0.0.1"}], "startTime": pod.created,
-                   "conditions": [{"type": t, "status": ready, "lastTransitionTime": pod.created}
-                                  for t in ("Initialized", "Ready", "ContainersReady",
-                                            "PodScheduled")],
+                   "conditions": pod_conditions(pod, ready),
                    "containerStatuses": cstatuses},
     }
+
+
+# The scheduler's words for a pod whose claims are not bound.
+UNBOUND_MESSAGE = ("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+                   "preemption: 0/1 nodes are available: 1 Preemption is not helpful for "
+                   "scheduling.")
+
+
+def pod_conditions(pod, ready):
+    if pod.unbound:
+        return [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "message": UNBOUND_MESSAGE, "lastTransitionTime": pod.created}]
+    return [{"type": t, "status": ready, "lastTransitionTime": pod.created}
+            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")]
 
 
 POD_COLUMNS = [

@@ -29,7 +29,10 @@ def go_seconds(seconds):
 class SbxBackend:
     """Local-backend sandboxes through the sbx tools: $SBX_BIN, else this checkout's bin/,
     else PATH. They live in a state root of the server's own (XDG_STATE_HOME=STATE), never
-    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo."""
+    among the caller's local sandboxes: deleting Sandbox demo must not touch sandbox demo; and
+    with a HOME of the server's own, so the caller's session backups (HOME/.local/sandboxed-tools)
+    are not the backing sandboxes' own: making the sandbox behind Sandbox demo must not mark
+    session demo's restore as owed."""
 
     mode = "sbx"
 
@@ -40,6 +43,8 @@ class SbxBackend:
         # (a client under test may run with SANDBOX_BACKEND=kubernetes pointing at us).
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
         self.env["XDG_STATE_HOME"] = state_home
+        self.env["HOME"] = os.path.join(state_home, "home")
+        os.makedirs(self.env["HOME"], mode=0o700, exist_ok=True)
 
     def tool(self, name):
         for d in self.dirs:
@@ -52,11 +57,12 @@ class SbxBackend:
                                "(run make, or set SBX_BIN)")
         return p
 
-    async def _run(self, *argv):
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=self.env)
-        out, err = await proc.communicate()
+    async def _run(self, *argv, stdin=None, stdout=None):
+        with open(stdin or os.devnull, "rb") as inp:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=inp, stdout=stdout or asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=self.env)
+            out, err = await proc.communicate()
         if proc.returncode != 0:
             raise BackendError(f"{os.path.basename(argv[0])} exited {proc.returncode}: "
                                f"{err[:TOOL_OUTPUT_MAX].decode(errors='replace').strip()}")
@@ -77,6 +83,22 @@ class SbxBackend:
     async def delete(self, ns, name):
         await self._run(self.tool("sbx-delete"), "-backend", "local", "-namespace", ns,
                         local_name(name))
+
+    # A claim's data is a tar of the directory mounted from it (sbx-cp's stream).
+    async def save_volume(self, ns, name, path, data):
+        """Keeps directory path of the sandbox in the claim's data directory."""
+        tmp = os.path.join(data, "volume.tar.tmp")
+        with open(tmp, "wb") as out:
+            await self._run(self.tool("sbx-cp"), "-backend", "local", "-namespace", ns,
+                            f"{local_name(name)}:{path.rstrip('/')}/.", "-", stdout=out)
+        os.rename(tmp, os.path.join(data, "volume.tar"))
+
+    async def load_volume(self, ns, name, path, data):
+        """Puts what save_volume kept back at path (nothing when the claim is new)."""
+        tar = os.path.join(data, "volume.tar")
+        if os.path.exists(tar):
+            await self._run(self.tool("sbx-cp"), "-backend", "local", "-namespace", ns, "-",
+                            f"{local_name(name)}:{path}", stdin=tar)
 
     def exec_spec(self, ns, name, homedir, command, workdir=None):
         """(argv, env, cwd) for running `command` in the sandbox with raw streams, in the
@@ -106,6 +128,18 @@ class SubprocessBackend:
 
     async def delete(self, ns, name):
         shutil.rmtree(os.path.dirname(self._home(ns, name)), ignore_errors=True)
+
+    # Only the home is a directory of its own here: a claim mounted there is kept as a copy.
+    async def save_volume(self, ns, name, path, data):
+        src = os.path.join(data, "volume")
+        shutil.rmtree(src, ignore_errors=True)
+        if os.path.isdir(self._home(ns, name)):
+            shutil.copytree(self._home(ns, name), src, symlinks=True)
+
+    async def load_volume(self, ns, name, path, data):
+        src = os.path.join(data, "volume")
+        if os.path.isdir(src):
+            shutil.copytree(src, self._home(ns, name), symlinks=True, dirs_exist_ok=True)
 
     def exec_spec(self, ns, name, homedir, command, workdir=None):
         home = self._home(ns, name)
@@ -166,11 +200,17 @@ class PodBackend:
         os.makedirs(d, mode=0o755, exist_ok=True)
         os.chmod(os.path.dirname(d), 0o755)
         mounts = []
-        vols = {v.get("name"): v for v in spec.get("volumes") or [] if "emptyDir" in v}
+        vols = {v.get("name"): v for v in spec.get("volumes") or []
+                if "emptyDir" in v or "persistentVolumeClaim" in v}
         for m in c.get("volumeMounts") or []:
             if m.get("name") not in vols:
-                raise BackendError(f"volume {m.get('name')!r}: only emptyDir volumes are served")
-            src = os.path.join(d, "volumes", m["name"])
+                raise BackendError(f"volume {m.get('name')!r}: only emptyDir and "
+                                   "persistentVolumeClaim volumes are served")
+            claim = (vols[m["name"]].get("persistentVolumeClaim") or {}).get("claimName")
+            # A claim's directory outlives the pod (save_volume and load_volume have nothing
+            # to do); an emptyDir's goes with it.
+            src = os.path.join(self.root, "claims", ns, claim) if claim else \
+                os.path.join(d, "volumes", m["name"])
             os.makedirs(src, exist_ok=True)
             os.chown(src, 0, fs_group if fs_group is not None else 0)
             os.chmod(src, 0o2777 if fs_group is not None else 0o777)
@@ -205,6 +245,12 @@ class PodBackend:
                 except OSError:
                     pass
         shutil.rmtree(d, ignore_errors=True)
+
+    async def save_volume(self, ns, name, path, data):
+        pass
+
+    async def load_volume(self, ns, name, path, data):
+        pass
 
     def exec_spec(self, ns, name, homedir, command, workdir=None):
         p = self.pods.get((ns, name))

@@ -1,8 +1,15 @@
-"""The Sandbox controller: a pod per Sandbox, Ready after a delay, expiry at shutdownTime."""
+"""The Sandbox controller: a pod per Sandbox, Ready after a delay, expiry at shutdownTime;
+the claims of its volumeClaimTemplates; suspension (operatingMode Suspended, or replicas 0 on
+v1alpha1): the pod goes, the claims' data stays and comes back when it runs again. Expiry as
+the Agent Sandbox controller does it: the pod goes (its claims' data kept), then policy Delete
+deletes the Sandbox, Retain keeps it with Ready=False SandboxExpired; a kept one whose
+shutdownTime is moved into the future runs again (a new pod, the claims' data back). Like that
+controller it has no time after which a kept Sandbox is deleted."""
 import asyncio
 import datetime
 import logging
 
+from . import volumes
 from .backend import BackendError
 from .store import now_rfc3339
 
@@ -58,8 +65,13 @@ class Pod:
         self.failure = None         # (reason, message) when the pod could not be made
         self.homedir = homedir_of(sandbox)
         self.workdir = workdir_of(sandbox)
-        self.template = sandbox["spec"].get("podTemplate") or {}
+        template = sandbox["spec"].get("podTemplate") or {}
+        # The pod's spec has a persistentVolumeClaim volume per claim template, as the
+        # controller makes it; claim_mounts: [(claim, mountPath)] of the container.
+        spec, self.claim_mounts = volumes.pod_volumes(sandbox)
+        self.template = dict(template, spec=spec)
         self.labels = dict((self.template.get("metadata") or {}).get("labels") or {})
+        self.unbound = []           # claims still Pending: the pod cannot be scheduled
 
 
 class Controller:
@@ -69,6 +81,8 @@ class Controller:
         # the objects a deleted Sandbox owned (the garbage collector).
         self.admit = lambda ns, name, spec: None
         self.collect = lambda uid: 0
+        # claims: the Sandboxes' PersistentVolumeClaims (kts/volumes.Claims), set by the server.
+        self.claims = None
         self.store = store
         self.backend = backend
         self.faults = faults
@@ -76,6 +90,7 @@ class Controller:
         self.pods = {}
         self.tasks = {}
         self.expired = set()
+        self.suspended = set()
         self.shutdown_times = {}
         # One local-backend operation at a time per Sandbox, in order: a delete still running
         # when a Sandbox of the same name is created again goes first.
@@ -88,15 +103,29 @@ class Controller:
     def created(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
         self.shutdown_times[key] = obj["spec"].get("shutdownTime")
-        refusal = self.admit(key[0], key[1],
-                             ((obj["spec"].get("podTemplate") or {}).get("spec")) or {})
+        unbound = self.claims.ensure(obj) if self.claims else []
+        if volumes.suspended(obj):
+            self.suspended.add(key)
+            self._set_ready(key, "False", "SandboxSuspended", "Sandbox is suspended")
+            self._set_cond(key, "Suspended", "True", "PodTerminated",
+                           "Pod has been terminated. Sandbox is suspended")
+            return
+        self._start_pod(key, obj, unbound)
+
+    def _start_pod(self, key, obj, unbound):
+        """Admits and makes the Sandbox's pod (Ready after the delay, unless a claim is
+        Pending: then it stays Pending, unschedulable)."""
+        refusal = self.admit(key[0], key[1], volumes.pod_volumes(obj)[0])
         if refusal:
             # As the Agent Sandbox controller reports a pod the API server refused.
             self._set_ready(key, "False", "ReconcilerError", "Error seen: " + refusal)
             return
         self.pods[key] = Pod(obj)
+        self.pods[key].unbound = unbound
         delay = self.faults.ready_delay if self.faults.ready_delay >= 0 else self.ready_delay
-        if self.faults.container_waiting:
+        if unbound:
+            pass                    # unschedulable until its claims bind (they never do here)
+        elif self.faults.container_waiting:
             self.pods[key].failure = tuple(self.faults.container_waiting)
         elif not self.faults.never_ready:
             self.tasks[key] = asyncio.create_task(
@@ -105,20 +134,45 @@ class Controller:
 
     def updated(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        if volumes.suspended(obj) and key not in self.suspended and key not in self.expired:
+            self._suspend(key)
+        elif not volumes.suspended(obj) and key in self.suspended:
+            self.suspended.discard(key)
+            self._set_cond(key, "Suspended", "False", "NotSuspended", "Sandbox is not suspended")
+            if key not in self.expired:
+                self._run_again(key, obj)
         st = obj["spec"].get("shutdownTime")
         if st != self.shutdown_times.get(key):
             self.shutdown_times[key] = st
+            t = parse_time(st) if st else None
+            if key in self.expired and (t is None or t > datetime.datetime.now().timestamp()):
+                # no longer expired: reconciled as any Sandbox is, so it runs again (or, asked
+                # to be suspended meanwhile, is suspended: it has no pod)
+                self.expired.discard(key)
+                if volumes.suspended(obj):
+                    if key not in self.suspended:
+                        self._suspend(key)
+                elif key not in self.pods:
+                    self._run_again(key, obj)
+                return
             self.expired.discard(key)
             pod = self.pods.get(key)
             if pod and pod.phase == "Running":
                 asyncio.create_task(self._touch(key, st))
 
+    def _run_again(self, key, obj):
+        """A new pod for a Sandbox resumed or no longer expired (its claims as they are)."""
+        self._start_pod(key, obj, self.claims.ensure(obj) if self.claims else [])
+
     def deleted(self, obj):
         key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
         self.collect(obj["metadata"].get("uid"))
         self._remove_pod(key)
+        if self.claims:
+            self.claims.forget(obj)
         self.shutdown_times.pop(key, None)
         self.expired.discard(key)
+        self.suspended.discard(key)
 
     def pod(self, ns, name):
         return self.pods.get((ns, name))
@@ -149,6 +203,9 @@ class Controller:
                 await self.backend.create(key[0], key[1], pod.homedir,
                                           self._ttl(self.shutdown_times.get(key)),
                                           pod.template.get("spec") or {})
+                for claim, path in pod.claim_mounts:
+                    await self.backend.load_volume(key[0], key[1], path,
+                                                   self.claims.data(key[0], claim))
         except BackendError as e:
             # The pod fails as one whose container cannot be made does, with the why in its
             # status; the Sandbox says PodFailed as the Agent Sandbox controller does, plus
@@ -178,14 +235,44 @@ class Controller:
     def _lock(self, key):
         return self.locks.setdefault(key, asyncio.Lock())
 
-    async def _delete_local(self, key):
+    async def _delete_local(self, key, save=None):
+        """Deletes the local sandbox behind a pod; with save (the pod), its claims' mounts are
+        kept in their data first, as a volume outlives its pod."""
         try:
             async with self._lock(key):
+                for claim, path in (save.claim_mounts if save else []):
+                    await self.backend.save_volume(key[0], key[1], path,
+                                                   self.claims.data(key[0], claim))
                 await self.backend.delete(*key)
         except BackendError as e:
             log.warning("delete %s/%s: %s", key[0], key[1], e)
 
-    def _remove_pod(self, key):
+    def _suspend(self, key):
+        """operatingMode Suspended: the pod goes (its claims' data kept), Ready=False
+        SandboxSuspended, Suspended=True PodTerminated once it is gone."""
+        self.suspended.add(key)
+        pod = self.pods.get(key)
+        self._set_ready(key, "False", "SandboxSuspended",
+                        "Sandbox is suspending" if pod else "Sandbox is suspended")
+        if pod is None:
+            self._set_cond(key, "Suspended", "True", "PodTerminated",
+                           "Pod has been terminated. Sandbox is suspended")
+            return
+        self._set_cond(key, "Suspended", "False", "PodTerminating",
+                       "Pod is terminating. Sandbox is suspending")
+        self._remove_pod(key, save=True)
+        gone = self.tasks.get(("delete",) + key) or self.tasks.get(("undo",) + key)
+
+        async def settle():
+            if gone:
+                await asyncio.gather(gone, return_exceptions=True)
+            if key in self.suspended and key not in self.pods:
+                self._set_ready(key, "False", "SandboxSuspended", "Sandbox is suspended")
+                self._set_cond(key, "Suspended", "True", "PodTerminated",
+                               "Pod has been terminated. Sandbox is suspended")
+        self.tasks[("suspend",) + key] = asyncio.create_task(settle())
+
+    def _remove_pod(self, key, save=False):
         self.tasks = {k: t for k, t in self.tasks.items() if not t.done()}
         pod = self.pods.pop(key, None)
         t = self.tasks.pop(key, None)
@@ -197,19 +284,29 @@ class Controller:
             else:
                 t.cancel()
         if pod.phase == "Running":
-            self.tasks[("delete",) + key] = asyncio.create_task(self._delete_local(key))
+            self.tasks[("delete",) + key] = asyncio.create_task(
+                self._delete_local(key, pod if save else None))
 
     def _set_ready(self, key, status, reason, message):
+        self._set_cond(key, "Ready", status, reason, message)
+
+    def _set_cond(self, key, ctype, status, reason, message):
+        """Sets condition ctype in place (a new one goes last: Ready stays first)."""
         obj = self.store.get(*key)
         if obj is None:
             return
         st = obj.setdefault("status", {})
-        conds = [c for c in st.get("conditions") or [] if c.get("type") != "Ready"]
-        old = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+        conds = list(st.get("conditions") or [])
+        i = next((i for i, c in enumerate(conds) if c.get("type") == ctype), None)
+        old = conds[i] if i is not None else None
         ltt = old["lastTransitionTime"] if old and old.get("status") == status else now_rfc3339()
-        conds.append({"type": "Ready", "status": status, "reason": reason, "message": message,
-                      "observedGeneration": obj["metadata"].get("generation", 1),
-                      "lastTransitionTime": ltt})
+        new = {"type": ctype, "status": status, "reason": reason, "message": message,
+               "observedGeneration": obj["metadata"].get("generation", 1),
+               "lastTransitionTime": ltt}
+        if i is None:
+            conds.append(new)
+        else:
+            conds[i] = new
         st["conditions"] = conds
         st["service"] = key[1]
         st["serviceFQDN"] = f"{key[1]}.{key[0]}.svc.cluster.local"
@@ -227,8 +324,9 @@ class Controller:
             self.store.delete(*key)
             self.deleted(obj)
         else:
-            self._remove_pod(key)
-            self._set_ready(key, "False", "Expired", "Sandbox has expired")
+            # the pod goes as a suspended one does: what its claims hold stays
+            self._remove_pod(key, save=True)
+            self._set_ready(key, "False", "SandboxExpired", "Sandbox has expired")
         return True
 
     async def _expiry_loop(self):

@@ -20,6 +20,8 @@ KNOBS = {
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "container_waiting": (list, [], "[REASON, MESSAGE]: pods made from now stay Pending, their "
                           "container waiting with that reason (e.g. ErrImagePull), never Ready"),
+    "pvc_pending": (list, [], "[REASON, MESSAGE]: claims made from now stay Pending with a "
+                    "Warning Event of that reason (e.g. ProvisioningFailed)"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
     "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
                "(the -token one keeps working for /_test)"),
@@ -58,6 +60,9 @@ class Faults:
             if k == "container_waiting" and (len(v) not in (0, 2) or
                                              not all(isinstance(x, str) and x for x in v)):
                 raise ValueError("knob 'container_waiting' wants [REASON, MESSAGE]")
+            if k == "pvc_pending" and (len(v) not in (0, 2) or
+                                       not all(isinstance(x, str) and x for x in v)):
+                raise ValueError("knob 'pvc_pending' wants [REASON, MESSAGE]")
             if k == "tokens" and not all(isinstance(x, str) and x for x in v):
                 raise ValueError("knob 'tokens' wants non-empty strings")
         for k, v in doc.items():

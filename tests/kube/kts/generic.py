@@ -18,7 +18,7 @@ import uuid
 
 from aiohttp import web
 
-from . import discovery, netpol, tables
+from . import discovery, netpol, tables, volumes
 from .api import read_json
 from .patch import PatchError, apply_patch, json_patch, merge_patch
 from .selectors import SelectorError, matcher
@@ -36,8 +36,10 @@ LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 class Kind:
     def __init__(self, group, version, plural, kind, singular, short=(), validate=None,
-                 namespaced=True):
+                 namespaced=True, columns=()):
         self.res = Resource(group, plural, kind, namespaced)
+        # Printer columns of `kubectl get` before Age (name, type, jsonPath).
+        self.columns = list(columns)
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.singular, self.short, self.validate = singular, list(short), validate
         self.namespaced = namespaced
@@ -151,6 +153,10 @@ def validate_runtimeclass(obj):
     return []
 
 
+def _col(name, path):
+    return {"name": name, "type": "string", "jsonPath": path}
+
+
 RBAC = "rbac.authorization.k8s.io"
 KINDS = [
     Kind("", "v1", "namespaces", "Namespace", "namespace", ["ns"], validate=validate_namespace,
@@ -165,6 +171,16 @@ KINDS = [
          ["netpol"], validate=netpol.validate),
     Kind("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", "runtimeclass",
          validate=validate_runtimeclass, namespaced=False),
+    # Made by the Sandbox controller from volumeClaimTemplates (kts/volumes.py).
+    Kind("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", "persistentvolumeclaim",
+         ["pvc"], columns=[_col("Status", ".status.phase"), _col("Volume", ".spec.volumeName"),
+                           _col("Capacity", ".status.capacity.storage"),
+                           _col("StorageClass", ".spec.storageClassName")]),
+    Kind("", "v1", "events", "Event", "event", ["ev"],
+         columns=[_col("Type", ".type"), _col("Reason", ".reason"),
+                  _col("Object", ".involvedObject.name"), _col("Message", ".message")]),
+    Kind("storage.k8s.io", "v1", "storageclasses", "StorageClass", "storageclass", ["sc"],
+         namespaced=False, columns=[_col("Provisioner", ".provisioner")]),
 ]
 # Kinds served elsewhere (api.py) that the OpenAPI documents here must still describe: kubectl
 # reads a kind's write parameters there before it applies a manifest.
@@ -320,8 +336,8 @@ class Objects:
                     self.store.list(lambda o: o["metadata"]["namespace"] == self.ns and sel(o))]
             rv = str(self.store.rv)
             if tables.wants_table(self.r.headers.get("Accept")):
-                cols = [{"name": "Age", "type": "date",
-                         "jsonPath": ".metadata.creationTimestamp"}]
+                cols = self.k.columns + [{"name": "Age", "type": "date",
+                                          "jsonPath": ".metadata.creationTimestamp"}]
                 return json_response(tables.table(objs, cols, rv))
             return json_response({"kind": f"{self.k.kind}List", "apiVersion": self.k.api_version,
                                   "metadata": {"resourceVersion": rv}, "items": objs})
@@ -514,6 +530,8 @@ def routes_for(ctx):
             {"apiVersion": "v1", "kind": "Namespace", "status": {"phase": "Active"},
              "metadata": {"name": ns, "namespace": "",
                           "labels": {"kubernetes.io/metadata.name": ns}}})
+    for sc in volumes.default_classes():
+        ctx.generic_stores[("storage.k8s.io", "storageclasses")].create(sc)
     routes = [
         web.get("/api", lambda r: core_versions(ctx, r)),
         web.get("/api/v1", lambda r: core_v1(ctx, r)),

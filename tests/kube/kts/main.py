@@ -18,7 +18,7 @@ import urllib.request
 import yaml
 from aiohttp import web
 
-from . import admission, api, controller, faults, generic, schema, store
+from . import admission, api, controller, faults, generic, schema, store, volumes
 from .backend import BackendError, PodBackend, SbxBackend, SubprocessBackend
 from .certs import Authority
 
@@ -168,6 +168,7 @@ async def serve(args, repo_top):
         ctx.controller.admit = lambda ns, name, spec: admission.admit_pod(ctx, ns, name,
                                                                           spec)[0]
         ctx.controller.collect = lambda uid: generic.owned_by(ctx, uid)
+        ctx.controller.claims = volumes.Claims(ctx, os.path.join(workdir, "claims"))
         ctx.controller.start()
         user = {"token": token} if args.auth == "token" else {
             "client-certificate-data": base64.b64encode(auth.client_cert_pem).decode(),

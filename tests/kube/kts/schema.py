@@ -1,7 +1,9 @@
 """The Sandbox CustomResourceDefinition and an openAPIV3Schema checker that behaves like the
 API server's: defaults are applied, nulls and unknown fields pruned (reported for strict field
 validation), and types, required, enum, pattern, lengths, bounds and int-or-string checked.
-Not covered: CEL rules (x-kubernetes-validations) and list-type uniqueness."""
+CEL rules (x-kubernetes-validations) are not evaluated, but for one shape the server
+recognises: a field's immutability rule on an object property (transition_errors). Not covered:
+other CEL rules and list-type uniqueness."""
 import copy
 import json
 import os
@@ -228,6 +230,12 @@ def check_metadata(meta, errors, require_name=True):
                                              f"{LABEL_VALUE_MAX} characters"))
 
 
+# The transition rule that makes field F of an object immutable, as controller-gen writes it:
+# has(self.F) == has(oldSelf.F) && (!has(self.F) || self.F == oldSelf.F)
+IMMUTABLE_RULE = re.compile(r"^has\(self\.(\w+)\) == has\(oldSelf\.\1\) && \(!has\(self\.\1\) "
+                            r"\|\| self\.\1 == oldSelf\.\1\)$")
+
+
 class CRD:
     """The Sandbox CRD: versions, their schemas and printer columns."""
 
@@ -256,6 +264,25 @@ class CRD:
 
     def columns(self, version):
         return self.versions[version].get("additionalPrinterColumns", [])
+
+    def transition_errors(self, old, new, version):
+        """The immutability rules of the top-level properties (spec's volumeClaimTemplates)
+        broken by an update from old to new (both defaulted), worded as the API server words
+        a failed CEL rule."""
+        errors = []
+        props = self.schema(version).get("properties") or {}
+        for top, sub in props.items():
+            for rule in sub.get("x-kubernetes-validations") or []:
+                m = IMMUTABLE_RULE.match(" ".join(str(rule.get("rule", "")).split()))
+                o, n = old.get(top), new.get(top)
+                if not m or not isinstance(o, dict) or not isinstance(n, dict):
+                    continue
+                f = m.group(1)
+                if (f in o) != (f in n) or o.get(f) != n.get(f):
+                    msg = rule.get("message") or f"failed rule: {rule.get('rule')}"
+                    errors.append(FieldError(top, "FieldValueInvalid",
+                                             f'Invalid value: "object": {msg}'))
+        return errors
 
     def validate(self, obj, version, status_only=False):
         """Defaults and prunes obj in place; returns (errors, unknown_field_paths)."""

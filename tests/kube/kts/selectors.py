@@ -50,6 +50,9 @@ def _label(o, key):
 
 FIELDS = {"metadata.name": lambda o: o["metadata"].get("name"),
           "metadata.namespace": lambda o: o["metadata"].get("namespace")}
+# An Event's own field selectors (kubectl describe and sbx ask for a claim's events by them).
+for _f in ("kind", "name", "namespace", "uid"):
+    FIELDS["involvedObject." + _f] = lambda o, f=_f: (o.get("involvedObject") or {}).get(f)
 
 
 def _field(o, key):
@@ -64,7 +67,7 @@ def matcher(label_selector, field_selector):
     for t in _split(field_selector or ""):
         key = re.split(r"!=|==|=", t)[0].strip()
         if key not in FIELDS:
-            raise SelectorError(f'"{key}" is not a known field selector: only "metadata.name", '
-                                '"metadata.namespace"')
+            raise SelectorError(f'"{key}" is not a known field selector: only ' +
+                                ", ".join(f'"{k}"' for k in FIELDS))
         preds.append(_term(t, _field))
     return lambda o: all(p(o) for p in preds)
