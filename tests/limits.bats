@@ -325,8 +325,9 @@ while True:
 		[ "$(stat -c %s "$img")" -eq $((32 << 20)) ]
 		run sbx-exec -raw demo -- sh -c 'rm ~/f /tmp/f /dev/shm/f && echo usable'
 		[ "$output" = usable ]
-		# discard gives the blocks back to the host disk
-		wait_until test "$(du -k "$img" | cut -f1)" -lt 4096
+		# discard gives the blocks back to the host disk (at the journal's next commit: the
+		# size is read again at each try)
+		wait_until sh -c 'test "$(du -k "$1" | cut -f1)" -lt 4096' _ "$img"
 	fi
 }
 
