@@ -163,7 +163,7 @@ static int write_data(struct archive *a, int fd, struct archive_entry *ent, uint
 {
 	const void *blk;
 	size_t n;
-	la_int64_t off;
+	la_int64_t off, end = 0;
 	int r;
 
 	while ((r = archive_read_data_block(a, &blk, &n, &off)) == ARCHIVE_OK) {
@@ -179,11 +179,13 @@ static int write_data(struct archive *a, int fd, struct archive_entry *ent, uint
 			n -= (size_t)w;
 			*bytes += (uint64_t)w;
 		}
+		if (off > end)
+			end = off;
 	}
 	if (r != ARCHIVE_EOF)
 		return -2;
-	/* a sparse file's trailing hole */
-	return ftruncate(fd, (off_t)archive_entry_size(ent));
+	/* a sparse file's trailing hole (the file was made empty: nothing else to cut) */
+	return end < archive_entry_size(ent) ? ftruncate(fd, (off_t)archive_entry_size(ent)) : 0;
 }
 
 /* A regular file: written whole (under pl->tmp in the root when set, then renamed over
@@ -195,9 +197,10 @@ static int place_file(struct archive_place *pl, struct archive *a, int pfd, cons
 	const char *at = pl->tmp ? pl->tmp : name;
 	struct timespec ts[2];
 
-	if (make_room(dfd, at, false) < 0)
-		return -1;
-	if ((fd = openat(dfd, at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+	/* Made where nothing is, the common case; else what is there goes first. */
+	if ((fd = openat(dfd, at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 &&
+	    (errno != EEXIST || make_room(dfd, at, false) < 0 ||
+	     (fd = openat(dfd, at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0))
 		return -1;
 	times_of(ent, ts);
 	r = write_data(a, fd, ent, bytes);

@@ -78,6 +78,10 @@ int backup_owed_clear(const char *dir, struct sbx_err *e);
 bool backup_name_valid(const char *name, enum archive_codec *codec);
 /* Lists the complete backups in dir (".tmp" files and sidecars left out). */
 int backup_list_dir(const char *dir, struct backup_list *out, struct sbx_err *e);
+/* Calls fn for every entry name of dir; stops at fn's non-zero, which it returns (0 when fn
+ * never stopped it; -1 with e when dir cannot be read). */
+int backup_each_name(const char *dir, int (*fn)(const char *, void *), void *arg,
+		     struct sbx_err *e);
 
 /* A backup being written: "<final>.XXXXXX.tmp" (0600), locked while it lives. The final name
  * is chosen at commit (a name taken meanwhile is never replaced: a later one is used). */

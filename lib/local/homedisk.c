@@ -33,13 +33,18 @@
 #define FUSE_SUPER_MAGIC 0x65735546
 #endif
 
-/* The filesystem: no journal (the home dies with its sandbox, so a crash needs no replay, and
- * nothing is written twice), no room reserved for root or for growth (the cap is the size),
- * inode tables left to be zeroed lazily and, with noinit_itable at mount, never: the image
- * file then holds only the few blocks of metadata the template has. */
+/* The filesystem: no room reserved for root or for growth (the cap is the size), inode tables
+ * left to be zeroed lazily and, with noinit_itable at mount, never: the image file then holds
+ * only the few blocks of metadata the template has. The kernel's ext4 gets a journal (not for
+ * a crash: the home dies with its sandbox): without one it reuses no inode freed in the last
+ * 30 s (recently_deleted(), a scan per file made), so a home emptied and restored made its
+ * 12 000 files in 26 s instead of 5.6 s, and deleting them took 41 s instead of 0.7 s, each
+ * freed block discarded on its own. fuse2fs (1.47) writes no journal: a user's has none. */
 static const char *const mkfs_argv_head[] = {
-	"-q", "-F", "-t", "ext4", "-m", "0", "-O", "^has_journal,^resize_inode", "-E", NULL,
+	"-q", "-F", "-t", "ext4", "-m", "0", "-E", NULL,
 };
+#define MKFS_FEATURES_LOOP "^resize_inode"
+#define MKFS_FEATURES_FUSE "^has_journal,^resize_inode"
 #define MKFS_EXTENDED "lazy_itable_init=1,lazy_journal_init=1,nodiscard"
 #define MOUNT_OPTS "discard,noinit_itable"
 
@@ -93,7 +98,8 @@ static int run_tool(const char *prog, char *const *argv, int64_t timeout_ns, cha
 	return rc;
 }
 
-/* Runs mke2fs on path, the root directory owned by owner ("UID:GID") when not NULL. */
+/* Runs mke2fs on path: for fuse2fs (no journal), the root directory owned by owner ("UID:GID"),
+ * when owner is not NULL; for the kernel otherwise. */
 static int run_mkfs(const char *path, const char *owner, char *why, size_t cap)
 {
 	const char *prog = find_prog(mkfs_progs);
@@ -109,6 +115,8 @@ static int run_mkfs(const char *path, const char *owner, char *why, size_t cap)
 	strvec_push(&argv, prog);
 	strvec_pushv(&argv, (char *const *)mkfs_argv_head);
 	strvec_push(&argv, ext);
+	strvec_push(&argv, "-O");
+	strvec_push(&argv, owner ? MKFS_FEATURES_FUSE : MKFS_FEATURES_LOOP);
 	strvec_push(&argv, path);
 	rc = run_tool(prog, argv.v, 0, why, cap);	/* a big filesystem takes its time */
 	strvec_clear(&argv);
@@ -152,7 +160,9 @@ static int template_for(const char *cache_dir, int64_t size, const char *owner, 
 	if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
 		return err_sys(e, errno, "cannot create %s", cache_dir);
 	/* The longest of the three names made here is the temporary one. */
-	snprintf(tag, sizeof tag, "ext4-%" PRId64 "%s%s", size, owner ? "-" : "", owner ? owner : "");
+	/* "ext4j": the kernel's, with a journal since issue 27 (older templates have none) */
+	snprintf(tag, sizeof tag, "ext4%s-%" PRId64 "%s%s", owner ? "" : "j", size, owner ? "-" : "",
+		 owner ? owner : "");
 	for (char *c = tag; *c; c++)
 		if (*c == ':')
 			*c = '-';

@@ -182,10 +182,11 @@ struct plan_src {
 /* What the exec service keeps of the capabilities bubblewrap's user namespace gives (and
  * only there: nothing on the host): CAP_SYS_ADMIN and CAP_SYS_CHROOT to make the commands'
  * namespaces and mount their /proc, CAP_SETPCAP to empty a command's bounding set,
- * CAP_SYS_PTRACE to read the namespaces of a command that made itself non-dumpable. Commands
+ * CAP_SYS_PTRACE to read the namespaces of a command that made itself non-dumpable,
+ * CAP_SYS_RESOURCE to set the namespace's own inotify limits (share_user_limits). Commands
  * drop all of them (local_bwrap_confine). */
 static const char *const service_caps[] = {
-	"CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP", "CAP_SYS_PTRACE",
+	"CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP", "CAP_SYS_PTRACE", "CAP_SYS_RESOURCE",
 };
 /* And what it hands on to commands as root: the sandbox half's cmd_caps, by name. */
 static const char *const cmd_cap_names[] = {
@@ -545,6 +546,73 @@ static int hold_only_caps(uint64_t keep)
 	return (int)syscall(SYS_capset, &h, d);
 }
 
+/* The per-user kernel limits a sandbox that has one host id shares with that id's own
+ * processes (a user's sandbox: the user, its editor, its desktop), as the share one sandbox
+ * may take: the kernel charges every process of a user namespace to the user who made it as
+ * well as to its own id inside, so the namespace's limit caps the whole sandbox, and the
+ * rest stays the user's (issue 27.6: a sandbox took all 128 inotify instances and the
+ * user's editor failed). A sandbox of a range of ids (root's) shares them with nobody. */
+#define USER_LIMIT_SHARE 2	/* one sandbox: half of the user's */
+static const char *const shared_limits[][2] = {
+	{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+	{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+};
+
+/* Reads a small decimal file. The number, or -1. */
+static long read_number(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/* Whether this user namespace maps one host uid only (the sandbox shares its host id). */
+static int single_id(void)
+{
+	char buf[256];
+	unsigned long in, out, count;
+	int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return sscanf(buf, "%lu %lu %lu", &in, &out, &count) == 3 && count == 1 &&
+	       strchr(buf, '\n') == buf + n - 1;
+}
+
+/* Sets this user namespace's own limits of shared_limits to a share of the user's (through a
+ * writable /proc: the commands' own, before its sys is covered). 0 or -1. */
+static int share_user_limits(void)
+{
+	if (!single_id())
+		return 0;
+	for (size_t i = 0; i < sizeof shared_limits / sizeof shared_limits[0]; i++) {
+		long all = read_number(shared_limits[i][0]);
+		char text[32];
+		int fd, ok;
+		if (all <= 0)
+			continue;	/* a kernel without it */
+		snprintf(text, sizeof text, "%ld", all / USER_LIMIT_SHARE > 0 ? all / USER_LIMIT_SHARE : 1);
+		if ((fd = open(shared_limits[i][1], O_WRONLY | O_CLOEXEC)) < 0)
+			return -1;
+		ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+		close(fd);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
 /* /proc entries bubblewrap covers read-only when they are writable, covered the same way in
  * the commands' /proc. */
 static const char *const cover_proc[] = {"sys", "sysrq-trigger", "irq", "bus"};
@@ -556,7 +624,7 @@ static int mount_cmd_proc(void)
 	char path[64];
 
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount("proc", "/proc", "proc", fl, NULL) < 0)
+	    mount("proc", "/proc", "proc", fl, NULL) < 0 || share_user_limits() < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof cover_proc / sizeof cover_proc[0]; i++) {
 		snprintf(path, sizeof path, "/proc/%s", cover_proc[i]);
