@@ -353,6 +353,7 @@ const struct backend_ops kube_backend_ops = {
 	.get = k_get,
 	.list = k_list,
 	.home_path = NULL,
+	.port = kb_port,
 	.close = k_close,
 };
 
