@@ -31,8 +31,11 @@
 #include "xalloc.h"
 
 #define PF_PROTOCOL KUBEEXEC_V4
-/* Bytes read from a client per WebSocket message, and received per callback. */
+/* Bytes read from a client per WebSocket message. */
 #define PF_CHUNK (64 * 1024)
+/* Bytes received per callback: a whole message of the server's (kubelets send 32 KiB, the test
+ * server 64 KiB, each after its channel byte) in one. */
+#define PF_RX (PF_CHUNK + 4096)
 /* Received bytes waiting for a slow client before the WebSocket stops being read. */
 #define PF_DOWN_HIGH (256 * 1024)
 /* Connections at once; beyond, new ones wait in the listener's backlog. */
@@ -49,6 +52,7 @@ struct pstate;
 /* One client connection and its WebSocket. */
 struct pconn {
 	struct pstate *st;
+	struct pconn *prev, *next;	/* every connection, for the end */
 	struct lws *cw, *ws;		/* the adopted client socket; the WebSocket (NULL once gone) */
 	int fd;
 	bool established, ws_done, closing;
@@ -77,6 +81,7 @@ struct pstate {
 	lws_sorted_usec_list_t sul;
 	portfwd_note_fn note;
 	void *arg;
+	struct pconn *conns;
 	int n;				/* connections */
 	bool listen_paused;
 	bool destroying;
@@ -96,16 +101,21 @@ static void note(struct pstate *st, const char *what)
 	st->note(st->arg, msg);
 }
 
-static void conn_maybe_free(struct pconn *c)
+/* Frees a connection whose both sides are gone (on_event does, after each event). */
+static void conn_free(struct pconn *c)
 {
-	if (c->cw || c->ws)
-		return;
-	if (!c->st->destroying) {
-		c->st->n--;
-		if (c->st->listen_paused && c->st->lwsi) {
-			c->st->listen_paused = false;
-			lws_rx_flow_control(c->st->lwsi, 1);
-		}
+	struct pstate *st = c->st;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		st->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	st->n--;
+	if (st->listen_paused && st->lwsi && !st->destroying) {
+		st->listen_paused = false;
+		lws_rx_flow_control(st->lwsi, 1);
 	}
 	buf_free(&c->down);
 	free(c);
@@ -154,7 +164,6 @@ static void ws_gone(struct pconn *c, struct lws *wsi)
 	}
 	if (c->cw)
 		lws_callback_on_writable(c->cw);
-	conn_maybe_free(c);
 }
 
 /* Client readable: one chunk for the WebSocket, or its end. */
@@ -293,6 +302,10 @@ static void conn_new(struct pstate *st, int fd)
 	}
 	lws_set_opaque_user_data(c->cw, c);
 	lws_rx_flow_control(c->cw, 0);	/* nothing is read before the WebSocket is up */
+	c->next = st->conns;
+	if (st->conns)
+		st->conns->prev = c;
+	st->conns = c;
 	st->n++;
 	if (kubews_connect(st->ctx, st->kc, &st->t, PF_PROTOCOL, "sbx-port", c, &c->ws) == NULL &&
 	    c->ws == NULL && !c->ws_done) {
@@ -395,6 +408,7 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 {
 	struct pstate *st = lws_context_user(lws_get_context(wsi));
 	struct pconn *c = lws_get_opaque_user_data(wsi);
+	int rc = 0;
 
 	(void)user;
 	if (st == NULL || st->destroying)
@@ -419,19 +433,20 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 			/* a hang-up or an error on the client's socket */
 			c->cw = NULL;
 			ws_close(c);
-			conn_maybe_free(c);
 		}
 		break;
 	default:
 		if (c)
-			return on_ws(c, wsi, reason, in, len);
+			rc = on_ws(c, wsi, reason, in, len);
 		break;
 	}
-	return 0;
+	if (c && c->cw == NULL && c->ws == NULL)
+		conn_free(c);
+	return rc;
 }
 
 static const struct lws_protocols protocols[] = {
-	{"sbx-port", on_event, 0, PF_CHUNK, 0, NULL, 0},
+	{"sbx-port", on_event, 0, PF_RX, 0, NULL, 0},
 	{NULL, NULL, 0, 0, 0, NULL, 0}
 };
 
@@ -499,6 +514,8 @@ out:
 		lws_sul_schedule(st.ctx, 0, &st.sul, NULL, LWS_SET_TIMER_USEC_CANCEL);
 		lws_context_destroy(st.ctx);
 	}
+	while (st.conns)
+		conn_free(st.conns);
 	kubews_target_free(&st.t);
 	free(path);
 	return rc;
