@@ -430,7 +430,9 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		if (wsi == st->cancel_wsi || wsi == st->lwsi) {
 			stop_all(st, PORTFWD_CANCELED);
 		} else if (c) {
-			/* a hang-up or an error on the client's socket */
+			/* a hang-up or an error on the client's socket; lws may still call about
+			 * it (WSI_DESTROY), after c is freed */
+			lws_set_opaque_user_data(wsi, NULL);
 			c->cw = NULL;
 			ws_close(c);
 		}

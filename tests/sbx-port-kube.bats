@@ -294,3 +294,20 @@ spdy_logged() {
 	assert_status 52
 	wait_until grep -q "error forwarding port 9 to pod demo, uid .*: failed to connect to localhost:9 inside the pod: Connection refused" "$BATS_TEST_TMPDIR/kpf.err"
 }
+
+@test "-unix on kubernetes: a socket of mode 0600 serves the pod's port, removed at the end" {
+	sbx-create demo >/dev/null
+	http_up
+	sock=$BATS_TEST_TMPDIR/demo.sock
+	port_up -unix "$sock" demo 8000
+	run cat "$BATS_TEST_TMPDIR/port.out"
+	assert_json ".unix == \"$sock\" and .port == 8000 and (has(\"url\") | not)"
+	[ "$(stat -c %a "$sock")" = 600 ]
+	wait_until curl -sf -o /dev/null --unix-socket "$sock" http://demo/index.html
+	[ "$(curl -sf --unix-socket "$sock" http://demo/index.html)" = hello ]
+	status=0
+	terminate "$PORT_PID" || status=$?
+	PORT_PID=
+	assert_status 143
+	[ ! -e "$sock" ]
+}
