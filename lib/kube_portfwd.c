@@ -376,7 +376,8 @@ static int on_ws(struct pconn *c, struct lws *wsi, enum lws_callback_reasons rea
 		return rc;
 	}
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-		upgrade_refused(c, wsi, in ? (const char *)in : "connection failed");
+		if (!c->closing)	/* not when the client left first */
+			upgrade_refused(c, wsi, in ? (const char *)in : "connection failed");
 		ws_gone(c, wsi);
 		break;
 	case LWS_CALLBACK_CLIENT_ESTABLISHED:
