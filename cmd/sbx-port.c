@@ -12,11 +12,12 @@
 #include "portfwd.h"
 
 static const char usage[] =
-	"usage: sbx-port [-backend local] [-namespace NS] [-listen 127.0.0.1:HOSTPORT | -unix PATH] "
+	"usage: sbx-port [-backend B] [-namespace NS] [-listen 127.0.0.1:HOSTPORT | -unix PATH] "
 	"[-d] NAME PORT\n"
 	"       sbx-port -list NAME\n"
 	"       sbx-port -close NAME PORT\n"
-	"Forwards connections from the host's loopback to PORT on the loopback of sandbox NAME,\n"
+	"Forwards connections from the host's loopback to PORT on the loopback of sandbox NAME\n"
+	"(kubernetes: of its pod, over the portforward subresource),\n"
 	"prints {\"name\",\"port\",\"url\",\"listen\"} once it accepts, and serves until interrupted or\n"
 	"until the sandbox is gone (exit 101). Nothing runs in the sandbox; it gets no way out.\n"
 	"\n"
@@ -25,7 +26,7 @@ static const char usage[] =
 	"  -d             detach: serve in the background until the sandbox ends or -close\n"
 	"  -list          print NAME's detached forwards, one JSON line each\n"
 	"  -close         stop NAME's detached forwards of PORT\n"
-	"  -backend B     local (default; kubernetes is not supported yet); env SANDBOX_BACKEND\n"
+	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
 	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -h             show this help\n";
 
@@ -65,27 +66,43 @@ static int print_rec(struct json_object *rec, void *arg)
 	return cli_print_json(rec) < 0 ? -1 : 0;
 }
 
-/* -list and -close. */
-static int manage(const char *ns, const char *name, const char *port)
+/* -list and -close (of another backend's sandbox: its records on this host). */
+static int manage(struct sbx_backend *b, const char *name, const char *port)
 {
+	struct sbx_info info;
 	struct sbx_err e;
-	int n = 0;
+	char *dir = NULL;
+	int n = 0, rc = 0;
 
-	if (list) {
-		if (portfwd_list(ns, name, print_rec, NULL, &e) < 0)
-			cli_die(cli_status(e.code), "unable to list the ports of %s: %s", name, e.msg);
-		return EXIT_OK;
+	if (b->ops->port) {
+		if (b->ops->get(b, name, &info, &e) < 0 ||
+		    (dir = portfwd_remote_dir(b->ops->name, b->namespace, name, &e)) == NULL)
+			rc = -1;
+		else if (list)
+			portfwd_list_in(dir, print_rec, NULL);
+		else
+			n = portfwd_stop_in(dir, parse_port(port));
+		free(dir);
+	} else if (list) {
+		rc = portfwd_list(b->namespace, name, print_rec, NULL, &e);
+	} else {
+		rc = portfwd_stop(b->namespace, name, parse_port(port), &n, &e);
 	}
-	if (portfwd_stop(ns, name, parse_port(port), &n, &e) < 0)
+	if (rc < 0 && list)
+		cli_die(cli_status(e.code), "unable to list the ports of %s: %s", name, e.msg);
+	if (rc < 0)
 		cli_die(cli_status(e.code), "unable to close port %s of %s: %s", port, name, e.msg);
+	if (list)
+		return EXIT_OK;
 	if (n == 0)
 		cli_die(EXIT_NOTFOUND, "no detached forward of port %s of sandbox %s is open", port,
 			name);
 	return EXIT_OK;
 }
 
-/* Serves until the end; the status to exit with. ready: where a detached child says it runs. */
-static int serve(struct portfwd *pf, int lfd, int cancel, int ready)
+/* Serves until the end; the status to exit with. ready: where a detached child says it runs.
+ * b: the backend serving it when it has a port op, else NULL (portfwd_serve). */
+static int serve(struct sbx_backend *b, struct portfwd *pf, int lfd, int cancel, int ready)
 {
 	char name[NAME_MAX_LEN + 1];
 	struct sbx_err e;
@@ -99,9 +116,12 @@ static int serve(struct portfwd *pf, int lfd, int cancel, int ready)
 			return EXIT_FAIL;
 		close(ready);
 	}
-	rc = portfwd_serve(pf, lfd, cancel, note, NULL, &e);
+	rc = b ? b->ops->port(b, pf, lfd, cancel, note, NULL, &e)
+	       : portfwd_serve(pf, lfd, cancel, note, NULL, &e);
 	close(lfd);
 	portfwd_close(pf);
+	if (b)
+		backend_close(b);
 	if (rc == PORTFWD_GONE)
 		cli_die(EXIT_NOTFOUND, "sandbox %s is gone", name);
 	if (rc == PORTFWD_CANCELED)
@@ -130,10 +150,10 @@ static void drop_inherited(void)
 
 /* -d: the forward runs on in a child of its own session; this process prints its document
  * once the child listens and has its record. */
-static int detached(struct portfwd *pf, int lfd, int cancel)
+static int detached(struct sbx_backend *b, struct portfwd *pf, int lfd, int cancel)
 {
 	int p[2], null;
-	char b;
+	char c;
 	pid_t pid;
 
 	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0)
@@ -146,17 +166,17 @@ static int detached(struct portfwd *pf, int lfd, int cancel)
 			dup2(null, 0);
 			dup2(null, 1);
 		}
-		{
+		if (b == NULL) {
 			struct sbx_err e;
 			if (portfwd_start(pf, &e) < 0)
 				cli_die_err("", &e);
 		}
 		if (null >= 0)
 			dup2(null, 2);	/* from here on nobody reads its messages */
-		exit(serve(pf, lfd, cancel, p[1]));
+		exit(serve(b, pf, lfd, cancel, p[1]));
 	}
 	close(p[1]);
-	if (read(p[0], &b, 1) != 1)
+	if (read(p[0], &c, 1) != 1)
 		cli_die(EXIT_FAIL, "the detached forward did not start");
 	close(p[0]);
 	return EXIT_OK;
@@ -169,8 +189,10 @@ int main(int argc, char **argv)
 			      .missing = "missing NAME"};
 	struct portfwd pf;
 	struct sbx_backend *b;
+	struct sbx_info info;
 	struct sbx_err e;
 	struct json_object *o;
+	bool remote;
 	int i = cli_parse(&c, argc, argv), cancel, lfd, port, rc = EXIT_OK;
 
 	if (list + closing + (listen_addr || unix_path || detach) > 1)
@@ -182,27 +204,31 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-listen and -unix do not go together");
 	if (listen_addr && portfwd_addr_check(listen_addr, &e) < 0)
 		cli_usage_error(usage, e.msg);
-	if (sb.backend && strcmp(sb.backend, "kubernetes") == 0)
-		cli_die(EXIT_FAIL, "the kubernetes backend is not supported yet");
 	b = cli_backend_open(&sb);
-	if (strcmp(b->ops->name, "local") != 0)
-		cli_die(EXIT_FAIL, "the %s backend is not supported yet", b->ops->name);
 	if (list || closing) {
-		rc = manage(b->namespace, argv[i], list ? NULL : argv[i + 1]);
+		rc = manage(b, argv[i], list ? NULL : argv[i + 1]);
 		backend_close(b);
 		return cli_finish(rc);
 	}
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
-	if (portfwd_open(&pf, b->namespace, argv[i], port, &e) < 0)
+	if (b->ops->port ? portfwd_open_remote(&pf, b->ops->name, b->namespace, argv[i], port, &e) < 0 ||
+			   b->ops->get(b, argv[i], &info, &e) < 0
+			 : portfwd_open(&pf, b->namespace, argv[i], port, &e) < 0)
 		cli_die(cli_status(e.code), "unable to open port %d of %s: %s", port, argv[i], e.msg);
-	backend_close(b);
-	if (!detach && portfwd_start(&pf, &e) < 0)
+	if (!(remote = b->ops->port != NULL) || detach) {
+		/* A detached child opens its own: it closes the descriptors it inherits (the API
+		 * connection's among them), and a client on a closed descriptor would later act on
+		 * whatever socket got its number. */
+		backend_close(b);
+		b = remote ? cli_backend_open(&sb) : NULL;
+	}
+	if (!detach && b == NULL && portfwd_start(&pf, &e) < 0)
 		cli_die(cli_status(e.code), "unable to open port %d of %s: %s", port, argv[i], e.msg);
 	if ((lfd = portfwd_listen(&pf, listen_addr ? listen_addr : "127.0.0.1:0", unix_path, &e)) < 0)
 		cli_die(cli_status(e.code), "unable to open port %d of %s: %s", port, argv[i], e.msg);
 	if (detach)
-		rc = detached(&pf, lfd, cancel);
+		rc = detached(b, &pf, lfd, cancel);
 	o = portfwd_doc(&pf);
 	if (cli_print_json(o) < 0)
 		rc = EXIT_FAIL;
@@ -211,7 +237,9 @@ int main(int argc, char **argv)
 		pf.unix_path[0] = 0;	/* the detached child's to remove */
 		close(lfd);
 		portfwd_close(&pf);
+		if (b)
+			backend_close(b);
 		return cli_finish(rc);
 	}
-	return cli_finish(serve(&pf, lfd, cancel, -1));
+	return cli_finish(serve(b, &pf, lfd, cancel, -1));
 }

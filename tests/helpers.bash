@@ -172,3 +172,24 @@ with_small_ram() {
 	fi
 	LD_PRELOAD=$so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
 }
+
+# fifty PORT: opens 50 connections to 127.0.0.1:PORT, then sends a request on each, then reads
+# each answer and closes; prints how many were index.html's (sbx-port's tests).
+fifty() {
+	python3 -c '
+import socket, sys
+cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60) for _ in range(50)]
+for c in cs:
+    c.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
+ok = 0
+for c in cs:
+    got = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        got += b
+    c.close()
+    ok += got.startswith(b"HTTP/1.0 200") and got.endswith(b"hello\n")
+print(ok)' "$1"
+}

@@ -34,27 +34,6 @@ http_up() {
 		setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/tmp/http.log 2>&1 </dev/null &' >/dev/null
 }
 
-# fifty PORT: opens 50 connections to 127.0.0.1:PORT, then sends a request on each, then reads
-# each answer and closes; prints how many were index.html's.
-fifty() {
-	python3 -c '
-import socket, sys
-cs = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60) for _ in range(50)]
-for c in cs:
-    c.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
-ok = 0
-for c in cs:
-    got = b""
-    while True:
-        b = c.recv(65536)
-        if not b:
-            break
-        got += b
-    c.close()
-    ok += got.startswith(b"HTTP/1.0 200") and got.endswith(b"hello\n")
-print(ok)' "$1"
-}
-
 # host_port URL: the port of the host's listener.
 host_port() { local p=${1##*:}; echo "${p%/}"; }
 

@@ -137,6 +137,7 @@ struct sbx_exec_result {
 };
 
 struct sbx_backend;
+struct portfwd;
 
 struct backend_ops {
 	const char *name;
@@ -170,6 +171,11 @@ struct backend_ops {
 	 * cgroup of sandbox name, so work done for it on the host (a snapshot's compression) is
 	 * charged to its limits. 0, also when it has none; -1 with errno. */
 	int (*charge)(struct sbx_backend *, const char *name);
+	/* Optional (NULL: the local backend's forwards go through portfwd_serve): serves sbx-port's
+	 * forward pf (portfwd.h) from its listener lfd until cancel_fd is readable or the sandbox is
+	 * gone; note tells the person what failed for one connection. An enum portfwd_end, or -1. */
+	int (*port)(struct sbx_backend *, struct portfwd *pf, int lfd, int cancel_fd,
+		    void (*note)(void *, const char *), void *arg, struct sbx_err *);
 	void (*close)(struct sbx_backend *);
 };
 

@@ -305,6 +305,7 @@ const struct backend_ops kube_backend_ops = {
 	.list = k_list,
 	.pause = kb_pause,
 	.home_path = NULL,
+	.port = kb_port,
 	.close = k_close,
 };
 

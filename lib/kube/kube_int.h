@@ -129,4 +129,9 @@ char *kb_claims_state(struct sbx_backend *b, struct json_object *o, bool *fatal)
 int kb_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 	    struct sbx_exec_result *r, struct sbx_err *e);
 
+/* kube_portfwd.c: backend_ops.port (pf: portfwd.h). */
+struct portfwd;
+int kb_port(struct sbx_backend *b, struct portfwd *pf, int lfd, int cancel_fd,
+	    void (*note)(void *, const char *), void *arg, struct sbx_err *e);
+
 #endif

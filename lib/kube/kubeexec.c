@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kubeapi.h"
+#include "kubews.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -333,23 +334,6 @@ static int send_stdin(struct xstate *st, struct lws *wsi)
 	return 0;
 }
 
-/* The handshake's Authorization header (the token wiped from memory after). */
-static int append_auth(struct xstate *st, struct lws *wsi, void *in, size_t len)
-{
-	unsigned char **p = (unsigned char **)in, *end = (*p) + len;
-	char *h;
-	int rc;
-
-	if (st->token == NULL)
-		return 0;
-	h = xasprintf("Bearer %s", st->token);
-	rc = lws_add_http_header_by_name(wsi, (const unsigned char *)"authorization:",
-					 (const unsigned char *)h, (int)strlen(h), p, end);
-	OPENSSL_cleanse(h, strlen(h));
-	free(h);
-	return rc ? -1 : 0;
-}
-
 /* The stream is up: its subprotocol checked, stdin's reader and the cancel fd started. */
 static void on_established(struct xstate *st, struct lws *wsi)
 {
@@ -414,7 +398,7 @@ static int on_event(struct lws *wsi, enum lws_callback_reasons reason, void *use
 		return 0;
 	switch (reason) {
 	case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
-		return append_auth(st, wsi, in, len);
+		return kubews_auth_header(wsi, st->token, in, len);
 	case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
 		snprintf(st->conn_err, sizeof st->conn_err, "%s",
 			 in ? (const char *)in : "connection failed");
@@ -487,80 +471,13 @@ static int upgrade_error(struct xstate *st, const char *path, struct sbx_err *e)
 		static const char why[] = "WebSocket upgrade refused";
 		return kubeapi_status_error(st->http_status, why, sizeof why - 1, "POST", path, e);
 	}
-	if (strstr(st->conn_err, "certificate") || strstr(st->conn_err, "SSL") ||
-	    strstr(st->conn_err, "ssl") || strstr(st->conn_err, "tls"))
+	if (kubews_tls_error(st->conn_err))
 		return err_set(e, SBX_EUNAVAIL, "TLS failure talking to the Kubernetes API server at %s: %s",
 			       r->kc->server, st->conn_err);
 	if (!st->established)
 		return err_set(e, SBX_EUNAVAIL, "cannot reach the Kubernetes API server at %s: %s",
 			       r->kc->server, st->conn_err);
 	return err_set(e, SBX_EIO, "exec stream to %s failed: %s", r->pod, st->conn_err);
-}
-
-/* The libwebsockets context: no listener, the cluster's TLS material, its log off. */
-static struct lws_context *make_context(struct xstate *st, struct sbx_err *e)
-{
-	const struct kubeexec_req *req = st->req;
-	struct lws_context_creation_info info;
-	struct lws_context *ctx;
-
-	/* lib/ never prints: libwebsockets' own log stays off unless asked for ($SBX_KUBE_LWS_LOG,
-	 * an lws log-level mask, for debugging). */
-	lws_set_log_level(getenv("SBX_KUBE_LWS_LOG") ? atoi(getenv("SBX_KUBE_LWS_LOG")) : 0, NULL);
-	memset(&info, 0, sizeof info);
-	info.port = CONTEXT_PORT_NO_LISTEN;
-	info.protocols = protocols;
-	info.user = st;
-	info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
-	info.max_http_header_data = 0;
-	info.max_http_header_data2 = 2 * KUBEEXEC_QUERY_MAX;
-	info.pt_serv_buf_size = KUBEEXEC_SERV_BUF;
-	info.timeout_secs = KUBEAPI_CONNECT_TIMEOUT_MS / 1000;
-	if (req->kc->ca.data) {
-		/* Trust only the cluster's CA (and skip parsing the system bundle, ~25 ms). */
-		info.options |= LWS_SERVER_OPTION_DISABLE_OS_CA_CERTS;
-		info.client_ssl_ca_mem = req->kc->ca.data;
-		info.client_ssl_ca_mem_len = (unsigned int)req->kc->ca.len;
-	}
-	if (req->kc->cert.data) {
-		info.client_ssl_cert_mem = req->kc->cert.data;
-		info.client_ssl_cert_mem_len = (unsigned int)req->kc->cert.len;
-		info.client_ssl_key_mem = req->kc->key.data;
-		info.client_ssl_key_mem_len = (unsigned int)req->kc->key.len;
-	}
-	if ((ctx = lws_create_context(&info)) == NULL)
-		err_set(e, SBX_EUNAVAIL, "cannot set up the exec client (TLS material from %s rejected?)",
-			req->kc->source);
-	return ctx;
-}
-
-/* Starts the WebSocket connection to host:port path over scheme prot. */
-static int connect_ws(struct xstate *st, const char *prot, char *host, int port, char *path,
-		      struct sbx_err *e)
-{
-	const struct kubeexec_req *req = st->req;
-	struct lws_client_connect_info cc;
-
-	memset(&cc, 0, sizeof cc);
-	cc.context = st->ctx;
-	cc.address = host;
-	cc.port = port;
-	cc.path = path;
-	cc.host = host;
-	cc.origin = host;
-	cc.protocol = req->protocols ? req->protocols : KUBEEXEC_V5 "," KUBEEXEC_V4;
-	cc.local_protocol_name = "sbx-exec";
-	if (strcmp(prot, "https") == 0) {
-		cc.ssl_connection = LCCSCF_USE_SSL;
-		if (req->kc->insecure)
-			cc.ssl_connection |= LCCSCF_ALLOW_SELFSIGNED | LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK |
-					     LCCSCF_ALLOW_EXPIRED | LCCSCF_ALLOW_INSECURE;
-	}
-	cc.pwsi = &st->ws;
-	if (lws_client_connect_via_info(&cc) == NULL && !st->done)
-		return err_set(e, SBX_EUNAVAIL, "cannot connect to the Kubernetes API server at %s",
-			       req->kc->server);
-	return 0;
 }
 
 /* Buffers for stdin: the prefix's frame, the reader's ring and its wake-up pipe. */
@@ -637,9 +554,9 @@ static void xstate_free(struct xstate *st)
 int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, struct sbx_err *e)
 {
 	struct xstate st;
-	char *url = NULL, *path = NULL, *full = NULL, *host = NULL;
-	const char *prot = NULL, *addr = NULL, *base = NULL;
-	int port = 0, rc = -1;
+	struct kubews_target t = {0};
+	char *path = NULL;
+	int rc = -1;
 
 	memset(res, 0, sizeof *res);
 	memset(&st, 0, sizeof st);
@@ -654,22 +571,18 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 		err_set(e, SBX_EINVAL, "the command line is longer than %d bytes", KUBEEXEC_QUERY_MAX);
 		goto out;
 	}
-	if (kubeconfig_token(req->kc, &st.token, e) < 0)
+	if (kubeconfig_token(req->kc, &st.token, e) < 0 || kubews_target(req->kc, path, &t, e) < 0)
 		goto out;
-	url = xstrdup(req->kc->server);
-	if (lws_parse_uri(url, &prot, &addr, &port, &base) || addr == NULL || *addr == '\0') {
-		err_set(e, SBX_EINVAL, "cannot parse the server URL %s", req->kc->server);
+	if (setup_stdin(&st, e) < 0 ||
+	    (st.ctx = kubews_context(req->kc, protocols, &st, KUBEEXEC_SERV_BUF, e)) == NULL)
+		goto out;
+	if (kubews_connect(st.ctx, req->kc, &t, req->protocols ? req->protocols
+				: KUBEEXEC_V5 "," KUBEEXEC_V4, "sbx-exec", NULL, &st.ws) == NULL &&
+	    !st.done) {
+		err_set(e, SBX_EUNAVAIL, "cannot connect to the Kubernetes API server at %s",
+			req->kc->server);
 		goto out;
 	}
-	/* lws_parse_uri drops the leading '/' of the base path. */
-	full = xasprintf("%s%s%s", *base ? "/" : "", base, path);
-	while (strstr(full, "//") == full)
-		memmove(full, full + 1, strlen(full));
-	if (setup_stdin(&st, e) < 0 || (st.ctx = make_context(&st, e)) == NULL)
-		goto out;
-	host = xstrdup(addr);
-	if (connect_ws(&st, prot, host, port, full, e) < 0)
-		goto out;
 	if (req->deadline_ns > 0) {
 		int64_t left = req->deadline_ns - time_mono_ns();
 		lws_sul_schedule(st.ctx, 0, &st.sul, on_deadline, left > 0 ? left / 1000 : 1);
@@ -681,9 +594,7 @@ int kubeexec_run(const struct kubeexec_req *req, struct kubeexec_result *res, st
 	rc = outcome(&st, path, e);
 out:
 	xstate_free(&st);
-	free(host);
-	free(full);
-	free(url);
+	kubews_target_free(&t);
 	free(path);
 	return rc;
 }

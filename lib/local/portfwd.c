@@ -236,6 +236,34 @@ fail:
 	return -1;
 }
 
+char *portfwd_remote_dir(const char *backend, const char *ns, const char *name,
+			 struct sbx_err *e)
+{
+	char *root, *dir;
+
+	if (sandbox_name_check(name, e) < 0 || (root = paths_state_root(e)) == NULL)
+		return NULL;
+	/* A dot name: never a namespace of local sandboxes. */
+	dir = xasprintf("%s/.ports-%s/%s/%s", root, backend, ns, name);
+	free(root);
+	return dir;
+}
+
+int portfwd_open_remote(struct portfwd *pf, const char *backend, const char *ns,
+			const char *name, int port, struct sbx_err *e)
+{
+	pf_init(pf);
+	pf->port = port;
+	if ((pf->dir = portfwd_remote_dir(backend, ns, name, e)) == NULL)
+		return -1;
+	pf->name = xstrdup(name);
+	if (paths_mkdirs(pf->dir, 0700, e) < 0) {
+		portfwd_close(pf);
+		return -1;
+	}
+	return 0;
+}
+
 int portfwd_alive(const struct portfwd *pf)
 {
 	return lock_held(pf->dir, "lock");
@@ -599,15 +627,21 @@ static char *live_dir(const char *ns, const char *name, struct sbx_err *e)
 	return dir;
 }
 
+void portfwd_list_in(const char *dir, int (*fn)(struct json_object *rec, void *arg), void *arg)
+{
+	struct list_ctx c = {fn, arg};
+
+	walk_records(dir, list_one, &c);
+}
+
 int portfwd_list(const char *ns, const char *name,
 		 int (*fn)(struct json_object *rec, void *arg), void *arg, struct sbx_err *e)
 {
-	struct list_ctx c = {fn, arg};
 	char *dir = live_dir(ns, name, e);
 
 	if (dir == NULL)
 		return -1;
-	walk_records(dir, list_one, &c);
+	portfwd_list_in(dir, fn, arg);
 	free(dir);
 	return 0;
 }
@@ -668,15 +702,21 @@ static int stop_one(struct json_object *o, const char *file, pid_t pid, void *ar
 	return 0;
 }
 
+int portfwd_stop_in(const char *dir, int port)
+{
+	struct stop_ctx c = {dir, port, 0};
+
+	walk_records(dir, stop_one, &c);
+	return c.n;
+}
+
 int portfwd_stop(const char *ns, const char *name, int port, int *n, struct sbx_err *e)
 {
 	char *dir = live_dir(ns, name, e);
-	struct stop_ctx c = {dir, port, 0};
 
 	if (dir == NULL)
 		return -1;
-	walk_records(dir, stop_one, &c);
+	*n = portfwd_stop_in(dir, port);
 	free(dir);
-	*n = c.n;
 	return 0;
 }

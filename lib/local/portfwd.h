@@ -42,6 +42,13 @@ struct portfwd {
  * outside. SBX_ENOTFOUND when there is no such sandbox (or it is going away). */
 int portfwd_open(struct portfwd *pf, const char *ns, const char *name, int port,
 		 struct sbx_err *e);
+/* A forward to a sandbox of another backend (its own port op serves it): only the name, port
+ * and where its records go are filled. */
+int portfwd_open_remote(struct portfwd *pf, const char *backend, const char *ns,
+			const char *name, int port, struct sbx_err *e);
+/* Where the records of backend's sandbox name in ns go (new string), or NULL. */
+char *portfwd_remote_dir(const char *backend, const char *ns, const char *name,
+			 struct sbx_err *e);
 /* 1 while the sandbox lives (its supervisor holds its lock). */
 int portfwd_alive(const struct portfwd *pf);
 /* Starts the helper (a child of this process, ending with it). 0 or -1. */
@@ -83,6 +90,9 @@ int portfwd_list(const char *ns, const char *name,
 /* The live detached forwards of sandbox name in ns, as sbx-list shows them: an array of
  * {port, url, listen} or {port, unix} (new reference; empty when none or no such sandbox). */
 struct json_object *portfwd_ports(const char *ns, const char *name);
+/* portfwd_list and portfwd_stop (which returns how many) over the records under dir. */
+void portfwd_list_in(const char *dir, int (*fn)(struct json_object *rec, void *arg), void *arg);
+int portfwd_stop_in(const char *dir, int port);
 /* Stops every detached forward of port (SIGTERM) and waits for each to end; *n how many.
  * SBX_ENOTFOUND when the sandbox does not exist. */
 int portfwd_stop(const char *ns, const char *name, int port, int *n, struct sbx_err *e);

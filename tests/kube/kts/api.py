@@ -10,7 +10,7 @@ import string
 import yaml
 from aiohttp import web
 
-from . import admission, discovery, execws, tables
+from . import admission, discovery, execws, portfwd, tables
 from .patch import PatchError, apply_patch, json_patch, merge_patch
 from .schema import FieldError
 from .selectors import SelectorError, matcher
@@ -55,6 +55,8 @@ def routes_for(ctx):
         web.get("/api/v1/namespaces/{ns}/pods/{name}", lambda r: Pods(ctx, r).get()),
         web.route("*", "/api/v1/namespaces/{ns}/pods/{name}/exec",
                   lambda r: execws.handle(ctx, r)),
+        web.route("*", "/api/v1/namespaces/{ns}/pods/{name}/portforward",
+                  lambda r: portfwd.handle(ctx, r)),
         web.get(TEST_PREFIX + "faults", lambda r: get_faults(ctx, r)),
         web.post(TEST_PREFIX + "faults", lambda r: set_faults(ctx, r)),
         web.delete(TEST_PREFIX + "faults", lambda r: reset_faults(ctx, r)),

@@ -5,6 +5,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 
 LOCAL_NAME_RE = re.compile(r"^[a-z0-9]{1,40}$")
 # sbx tool output kept for error messages; more is noise.
@@ -20,6 +21,36 @@ def local_name(name):
 
 class BackendError(Exception):
     pass
+
+
+# The helper in a sandbox's network namespace: one new TCP socket handed back (SCM_RIGHTS) per
+# byte asked, until its socket closes. It never connects: the server does, from outside.
+NETNS_HELPER = """
+import socket
+s = socket.socket(fileno=0)
+while s.recv(1):
+    t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    socket.send_fds(s, [b"k"], [t.fileno()])
+    t.close()
+"""
+# The helper answers at once; longer means it is gone.
+HELPER_WAIT = 5.0
+
+
+async def connect_host(port):
+    """A connection to 127.0.0.1:port of the host (modes without a network namespace)."""
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+def children(pid):
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{t}/children", encoding="ascii") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
 
 
 def go_seconds(seconds):
@@ -45,6 +76,7 @@ class SbxBackend:
         self.env["XDG_STATE_HOME"] = state_home
         self.env["HOME"] = os.path.join(state_home, "home")
         os.makedirs(self.env["HOME"], mode=0o700, exist_ok=True)
+        self.helpers = {}       # (ns, name): (socket, process, lock) of its netns helper
 
     def tool(self, name):
         for d in self.dirs:
@@ -81,6 +113,7 @@ class SbxBackend:
                         local_name(name))
 
     async def delete(self, ns, name):
+        self.drop_helper(ns, name)
         await self._run(self.tool("sbx-delete"), "-backend", "local", "-namespace", ns,
                         local_name(name))
 
@@ -100,6 +133,69 @@ class SbxBackend:
             await self._run(self.tool("sbx-cp"), "-backend", "local", "-namespace", ns, "-",
                             f"{local_name(name)}:{path}", stdin=tar)
 
+    def _sandbox_pid(self, ns, name):
+        """A process of the sandbox (bubblewrap's child), found from its supervisor."""
+        d = os.path.join(self.state_home, "sbx", ns, local_name(name))
+        try:
+            with open(os.path.join(d, "supervisor.pid"), encoding="ascii") as f:
+                sup = int(f.read().strip())
+            own = os.stat(f"/proc/{sup}/ns/net").st_ino
+        except (OSError, ValueError):
+            raise ConnectionRefusedError(111, "the pod's sandbox is not running") from None
+        for kid in children(sup):
+            for grand in children(kid):
+                try:
+                    if os.stat(f"/proc/{grand}/ns/net").st_ino != own:
+                        return grand
+                except OSError:
+                    pass
+        raise ConnectionRefusedError(111, "the pod's sandbox is not running")
+
+    async def _netns_socket(self, ns, name):
+        """A TCP socket of the sandbox's network namespace, from its helper (started on first
+        use, entering the namespaces from outside as sbx-port does)."""
+        h = self.helpers.get((ns, name))
+        if h is None or h[1].returncode is not None:
+            pid = self._sandbox_pid(ns, name)
+            mine, theirs = socket.socketpair()
+            proc = await asyncio.create_subprocess_exec(
+                "nsenter", "--target", str(pid), "--user", "--net", "--preserve-credentials",
+                "--", "/usr/bin/python3", "-c", NETNS_HELPER, stdin=theirs,
+                stdout=asyncio.subprocess.DEVNULL, env=self.env)
+            theirs.close()
+            mine.settimeout(HELPER_WAIT)
+            h = self.helpers[(ns, name)] = (mine, proc, asyncio.Lock())
+        async with h[2]:
+            def ask():
+                h[0].sendall(b"s")
+                _, fds, _, _ = socket.recv_fds(h[0], 1, 1)
+                return fds
+            try:
+                fds = await asyncio.get_running_loop().run_in_executor(None, ask)
+            except OSError:
+                fds = []
+        if not fds:
+            raise ConnectionRefusedError(111, "the pod's network namespace cannot be entered")
+        return socket.socket(fileno=fds[0])
+
+    async def connect(self, ns, name, port):
+        """(reader, writer) of a connection to 127.0.0.1:port in the sandbox."""
+        sock = await self._netns_socket(ns, name)
+        sock.setblocking(False)
+        try:
+            await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+        except OSError:
+            sock.close()
+            raise
+        return await asyncio.open_connection(sock=sock)
+
+    def drop_helper(self, ns, name):
+        h = self.helpers.pop((ns, name), None)
+        if h:
+            h[0].close()
+            if h[1].returncode is None:
+                h[1].kill()
+
     def exec_spec(self, ns, name, homedir, command, workdir=None):
         """(argv, env, cwd) for running `command` in the sandbox with raw streams, in the
         container's workingDir as a kubelet starts an exec."""
@@ -112,6 +208,9 @@ class SubprocessBackend:
     """No isolation at all: commands run on the host with HOME set to a per-sandbox directory."""
 
     mode = "subprocess"
+
+    async def connect(self, ns, name, port):
+        return await connect_host(port)
 
     def __init__(self, root):
         self.root = root
@@ -159,6 +258,9 @@ class PodBackend:
     deleting the pod kills what it left running."""
 
     mode = "pod"
+
+    async def connect(self, ns, name, port):
+        return await connect_host(port)
     # The tool directories (the tree's bin/) are bound under a tmpfs on /mnt first, so a
     # volume mounted over their host path (a clone under /tmp, the pod's /tmp emptyDir) does
     # not hide them; PATH names them there.

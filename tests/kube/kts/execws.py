@@ -28,6 +28,33 @@ MSG_MAX = 16 * 1024 * 1024
 DRAIN_TRIES, DRAIN_PAUSE = 100, 0.01
 
 
+def frame_bytes(msg, b64):
+    """A client's message as bytes (channel first), or None to skip it. Like the API server,
+    the frame type does not matter, only the protocol does (the Python client sends text
+    frames for str data)."""
+    if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
+        return None
+    data = msg.data.encode() if msg.type == WSMsgType.TEXT else msg.data
+    if b64:
+        try:
+            data = bytes([data[0] - ord("0")]) + base64.b64decode(data[1:], validate=True)
+        except (ValueError, IndexError):
+            return None
+    return data or None
+
+
+async def cut_transport(request):
+    """A connection lost: no close frame. What was sent before goes out first (abort discards
+    the transport's buffer)."""
+    t = request.transport
+    for _ in range(DRAIN_TRIES):
+        if t is None or t.get_write_buffer_size() == 0:
+            break
+        await asyncio.sleep(DRAIN_PAUSE)
+    if t:
+        t.abort()
+
+
 class Session:
     """One exec: the WebSocket, the process and the byte counting for the drop knob."""
 
@@ -65,13 +92,7 @@ class Session:
         """The drop knobs: no close frame, no status, as when a connection is lost. What was
         sent before goes out first (abort discards the transport's buffer)."""
         self.dropped = self.gone = True
-        t = self.r.transport
-        for _ in range(DRAIN_TRIES):
-            if t is None or t.get_write_buffer_size() == 0:
-                break
-            await asyncio.sleep(DRAIN_PAUSE)
-        if t:
-            t.abort()
+        await cut_transport(self.r)
 
     async def pump(self, stream, channel):
         while True:
@@ -84,17 +105,8 @@ class Session:
         """Client frames to the process's stdin until the client closes."""
         stdin = self.proc.stdin
         async for msg in self.ws:
-            if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
-                continue
-            # Like the API server, the frame type does not matter, only the protocol does
-            # (the Python client sends text frames for str data).
-            data = msg.data.encode() if msg.type == WSMsgType.TEXT else msg.data
-            if self.b64:
-                try:
-                    data = bytes([data[0] - ord("0")]) + base64.b64decode(data[1:], validate=True)
-                except (ValueError, IndexError):
-                    continue
-            if not data:
+            data = frame_bytes(msg, self.b64)
+            if data is None:
                 continue
             ch, payload = data[0], data[1:]
             if ch == STDIN and self.drop_after_stdin >= 0:

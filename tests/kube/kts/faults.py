@@ -16,6 +16,8 @@ KNOBS = {
     "fail_match": (str, "", "regular expression on 'METHOD /path?query'; empty matches all"),
     "exec_drop_after_bytes": (int, -1, "the next exec stream is cut after K output bytes"),
     "exec_drop_after_stdin_bytes": (int, -1, "the next exec stream is cut after K stdin bytes"),
+    "portforward_drop_after_bytes": (int, -1, "the next portforward stream is cut after K bytes "
+                                     "to the client"),
     "ready_delay": (float, -1.0, "seconds to Ready for Sandboxes created from now; -1: default"),
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "container_waiting": (list, [], "[REASON, MESSAGE]: pods made from now stay Pending, their "
@@ -88,6 +90,11 @@ class Faults:
         out, self.exec_drop_after_bytes = self.exec_drop_after_bytes, -1
         inp, self.exec_drop_after_stdin_bytes = self.exec_drop_after_stdin_bytes, -1
         return out, inp
+
+    def take_portforward_drop(self):
+        """Bytes to the client after which the next portforward is cut; -1: never."""
+        out, self.portforward_drop_after_bytes = self.portforward_drop_after_bytes, -1
+        return out
 
     def forbidden(self, verb, resource):
         return f"{verb} {resource}" in self.forbid
