@@ -10,8 +10,8 @@ static const char usage[] =
 	"usage: sbx-list [-backend local|kubernetes] [-namespace NS]\n"
 	"Prints one JSON line per sandbox: name, namespace, backend, age, created,\n"
 	"shutdown_time, limits, ready, network (mode none, nat or proxy, and allow_hosts), state\n"
-	"(local: running or paused), ports (local: sbx-port -d's forwards: port, url, listen or\n"
-	"unix), and with -idle pause idle, paused_ttl and delete_time (when a paused\n"
+	"(local: running or paused), ports (sbx-port -d's forwards on this host: port, url,\n"
+	"listen or unix), and with -idle pause idle, paused_ttl and delete_time (when a paused\n"
 	"sandbox is deleted); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
@@ -49,8 +49,10 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "network", sbx_network_json(in));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
-	if (strcmp(in->backend, "local") == 0)	/* sbx-port -d's forwards */
-		json_object_object_add(o, "ports", portfwd_ports(in->namespace, in->name));
+	/* sbx-port -d's forwards */
+	json_object_object_add(o, "ports", strcmp(in->backend, "local") == 0
+			       ? portfwd_ports(in->namespace, in->name)
+			       : portfwd_remote_ports(in->backend, in->namespace, in->name));
 	sbx_idle_json(o, in);
 print:
 	if (cli_print_json(o) < 0)

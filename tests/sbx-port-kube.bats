@@ -205,6 +205,9 @@ print(repr(c.recv(100)))' "$hp"
 	assert_status 0
 	assert_json ".port == 8000 and .url == \"$url\" and .pid > 1"
 	pid=$(jq -r .pid <<<"$output")
+	run sbx-list
+	assert_status 0
+	assert_json "select(.name == \"demo\") | .ports == [{\"port\":8000,\"url\":\"$url\",\"listen\":$(jq .listen <<<"$(sbx-port -list demo)")}]"
 	run sbx-port -close demo 8000
 	assert_status 0
 	gone "$pid"

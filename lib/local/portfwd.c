@@ -668,6 +668,18 @@ struct json_object *portfwd_ports(const char *ns, const char *name)
 	return a;
 }
 
+struct json_object *portfwd_remote_ports(const char *backend, const char *ns, const char *name)
+{
+	struct json_object *a = json_object_new_array();
+	struct sbx_err e;
+	char *dir = portfwd_remote_dir(backend, ns, name, &e);
+
+	if (dir)
+		portfwd_list_in(dir, port_entry, a);
+	free(dir);
+	return a;
+}
+
 struct stop_ctx {
 	const char *dir;
 	int port, n;

@@ -90,6 +90,8 @@ int portfwd_list(const char *ns, const char *name,
 /* The live detached forwards of sandbox name in ns, as sbx-list shows them: an array of
  * {port, url, listen} or {port, unix} (new reference; empty when none or no such sandbox). */
 struct json_object *portfwd_ports(const char *ns, const char *name);
+/* The same for a sandbox of another backend (its records on this host, portfwd_remote_dir). */
+struct json_object *portfwd_remote_ports(const char *backend, const char *ns, const char *name);
 /* portfwd_list and portfwd_stop (which returns how many) over the records under dir. */
 void portfwd_list_in(const char *dir, int (*fn)(struct json_object *rec, void *arg), void *arg);
 int portfwd_stop_in(const char *dir, int port);
