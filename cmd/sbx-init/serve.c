@@ -47,7 +47,8 @@
  * before: writing to it later never breaks. */
 #define BG_LOG "/tmp/sbx-background.log"
 #define BG_LOG_CAP (1024 * 1024)
-#define RELAY_BUF 4096		/* at most PIPE_BUF: a write after POLLOUT never blocks */
+#define RELAY_BUF (256 * 1024)	/* one read or splice of the command's output */
+#define RELAY_PIPE_SZ (1024 * 1024)	/* the command's pipe, when the host allows it */
 
 /* What every shepherd inherits from the service. */
 struct service {
@@ -91,8 +92,11 @@ static void send_result(int conn, int wstatus, int exec_errno, int killed)
 struct stream {
 	int from;		/* the read end of the shepherd's pipe; -1 at its end */
 	int to;			/* the caller's descriptor; -1 once closed */
-	char buf[RELAY_BUF];
-	size_t len, off;	/* read but not yet written */
+	int sock;		/* to is a socket: read and sent, else spliced pipe to pipe */
+	int blocked;		/* a splice found the caller's pipe full: wait for POLLOUT */
+	int gone;		/* the caller stopped reading: what comes is dropped */
+	char *buf;		/* RELAY_BUF bytes */
+	size_t len, off;	/* read but not yet sent (a socket only) */
 };
 
 /* SIGKILLs every process but this one that carries the mark; returns how many it found.
@@ -292,6 +296,13 @@ static int is_pipe(int fd)
 	return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
+static int is_socket(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 static int same_file(int a, int b)
 {
 	struct stat x, y;
@@ -317,8 +328,19 @@ static int interpose(int fds[3], struct stream st[2], int *nst)
 		if (pipe2(p, O_CLOEXEC) < 0)
 			return -1;
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		if (fcntl(p[1], F_SETPIPE_SZ, RELAY_PIPE_SZ) < 0) {
+			/* above the host's pipe-max-size: the default size only costs more steps */
+		}
+		st[*nst].buf = malloc(RELAY_BUF);
+		if (st[*nst].buf == NULL) {
+			close(p[0]);
+			close(p[1]);
+			return -1;
+		}
 		st[*nst].from = p[0];
 		st[*nst].to = fds[s];
+		st[*nst].sock = is_socket(fds[s]);
+		st[*nst].blocked = st[*nst].gone = 0;
 		st[*nst].len = st[*nst].off = 0;
 		(*nst)++;
 		fds[s] = p[1];
@@ -326,35 +348,51 @@ static int interpose(int fds[3], struct stream st[2], int *nst)
 	return 0;
 }
 
-/* One step of a stream whose descriptor poll found ready: read when its buffer is empty,
- * else write what is left (at most RELAY_BUF after POLLOUT: it does not block). */
-static void stream_step(struct stream *t)
+/* One step of a stream whose descriptor poll found ready; returns how many bytes it took
+ * from the command's pipe. Nothing here blocks, and the caller's descriptor keeps its flags
+ * (it is the caller's open file): a pipe is fed by splice with SPLICE_F_NONBLOCK, which
+ * moves what fits without copying; a socket by send with MSG_DONTWAIT from a buffer. */
+static size_t stream_step(struct stream *t)
 {
 	ssize_t n;
 
-	if (t->len == 0) {
-		n = read(t->from, t->buf, sizeof t->buf);
-		if (n > 0) {
+	if (t->gone || (t->sock && t->len == 0)) {
+		n = read(t->from, t->buf, RELAY_BUF);
+		if (n > 0 && !t->gone) {
 			t->len = (size_t)n;
 			t->off = 0;
-		} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			close(t->from);
 			t->from = -1;
 		}
-		return;
+		return n > 0 ? (size_t)n : 0;
 	}
-	n = write(t->to, t->buf + t->off, t->len - t->off);
-	if (n > 0 && (t->off += (size_t)n) == t->len)
-		t->len = 0;
-	if (n < 0 && errno != EAGAIN && errno != EINTR)
-		t->len = 0;	/* the caller stopped reading: what is left of this is lost */
+	if (t->sock) {
+		n = send(t->to, t->buf + t->off, t->len - t->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0 && (t->off += (size_t)n) == t->len)
+			t->len = 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			t->len = 0, t->gone = 1;	/* the caller stopped reading */
+		return 0;
+	}
+	n = splice(t->from, NULL, t->to, NULL, RELAY_BUF, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	t->blocked = n < 0 && errno == EAGAIN;
+	if (n == 0) {
+		close(t->from);
+		t->from = -1;
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		t->gone = 1;	/* the caller stopped reading: what is left is dropped */
+	}
+	return n > 0 ? (size_t)n : 0;
 }
 
 /* What poll watches for a stream: the caller's side with output pending, else the pipe. */
 static void stream_poll(const struct stream *t, struct pollfd *p)
 {
-	p->fd = t->len ? t->to : t->from;
-	p->events = t->len ? POLLOUT : POLLIN;
+	int out = !t->gone && (t->len || t->blocked);
+
+	p->fd = out ? t->to : t->from;
+	p->events = out ? POLLOUT : POLLIN;
 	p->revents = 0;
 }
 
@@ -369,18 +407,14 @@ static void streams_finish(int conn, struct stream *st, int nst)
 
 		if (t->from >= 0 && ioctl(t->from, FIONREAD, &pending) < 0)
 			pending = 0;
-		while (t->len > 0 || (pending > 0 && t->from >= 0)) {
+		while ((t->len > 0 && !t->gone) || (pending > 0 && t->from >= 0)) {
 			struct pollfd p[2] = {{.fd = conn, .events = POLLIN}};
-			size_t before = t->len;
 
 			stream_poll(t, &p[1]);
 			if (poll(p, 2, REQUEST_TIMEOUT_MS) <= 0 || p[0].revents)
 				break;
-			if (!p[1].revents)
-				continue;
-			stream_step(t);
-			if (before == 0)
-				pending -= (int)t->len;
+			if (p[1].revents)
+				pending -= (int)stream_step(t);
 		}
 		close(t->to);
 		t->to = -1;
@@ -477,7 +511,7 @@ static void drain_background(const struct service *sv, struct stream *st, int ns
 
 			if (!p[i].revents)
 				continue;
-			n = read(st[i].from, st[i].buf, sizeof st[i].buf);
+			n = read(st[i].from, st[i].buf, RELAY_BUF);
 			if (n > 0) {
 				log_write(&log, st[i].buf, (size_t)n);
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -566,6 +600,8 @@ static int shepherd(const struct service *sv, int conn, int sfd, const struct lo
 	for (i = 0; i < nst; i++)
 		if (st[i].from >= 0)
 			close(st[i].from);
+	for (i = 0; i < 2; i++)
+		free(st[i].buf);
 	free(st);
 	return 0;
 }
