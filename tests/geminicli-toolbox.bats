@@ -269,6 +269,10 @@ run_cases_sandboxed() {
 	[ "$output" = "$(printf '<untrusted_context>\nOutput: %s\nProcess Group PGID: %s\n</untrusted_context>' "$(pgid)" "$(pgid)")" ]
 	run call '{"command":"sleep 300 & echo bg"}'
 	assert_contains $'Output: bg\nBackground PIDs: '
+	# a job's output after the call has returned goes to the sandbox's background log
+	run call '{"command":"(sleep 0.3; echo late-output) & echo bg"}'
+	assert_contains $'Output: bg\nBackground PIDs: '
+	wait_until sbx-exec -raw tb -- grep -qx late-output /tmp/sbx-background.log
 	run call '{"command":"kill -9 $$"}'
 	assert_status 1
 	assert_contains $'Output: (empty)\nSignal: 9\nProcess Group PGID: '

@@ -178,6 +178,33 @@ user_cleanup() {
 	unmounted "$home"
 }
 
+@test "the sandbox's own cgroup is at /sys/fs/cgroup, read-only: python finds -memory and -cpus there; nothing else of /sys" {
+	run sbx-create -memory 300M -cpus 1 demo
+	assert_status 0
+	mem=/sys/fs/cgroup/memory.max
+	[ "$(jq -r .limits.cgroup <<<"$output")" = v2 ] || mem=/sys/fs/cgroup/memory/memory.limit_in_bytes
+	# v2: memory.max and cpu.max; v1: one directory per hierarchy
+	run sbx-exec -raw demo -- /usr/bin/python3 -c '
+import os
+c = "/sys/fs/cgroup/"
+v2 = os.path.exists(c + "memory.max")
+print(open(c + ("memory.max" if v2 else "memory/memory.limit_in_bytes")).read().strip())
+print(open(c + "cpu.max").read().split()[0] if v2 else open(c + "cpu/cpu.cfs_quota_us").read().strip())
+print(sorted(os.listdir("/sys")), sorted(os.listdir("/sys/fs")))'
+	assert_status 0
+	[ "$output" = "$(printf '%s\n' 314572800 100000 "['fs'] ['cgroup']")" ]
+	run sbx-exec -raw demo -- sh -c "echo 1073741824 >$mem"
+	[ "$status" -ne 0 ]
+	assert_contains "Read-only file system"
+	run sbx-exec -raw demo -- grep -c ' /sys/fs/cgroup' /proc/self/mountinfo
+	[ "$output" -ge 1 ]
+	run sbx-exec -raw demo -- awk '$5 ~ "^/sys/fs/cgroup" && $6 !~ /^ro/' /proc/self/mountinfo
+	[ -z "$output" ]
+	sbx-create -limits none free >/dev/null
+	run sbx-exec -raw free -- ls /sys
+	[ "$status" -ne 0 ]
+}
+
 @test "on a machine with less than 4G of RAM the default memory limit is half of it" {
 	run with_small_ram sbx-create demo
 	assert_status 0

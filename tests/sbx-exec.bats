@@ -175,6 +175,38 @@ teardown() { teardown_sbx_env; }
 	assert_contains "sleep 500"
 }
 
+@test "a server started with & keeps answering after its exec returns; its output goes to a capped log" {
+	# python's http.server writes an access-log line to stderr per request: a pipe nobody
+	# reads any more would fail (EPIPE) or fill, and the request with it
+	run sbx-exec demo -- sh -c 'python3 -m http.server -b 127.0.0.1 8000 &' # (port: inside the sandbox's own network namespace)
+	assert_status 0
+	run sbx-exec -raw demo -- python3 -c '
+import time, urllib.request
+for i in range(600):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:8000/", timeout=5).read(); break  # (port: inside the sandbox)
+    except OSError:
+        time.sleep(0.05)
+ok = sum(urllib.request.urlopen("http://127.0.0.1:8000/", timeout=5).status == 200 for _ in range(100))  # (port: inside the sandbox)
+print(ok)' # (port: inside the sandbox's own network namespace)
+	assert_status 0
+	[ "$output" = 100 ]
+	run sbx-exec -raw demo -- cat /tmp/sbx-background.log
+	[ "$(grep -c '"GET / HTTP/1.1" 200' <<<"$output")" -ge 100 ]
+	# a background writer far past the cap: the log stays under it, the writer finishes
+	run sbx-exec demo -- sh -c '(head -c 3000000 /dev/zero | tr "\0" x; echo; echo last-line) >&2 &'
+	assert_status 0
+	wait_until sbx-exec -raw demo -- grep -q last-line /tmp/sbx-background.log
+	size=$(sbx-exec -raw demo -- stat -c %s /tmp/sbx-background.log)
+	[ "$size" -le $((1024 * 1024 + 65536)) ]
+}
+
+@test "output written before the command exits still reaches the caller, in order with 2>&1" {
+	run sbx-exec -raw demo -- sh -c 'for i in 1 2 3; do echo out$i; echo err$i >&2; done; head -c 200000 /dev/zero | wc -c'
+	assert_status 0
+	[ "$output" = "$(printf 'out1\nerr1\nout2\nerr2\nout3\nerr3\n200000')" ]
+}
+
 @test "a missing sandbox is status 101; a bad name 100" {
 	run sbx-exec nosuch -- true
 	assert_status 101

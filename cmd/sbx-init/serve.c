@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/signalfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +30,25 @@
 #define REQUEST_TIMEOUT_MS 10000
 /* Passes before kill_tree gives up; each pass kills everything it saw. */
 #define MAX_KILL_ROUNDS 2000
+
+/* Output that outlives its command. A process a command leaves running (`server &`) keeps the
+ * command's stdout and stderr. When those are pipes to the caller (sbx-exec's relay, an
+ * agent), the caller stops reading once the command's result is in: the process then blocks
+ * on a full pipe or dies of EPIPE on its next write (python -m http.server answers nothing
+ * once its access log fails). A terminal keeps printing what a background job writes; the
+ * nearest thing here is a log. So a command whose stdout or stderr is a pipe or socket gets a
+ * pipe of the shepherd's instead, copied to the caller's while the command runs; once the
+ * command has exited, what it had written is delivered, the caller's descriptors are closed
+ * and the result is sent, and whatever still holds the shepherd's pipe (a background process)
+ * is read to the end into BG_LOG inside the sandbox, by the shepherd confined as a command is,
+ * so the log is nothing a command could not write itself. The log is capped: a write that
+ * would take it past BG_LOG_CAP empties it first. It lies in the sandbox's /tmp, a tmpfs
+ * sized and charged to the sandbox. A terminal or a file as stdout is passed through as
+ * before: writing to it later never breaks. */
+#define BG_LOG "/tmp/sbx-background.log"
+#define BG_LOG_CAP (1024 * 1024)
+#define RELAY_BUF (256 * 1024)	/* one read or splice of the command's output */
+#define RELAY_PIPE_SZ (1024 * 1024)	/* the command's pipe, when the host allows it */
 
 /* What every shepherd inherits from the service. */
 struct service {
@@ -66,6 +87,17 @@ static void send_result(int conn, int wstatus, int exec_errno, int killed)
 	ssize_t n = send(conn, &r, sizeof r, MSG_NOSIGNAL);
 	(void)n;
 }
+
+/* One of the command's output streams taken through a pipe of the shepherd's (see BG_LOG). */
+struct stream {
+	int from;		/* the read end of the shepherd's pipe; -1 at its end */
+	int to;			/* the caller's descriptor; -1 once closed */
+	int sock;		/* to is a socket: read and sent, else spliced pipe to pipe */
+	int blocked;		/* a splice found the caller's pipe full: wait for POLLOUT */
+	int gone;		/* the caller stopped reading: what comes is dropped */
+	char *buf;		/* RELAY_BUF bytes */
+	size_t len, off;	/* read but not yet sent (a socket only) */
+};
 
 /* SIGKILLs every process but this one that carries the mark; returns how many it found.
  * Each is killed through a pidfd opened and checked first, so a pid reused meanwhile is
@@ -256,37 +288,241 @@ static int read_request(int conn, struct request *rq)
 	return parse_payload(rq->payload, rq->h.len, &rq->workdir, &rq->argv, &rq->env);
 }
 
-/* Waits for the command's end or for the caller to give up (LP_KILL, a hang-up or garbage:
- * then nothing the command started may outlive it). Sends the result. */
-static void watch(const struct service *sv, int conn, int sfd, pid_t child,
-		  const struct local_mark *mark, int exec_errno)
+/* A pipe or a socket: what a reader can stop reading (see BG_LOG). */
+static int is_pipe(int fd)
 {
-	int wstatus = 0, done = 0;
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+static int is_socket(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static int same_file(int a, int b)
+{
+	struct stat x, y;
+
+	return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Gives the command a pipe of the shepherd's for each of its stdout and stderr that is a pipe
+ * or socket (one for both when they are the same, so their order is kept). Returns -1 with
+ * errno when a pipe cannot be made. */
+static int interpose(int fds[3], struct stream st[2], int *nst)
+{
+	for (int s = 1; s <= 2; s++) {
+		int p[2];
+
+		if (!is_pipe(fds[s]))
+			continue;
+		if (s == 2 && *nst == 1 && st[0].to >= 0 && same_file(st[0].to, fds[2])) {
+			close(fds[2]);
+			fds[2] = fds[1];
+			continue;
+		}
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -1;
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		if (fcntl(p[1], F_SETPIPE_SZ, RELAY_PIPE_SZ) < 0) {
+			/* above the host's pipe-max-size: the default size only costs more steps */
+		}
+		st[*nst].buf = malloc(RELAY_BUF);
+		if (st[*nst].buf == NULL) {
+			close(p[0]);
+			close(p[1]);
+			return -1;
+		}
+		st[*nst].from = p[0];
+		st[*nst].to = fds[s];
+		st[*nst].sock = is_socket(fds[s]);
+		st[*nst].blocked = st[*nst].gone = 0;
+		st[*nst].len = st[*nst].off = 0;
+		(*nst)++;
+		fds[s] = p[1];
+	}
+	return 0;
+}
+
+/* One step of a stream whose descriptor poll found ready; returns how many bytes it took
+ * from the command's pipe. Nothing here blocks, and the caller's descriptor keeps its flags
+ * (it is the caller's open file): a pipe is fed by splice with SPLICE_F_NONBLOCK, which
+ * moves what fits without copying; a socket by send with MSG_DONTWAIT from a buffer. */
+static size_t stream_step(struct stream *t)
+{
+	ssize_t n;
+
+	if (t->gone || (t->sock && t->len == 0)) {
+		n = read(t->from, t->buf, RELAY_BUF);
+		if (n > 0 && !t->gone) {
+			t->len = (size_t)n;
+			t->off = 0;
+		} else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			close(t->from);
+			t->from = -1;
+		}
+		return n > 0 ? (size_t)n : 0;
+	}
+	if (t->sock) {
+		n = send(t->to, t->buf + t->off, t->len - t->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0 && (t->off += (size_t)n) == t->len)
+			t->len = 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			t->len = 0, t->gone = 1;	/* the caller stopped reading */
+		return 0;
+	}
+	n = splice(t->from, NULL, t->to, NULL, RELAY_BUF, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	t->blocked = n < 0 && errno == EAGAIN;
+	if (n == 0) {
+		close(t->from);
+		t->from = -1;
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		t->gone = 1;	/* the caller stopped reading: what is left is dropped */
+	}
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* What poll watches for a stream: the caller's side with output pending, else the pipe. */
+static void stream_poll(const struct stream *t, struct pollfd *p)
+{
+	int out = !t->gone && (t->len || t->blocked);
+
+	p->fd = out ? t->to : t->from;
+	p->events = out ? POLLOUT : POLLIN;
+	p->revents = 0;
+}
+
+/* After the command: delivers what it had written to the caller (what is in the pipes now,
+ * not what a background process writes from here on), unless the caller gives up (conn
+ * readable). Then closes the caller's descriptors, whose end the caller waits for. */
+static void streams_finish(int conn, struct stream *st, int nst)
+{
+	for (int i = 0; i < nst; i++) {
+		struct stream *t = &st[i];
+		int pending = 0;
+
+		if (t->from >= 0 && ioctl(t->from, FIONREAD, &pending) < 0)
+			pending = 0;
+		while ((t->len > 0 && !t->gone) || (pending > 0 && t->from >= 0)) {
+			struct pollfd p[2] = {{.fd = conn, .events = POLLIN}};
+
+			stream_poll(t, &p[1]);
+			if (poll(p, 2, REQUEST_TIMEOUT_MS) <= 0 || p[0].revents)
+				break;
+			if (p[1].revents)
+				pending -= (int)stream_step(t);
+		}
+		close(t->to);
+		t->to = -1;
+	}
+}
+
+/* Waits for the command's end or for the caller to give up (LP_KILL, a hang-up or garbage:
+ * then nothing the command started may outlive it), copying its streams meanwhile. Sends the
+ * result. */
+static void watch(const struct service *sv, int conn, int sfd, pid_t child,
+		  const struct local_mark *mark, int exec_errno, struct stream *st, int nst)
+{
+	int wstatus = 0, done = 0, killed = 0;
 
 	while (!done) {
-		struct pollfd p[2] = {{.fd = conn, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		struct pollfd p[4] = {{.fd = conn, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		struct signalfd_siginfo si;
 		char b;
-		int st;
+		int st_, i;
 
-		if (poll(p, 2, -1) < 0)
+		for (i = 0; i < nst; i++)
+			stream_poll(&st[i], &p[2 + i]);
+		if (poll(p, (nfds_t)(2 + nst), -1) < 0)
 			continue;
 		if (p[0].revents) {
 			if (read(conn, &b, 1) < 0) {
 				/* a hang-up: the same */
 			}
 			kill_tree(sv, mark, child, &done, &wstatus);
-			send_result(conn, wstatus, exec_errno, 1);
-			return;
+			killed = 1;
+			break;
 		}
+		for (i = 0; i < nst; i++)
+			if (p[2 + i].revents)
+				stream_step(&st[i]);
+		if (!p[1].revents)
+			continue;
 		while (read(sfd, &si, sizeof si) == sizeof si)
 			;
-		if (waitpid(child, &st, WNOHANG) == child) {
+		if (waitpid(child, &st_, WNOHANG) == child) {
 			done = 1;
-			wstatus = st;
+			wstatus = st_;
 		}
 	}
-	send_result(conn, wstatus, exec_errno, 0);
+	streams_finish(conn, st, nst);
+	send_result(conn, wstatus, exec_errno, killed);
+}
+
+/* Appends to BG_LOG, opened at the first write without following a link, a regular file
+ * with one name only; emptied first when the write would take it past BG_LOG_CAP. *log is
+ * -1 before the first open, -2 once refused (the output is then dropped). */
+static void log_write(int *log, const char *p, size_t n)
+{
+	struct stat st;
+
+	if (*log == -1) {
+		*log = open(BG_LOG, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			    0644);
+		if (*log >= 0 && (fstat(*log, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+			close(*log);
+			*log = -2;
+		}
+	}
+	if (*log < 0)
+		return;
+	if (fstat(*log, &st) == 0 && st.st_size + (off_t)n > BG_LOG_CAP && ftruncate(*log, 0) < 0)
+		return;
+	if (write(*log, p, n) < 0) {
+		/* the sandbox's /tmp is full: this piece is dropped, the writer is not stopped */
+	}
+}
+
+/* The shepherd after the result: reads what background processes still write to its pipes
+ * into BG_LOG until the last of them closes them, confined as a command is. */
+static void drain_background(const struct service *sv, struct stream *st, int nst)
+{
+	int log = -1, live = 0, i;
+
+	for (i = 0; i < nst; i++)
+		live += st[i].from >= 0;
+	if (live == 0)
+		return;
+	if (local_bwrap_confine(&sv->filter) < 0)
+		log = -2;
+	while (live > 0) {
+		struct pollfd p[2];
+
+		for (i = 0; i < nst; i++)
+			p[i] = (struct pollfd){.fd = st[i].from, .events = POLLIN};
+		if (poll(p, (nfds_t)nst, -1) < 0)
+			continue;
+		for (i = 0; i < nst; i++) {
+			ssize_t n;
+
+			if (!p[i].revents)
+				continue;
+			n = read(st[i].from, st[i].buf, RELAY_BUF);
+			if (n > 0) {
+				log_write(&log, st[i].buf, (size_t)n);
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				close(st[i].from);
+				st[i].from = -1;
+				live--;
+			}
+		}
+	}
+	if (log >= 0)
+		close(log);
 }
 
 static int spawn_main(void *arg)
@@ -333,7 +569,8 @@ static int shepherd_prepare(const struct service *sv, struct local_mark *mark)
 static int shepherd(const struct service *sv, int conn, int sfd, const struct local_mark *mark)
 {
 	struct request rq = {.fds = {-1, -1, -1}};
-	int exec_errno = 0;
+	struct stream *st = NULL;
+	int exec_errno = 0, nst = 0, i;
 	pid_t child;
 
 	if (read_request(conn, &rq) < 0)
@@ -344,6 +581,10 @@ static int shepherd(const struct service *sv, int conn, int sfd, const struct lo
 	}
 	if (sfd < 0)
 		return 1;
+	if ((st = calloc(2, sizeof *st)) == NULL || interpose(rq.fds, st, &nst) < 0) {
+		send_result(conn, 0, errno, 0);
+		return 1;
+	}
 	child = spawn(sv, &rq, &exec_errno);
 	if (child < 0) {
 		send_result(conn, 0, errno, 0);	/* EAGAIN: at the sandbox's process limit */
@@ -351,8 +592,17 @@ static int shepherd(const struct service *sv, int conn, int sfd, const struct lo
 	}
 	close(rq.fds[0]);
 	close(rq.fds[1]);
-	close(rq.fds[2]);
-	watch(sv, conn, sfd, child, mark, exec_errno);
+	if (rq.fds[2] != rq.fds[1])
+		close(rq.fds[2]);
+	watch(sv, conn, sfd, child, mark, exec_errno, st, nst);
+	close(conn);
+	drain_background(sv, st, nst);
+	for (i = 0; i < nst; i++)
+		if (st[i].from >= 0)
+			close(st[i].from);
+	for (i = 0; i < 2; i++)
+		free(st[i].buf);
+	free(st);
 	return 0;
 }
 

@@ -318,6 +318,35 @@ static void plan_env(struct strvec *a, const struct sbx_spec *spec, const struct
 		image_env(a, img);
 }
 
+/* The sandbox's own cgroup, read-only: on v2 its directory at /sys/fs/cgroup, on v1 each
+ * hierarchy's directory at /sys/fs/cgroup/<hierarchy> (the cgroup namespace makes it "/" in
+ * /proc/self/cgroup), so a runtime sizing itself from memory.max or memory.limit_in_bytes
+ * finds -memory. Only those directories: nothing else of /sys enters. On the host's root
+ * only, a tmpfs where bubblewrap can make the mount points (an image's root is read-only).
+ * Nothing without limits. */
+static void plan_cgroup(struct strvec *a, const char *dir)
+{
+	static const char top[] = "/sys/fs/cgroup/";
+	struct cgroup_set s;
+
+	if (reslimit_load(dir, &s) < 0)
+		return;
+	for (int i = 0; i < s.n; i++) {
+		const char *h = s.dir[i] + sizeof top - 1;
+		size_t len = strcspn(h, "/");
+
+		if (s.version == 2) {
+			push3(a, "--ro-bind", s.dir[i], "/sys/fs/cgroup");
+			continue;
+		}
+		if (strncmp(s.dir[i], top, sizeof top - 1) != 0 || len == 0 || h[len] != '/')
+			continue;
+		strvec_push(a, "--ro-bind");
+		strvec_push(a, s.dir[i]);
+		strvec_pushf(a, "%s%.*s", top, (int)len, h);
+	}
+}
+
 /* bubblewrap's arguments. img (NULL: none) is an OCI image whose rootfs is bound from
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
@@ -335,6 +364,7 @@ static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan
 		push3(a, "--ro-bind", spec->image, "/");
 	} else {
 		plan_host_root(a);
+		plan_cgroup(a, dir);
 	}
 	plan_mounts(a, spec, src);
 	/* Commands start in the home, where what they write persists (upstream starts in /),

@@ -115,6 +115,11 @@ fail:
 	return -1;
 }
 
+int reslimit_load(const char *dir, struct cgroup_set *s)
+{
+	return load_set(dir, s);
+}
+
 int reslimit_join(const char *dir)
 {
 	struct cgroup_set s;

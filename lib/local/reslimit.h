@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "cgroup.h"
 #include "err.h"
 #include "homedisk.h"
 
@@ -49,6 +50,9 @@ int reslimit_setup(const struct reslimit_ctx *c, const struct sbx_limits *want,
 		   struct sbx_limits *in_force, struct sbx_err *e);
 /* Moves the calling process into DIR's cgroups (nothing to do without). 0, or -1 + errno. */
 int reslimit_join(const char *dir);
+/* The sandbox's cgroup set as reslimit_setup saved it in dir. 0, or -1 with errno (ENOENT: no
+ * limits). */
+int reslimit_load(const char *dir, struct cgroup_set *s);
 /* Kills what is left in DIR's cgroups, removes them, unmounts and removes the home's image.
  * Harmless when there is nothing. 0, or -1 when something stays. */
 int reslimit_release(const char *dir);
