@@ -123,8 +123,8 @@ static void import_sessions(struct acp_server *srv, const char *list, const stru
 		if (!known)
 			cli_die(EXIT_USAGE, "-import-session %s: no principal \"%s\" in the token file",
 				w, who);
-		if (name_check(w, &e) < 0)
-			cli_die(EXIT_USAGE, "-import-session: invalid session name \"%s\": %s", w, e.msg);
+		if (name_given_check(NAME_SESSION, w, &e) < 0)
+			cli_die(EXIT_USAGE, "-import-session: %s", e.msg);
 		if (srv == NULL)
 			continue;
 		if (acp_server_import(srv, w, who, &e) < 0)
