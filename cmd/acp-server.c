@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "acp.h"
+#include "acpflags.h"
 #include "agent.h"
 #include "cancel.h"
 #include "flag.h"
@@ -123,8 +124,8 @@ static void import_sessions(struct acp_server *srv, const char *list, const stru
 		if (!known)
 			cli_die(EXIT_USAGE, "-import-session %s: no principal \"%s\" in the token file",
 				w, who);
-		if (name_check(w, &e) < 0)
-			cli_die(EXIT_USAGE, "-import-session: invalid session name \"%s\": %s", w, e.msg);
+		if (name_given_check(NAME_SESSION, w, &e) < 0)
+			cli_die(EXIT_USAGE, "-import-session: %s", e.msg);
 		if (srv == NULL)
 			continue;
 		if (acp_server_import(srv, w, who, &e) < 0)
@@ -153,154 +154,172 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 	return path;
 }
 
-/* Long: a main's checks in the order acp-server(1) documents them (flags, TLS, auth, listener,
- * token file), each a line or two; the server itself is lib/acp/acp.c. */
-int main(int argc, char **argv)
+/* The command line, checked in the order acp-server(1) documents the flags. */
+struct opts {
+	const char *listen_addr, *backend, *image, *tsname, *model, *imports, *models;
+	int64_t timeout, auth_timeout;
+	struct acp_flags f;		/* checked by acp_flags_check */
+	struct cli_sandbox sb;
+};
+
+/* Parses and checks every flag: nothing is opened yet. */
+static void parse(struct opts *o, int argc, char **argv)
 {
-	const char *listen_addr = "127.0.0.1:8090", *backend, *image;
-	const char *tsname = getenv("TOOLSET"), *token_file = NULL, *cert = NULL, *key = NULL;
-	const char *model = llm_pick_model(NULL, NULL), *why = NULL, *imports = NULL;
-	const char *models = NULL, *images = "auto";
-	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, window = 0;
-	int64_t timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, auth_timeout = ACP_AUTH_TIMEOUT_NS;
-	long long per_source = ACP_CONNS_PER_SOURCE, fails = ACP_AUTH_FAILS_PER_MIN;
-	long long fail_rate = ACP_AUTH_FAILS_PER_S, max_sessions = ACP_SESSIONS_PER_PRINCIPAL;
-	bool stdio = false, no_auth = false, loose = false;
-	struct acp_config cfg = {0};
-	struct acp_auth auth = {0};
+	const char *why = NULL;
 	struct sbx_err e;
-	struct acp_server *srv;
-	SSL_CTX *tls = NULL;
-	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX];
-	int i, lfd = -1;
-	/* -homedir not given: NULL, which the sessions read as backend_env_homedir() */
-	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
-					 CLI_SBX_SPEC};
-	char **create_args;
-	struct strvec model_list = {0};
 	struct flag flags[] = {
-		{"listen", FLAG_STRING, &listen_addr, NULL},
-		{"stdio", FLAG_BOOL, &stdio, NULL},
-		{"toolset", FLAG_STRING, &tsname, NULL},
-		{"tool-timeout", FLAG_DURATION, &timeout, NULL},
-		{"auth-token-file", FLAG_STRING, &token_file, NULL},
-		{"no-auth", FLAG_BOOL, &no_auth, NULL},
-		{"auth-timeout", FLAG_DURATION, &auth_timeout, NULL},
-		{"max-conns-per-source", FLAG_INT, &per_source, NULL},
-		{"max-auth-failures", FLAG_INT, &fails, NULL},
-		{"auth-failure-rate", FLAG_INT, &fail_rate, NULL},
-		{"max-sessions", FLAG_INT, &max_sessions, NULL},
-		{"import-session", FLAG_STRING, &imports, NULL},
-		{"tls-cert", FLAG_STRING, &cert, NULL},
-		{"tls-key", FLAG_STRING, &key, NULL},
-		{"max-tool-rounds", FLAG_INT, &rounds, NULL},
-		{"models", FLAG_STRING, &models, NULL},
-		{"images", FLAG_STRING, &images, NULL},
-		{"context-window", FLAG_INT, &window, NULL},
+		{"listen", FLAG_STRING, &o->listen_addr, NULL},
+		{"stdio", FLAG_BOOL, &o->f.stdio, NULL},
+		{"toolset", FLAG_STRING, &o->tsname, NULL},
+		{"tool-timeout", FLAG_DURATION, &o->timeout, NULL},
+		{"auth-token-file", FLAG_STRING, &o->f.token_file, NULL},
+		{"no-auth", FLAG_BOOL, &o->f.no_auth, NULL},
+		{"auth-timeout", FLAG_DURATION, &o->auth_timeout, NULL},
+		{"max-conns-per-source", FLAG_INT, &o->f.conns_per_source, NULL},
+		{"max-auth-failures", FLAG_INT, &o->f.auth_fails, NULL},
+		{"auth-failure-rate", FLAG_INT, &o->f.auth_fail_rate, NULL},
+		{"max-sessions", FLAG_INT, &o->f.max_sessions, NULL},
+		{"import-session", FLAG_STRING, &o->imports, NULL},
+		{"tls-cert", FLAG_STRING, &o->f.cert, NULL},
+		{"tls-key", FLAG_STRING, &o->f.key, NULL},
+		{"max-tool-rounds", FLAG_INT, &o->f.max_tool_rounds, NULL},
+		{"models", FLAG_STRING, &o->models, NULL},
+		{"images", FLAG_STRING, &o->f.images, NULL},
+		{"context-window", FLAG_INT, &o->f.context_window, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
-	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
-					  .max = 0,
-					  .too_many = "unexpected arguments"}, argc, argv);
-	if (toolset_find(tsname, &e) == NULL)
+	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &o->sb,
+					    .max = 0, .too_many = "unexpected arguments"},
+			argc, argv);
+	if (toolset_find(o->tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	backend = cli_sandbox_backend(&sb, &why);
-	image = cli_sandbox_image(&sb);
+	o->backend = cli_sandbox_backend(&o->sb, &why);
+	o->image = cli_sandbox_image(&o->sb);
 	/* What sbx-create would refuse at a session's first tool call is refused now. */
-	if (specflags_check_backend(&sb.sf, backend, &e) < 0)
+	if (specflags_check_backend(&o->sb.sf, o->backend, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
-	if ((cert == NULL) != (key == NULL))
-		cli_usage_error(usage, "-tls-cert and -tls-key go together");
-	if (stdio && cert)
-		cli_usage_error(usage, "-stdio and TLS exclude each other");
-	if (no_auth && token_file)
-		cli_usage_error(usage, "-no-auth and -auth-token-file exclude each other");
-	if (per_source < 0 || per_source > ACP_CONN_MAX || fails < 0 || fails > 1000000)
-		cli_usage_error(usage, "-max-conns-per-source is 0-1024, -max-auth-failures 0-1000000");
-	if (fail_rate < 0 || fail_rate > 1000000)
-		cli_usage_error(usage, "-auth-failure-rate is 0-1000000");
-	if (max_sessions < 1 || max_sessions > ACP_SESSIONS_MAX)
-		cli_usage_error(usage, "-max-sessions is 1-10000");
-	if (rounds < 1 || rounds > 100000)
-		cli_usage_error(usage, "-max-tool-rounds is 1-100000");
-	if (strcmp(images, "auto") != 0 && strcmp(images, "yes") != 0 && strcmp(images, "no") != 0)
-		cli_usage_error(usage, "-images is auto, yes or no");
-	if (window < 0)
-		cli_usage_error(usage, "-context-window must not be negative");
-	if (models) {
-		char *copy = xstrdup(models), *save = NULL, *w;
+	if (acp_flags_check(&o->f, &e) < 0)
+		cli_usage_error(usage, e.msg);
+	if (llm_key_check(o->model, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
+}
+
+/* The server's configuration from the checked flags; the vectors are the caller's to free. */
+static void configure(struct acp_config *cfg, const struct opts *o, struct acp_auth *auth,
+		      struct strvec *model_list, char *const *create_args, char *dir)
+{
+	if (o->models) {
+		char *copy = xstrdup(o->models), *save = NULL, *w;
 		for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
-			strvec_push(&model_list, w);
+			strvec_push(model_list, w);
 		free(copy);
 	}
-	if (llm_key_check(model, &e) < 0)
-		cli_die(EXIT_USAGE, "%s", e.msg);
-	if (token_file && acp_auth_load(&auth, token_file, &loose, &e) < 0)
+	*cfg = (struct acp_config){
+		.backend = o->backend,
+		.namespace = o->sb.ns,
+		.image = o->image,
+		.homedir = o->sb.homedir,
+		.toolset = o->tsname,
+		.model = o->model,
+		.tool_timeout_ns = o->timeout > 0 ? o->timeout : 0,
+		.max_tool_rounds = (int)o->f.max_tool_rounds,
+		.models = model_list->v,
+		.images = acp_flags_images(&o->f),
+		.context_window = o->f.context_window,
+		.create_args = create_args,
+		.auth = auth->n ? auth : NULL,
+		/* stdio: the user who spawned us; -no-auth: whoever reaches the port. */
+		.anon_principal = o->f.stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS,
+		.state_dir = dir,
+		.auth_timeout_ns = o->auth_timeout > 0 ? o->auth_timeout : 0,
+		.conns_per_source = (int)o->f.conns_per_source,
+		.auth_fails_per_min = (int)o->f.auth_fails,
+		.auth_fails_per_s = (int)o->f.auth_fail_rate,
+		.max_sessions = (int)o->f.max_sessions,
+		.log = log_line,
+	};
+}
+
+/* The TCP listener (its address in addr), refused without authentication off loopback, and
+ * the token generated when no token file is given (its path returned). -1: stdio. */
+static int open_listener(const struct opts *o, const char *dir, struct acp_auth *auth,
+			 char *addr, size_t size, char **gen_path)
+{
+	struct sbx_err e;
+	int lfd;
+
+	if (o->f.stdio) {
+		snprintf(addr, size, "stdio");
+		return -1;
+	}
+	if ((lfd = net_listen(o->listen_addr, &e)) < 0)
+		cli_die_err("", &e);
+	net_local_addr(lfd, addr, size);
+	/* Without authentication anyone who reaches the port runs commands: loopback only. */
+	if (o->f.no_auth && !net_is_loopback(lfd))
+		cli_die(EXIT_USAGE, "-no-auth is refused on %s: it is not a loopback address, "
+			"and anyone who reaches it could run commands", addr);
+	if (!o->f.no_auth && o->f.token_file == NULL)
+		*gen_path = generate_token(dir, addr, auth);
+	return lfd;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {
+		.listen_addr = "127.0.0.1:8090", .tsname = getenv("TOOLSET"),
+		.model = llm_pick_model(NULL, NULL), .timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
+		.auth_timeout = ACP_AUTH_TIMEOUT_NS,
+		.f = {.images = "auto", .max_tool_rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS,
+		      .conns_per_source = ACP_CONNS_PER_SOURCE, .auth_fails = ACP_AUTH_FAILS_PER_MIN,
+		      .auth_fail_rate = ACP_AUTH_FAILS_PER_S,
+		      .max_sessions = ACP_SESSIONS_PER_PRINCIPAL},
+		/* -homedir not given: NULL, which the sessions read as backend_env_homedir() */
+		.sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR | CLI_SBX_SPEC},
+	};
+	struct acp_config cfg;
+	struct acp_auth auth = {0};
+	struct strvec model_list = {0};
+	struct acp_server *srv;
+	struct sbx_err e;
+	SSL_CTX *tls = NULL;
+	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX], **create_args;
+	bool loose = false;
+	int rc, lfd;
+
+	parse(&o, argc, argv);
+	if (o.f.token_file && acp_auth_load(&auth, o.f.token_file, &loose, &e) < 0)
 		cli_die_err("", &e);
 	if (loose)
-		cli_warn("token file %s can be read by other users (chmod 600 it)", token_file);
-	if (cert && (tls = net_tls_server(cert, key, &e)) == NULL)
+		cli_warn("token file %s can be read by other users (chmod 600 it)", o.f.token_file);
+	if (o.f.cert && (tls = net_tls_server(o.f.cert, o.f.key, &e)) == NULL)
 		cli_die_err("", &e);
-	if (imports)	/* every flag is checked before a socket is opened */
-		import_sessions(NULL, imports, token_file ? &auth : NULL,
-				stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS,
-				!stdio && !no_auth && !token_file);
+	if (o.imports)	/* every flag is checked before a socket is opened */
+		import_sessions(NULL, o.imports, o.f.token_file ? &auth : NULL,
+				o.f.stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS,
+				!o.f.stdio && !o.f.no_auth && !o.f.token_file);
 
 	dir = state_dir();
-	if (stdio) {
-		snprintf(addr, sizeof addr, "stdio");
-	} else {
-		if ((lfd = net_listen(listen_addr, &e)) < 0)
-			cli_die_err("", &e);
-		net_local_addr(lfd, addr, sizeof addr);
-		/* Without authentication anyone who reaches the port runs commands: loopback only. */
-		if (no_auth && !net_is_loopback(lfd))
-			cli_die(EXIT_USAGE, "-no-auth is refused on %s: it is not a loopback address, "
-				"and anyone who reaches it could run commands", addr);
-		if (!no_auth && token_file == NULL)
-			gen_path = generate_token(dir, addr, &auth);
-	}
-
+	lfd = open_listener(&o, dir, &auth, addr, sizeof addr, &gen_path);
 	if ((stop_fd = cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", e.msg);
-
-	cfg.backend = backend;
-	cfg.namespace = sb.ns;
-	cfg.image = image;
-	cfg.homedir = sb.homedir;
-	cfg.toolset = tsname;
-	cfg.model = model;
-	cfg.tool_timeout_ns = timeout > 0 ? timeout : 0;
-	cfg.max_tool_rounds = (int)rounds;
-	cfg.models = model_list.v;
-	cfg.images = strcmp(images, "yes") == 0 ? 1 : strcmp(images, "no") == 0 ? 0 : -1;
-	cfg.context_window = window;
-	create_args = specflags_argv(&sb.sf);
-	cfg.create_args = create_args;
-	cfg.auth = auth.n ? &auth : NULL;
-	/* stdio: the user who spawned us; -no-auth: whoever reaches the port. */
-	cfg.anon_principal = stdio ? ACP_PRINCIPAL_OPERATOR : ACP_PRINCIPAL_ANONYMOUS;
-	cfg.state_dir = dir;
-	cfg.auth_timeout_ns = auth_timeout > 0 ? auth_timeout : 0;
-	cfg.conns_per_source = (int)per_source;
-	cfg.auth_fails_per_min = (int)fails;
-	cfg.auth_fails_per_s = (int)fail_rate;
-	cfg.max_sessions = (int)max_sessions;
-	cfg.log = log_line;
+	create_args = specflags_argv(&o.sb.sf);
+	configure(&cfg, &o, &auth, &model_list, create_args, dir);
 	if ((srv = acp_server_new(&cfg, &e)) == NULL)
 		cli_die_err("", &e);
-	if (imports)
-		import_sessions(srv, imports, cfg.auth, cfg.anon_principal, false);
+	if (o.imports)
+		import_sessions(srv, o.imports, cfg.auth, cfg.anon_principal, false);
 
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
-		" tls=%s auth=%s", addr, model ? model : "", tsname ? tsname : "basic",
-		image ? image : "", backend, tls ? "true" : "false", cfg.auth ? "true" : "false");
+		" tls=%s auth=%s", addr, o.model ? o.model : "", o.tsname ? o.tsname : "basic",
+		o.image ? o.image : "", o.backend, tls ? "true" : "false",
+		cfg.auth ? "true" : "false");
 	if (acp_server_run(srv, lfd, tls, stop_fd, DRAIN_NS, &e) < 0)
 		cli_warn("%s", e.msg);
 	if (lfd >= 0)
 		close(lfd);
-	i = acp_server_delete_sandboxes(srv) ? EXIT_FAIL : EXIT_OK;
+	rc = acp_server_delete_sandboxes(srv) ? EXIT_FAIL : EXIT_OK;
 	acp_server_free(srv);
 	if (gen_path)
 		unlink(gen_path);	/* the token dies with the server */
@@ -311,5 +330,5 @@ int main(int argc, char **argv)
 	free(dir);
 	specflags_argv_free(create_args);
 	strvec_clear(&model_list);
-	return cli_finish(i);
+	return cli_finish(rc);
 }

@@ -99,6 +99,15 @@ struct sbx_backend *cli_backend_open(const struct cli_sandbox *sb)
 	return b;
 }
 
+void cli_names_check(enum name_kind kind, char *const *names, int n)
+{
+	struct sbx_err e;
+
+	for (int i = 0; i < n; i++)
+		if (name_given_check(kind, names[i], &e) < 0)
+			cli_die(EXIT_USAGE, "%s", e.msg);
+}
+
 void cli_init(int argc, char **argv)
 {
 	const char *argv0 = argc > 0 ? argv[0] : NULL, *s = argv0 ? strrchr(argv0, '/') : NULL;

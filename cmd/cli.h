@@ -10,6 +10,7 @@
 #include "err.h"
 #include "exitcode.h"
 #include "flag.h"
+#include "name.h"
 #include "specflags.h"
 
 extern const char *cli_prog;
@@ -60,6 +61,10 @@ const char *cli_sandbox_backend(const struct cli_sandbox *sb, const char **why);
 /* Opens the backend -backend and -namespace name (else their variables, else local and
  * "default"); dies with the error. */
 struct sbx_backend *cli_backend_open(const struct cli_sandbox *sb);
+
+/* Checks each of the n names given (lib/util/name.h) before anything is done with any; the
+ * first bad one dies with EXIT_USAGE: 'invalid sandbox name "NAME": …'. */
+void cli_names_check(enum name_kind kind, char *const *names, int n);
 
 /* Records the program name from argv[0] (its basename), and answers -version / --version as
  * the first argument: "PROG (sbx) VERSION" on stdout, exit 0. */

@@ -41,8 +41,7 @@ int main(int argc, char **argv)
 	sb.ttl_ns = spec.ttl_ns;
 	i = cli_parse(&c, argc, argv);
 	spec.ttl_ns = sb.ttl_ns;
-	if (sandbox_name_check(argv[i], &e) < 0)	/* also what keeps it within spec.name */
-		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
+	cli_names_check(NAME_SANDBOX, argv + i, 1);	/* also what keeps it within spec.name */
 	strcpy(spec.name, argv[i]);
 	if ((image = cli_sandbox_image(&sb)) && strlen(image) >= sizeof spec.image)
 		cli_die(EXIT_USAGE, "invalid image: longer than %zu bytes", sizeof spec.image - 1);

@@ -19,9 +19,7 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int i = cli_parse(&c, argc, argv), rc = EXIT_OK;
 
-	for (int j = i; j < argc; j++)
-		if (sandbox_name_check(argv[j], &e) < 0)
-			cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[j], e.msg);
+	cli_names_check(NAME_SANDBOX, argv + i, argc - i);
 	b = cli_backend_open(&sb);
 	for (; i < argc; i++) {
 		if (sbx_remove(b, argv[i], &e) < 0) {

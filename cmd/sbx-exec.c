@@ -215,9 +215,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-timeout must not be negative");
 	if (max <= 0 || max > (1LL << 32))
 		cli_usage_error(usage, "-max-output must be between 1 and 4G");
+	cli_names_check(NAME_SANDBOX, argv + i, 1);
 	name = argv[i++];
-	if (sandbox_name_check(name, &e) < 0)
-		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", name, e.msg);
 	if (i < argc && strcmp(argv[i], "--") == 0)
 		i++;
 	if (i < argc) {

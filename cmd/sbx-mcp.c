@@ -205,8 +205,8 @@ int main(int argc, char **argv)
 		session = session_flag ? session : NULL;
 	if (session && *session == '\0')
 		session = NULL;
-	if (session && name_check(session, &e) < 0)
-		cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", session, e.msg);
+	if (session && name_given_check(NAME_SESSION, session, &e) < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (listen_addr && session_flag)
 		cli_usage_error(usage, "-session names the stdio session; over HTTP every MCP session "
 				"gets its own");

@@ -65,8 +65,7 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-homedir must be an absolute path");
 	if (o.fresh && (o.from || o.homedir || o.optional))
 		cli_usage_error(usage, "-fresh goes alone (no -from, -homedir or -optional)");
-	if (name_check(argv[i], &e) < 0)
-		cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[i], e.msg);
+	cli_names_check(NAME_SESSION, argv + i, 1);
 	o.max_bytes = (uint64_t)max;
 	if ((o.cancel_fd = cancel_install(&e)) < 0)
 		cli_die_err("", &e);

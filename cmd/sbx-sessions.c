@@ -43,9 +43,7 @@ static int delete_all(int n, char **names)
 	struct sbx_err e;
 	int i, rc = EXIT_OK;
 
-	for (i = 0; i < n; i++)
-		if (name_check(names[i], &e) < 0)
-			cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", names[i], e.msg);
+	cli_names_check(NAME_SESSION, names, n);
 	for (i = 0; i < n; i++) {
 		if (sessions_remove(names[i], &e) < 0) {
 			cli_msg("unable to delete session %s: %s", names[i], e.msg);

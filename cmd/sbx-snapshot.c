@@ -203,10 +203,7 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-backup-budget must be positive");
 	if (archive_codec_parse(compress, &o.codec) < 0)
 		cli_usage_error(usage, "-compress must be gzip or zstd");
-	for (int k = i; k < argc; k++) {
-		if (name_check(argv[k], &e) < 0)
-			cli_die(EXIT_USAGE, "invalid session name \"%s\": %s", argv[k], e.msg);
-	}
+	cli_names_check(NAME_SESSION, argv + i, argc - i);
 	if (prune)
 		return cli_finish(prune_main(all, argv + i, argc - i, (int)keep, (uint64_t)budget));
 	if (all)

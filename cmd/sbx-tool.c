@@ -149,8 +149,7 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 1)
 		cli_usage_error(usage, argc - i < 1 ? "missing SANDBOX" : "too many arguments");
-	if (sandbox_name_check(argv[i], &e) < 0)
-		cli_die(EXIT_USAGE, "invalid sandbox name \"%s\": %s", argv[i], e.msg);
+	cli_names_check(NAME_SANDBOX, argv + i, 1);
 	if (homedir == NULL)
 		homedir = backend_env_homedir();
 	else if (*homedir == '\0')

@@ -1,6 +1,6 @@
-/* specflags.c — the table of sandbox-shaping flags and what each does to a struct sbx_spec.
- * To add one: a SPECF_* id and a SPECFLAGS_USAGE line in specflags.h, a row here with the
- * function that checks the text and sets the spec field. */
+/* specflags.c — what each sandbox-shaping flag does to a struct sbx_spec.
+ * To add one: a row in SPECFLAGS_ROWS (specflags.h: name, variable, synopsis, help) and here
+ * its apply_ function, which checks the text and sets the spec field. */
 #include "specflags.h"
 
 #include <errno.h>
@@ -205,20 +205,9 @@ static int apply_paused_ttl(struct sbx_spec *spec, const char *text, struct sbx_
 	return 0;
 }
 
-static const struct specflag_def defs[SPECF_COUNT] = {
-	[SPECF_NETWORK] = {"network", true, "SANDBOX_NETWORK", apply_network},
-	[SPECF_ALLOW_HOSTS] = {"allow-host", false, "SANDBOX_ALLOW_HOSTS", apply_allow_hosts},
-	[SPECF_MEMORY] = {"memory", false, "SANDBOX_MEMORY", apply_memory},
-	[SPECF_PIDS] = {"pids", false, "SANDBOX_PIDS", apply_pids},
-	[SPECF_CPUS] = {"cpus", false, "SANDBOX_CPUS", apply_cpus},
-	[SPECF_DISK] = {"disk", false, "SANDBOX_DISK", apply_disk},
-	[SPECF_LIMITS] = {"limits", false, "SANDBOX_LIMITS", apply_limits},
-	[SPECF_RUN_AS_ROOT] = {"run-as-root", true, "SANDBOX_RUN_AS_ROOT", apply_run_as_root},
-	[SPECF_RUNTIME_CLASS] = {"runtime-class", false, "SANDBOX_RUNTIME_CLASS", apply_runtime_class},
-	[SPECF_STORAGE_CLASS] = {"storage-class", false, "SANDBOX_STORAGE_CLASS", apply_storage_class},
-	[SPECF_IDLE] = {"idle", false, "SANDBOX_IDLE", apply_idle},
-	[SPECF_PAUSED_TTL] = {"paused-ttl", false, "SANDBOX_PAUSED_TTL", apply_paused_ttl},
-};
+#define SPECF_DEF_(a, id, fn, name_, boolean_, env_, syn, at, help) \
+	[SPECF_##id] = {.name = name_, .boolean = boolean_, .env = env_, .apply = apply_##fn},
+static const struct specflag_def defs[SPECF_COUNT] = {SPECFLAGS_ROWS(SPECF_DEF_, ~)};
 
 /* The flags that set one limit: meaningless, so refused, beside -limits none. */
 static const enum specflag_id limit_ids[] = {SPECF_MEMORY, SPECF_PIDS, SPECF_CPUS, SPECF_DISK};

@@ -1,8 +1,8 @@
 /* specflags.h — the flags that shape a new sandbox (its struct sbx_spec beyond name, image,
  * homedir and ttl), defined once for every program that creates sandboxes. sbx-create turns
  * them into the spec; agent-loop, acp-server and sbx-mcp take the same flags and hand what was
- * given to sbx-create unchanged, so a new sandbox flag is one row in lib/backend/specflags.c and
- * reaches every program without touching them. Each flag may have an environment variable
+ * given to sbx-create unchanged, so a new sandbox flag is one row of SPECFLAGS_ROWS below
+ * (and its apply_ function) and reaches every program, its -h included, without touching them. Each flag may have an environment variable
  * (SANDBOX_*) that sbx-create reads when the flag is not given; children inherit it.
  * Ownership: values point into argv (or the environment); specflags_argv's vector is newly
  * allocated and freed with specflags_argv_free. */
@@ -16,60 +16,71 @@
 #include "err.h"
 #include "flag.h"
 
-/* One per row of the table in specflags.c, in the order help texts list them. */
-enum specflag_id {
-	SPECF_NETWORK,
-	SPECF_ALLOW_HOSTS,
-	SPECF_MEMORY,
-	SPECF_PIDS,
-	SPECF_CPUS,
-	SPECF_DISK,
-	SPECF_LIMITS,
-	SPECF_RUN_AS_ROOT,
-	SPECF_RUNTIME_CLASS,
-	SPECF_STORAGE_CLASS,
-	SPECF_IDLE,
-	SPECF_PAUSED_TTL,
-	SPECF_COUNT
-};
+/* The rows, one per flag, in the order help texts list them: everything a program knows of a
+ * flag comes from here (its SPECF_* id, the parse table in specflags.c, -h's lines and synopsis),
+ * so adding a row changes every program's -h. X(a, ID, apply, name, boolean, env, synopsis, at,
+ * help): apply_<apply> in specflags.c sets the spec; at is where the synopsis fragment goes in
+ * the wrapped synopsis (first, same line, next line); help is the row's lines of the usage
+ * text; a is the caller's argument, passed through to X. */
+#define SPECFLAGS_ROWS(X, a) \
+	X(a, NETWORK, network, "network", true, "SANDBOX_NETWORK", "[-network]", first, \
+	  "  -network              a network of its own with NAT to the outside; env\n" \
+	  "                        SANDBOX_NETWORK=true, default: none\n") \
+	X(a, ALLOW_HOSTS, allow_hosts, "allow-host", false, "SANDBOX_ALLOW_HOSTS", \
+	  "[-allow-host LIST]", same, \
+	  "  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
+	  "                        *.DOMAIN, +NAME (may reach internal addresses), IP or CIDR,\n" \
+	  "                        each with an optional :PORT, comma-separated; env\n" \
+	  "                        SANDBOX_ALLOW_HOSTS\n") \
+	X(a, MEMORY, memory, "memory", false, "SANDBOX_MEMORY", "[-memory SIZE]", same, \
+	  "  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
+	  "                        default 2G (local: half of the RAM if less)\n") \
+	X(a, PIDS, pids, "pids", false, "SANDBOX_PIDS", "[-pids N]", same, \
+	  "  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
+	  "                        default 1024\n") \
+	X(a, CPUS, cpus, "cpus", false, "SANDBOX_CPUS", "[-cpus N]", same, \
+	  "  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n") \
+	X(a, DISK, disk, "disk", false, "SANDBOX_DISK", "[-disk SIZE]", next, \
+	  "  -disk SIZE            most the home may hold (10G; 0: no cap); env SANDBOX_DISK,\n" \
+	  "                        default 10G (a user's: where fuse2fs can mount it)\n") \
+	X(a, LIMITS, limits, "limits", false, "SANDBOX_LIMITS", "[-limits on|none]", same, \
+	  "  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
+	  "                        env SANDBOX_LIMITS, default on\n") \
+	X(a, RUN_AS_ROOT, run_as_root, "run-as-root", true, "SANDBOX_RUN_AS_ROOT", \
+	  "[-run-as-root]", same, \
+	  "  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
+	  "                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n") \
+	X(a, RUNTIME_CLASS, runtime_class, "runtime-class", false, "SANDBOX_RUNTIME_CLASS", \
+	  "[-runtime-class NAME]", same, \
+	  "  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
+	  "                        (env SANDBOX_RUNTIME_CLASS)\n") \
+	X(a, STORAGE_CLASS, storage_class, "storage-class", false, "SANDBOX_STORAGE_CLASS", \
+	  "[-storage-class NAME]", next, \
+	  "  -storage-class NAME   kubernetes: StorageClass of the home's volume claim (a\n" \
+	  "                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n") \
+	X(a, IDLE, idle, "idle", false, "SANDBOX_IDLE", "[-idle pause|delete]", same, \
+	  "  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
+	  "                        home kept, resumed by the next call) or delete it; env\n" \
+	  "                        SANDBOX_IDLE, default delete\n") \
+	X(a, PAUSED_TTL, paused_ttl, "paused-ttl", false, "SANDBOX_PAUSED_TTL", "[-paused-ttl D]", \
+	  same, \
+	  "  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
+	  "                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n")
 
-/* Help lines for the flags, in the table's order, for a program's usage constant. */
-#define SPECFLAGS_USAGE \
-	"  -network              a network of its own with NAT to the outside; env\n" \
-	"                        SANDBOX_NETWORK=true, default: none\n" \
-	"  -allow-host LIST      reach only these hosts, through an HTTP/SOCKS5 proxy: NAME,\n" \
-	"                        *.DOMAIN, +NAME (may reach internal addresses), IP or CIDR,\n" \
-	"                        each with an optional :PORT, comma-separated; env\n" \
-	"                        SANDBOX_ALLOW_HOSTS\n" \
-	"  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
-	"                        default 2G (local: half of the RAM if less)\n" \
-	"  -pids N               most processes and threads at once; env SANDBOX_PIDS,\n" \
-	"                        default 1024\n" \
-	"  -cpus N               CPU time in CPUs (0.5, 2); env SANDBOX_CPUS, default unlimited\n" \
-	"  -disk SIZE            most the home may hold (10G; 0: no cap); env SANDBOX_DISK,\n" \
-	"                        default 10G (a user's: where fuse2fs can mount it)\n" \
-	"  -limits on|none       none: no resource limit at all (shown in the handle);\n" \
-	"                        env SANDBOX_LIMITS, default on\n" \
-	"  -run-as-root          kubernetes: run the pod as root, Pod Security baseline\n" \
-	"                        (default: uid 1000, restricted; env SANDBOX_RUN_AS_ROOT)\n" \
-	"  -runtime-class NAME   kubernetes: the pod's RuntimeClass, e.g. gvisor or kata\n" \
-	"                        (env SANDBOX_RUNTIME_CLASS)\n" \
-	"  -storage-class NAME   kubernetes: StorageClass of the home's volume claim (a\n" \
-	"                        sandbox that can be paused); env SANDBOX_STORAGE_CLASS\n" \
-	"  -idle pause|delete    at the shutdown time: pause the sandbox (processes and\n" \
-	"                        home kept, resumed by the next call) or delete it; env\n" \
-	"                        SANDBOX_IDLE, default delete\n" \
-	"  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
-	"                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n"
+#define SPECF_ID_(a, id, ...) SPECF_##id,
+enum specflag_id { SPECFLAGS_ROWS(SPECF_ID_, ~) SPECF_COUNT };
 
-/* The one-line synopsis fragment of the same flags. */
-#define SPECFLAGS_SYNOPSIS "[-network] [-allow-host LIST] [-memory SIZE] [-pids N] [-cpus N] " \
-	"[-disk SIZE] [-limits on|none] [-run-as-root] [-runtime-class NAME] " \
-	"[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
-/* The same in three lines for an 80-column usage text: the others start with INDENT. */
-#define SPECFLAGS_SYNOPSIS_WRAPPED(indent) "[-network] [-allow-host LIST] [-memory SIZE] " \
-	"[-pids N] [-cpus N]\n" indent "[-disk SIZE] [-limits on|none] [-run-as-root] " \
-	"[-runtime-class NAME]\n" indent "[-storage-class NAME] [-idle pause|delete] [-paused-ttl D]"
+#define SPECF_HELP_(a, id, apply, name, boolean, env, syn, at, help) help
+/* Help lines for the flags, in the rows' order, for a program's usage constant. */
+#define SPECFLAGS_USAGE SPECFLAGS_ROWS(SPECF_HELP_, ~)
+
+#define SPECF_AT_first(indent) ""
+#define SPECF_AT_same(indent) " "
+#define SPECF_AT_next(indent) "\n" indent
+#define SPECF_SYN_(indent, id, apply, name, boolean, env, syn, at, help) SPECF_AT_##at(indent) syn
+/* The flags' synopsis for an 80-column usage text, each line but the first starting with
+ * indent. */
+#define SPECFLAGS_SYNOPSIS_WRAPPED(indent) SPECFLAGS_ROWS(SPECF_SYN_, indent)
 
 struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */

@@ -32,6 +32,15 @@ int sandbox_name_check(const char *name, struct sbx_err *e)
 	return check(name, "sandbox", e);
 }
 
+int name_given_check(enum name_kind kind, const char *name, struct sbx_err *e)
+{
+	const char *what = kind == NAME_SANDBOX ? "sandbox" : "session";
+
+	if (check(name, what, e) < 0)
+		return err_prefix(e, "invalid %s name \"%s\"", what, name ? name : "");
+	return 0;
+}
+
 int namespace_check(const char *ns, struct sbx_err *e)
 {
 	size_t i, n = ns ? strlen(ns) : 0;

@@ -78,6 +78,10 @@ static void names(void)
 	   strcmp(e.msg, "session name must be no more than 40 characters long") == 0, "41 chars refused");
 	long41[40] = 0;
 	ok(name_check(long41, &e) == 0, "40 chars accepted");
+	ok(name_given_check(NAME_SANDBOX, "Bad", &e) < 0 && e.code == SBX_EINVAL &&
+	   strcmp(e.msg, "invalid sandbox name \"Bad\": sandbox name must be lowercase "
+		  "alphanumeric") == 0, "a given sandbox name refused, named in the message");
+	ok(name_given_check(NAME_SESSION, "demo", &e) == 0, "a given session name accepted");
 	ok(namespace_check("kube-system", &e) == 0, "namespace with dash");
 	ok(namespace_check("-x", &e) < 0, "namespace leading dash refused");
 }
