@@ -319,6 +319,23 @@ done" ]
 	assert_contains "failed to create Sandbox: the API server rejected the object (422 Unprocessable Entity)"
 }
 
+@test "fault: 429 and 503 with Retry-After are waited out and tried again; too many are reported" {
+	sbx-create k14 >/dev/null
+	ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PUT .*/sandboxes/k14"}'
+	run sbx-touch k14
+	assert_status 0
+	ctl faults '{"fail_requests": 2, "fail_status": 503, "fail_match": "^GET .*/sandboxes/k14"}'
+	run sbx-touch k14
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
+		jq -s -e 'map(select(.path | endswith("/sandboxes/k14")) | "\(.method) \(.status)") |
+			index(["PUT 429", "PUT 200"]) != null and index(["GET 503", "GET 503", "GET 200"]) != null'
+	ctl faults '{"fail_requests": 50, "fail_status": 429, "fail_match": "^PUT .*/sandboxes/k14"}'
+	run sbx-touch k14
+	assert_status 111
+	assert_contains "gave up after 5 tries in 4 s: the API server is throttling us (429 Too Many Requests)"
+}
+
 @test "fault: a dropped exec stream is an error and leaves nothing running" {
 	sbx-create k13 >/dev/null
 	ctl faults '{"exec_drop_after_bytes": 5}'
