@@ -87,7 +87,7 @@ EOF
 }
 
 @test "kubernetes: a 429 on the TTL update is waited out; the session keeps its Sandbox" {
-	kts_ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PUT .*/sandboxes/thr"}' >/dev/null
+	kts_ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/thr"}' >/dev/null
 	run eliza -backend kubernetes -session thr <<'EOF'
 run: echo one
 run: echo two

@@ -272,6 +272,25 @@ done" ]
 	assert_contains "sandbox nosuchsandbox not found in namespace default"
 }
 
+@test "touch is one JSON patch of spec.shutdownTime, tested to be a Sandbox without -idle pause; a Role without patch falls back to GET + PUT" {
+	sbx-create k52 >/dev/null
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	run sbx-touch -ttl 20m k52
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -s -e 'map(select(.path | contains("/sandboxes"))) | length == 1 and
+		(.[0] | .method == "PATCH" and .status == 200 and
+		 .headers["Content-Type"] == "application/json-patch+json" and
+		 (.body | fromjson | map(.op) == ["test", "test", "add"]) and
+		 (.body | fromjson | .[2].path == "/spec/shutdownTime"))' "$BATS_TEST_TMPDIR/req"
+	ctl faults '{"forbid": ["patch sandboxes"]}'
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	run sbx-touch k52
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
+		jq -s -e 'map(select(.path | contains("/sandboxes")) | "\(.method) \(.status)") == ["PATCH 403", "GET 200", "PUT 200"]'
+}
+
 @test "delete is idempotent; list shows what exists" {
 	sbx-create k8 >/dev/null
 	run sbx-list
@@ -299,11 +318,11 @@ done" ]
 
 @test "fault: server errors, RBAC refusals and 422 are explained" {
 	sbx-create k10 >/dev/null
-	ctl faults '{"fail_requests": 1, "fail_status": 500, "fail_match": "^GET .*/sandboxes/k10"}'
+	ctl faults '{"fail_requests": 1, "fail_status": 500, "fail_match": "^PATCH .*/sandboxes/k10"}'
 	run sbx-touch k10
 	assert_status 111
 	assert_contains "failed (500)"
-	ctl faults '{"forbid": ["update sandboxes"]}'
+	ctl faults '{"forbid": ["patch sandboxes", "update sandboxes"]}'
 	run sbx-touch k10
 	assert_status 111
 	assert_contains "may not update sandboxes.agents.x-k8s.io in namespace default"
@@ -320,20 +339,20 @@ done" ]
 }
 
 @test "fault: 429 and 503 with Retry-After are waited out and tried again; too many are reported" {
-	sbx-create k14 >/dev/null
-	ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PUT .*/sandboxes/k14"}'
-	run sbx-touch k14
+	sbx-create k40 >/dev/null
+	ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/k40"}'
+	run sbx-touch k40
 	assert_status 0
-	ctl faults '{"fail_requests": 2, "fail_status": 503, "fail_match": "^GET .*/sandboxes/k14"}'
-	run sbx-touch k14
+	ctl faults '{"fail_requests": 2, "fail_status": 503, "fail_match": "^GET .*/sandboxes/k40"}'
+	run sbx-create k40
 	assert_status 0
 	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
-		jq -s -e 'map(select(.path | endswith("/sandboxes/k14")) | "\(.method) \(.status)") |
-			index(["PUT 429", "PUT 200"]) != null and index(["GET 503", "GET 503", "GET 200"]) != null'
-	ctl faults '{"fail_requests": 50, "fail_status": 429, "fail_match": "^PUT .*/sandboxes/k14"}'
-	run sbx-touch k14
+		jq -s -e 'map(select(.path | endswith("/sandboxes/k40")) | "\(.method) \(.status)") |
+			index(["PATCH 429", "PATCH 200"]) != null and index(["GET 503", "GET 503", "GET 200"]) != null'
+	ctl faults '{"fail_requests": 50, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/k40"}'
+	run sbx-touch k40
 	assert_status 111
-	assert_contains "gave up after 5 tries in 4 s: the API server is throttling us (429 Too Many Requests)"
+	assert_contains "gave up after 5 tries in 4 s: the API server is throttling us (429 Too Many Requests) and refused to patch sandboxes"
 }
 
 @test "fault: a dropped exec stream is an error and leaves nothing running" {
@@ -402,9 +421,9 @@ done" ]
 
 @test "fault: slow readiness is waited for, by watch and by polling" {
 	ctl faults '{"ready_delay": 1.5}'
-	run sbx-create k15
+	run sbx-create k41
 	assert_status 0
-	assert_json '.name == "k15"'
+	assert_json '.name == "k41"'
 	ctl faults '{"fail_requests": 5, "fail_status": 500, "fail_match": "watch="}'
 	run sbx-create k16
 	assert_status 0

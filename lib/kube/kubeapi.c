@@ -313,8 +313,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 }
 
 /* Sets up the reused handle for one request. */
-static int prepare(struct kubeapi *api, const char *method, const char *path, const char *body,
-		   int64_t timeout_ms, struct curl_slist **hdrs, struct sink *s, char *errbuf,
+static int prepare(struct kubeapi *api, const char *method, const char *path, const char *ctype,
+		   const char *body, int64_t timeout_ms, struct curl_slist **hdrs, struct sink *s, char *errbuf,
 		   struct sbx_err *e)
 {
 	struct kubeconfig *kc = &api->kc;
@@ -369,7 +369,9 @@ static int prepare(struct kubeapi *api, const char *method, const char *path, co
 		free(token);
 	}
 	if (body) {
-		*hdrs = curlso.slist_append(*hdrs, "Content-Type: application/json");
+		char *h = xasprintf("Content-Type: %s", ctype);
+		*hdrs = curlso.slist_append(*hdrs, h);
+		free(h);
 		curlso.easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curlso.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
@@ -381,7 +383,7 @@ static int prepare(struct kubeapi *api, const char *method, const char *path, co
 /* One try. *retry_after gets the seconds the server asked us to wait before trying again
  * (client-go's checkWait: a 429 or 5xx with Retry-After), or -1 when this answer is final. */
 static int do_request(struct kubeapi *api, const char *method, const char *path,
-		      struct json_object *body, struct json_object **out, bool retried,
+		      const char *ctype, struct json_object *body, struct json_object **out, bool retried,
 		      long *retry_after, struct sbx_err *e)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -395,7 +397,7 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 	*retry_after = -1;
 	if (out)
 		*out = NULL;
-	if (prepare(api, method, path, text, KUBEAPI_REQUEST_TIMEOUT_MS, &hdrs, &s, errbuf, e) < 0)
+	if (prepare(api, method, path, ctype, text, KUBEAPI_REQUEST_TIMEOUT_MS, &hdrs, &s, errbuf, e) < 0)
 		goto out;
 	cc = curlso.easy_perform(api->curl);
 	if (s.overflow) {
@@ -413,7 +415,7 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 		kubeconfig_forget_token(&api->kc);
 		curlso.slist_free_all(hdrs);
 		buf_free(&s.body);
-		return do_request(api, method, path, body, out, true, retry_after, e);
+		return do_request(api, method, path, ctype, body, out, true, retry_after, e);
 	}
 	if (http < 200 || http > 299) {
 		curl_off_t ra = 0;
@@ -449,8 +451,9 @@ static void wait_ms(int64_t ms)
 /* A 429 means the server did not process the request, and a 5xx with Retry-After is the server
  * asking to be asked again: client-go tries both again for every verb, and so do we, a bounded
  * number of times, each wait as asked (capped), all waits within KUBEAPI_RETRY_TOTAL_MS. */
-int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
-		    struct json_object *body, struct json_object **out, struct sbx_err *e)
+static int request_retrying(struct kubeapi *api, const char *method, const char *path,
+			    const char *ctype, struct json_object *body, struct json_object **out,
+			    struct sbx_err *e)
 {
 	int64_t waited_ms = 0;
 	long retry_after;
@@ -458,7 +461,7 @@ int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 
 	for (;;) {
 		int64_t ms;
-		rc = do_request(api, method, path, body, out, false, &retry_after, e);
+		rc = do_request(api, method, path, ctype, body, out, false, &retry_after, e);
 		tries++;
 		if (rc == 0 || retry_after < 0)
 			return rc;
@@ -473,6 +476,18 @@ int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 	return rc;
 }
 
+int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
+		    struct json_object *body, struct json_object **out, struct sbx_err *e)
+{
+	return request_retrying(api, method, path, "application/json", body, out, e);
+}
+
+int kubeapi_patch(struct kubeapi *api, const char *path, const char *ctype,
+		  struct json_object *patch, struct json_object **out, struct sbx_err *e)
+{
+	return request_retrying(api, "PATCH", path, ctype, patch, out, e);
+}
+
 int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kubeapi_watch_fn fn,
 		  void *arg, struct sbx_err *e)
 {
@@ -484,7 +499,7 @@ int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kub
 
 	s.fn = fn;
 	s.arg = arg;
-	if (prepare(api, "GET", path, NULL, timeout_ms, &hdrs, &s, errbuf, e) < 0)
+	if (prepare(api, "GET", path, NULL, NULL, timeout_ms, &hdrs, &s, errbuf, e) < 0)
 		goto out;
 	cc = curlso.easy_perform(api->curl);
 	if (s.stopped) {

@@ -43,6 +43,11 @@ struct kubeconfig *kubeapi_config(struct kubeapi *api);
 int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 		    struct json_object *body, struct json_object **out, struct sbx_err *e);
 
+/* A PATCH with body patch in media type ctype ("application/json-patch+json",
+ * "application/merge-patch+json"); otherwise as kubeapi_request. */
+int kubeapi_patch(struct kubeapi *api, const char *path, const char *ctype,
+		  struct json_object *patch, struct json_object **out, struct sbx_err *e);
+
 /* Event callback for kubeapi_watch: type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
  * Returns 1 to stop watching, 0 to go on. */
 typedef int (*kubeapi_watch_fn)(const char *type, struct json_object *obj, void *arg);
