@@ -291,6 +291,26 @@ done" ]
 		jq -s -e 'map(select(.path | contains("/sandboxes")) | "\(.method) \(.status)") == ["PATCH 403", "GET 200", "PUT 200"]'
 }
 
+@test "a tool call on a warm Sandbox costs 3 API requests (the exec, then touch's discovery and patch); a deleted one is still gone (101)" {
+	sbx-create k53 >/dev/null
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	call='{"id":"c1","type":"function","function":{"name":"run_command","arguments":{"command":"echo hi"}}}'
+	run sbx-tool k53 <<<"$call"
+	assert_status 0
+	assert_json '.content == "stdout:\nhi\n\nstderr:\n\nexit_code: 0"'
+	run sbx-touch k53
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -s -e 'map("\(.method) \(.path | sub("^/apis/agents.x-k8s.io/v1beta1/namespaces/default"; "")) \(.status)") ==
+		["GET /api/v1/namespaces/default/pods/k53/exec 101", "GET /apis/agents.x-k8s.io 200",
+		 "PATCH /sandboxes/k53 200"]' "$BATS_TEST_TMPDIR/req"
+	sbx-delete k53
+	wait_until ! listed k53
+	run sbx-tool k53 <<<"$call"
+	assert_status 101
+	assert_contains "sandbox k53 not found in namespace default"
+}
+
 @test "delete is idempotent; list shows what exists" {
 	sbx-create k8 >/dev/null
 	run sbx-list
