@@ -421,22 +421,34 @@ done" ]
 }
 
 @test "a pod that cannot start fails create at once with the kubelet's reason; the Sandbox is deleted" {
-	ctl faults '{"container_waiting": ["ErrImagePull", "failed to pull and unpack image \"docker.io/library/nosuch:1\": not found"]}'
+	ctl faults '{"container_waiting": ["InvalidImageName", "Failed to apply default image tag \"nosuch::1\": invalid reference format"]}'
 	# the limit only bounds a regression: the failure comes at the first pod check
 	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k22
 	assert_status 111
-	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: ErrImagePull: failed to pull and unpack image"
+	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: InvalidImageName: Failed to apply default image tag"
 	wait_until ! listed k22
 	# by polling too
 	SBX_KUBE_NO_WATCH=1 SBX_KUBE_READY_TIMEOUT=60s run sbx-create k23
 	assert_status 111
-	assert_contains "container sandbox: ErrImagePull"
+	assert_contains "container sandbox: InvalidImageName"
 	# a pod that is merely slow is waited for, and its state is in the timeout message
 	ctl reset
 	ctl faults '{"never_ready": true}'
 	SBX_KUBE_READY_TIMEOUT=3s run sbx-create k24
 	assert_status 124
 	assert_contains "timed out waiting for Sandbox k24 to become ready (3s)"
+}
+
+@test "an image pull that fails for a while is waited out; one that stays is named by the timeout" {
+	ctl faults '{"container_waiting": ["ErrImagePull", "failed to pull and unpack image \"docker.io/library/debian:bookworm-slim\": 503 Service Unavailable"], "container_waiting_for": 3}'
+	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k54
+	assert_status 0
+	assert_json '.name == "k54"'
+	ctl faults '{"container_waiting_for": -1}'
+	SBX_KUBE_READY_TIMEOUT=4s run sbx-create k55
+	assert_status 124
+	assert_contains "timed out waiting for Sandbox k55 to become ready (4s): pod k55: container sandbox: ErrImagePull: failed to pull and unpack image"
+	wait_until ! listed k55
 }
 
 @test "fault: slow readiness is waited for, by watch and by polling" {
