@@ -111,8 +111,10 @@ static char *pod_state(struct kubeapi *api, const char *ns, const char *name, bo
 			*fatal = true;
 		} else if (in_list(r, stuck_waiting)) {
 			*fatal = true;
-		} else if (r == NULL || why != NULL) {
-			continue;	/* the latest waiting reason: the first, unless one is fatal */
+		} else if (r == NULL || m == NULL || why != NULL) {
+			/* The latest waiting reason with a message (ErrImagePull's, not the plain
+			 * ContainerCreating, where the pod's condition says more): the first one. */
+			continue;
 		}
 		free(why);
 		why = xasprintf("pod %s: container %s: %s%s%s", name, cn ? cn : "?",
