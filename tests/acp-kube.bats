@@ -110,7 +110,7 @@ manifest() {
 	run timeout 60 "$kubectl" get role sandboxed-tools-acp-server -o json
 	assert_json '.rules[0].resources == ["sandboxes"] and (.rules[2].resources == ["pods/exec"])'
 	# only the verbs sbx uses
-	assert_json '[.rules[] | {(.resources[0]): .verbs}] | add == {"sandboxes": ["create","get","watch","update","delete"], "pods": ["get"], "pods/exec": ["create","get"], "networkpolicies": ["create","get","delete"]}'
+	assert_json '[.rules[] | {(.resources[0]): .verbs}] | add == {"sandboxes": ["create","get","watch","update","patch","delete"], "pods": ["get"], "pods/exec": ["create","get"], "networkpolicies": ["create","get","delete"]}'
 	# the Deployment's pod meets Pod Security "restricted": as a Pod it passes admission in a
 	# namespace enforcing it, and without its seccompProfile it would not
 	run timeout 60 "$kubectl" label namespace default pod-security.kubernetes.io/enforce=restricted

@@ -403,7 +403,7 @@ assert kinds == ["ServiceAccount", "Role", "RoleBinding", "Deployment"], kinds
 assert all(d["metadata"]["namespace"] == "default" for d in docs)
 assert all(d["metadata"]["name"] == "sandboxed-tools-acp-server" for d in docs)
 rules = {(r["apiGroups"][0], r["resources"][0]): sorted(r["verbs"]) for r in docs[1]["rules"]}
-assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "watch", "update", "delete"]),
+assert rules == {("agents.x-k8s.io", "sandboxes"): sorted(["create", "get", "watch", "update", "patch", "delete"]),
                  ("", "pods"): ["get"], ("", "pods/exec"): ["create", "get"],
                  ("networking.k8s.io", "networkpolicies"): ["create", "delete", "get"]}, rules
 spec = docs[3]["spec"]["template"]["spec"]

@@ -86,6 +86,19 @@ EOF
 	no_sandbox_object exp
 }
 
+@test "kubernetes: a 429 on the TTL update is waited out; the session keeps its Sandbox" {
+	kts_ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/thr"}' >/dev/null
+	run eliza -backend kubernetes -session thr <<'EOF'
+run: echo one
+run: echo two
+EOF
+	assert_status 0
+	[ "$(grep -c 'will recreate it' <<<"$output")" -eq 0 ]
+	[ "$(grep -c 'launching sandbox for tool execution' <<<"$output")" -eq 1 ]
+	jq -s -e 'map(select(.role == "tool") | .content) == ["stdout:\none\n\nstderr:\n\nexit_code: 0", "stdout:\ntwo\n\nstderr:\n\nexit_code: 0"]' "$(hist thr)"
+	kts_ctl requests | jq -s -e 'map(select(.status == 429)) | length == 1'
+}
+
 @test "kubernetes: with KUBECONFIG set and no -backend the banner says kubernetes; tools run there" {
 	run eliza -session auto <<'EOF'
 run: uname -n

@@ -272,6 +272,45 @@ done" ]
 	assert_contains "sandbox nosuchsandbox not found in namespace default"
 }
 
+@test "touch is one JSON patch of spec.shutdownTime, tested to be a Sandbox without -idle pause; a Role without patch falls back to GET + PUT" {
+	sbx-create k52 >/dev/null
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	run sbx-touch -ttl 20m k52
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -s -e 'map(select(.path | contains("/sandboxes"))) | length == 1 and
+		(.[0] | .method == "PATCH" and .status == 200 and
+		 .headers["Content-Type"] == "application/json-patch+json" and
+		 (.body | fromjson | map(.op) == ["test", "test", "add"]) and
+		 (.body | fromjson | .[2].path == "/spec/shutdownTime"))' "$BATS_TEST_TMPDIR/req"
+	ctl faults '{"forbid": ["patch sandboxes"]}'
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	run sbx-touch k52
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
+		jq -s -e 'map(select(.path | contains("/sandboxes")) | "\(.method) \(.status)") == ["PATCH 403", "GET 200", "PUT 200"]'
+}
+
+@test "a tool call on a warm Sandbox costs 3 API requests (the exec, then touch's discovery and patch); a deleted one is still gone (101)" {
+	sbx-create k53 >/dev/null
+	ks -kubeconfig "$KS/kubeconfig" -ctl clear-requests >/dev/null
+	call='{"id":"c1","type":"function","function":{"name":"run_command","arguments":{"command":"echo hi"}}}'
+	run sbx-tool k53 <<<"$call"
+	assert_status 0
+	assert_json '.content == "stdout:\nhi\n\nstderr:\n\nexit_code: 0"'
+	run sbx-touch k53
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests >"$BATS_TEST_TMPDIR/req"
+	jq -s -e 'map("\(.method) \(.path | sub("^/apis/agents.x-k8s.io/v1beta1/namespaces/default"; "")) \(.status)") ==
+		["GET /api/v1/namespaces/default/pods/k53/exec 101", "GET /apis/agents.x-k8s.io 200",
+		 "PATCH /sandboxes/k53 200"]' "$BATS_TEST_TMPDIR/req"
+	sbx-delete k53
+	wait_until ! listed k53
+	run sbx-tool k53 <<<"$call"
+	assert_status 101
+	assert_contains "sandbox k53 not found in namespace default"
+}
+
 @test "delete is idempotent; list shows what exists" {
 	sbx-create k8 >/dev/null
 	run sbx-list
@@ -299,11 +338,11 @@ done" ]
 
 @test "fault: server errors, RBAC refusals and 422 are explained" {
 	sbx-create k10 >/dev/null
-	ctl faults '{"fail_requests": 1, "fail_status": 500, "fail_match": "^GET .*/sandboxes/k10"}'
+	ctl faults '{"fail_requests": 1, "fail_status": 500, "fail_match": "^PATCH .*/sandboxes/k10"}'
 	run sbx-touch k10
 	assert_status 111
 	assert_contains "failed (500)"
-	ctl faults '{"forbid": ["update sandboxes"]}'
+	ctl faults '{"forbid": ["patch sandboxes", "update sandboxes"]}'
 	run sbx-touch k10
 	assert_status 111
 	assert_contains "may not update sandboxes.agents.x-k8s.io in namespace default"
@@ -317,6 +356,23 @@ done" ]
 	run sbx-create k11
 	assert_status 100
 	assert_contains "failed to create Sandbox: the API server rejected the object (422 Unprocessable Entity)"
+}
+
+@test "fault: 429 and 503 with Retry-After are waited out and tried again; too many are reported" {
+	sbx-create k40 >/dev/null
+	ctl faults '{"fail_requests": 1, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/k40"}'
+	run sbx-touch k40
+	assert_status 0
+	ctl faults '{"fail_requests": 2, "fail_status": 503, "fail_match": "^GET .*/sandboxes/k40"}'
+	run sbx-create k40
+	assert_status 0
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
+		jq -s -e 'map(select(.path | endswith("/sandboxes/k40")) | "\(.method) \(.status)") |
+			index(["PATCH 429", "PATCH 200"]) != null and index(["GET 503", "GET 503", "GET 200"]) != null'
+	ctl faults '{"fail_requests": 50, "fail_status": 429, "fail_match": "^PATCH .*/sandboxes/k40"}'
+	run sbx-touch k40
+	assert_status 111
+	assert_contains "gave up after 5 tries in 4 s: the API server is throttling us (429 Too Many Requests) and refused to patch sandboxes"
 }
 
 @test "fault: a dropped exec stream is an error and leaves nothing running" {
@@ -365,16 +421,16 @@ done" ]
 }
 
 @test "a pod that cannot start fails create at once with the kubelet's reason; the Sandbox is deleted" {
-	ctl faults '{"container_waiting": ["ErrImagePull", "failed to pull and unpack image \"docker.io/library/nosuch:1\": not found"]}'
+	ctl faults '{"container_waiting": ["InvalidImageName", "Failed to apply default image tag \"nosuch::1\": invalid reference format"]}'
 	# the limit only bounds a regression: the failure comes at the first pod check
 	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k22
 	assert_status 111
-	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: ErrImagePull: failed to pull and unpack image"
+	assert_contains "Sandbox k22 cannot become ready: pod k22: container sandbox: InvalidImageName: Failed to apply default image tag"
 	wait_until ! listed k22
 	# by polling too
 	SBX_KUBE_NO_WATCH=1 SBX_KUBE_READY_TIMEOUT=60s run sbx-create k23
 	assert_status 111
-	assert_contains "container sandbox: ErrImagePull"
+	assert_contains "container sandbox: InvalidImageName"
 	# a pod that is merely slow is waited for, and its state is in the timeout message
 	ctl reset
 	ctl faults '{"never_ready": true}'
@@ -383,11 +439,23 @@ done" ]
 	assert_contains "timed out waiting for Sandbox k24 to become ready (3s)"
 }
 
+@test "an image pull that fails for a while is waited out; one that stays is named by the timeout" {
+	ctl faults '{"container_waiting": ["ErrImagePull", "failed to pull and unpack image \"docker.io/library/debian:bookworm-slim\": 503 Service Unavailable"], "container_waiting_for": 3}'
+	SBX_KUBE_READY_TIMEOUT=60s run sbx-create k54
+	assert_status 0
+	assert_json '.name == "k54"'
+	ctl faults '{"container_waiting_for": -1}'
+	SBX_KUBE_READY_TIMEOUT=4s run sbx-create k55
+	assert_status 124
+	assert_contains "timed out waiting for Sandbox k55 to become ready (4s): pod k55: container sandbox: ErrImagePull: failed to pull and unpack image"
+	wait_until ! listed k55
+}
+
 @test "fault: slow readiness is waited for, by watch and by polling" {
 	ctl faults '{"ready_delay": 1.5}'
-	run sbx-create k15
+	run sbx-create k41
 	assert_status 0
-	assert_json '.name == "k15"'
+	assert_json '.name == "k41"'
 	ctl faults '{"fail_requests": 5, "fail_status": 500, "fail_match": "watch="}'
 	run sbx-create k16
 	assert_status 0

@@ -26,9 +26,11 @@
 #define KB_WATCH_RESTARTS 20
 
 /* Container states of a pod that will not start by waiting (kubelet's reasons): an image that
- * cannot be pulled or named, a container that cannot be made or keeps crashing. */
+ * cannot be named, a container that cannot be made or keeps crashing. A pull that fails
+ * (ErrImagePull, ImagePullBackOff) is not among them: registries fail for a while, and the
+ * kubelet tries again, so it is waited out up to the deadline, whose message names it. */
 static const char *const stuck_waiting[] = {
-	"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+	"InvalidImageName", "ErrImageNeverPull",
 	"CreateContainerConfigError", "CreateContainerError", "RunContainerError",
 	"CrashLoopBackOff", NULL,
 };
@@ -77,7 +79,8 @@ static char *sandbox_stuck(struct json_object *o)
 
 /* What the Sandbox's pod shows: *fatal set when it cannot start by waiting (a terminal phase,
  * a container stuck in one of stuck_waiting or terminated); otherwise the latest reason it is
- * not running yet (e.g. Unschedulable), for the timeout message. NULL when nothing to say or
+ * not running yet (a container's waiting reason, e.g. ErrImagePull, else the pod's condition,
+ * e.g. Unschedulable), for the timeout message. NULL when nothing to say or
  * no pod yet. New string. */
 static char *pod_state(struct kubeapi *api, const char *ns, const char *name, bool *fatal)
 {
@@ -108,15 +111,19 @@ static char *pod_state(struct kubeapi *api, const char *ns, const char *name, bo
 			*fatal = true;
 		} else if (in_list(r, stuck_waiting)) {
 			*fatal = true;
-		} else {
+		} else if (r == NULL || m == NULL || why != NULL) {
+			/* The latest waiting reason with a message (ErrImagePull's, not the plain
+			 * ContainerCreating, where the pod's condition says more): the first one. */
 			continue;
 		}
+		free(why);
 		why = xasprintf("pod %s: container %s: %s%s%s", name, cn ? cn : "?",
 				r ? r : "Terminated", m ? ": " : "", m ? m : "");
-		goto out;
+		if (*fatal)
+			goto out;
 	}
 	conds = jsonfield_path(p, JPATH("status", "conditions"));
-	for (size_t i = 0; conds && json_object_is_type(conds, json_type_array) &&
+	for (size_t i = 0; why == NULL && conds && json_object_is_type(conds, json_type_array) &&
 			   i < json_object_array_length(conds); i++) {
 		struct json_object *c = json_object_array_get_idx(conds, i);
 		const char *st = jsonfield_path_str(c, JPATH("status")), *r = jsonfield_path_str(c, JPATH("reason"));

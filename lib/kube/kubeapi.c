@@ -2,11 +2,13 @@
  * JSON in and out, newline-delimited watch streams, metav1.Status errors decoded. */
 #include "kubeapi.h"
 
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "curlso.h"
 #include "xalloc.h"
@@ -206,6 +208,9 @@ int kubeapi_status_error(long http, const char *body, size_t len, const char *me
 			     http, http == 422 ? "Unprocessable Entity" : "Bad Request", msg);
 		break;
 	case 429:
+		rc = err_set(e, SBX_EUNAVAIL, "the API server is throttling us (429 Too Many Requests) and "
+			     "refused to %s %s: %s", verb, res, msg);
+		break;
 	case 500:
 	case 502:
 	case 503:
@@ -308,8 +313,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 }
 
 /* Sets up the reused handle for one request. */
-static int prepare(struct kubeapi *api, const char *method, const char *path, const char *body,
-		   int64_t timeout_ms, struct curl_slist **hdrs, struct sink *s, char *errbuf,
+static int prepare(struct kubeapi *api, const char *method, const char *path, const char *ctype,
+		   const char *body, int64_t timeout_ms, struct curl_slist **hdrs, struct sink *s, char *errbuf,
 		   struct sbx_err *e)
 {
 	struct kubeconfig *kc = &api->kc;
@@ -364,7 +369,9 @@ static int prepare(struct kubeapi *api, const char *method, const char *path, co
 		free(token);
 	}
 	if (body) {
-		*hdrs = curlso.slist_append(*hdrs, "Content-Type: application/json");
+		char *h = xasprintf("Content-Type: %s", ctype);
+		*hdrs = curlso.slist_append(*hdrs, h);
+		free(h);
 		curlso.easy_setopt(c, CURLOPT_POSTFIELDS, body);
 		curlso.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
@@ -373,9 +380,11 @@ static int prepare(struct kubeapi *api, const char *method, const char *path, co
 	return 0;
 }
 
+/* One try. *retry_after gets the seconds the server asked us to wait before trying again
+ * (client-go's checkWait: a 429 or 5xx with Retry-After), or -1 when this answer is final. */
 static int do_request(struct kubeapi *api, const char *method, const char *path,
-		      struct json_object *body, struct json_object **out, bool retried,
-		      struct sbx_err *e)
+		      const char *ctype, struct json_object *body, struct json_object **out, bool retried,
+		      long *retry_after, struct sbx_err *e)
 {
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
@@ -385,9 +394,10 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 	CURLcode cc;
 	int rc = -1;
 
+	*retry_after = -1;
 	if (out)
 		*out = NULL;
-	if (prepare(api, method, path, text, KUBEAPI_REQUEST_TIMEOUT_MS, &hdrs, &s, errbuf, e) < 0)
+	if (prepare(api, method, path, ctype, text, KUBEAPI_REQUEST_TIMEOUT_MS, &hdrs, &s, errbuf, e) < 0)
 		goto out;
 	cc = curlso.easy_perform(api->curl);
 	if (s.overflow) {
@@ -405,9 +415,14 @@ static int do_request(struct kubeapi *api, const char *method, const char *path,
 		kubeconfig_forget_token(&api->kc);
 		curlso.slist_free_all(hdrs);
 		buf_free(&s.body);
-		return do_request(api, method, path, body, out, true, e);
+		return do_request(api, method, path, ctype, body, out, true, retry_after, e);
 	}
 	if (http < 200 || http > 299) {
+		curl_off_t ra = 0;
+		if ((http == 429 || http >= 500) &&
+		    curlso.easy_getinfo(api->curl, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+			*retry_after = ra > KUBEAPI_RETRY_WAIT_MAX_MS / 1000 ? KUBEAPI_RETRY_WAIT_MAX_MS / 1000
+									      : (long)ra;
 		kubeapi_status_error(http, s.body.data, s.body.len, method, path, e);
 		goto out;
 	}
@@ -425,10 +440,52 @@ out:
 	return rc;
 }
 
+static void wait_ms(int64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* A 429 means the server did not process the request, and a 5xx with Retry-After is the server
+ * asking to be asked again: client-go tries both again for every verb, and so do we, a bounded
+ * number of times, each wait as asked (capped), all waits within KUBEAPI_RETRY_TOTAL_MS. */
+static int request_retrying(struct kubeapi *api, const char *method, const char *path,
+			    const char *ctype, struct json_object *body, struct json_object **out,
+			    struct sbx_err *e)
+{
+	int64_t waited_ms = 0;
+	long retry_after;
+	int tries = 0, rc;
+
+	for (;;) {
+		int64_t ms;
+		rc = do_request(api, method, path, ctype, body, out, false, &retry_after, e);
+		tries++;
+		if (rc == 0 || retry_after < 0)
+			return rc;
+		ms = (int64_t)retry_after * 1000;
+		if (tries >= KUBEAPI_RETRY_TRIES || waited_ms + ms > KUBEAPI_RETRY_TOTAL_MS)
+			break;
+		wait_ms(ms);
+		waited_ms += ms;
+	}
+	if (tries > 1)
+		err_prefix(e, "gave up after %d tries in %lld s", tries, (long long)(waited_ms / 1000));
+	return rc;
+}
+
 int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 		    struct json_object *body, struct json_object **out, struct sbx_err *e)
 {
-	return do_request(api, method, path, body, out, false, e);
+	return request_retrying(api, method, path, "application/json", body, out, e);
+}
+
+int kubeapi_patch(struct kubeapi *api, const char *path, const char *ctype,
+		  struct json_object *patch, struct json_object **out, struct sbx_err *e)
+{
+	return request_retrying(api, "PATCH", path, ctype, patch, out, e);
 }
 
 int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kubeapi_watch_fn fn,
@@ -442,7 +499,7 @@ int kubeapi_watch(struct kubeapi *api, const char *path, int64_t timeout_ms, kub
 
 	s.fn = fn;
 	s.arg = arg;
-	if (prepare(api, "GET", path, NULL, timeout_ms, &hdrs, &s, errbuf, e) < 0)
+	if (prepare(api, "GET", path, NULL, NULL, timeout_ms, &hdrs, &s, errbuf, e) < 0)
 		goto out;
 	cc = curlso.easy_perform(api->curl);
 	if (s.stopped) {

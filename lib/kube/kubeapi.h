@@ -20,6 +20,12 @@
 #define KUBEAPI_CONNECT_TIMEOUT_MS 10000
 /* One ordinary request (not a watch) may take this long. */
 #define KUBEAPI_REQUEST_TIMEOUT_MS 60000
+/* A 429, or a 5xx with Retry-After, is tried again: at most this many tries in all, each wait
+ * as Retry-After asks but at most KUBEAPI_RETRY_WAIT_MAX_MS, all waits within
+ * KUBEAPI_RETRY_TOTAL_MS. */
+#define KUBEAPI_RETRY_TRIES 5
+#define KUBEAPI_RETRY_WAIT_MAX_MS 10000
+#define KUBEAPI_RETRY_TOTAL_MS 30000
 
 struct kubeapi;
 
@@ -31,10 +37,16 @@ void kubeapi_close(struct kubeapi *api);
 struct kubeconfig *kubeapi_config(struct kubeapi *api);
 
 /* One request. body (may be NULL) is sent as JSON. On 2xx, *out (if out is not NULL) gets the
- * parsed response (NULL when empty). Other statuses become errors: 404 SBX_ENOTFOUND, 409
+ * parsed response (NULL when empty). 429, and 5xx with Retry-After, are tried again (bounded,
+ * see KUBEAPI_RETRY_TRIES). Other statuses become errors: 404 SBX_ENOTFOUND, 409
  * SBX_ECONFLICT, 401/403 SBX_EPERM, 422/400 SBX_EINVAL, unreachable SBX_EUNAVAIL. */
 int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 		    struct json_object *body, struct json_object **out, struct sbx_err *e);
+
+/* A PATCH with body patch in media type ctype ("application/json-patch+json",
+ * "application/merge-patch+json"); otherwise as kubeapi_request. */
+int kubeapi_patch(struct kubeapi *api, const char *path, const char *ctype,
+		  struct json_object *patch, struct json_object **out, struct sbx_err *e);
 
 /* Event callback for kubeapi_watch: type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
  * Returns 1 to stop watching, 0 to go on. */

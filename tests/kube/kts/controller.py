@@ -127,6 +127,9 @@ class Controller:
             pass                    # unschedulable until its claims bind (they never do here)
         elif self.faults.container_waiting:
             self.pods[key].failure = tuple(self.faults.container_waiting)
+            if self.faults.container_waiting_for >= 0:
+                self.tasks[key] = asyncio.create_task(self._pulled(
+                    key, obj["metadata"]["uid"], self.faults.container_waiting_for, delay))
         elif not self.faults.never_ready:
             self.tasks[key] = asyncio.create_task(
                 self._make_ready(key, obj["metadata"]["uid"], delay))
@@ -191,6 +194,16 @@ class Controller:
         t = parse_time(shutdown_time) if shutdown_time else None
         left = (t - datetime.datetime.now().timestamp()) if t else 3600.0
         return max(left, 0) + LOCAL_TTL_MARGIN
+
+    async def _pulled(self, key, uid, after, delay):
+        """A container waiting (ErrImagePull) that starts after a while, as the kubelet's
+        back-off retries a registry that came back."""
+        await asyncio.sleep(after)
+        pod = self.pods.get(key)
+        if pod is None or pod.uid != uid:
+            return
+        pod.failure = None
+        await self._make_ready(key, uid, delay)
 
     async def _make_ready(self, key, uid, delay):
         await asyncio.sleep(delay)

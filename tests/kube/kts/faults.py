@@ -22,6 +22,8 @@ KNOBS = {
     "never_ready": (bool, False, "Sandboxes created from now never become Ready"),
     "container_waiting": (list, [], "[REASON, MESSAGE]: pods made from now stay Pending, their "
                           "container waiting with that reason (e.g. ErrImagePull), never Ready"),
+    "container_waiting_for": (float, -1.0, "seconds the container_waiting state lasts, then the "
+                              "pod starts (a registry that came back); -1: for ever"),
     "pvc_pending": (list, [], "[REASON, MESSAGE]: claims made from now stay Pending with a "
                     "Warning Event of that reason (e.g. ProvisioningFailed)"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
