@@ -97,6 +97,50 @@ static struct json_object *parse(const struct buf *in, char **why)
 	return obj;
 }
 
+/* The options before the tool's name (--workdir DIR, --workdir=DIR, --parts); the index of
+ * the first other argument. */
+static int parse_options(int argc, char **argv, const char **workdir, bool *parts)
+{
+	int i = 1;
+
+	for (;;) {
+		if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
+			*workdir = strchr(argv[i], '=') + 1;
+			i++;
+		} else if (i + 1 < argc && (!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-workdir"))) {
+			*workdir = argv[i + 1];
+			i += 2;
+		} else if (i < argc && (!strcmp(argv[i], "--parts") || !strcmp(argv[i], "-parts"))) {
+			*parts = true;
+			i++;
+		} else {
+			return i;
+		}
+	}
+}
+
+static const struct tb_tool *tool_named(const char *name)
+{
+	for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++)
+		if (!strcmp(tools[t]->name, name))
+			return tools[t];
+	return NULL;
+}
+
+/* --parts: the text so far becomes the last text part; the Parts document replaces the text. */
+static void parts_document(struct tb_call *c)
+{
+	struct json_object *doc = json_object_new_object();
+
+	tb_text_part(c);
+	json_object_object_add(doc, "parts", c->parts ? c->parts : json_object_new_array());
+	c->parts = NULL;
+	buf_free(&c->out);
+	buf_puts(&c->out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(doc);
+}
+
 int main(int argc, char **argv)
 {
 	const char *flag = NULL, *name;
@@ -104,7 +148,7 @@ int main(int argc, char **argv)
 	struct buf in = {0};
 	struct tb_call c = {0};
 	char *workdir, *why = NULL;
-	int i = 1, rc = EXIT_TOOL_FAILED;
+	int i, rc = EXIT_TOOL_FAILED;
 
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 			  !strcmp(argv[1], "-help"))) {
@@ -115,20 +159,7 @@ int main(int argc, char **argv)
 		printf("geminicli-toolbox (sbx) %s\n", SBX_VERSION);
 		return fclose(stdout) == 0 ? 0 : EXIT_FAIL;
 	}
-	for (;;) {
-		if (i < argc && (!strncmp(argv[i], "--workdir=", 10) || !strncmp(argv[i], "-workdir=", 9))) {
-			flag = strchr(argv[i], '=') + 1;
-			i++;
-		} else if (i + 1 < argc && (!strcmp(argv[i], "--workdir") || !strcmp(argv[i], "-workdir"))) {
-			flag = argv[i + 1];
-			i += 2;
-		} else if (i < argc && (!strcmp(argv[i], "--parts") || !strcmp(argv[i], "-parts"))) {
-			c.inline_media = true;
-			i++;
-		} else {
-			break;
-		}
-	}
+	i = parse_options(argc, argv, &flag, &c.inline_media);
 	if (argc - i != 1) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
@@ -146,10 +177,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "invalid tool parameters: %s\n", why);
 		goto out;
 	}
-	for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++)
-		if (!strcmp(tools[t]->name, name))
-			tool = tools[t];
-	if (!tool) {
+	if (!(tool = tool_named(name))) {
 		fprintf(stderr, "unknown tool \"%s\"\n", name);
 		goto out;
 	}
@@ -158,17 +186,8 @@ int main(int argc, char **argv)
 		rc = fail(c.err.data ? c.err.data : "tool failed");
 		goto out;
 	}
-	if (c.inline_media) {
-		/* the text so far becomes the last text part; the document replaces the text */
-		struct json_object *doc = json_object_new_object();
-		tb_text_part(&c);
-		json_object_object_add(doc, "parts", c.parts ? c.parts : json_object_new_array());
-		c.parts = NULL;
-		buf_free(&c.out);
-		buf_puts(&c.out, json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-								 JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(doc);
-	}
+	if (c.inline_media)
+		parts_document(&c);
 	if (!c.out.data)
 		buf_append(&c.out, "", 0);
 	if (fwrite(c.out.data, 1, c.out.len, stdout) != c.out.len || fflush(stdout) != 0) {
