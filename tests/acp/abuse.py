@@ -233,11 +233,16 @@ def sessions(addr, token, n):
     send(s, 101, "session/new", {"cwd": "/tmp", "mcpServers": []})
     after = answer(s)
     s.close()
-    # Its sessions are now detached and idle: a new connection's session/new retires one.
+    # Its sessions are detached and idle once the server has seen the connection end (it may
+    # not have yet when the next one arrives): a new connection's session/new retires one.
     s = conn(addr)
     login(s, token)
-    send(s, 102, "session/new", {"cwd": "/tmp", "mcpServers": []})
-    again = answer(s)
+    for i in range(50):
+        send(s, 102 + i, "session/new", {"cwd": "/tmp", "mcpServers": []})
+        again = answer(s)
+        if not (again and "error" in again and "all in use" in again["error"].get("message", "")):
+            break
+        time.sleep(0.1)
     s.close()
     return {"made": sum(1 for g in got if g and "result" in g),
             "refused": [g["error"] for g in got if g and "error" in g],
