@@ -101,7 +101,8 @@ restores() {
 }
 
 # clears: the newest backup has a file blk where the home has the directory blk/x (made again
-# before each round), so each restore fails on it, empties the home and restores the older.
+# before each round), so each restore fails on it, empties the home and restores the older;
+# at least ROUNDS/2 such rounds in 2*ROUNDS tries, and never a host file removed.
 clears() {
 	local i cleared=0 out other=
 	runas sbx-exec -raw demo -- sh -c 'mkdir ~/blk && echo x >~/blk/x'
@@ -119,7 +120,9 @@ clears() {
 		esac
 	done
 	echo "rounds that emptied the home: $cleared of $i" >&2
-	[ "$cleared" -eq "$ROUNDS" ]
+	# The swapper may win a round (its restore then fails and says so, the home not emptied);
+	# the clearing must still have run in most rounds, so the race was really run against it.
+	[ $((2 * cleared)) -ge "$ROUNDS" ]
 	swap_check
 }
 

@@ -85,6 +85,8 @@ int fs_open_beneath(int dirfd, const char *path, int flags, unsigned mode)
 /* Fresh starts from the top after the tree moved under the walk: a tree nobody else is
  * changing needs none. */
 #define REMOVE_RESTARTS 64
+/* How often a name that changed type under fs_remove_at is looked at again. */
+#define REMOVE_RACES 64
 
 struct rm_level {
 	char *name;		/* its name in the parent (NULL at the top) */
@@ -259,7 +261,8 @@ static int rm_walk_run(struct rm_walk *w, dev_t top_dev)
 	}
 }
 
-int fs_remove_at(int dirfd, const char *name)
+/* One try of fs_remove_at: fails with EISDIR or ENOTDIR when name changed type under it. */
+static int remove_once(int dirfd, const char *name)
 {
 	struct rm_walk w = {0};
 	struct stat st, got;
@@ -286,6 +289,18 @@ int fs_remove_at(int dirfd, const char *name)
 		saved = errno;
 	errno = saved;
 	return -1;
+}
+
+int fs_remove_at(int dirfd, const char *name)
+{
+	/* A name swapped between a file (or link) and a directory while it is removed (a sandbox
+	 * renaming under its own home) is looked at again, a bounded number of times. */
+	for (int tries = 1;; tries++) {
+		int rc = remove_once(dirfd, name);
+
+		if (rc == 0 || tries >= REMOVE_RACES || (errno != EISDIR && errno != ENOTDIR))
+			return rc;
+	}
 }
 
 int fs_remove_tree(const char *path)
