@@ -23,8 +23,7 @@ static const char usage[] =
 	"what is copied are left out and named. Prints {\"from\",\"to\",\"files\",\"bytes\",\n"
 	"\"skipped_links\"} (nothing with DEST -). Needs sh and tar in the sandbox.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -max-size N     refuse what expands beyond N bytes on the way out (default 8G)\n"
 	"  -h              show this help\n";
 

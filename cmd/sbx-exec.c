@@ -26,8 +26,7 @@ static const char usage[] =
 	"Without CMD, reads {\"command\":[...],\"stdin\":\"...\",\"timeout\":\"30s\",\"workdir\":\"...\",\n"
 	"\"env\":{\"K\":\"V\"}} from standard input.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -timeout D      kill every process the command started after D (Go duration); exit 124;\n"
 	"                  a request's own \"timeout\" wins, \"0s\" (none) too\n"
 	"  -workdir W      working directory inside (default: the home)\n"

@@ -26,8 +26,7 @@ static const char usage[] =
 	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}. A session\n"
 	"without backups is an error (exit 101), unless -optional: then \"restored\" is null.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -from FILE      restore this backup (.tar.gz or .tar.zst) and nothing else\n"
 	"  -homedir D      restore into directory D inside the sandbox (with tar) instead of its home\n"
 	"  -max-size N     refuse archives expanding beyond N bytes (K/M/G suffixes; default 8G)\n"

@@ -25,8 +25,7 @@ static const char usage[] =
 	"restore (see sbx-restore). With -prune, only prunes (no sandbox needed) and prints\n"
 	"{\"session\",\"pruned\"} per session.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -keep N         backups to keep (default 5)\n"
 	"  -homedir D      archive directory D inside the sandbox (with tar) instead of its home\n"
 	"  -compress C     gzip (default, upstream's format) or zstd (.tar.zst, faster)\n"

@@ -28,8 +28,7 @@ static const char usage[] =
 	"  -toolset T       basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D  deadline per call (Go duration, default 2m; 0 disables)\n"
 	"  -list            print the toolset's declarations (the \"tools\" of a chat request)\n"
-	"  -backend B       local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS    namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -homedir D       home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
 	"  -workdir W       the tools' working directory inside (absolute; default: the\n"
 	"                   backend's, / on the local backend)\n"
