@@ -54,8 +54,8 @@ sbx-init_LIBSRC := $(call lib_src,fsutil err cgroup homedisk reslimit local_bwra
 # lib/local/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
 $(patsubst %.c,$(B)/static/%.o,$(call lib_src,local_bwrap)): STATIC_DEFS := -DSBX_INIT
-geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lresolv -lm
-geminicli-toolbox_LIBSRC := $(call lib_src,utf8 gemini_path xalloc)
+geminicli-toolbox_STATIC_LIBS := -ljson-c -lpcre2-8 -lm
+geminicli-toolbox_LIBSRC := $(call lib_src,utf8 gemini_path xalloc base64)
 
 .PHONY: all check test run asan install uninstall clean deps bench fuzz images lint
 all: $(PROGS:%=$(BIN)/%) $(BIN)/sbx-kube.so $(UNIT_BIN) $(PROBE)

@@ -22,7 +22,7 @@
 
 static const char usage[] =
 	"usage: acp-server [-listen ADDR | -stdio] [-backend local|kubernetes] [-namespace NS]\n"
-	"                  [-image IMG] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
+	"                  [-image I] [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
 	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"                  [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
@@ -36,11 +36,7 @@ static const char usage[] =
 	"\n"
 	"  -listen ADDR         TCP address (default 127.0.0.1:8090; \":8090\" = every interface)\n"
 	"  -stdio               speak ACP on standard input/output instead (editors spawn it)\n"
-	"  -backend B           local or kubernetes; env SANDBOX_BACKEND (default: kubernetes when\n"
-	"                       a Kubernetes configuration exists, else local)\n"
-	"  -namespace NS        env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image IMG           Sandbox container image; if empty, uses the toolset's default image.\n"
-	"  -homedir D           home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	CLI_SBX_USAGE
 	"  -toolset T           basic (default) or geminicli; env TOOLSET; T+open_port adds the\n"
 	"                       open_port tool (a sandbox port for the user; off by default)\n"
 	"  -tool-timeout D      deadline per tool call (Go duration, default 2m; 0 disables)\n"
@@ -276,7 +272,8 @@ int main(int argc, char **argv)
 		      .auth_fail_rate = ACP_AUTH_FAILS_PER_S,
 		      .max_sessions = ACP_SESSIONS_PER_PRINCIPAL},
 		/* -homedir not given: NULL, which the sessions read as backend_env_homedir() */
-		.sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR | CLI_SBX_SPEC},
+		.sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR | CLI_SBX_SPEC |
+			       CLI_SBX_AGENT},
 	};
 	struct acp_config cfg;
 	struct acp_auth auth = {0};

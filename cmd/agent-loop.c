@@ -33,14 +33,7 @@ static const char usage[] =
 	"/port PORT to open the sandbox's PORT on this machine's loopback (prints its URL).\n"
 	"\n"
 	"  -session NAME         session (^[a-z0-9]{1,40}$); env SESSION_NAME, default \"default\"\n"
-	"  -backend B            local or kubernetes; env SANDBOX_BACKEND, default kubernetes when\n"
-	"                        a Kubernetes configuration exists, else local\n"
-	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image I              sandbox image; env SANDBOX_IMAGE (kubernetes default: the\n"
-	"                        toolset's image, else debian:bookworm-slim; local: the host root)\n"
-	"  -homedir D            Home directory in the sandbox; this is currently the only\n"
-	"                        directory that we persist with snapshot/restore.\n"
-	"                        env SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	CLI_SBX_USAGE
 	"  -toolset T            basic or geminicli; env TOOLSET, default basic; T+open_port adds\n"
 	"                        the open_port tool (a sandbox port for the user; off by default)\n"
 	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
@@ -284,7 +277,7 @@ int main(int argc, char **argv)
 	struct agent_session *s;
 	struct sbx_err e;
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
-					 CLI_SBX_SPEC};
+					 CLI_SBX_SPEC | CLI_SBX_AGENT};
 	char **create_args;
 	int status;
 	struct flag flags[] = {

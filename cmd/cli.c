@@ -1,8 +1,8 @@
 /* cli.c — the shared front end of the sbx programs. */
 #include "cli.h"
 
-#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,35 +10,91 @@
 #include <unistd.h>
 
 #include "gojson.h"
+#include "helptext.h"
 #include "termtext.h"
 #include "xalloc.h"
 #include "version.h"
 
 const char *cli_prog = "sbx";
 
-/* The shared rows sandbox_rows can write besides the spec ones: backend, namespace, image,
- * homedir, ttl. A sixth row there must raise it (the assert says so at once). */
-#define CLI_SBX_ROWS 5
+/* The shared sandbox flags, the one table that parses them and writes their -h rows: a program
+ * takes the rows whose bit it names (struct cli_sandbox's take). help is the row's text for
+ * the sbx tools, agent_help (NULL: the same) for the agent programs (CLI_SBX_AGENT), which hand
+ * the flags to sbx-create and pick their backend with backend_default. */
+static const struct cli_row {
+	unsigned take;
+	const char *name, *arg;
+	enum flag_type type;
+	size_t off;			/* of the value in struct cli_sandbox */
+	const char *help, *agent_help;
+} cli_rows[] = {
+	{.take = CLI_SBX_BACKEND, .name = "backend", .arg = "B", .type = FLAG_STRING,
+	 .off = offsetof(struct cli_sandbox, backend),
+	 .help = "local (default) or kubernetes; env SANDBOX_BACKEND",
+	 .agent_help = "local or kubernetes; env SANDBOX_BACKEND, default kubernetes when a "
+		       "Kubernetes configuration exists, else local"},
+	{.take = CLI_SBX_BACKEND, .name = "namespace", .arg = "NS", .type = FLAG_STRING,
+	 .off = offsetof(struct cli_sandbox, ns),
+	 .help = "namespace; env SANDBOX_NAMESPACE, default \"" SBX_DEFAULT_NAMESPACE "\""},
+	{.take = CLI_SBX_IMAGE, .name = "image", .arg = "I", .type = FLAG_STRING,
+	 .off = offsetof(struct cli_sandbox, image),
+	 .help = "local: \"host\" (default), a root filesystem directory, or an OCI image "
+		 "oci-archive:PATH[:TAG] / oci:DIR[:TAG] (see sbx-image); kubernetes: a container "
+		 "image (default debian:bookworm-slim); env SANDBOX_IMAGE",
+	 .agent_help = "sandbox image; env SANDBOX_IMAGE (kubernetes default: the toolset's "
+		       "image, else debian:bookworm-slim; local: the host root)"},
+	{.take = CLI_SBX_HOMEDIR, .name = "homedir", .arg = "D", .type = FLAG_STRING,
+	 .off = offsetof(struct cli_sandbox, homedir),
+	 .help = "home directory inside, the only persistent place; env SANDBOX_HOME_DIR, "
+		 "default " SBX_DEFAULT_HOMEDIR,
+	 .agent_help = "home directory in the sandbox, the one backed up; env SANDBOX_HOME_DIR, "
+		       "default " SBX_DEFAULT_HOMEDIR},
+	{.take = CLI_SBX_TTL, .name = "ttl", .arg = "D", .type = FLAG_DURATION,
+	 .off = offsetof(struct cli_sandbox, ttl_ns),
+	 .help = "shutdown time = now + D (Go duration, default 5m)"},
+};
+#define CLI_SBX_ROWS (sizeof cli_rows / sizeof cli_rows[0])
 
 /* The shared sandbox flags' rows (lib/util/flag.h) for sb: how many were written to tbl. */
 static size_t sandbox_rows(struct cli_sandbox *sb, struct flag *tbl)
 {
 	size_t n = 0;
 
-	if (sb->take & CLI_SBX_BACKEND) {
-		tbl[n++] = (struct flag){"backend", FLAG_STRING, &sb->backend, NULL};
-		tbl[n++] = (struct flag){"namespace", FLAG_STRING, &sb->ns, NULL};
-	}
-	if (sb->take & CLI_SBX_IMAGE)
-		tbl[n++] = (struct flag){"image", FLAG_STRING, &sb->image, NULL};
-	if (sb->take & CLI_SBX_HOMEDIR)
-		tbl[n++] = (struct flag){"homedir", FLAG_STRING, &sb->homedir, NULL};
-	if (sb->take & CLI_SBX_TTL)
-		tbl[n++] = (struct flag){"ttl", FLAG_DURATION, &sb->ttl_ns, NULL};
+	for (size_t r = 0; r < CLI_SBX_ROWS; r++)
+		if (sb->take & cli_rows[r].take)
+			tbl[n++] = (struct flag){.name = cli_rows[r].name, .type = cli_rows[r].type,
+						 .ptr = (char *)sb + cli_rows[r].off};
 	if (sb->take & CLI_SBX_SPEC)
 		n += specflags_table(&sb->sf, tbl + n);
-	assert(n <= CLI_SBX_ROWS + SPECF_COUNT);
 	return n;
+}
+
+/* -h: the usage with, at its CLI_SBX_USAGE line, the rows of the shared flags sb takes, laid
+ * out at the column of the usage's own rows. */
+static _Noreturn void help(const char *usage, const struct cli_sandbox *sb)
+{
+	const char *at = strstr(usage, CLI_SBX_USAGE);
+	struct buf b = {0};
+	int col = helptext_column(usage, 24);
+
+	if (at == NULL || sb == NULL)
+		cli_help(usage);
+	buf_append(&b, usage, (size_t)(at - usage));
+	for (size_t r = 0; r < CLI_SBX_ROWS; r++) {
+		const struct cli_row *w = &cli_rows[r];
+		char *flag;
+
+		if (!(sb->take & w->take))
+			continue;
+		flag = xasprintf("-%s %s", w->name, w->arg);
+		helptext_row(&b, col, flag, sb->take & CLI_SBX_AGENT && w->agent_help ? w->agent_help
+											    : w->help);
+		free(flag);
+	}
+	buf_puts(&b, at + strlen(CLI_SBX_USAGE));
+	fwrite(b.data, 1, b.len, stdout);
+	buf_free(&b);
+	exit(cli_finish(EXIT_OK));
 }
 
 int cli_parse(const struct cli *c, int argc, char **argv)
@@ -59,7 +115,7 @@ int cli_parse(const struct cli *c, int argc, char **argv)
 	i = flag_parse(tbl, argc, argv, &e);
 	free(tbl);
 	if (i == FLAG_HELP)
-		cli_help(c->usage);
+		help(c->usage, c->sandbox);
 	if (i < 0)
 		cli_usage_error(c->usage, e.msg);
 	ops = argc - i;

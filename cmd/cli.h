@@ -22,7 +22,11 @@ enum {
 	CLI_SBX_HOMEDIR = 1 << 2,	/* -homedir D */
 	CLI_SBX_TTL = 1 << 3,		/* -ttl D */
 	CLI_SBX_SPEC = 1 << 4,		/* the sandbox-shaping rows of lib/backend/specflags.h */
+	CLI_SBX_AGENT = 1 << 5,		/* an agent program's -h texts for the rows above */
 };
+/* The line of a usage constant where -h shows the rows of the shared flags the program takes
+ * (their texts: cmd/cli.c's table), aligned with the usage's own rows. */
+#define CLI_SBX_USAGE "\x1e\n"
 
 /* The values of the shared sandbox flags. A flag not given stays NULL (ttl_ns: what the
  * caller preset); the environment's defaults come from the helpers below. */

@@ -98,25 +98,6 @@ static int fail_status(const struct sbx_err *e)
 	return e->code == SBX_EINVAL ? EXIT_USAGE : EXIT_FAIL;
 }
 
-/* Long: a main's checks (flags, vendor, key, request document) in the order their usage errors
- * are tested; the exchange is lib/llm/llm.c. */
-/* -vendor, else $LLM_VENDOR: the vendor named (NULL: none named); an unknown one is a usage
- * error. */
-static const struct vendor *vendor_of(const char *name)
-{
-	const struct vendor *v;
-	char why[256];
-
-	if (name == NULL || *name == '\0')
-		name = getenv("LLM_VENDOR");
-	if (name == NULL || *name == '\0')
-		return NULL;
-	if ((v = vendor_by_name(name)) != NULL)
-		return v;
-	snprintf(why, sizeof why, "unknown vendor \"%.40s\" (known: %s)", name, vendor_names());
-	cli_usage_error(usage, why);
-}
-
 /* What is printed last: -stream's closing line (message, finish_reason, usage when the server
  * sent it, -full's response), else the message or -full's response. New reference. */
 static struct json_object *answer_doc(const struct llm_result *res, bool stream, bool full)
@@ -171,10 +152,9 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-backoff must not be negative");
 	if (retries < 0 || retries > LLM_RETRIES_MAX)
 		cli_usage_error(usage, "-retries must be between 0 and 100");
-	cfg.vendor = vendor_of(vendor_flag);
-	if (auth_flag == NULL || *auth_flag == '\0')
-		auth_flag = getenv("LLM_AUTH_HEADER");
-	cfg.auth_header = auth_flag;
+	if (llm_pick_vendor(vendor_flag, &cfg.vendor, &e) < 0)
+		cli_usage_error(usage, e.msg);
+	cfg.auth_header = llm_auth_header(auth_flag);
 	/* SIGINT, SIGTERM (lib/util/cancel.h; no SA_RESTART: a blocked read returns to see them);
 	 * SIGPIPE ignored: a closed stdout shows up as a write error instead. */
 	if (cancel_install_signals((const int[]){SIGINT, SIGTERM, 0}, 0, &e) < 0)

@@ -8,7 +8,6 @@
 #include "cancel.h"
 #include "copy.h"
 #include "flag.h"
-#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -23,32 +22,12 @@ static const char usage[] =
 	"what is copied are left out and named. Prints {\"from\",\"to\",\"files\",\"bytes\",\n"
 	"\"skipped_links\"} (nothing with DEST -). Needs sh and tar in the sandbox.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -max-size N     refuse what expands beyond N bytes on the way out (default 8G)\n"
 	"  -h              show this help\n";
 
 /* The warning naming the links left out names at most this many (the JSON lists them all). */
 #define LINKS_WARNED 5
-
-/* "NAME:PATH" → the sandbox name (newly allocated) and *path; NULL for a host path. A host
- * path that looks like one is written ./NAME:PATH. */
-static char *sandbox_of(const char *arg, const char **path)
-{
-	const char *colon = strchr(arg, ':');
-	struct sbx_err e;
-	char *name;
-
-	if (colon == NULL || colon == arg)
-		return NULL;
-	name = xstrndup(arg, (size_t)(colon - arg));
-	if (sandbox_name_check(name, &e) < 0) {
-		free(name);
-		return NULL;
-	}
-	*path = colon + 1;
-	return name;
-}
 
 static void warn_links(const struct copy_result *r)
 {
@@ -69,20 +48,10 @@ static void warn_links(const struct copy_result *r)
 static int print_result(const char *from, const char *name, const struct copy_result *r,
 			bool out)
 {
-	struct json_object *o = json_object_new_object(), *l = json_object_new_array();
-	char *to = out ? xstrdup(r->to) : xasprintf("%s:%s", name, r->to);
-	int rc;
+	struct json_object *o = copy_result_json(from, name, r, out);
+	int rc = cli_print_json(o);
 
-	json_object_object_add(o, "from", json_object_new_string(from));
-	json_object_object_add(o, "to", json_object_new_string(to));
-	json_object_object_add(o, "files", json_object_new_int64((int64_t)r->files));
-	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
-	for (size_t k = 0; k < r->nlinks_out; k++)
-		json_object_array_add(l, json_object_new_string(r->links_out[k]));
-	json_object_object_add(o, "skipped_links", l);
-	rc = cli_print_json(o);
 	json_object_put(o);
-	free(to);
 	return rc;
 }
 
@@ -109,8 +78,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-max-size must be positive");
 	src = argv[i];
 	dst = argv[i + 1];
-	sname = sandbox_of(src, &spath);
-	dname = sandbox_of(dst, &dpath);
+	sname = copy_operand(src, &spath);
+	dname = copy_operand(dst, &dpath);
 	if ((sname == NULL) == (dname == NULL))
 		cli_usage_error(usage, sname ? "both are in sandboxes: copy through the host"
 					     : "neither SRC nor DEST is NAME:PATH in a sandbox");

@@ -11,15 +11,7 @@ static const char usage[] =
 	"Creates the sandbox NAME (^[a-z0-9]{1,40}$), or reuses a ready one with the same spec,\n"
 	"waits until it is ready and prints its handle as one JSON line.\n"
 	"\n"
-	"  -backend B            local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image I              local: \"host\" (default), a root filesystem directory, or\n"
-	"                        an OCI image oci-archive:PATH[:TAG] / oci:DIR[:TAG] (see\n"
-	"                        sbx-image); kubernetes: a container image (default\n"
-	"                        debian:bookworm-slim); env SANDBOX_IMAGE\n"
-	"  -homedir D            home directory inside, the only persistent place;\n"
-	"                        env SANDBOX_HOME_DIR, default /home/clawtainer\n"
-	"  -ttl D                shutdown time = now + D (Go duration, default 5m)\n"
+	CLI_SBX_USAGE
 	SPECFLAGS_USAGE
 	"  -h                    show this help\n";
 

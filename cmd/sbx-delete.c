@@ -6,8 +6,7 @@ static const char usage[] =
 	"Deletes each sandbox NAME with its processes and home directory. A sandbox that does\n"
 	"not exist counts as deleted. Prints {\"name\":…,\"deleted\":true} per sandbox.\n"
 	"\n"
-	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 int main(int argc, char **argv)

@@ -1,4 +1,5 @@
-/* sbx-exec — run one command in a sandbox: a JSON result, or raw byte streams with -raw. */
+/* sbx-exec — run one command in a sandbox: a JSON result, or raw byte streams with -raw. The
+ * request document is lib/backend/execreq.c; the run, lib/backend/relay.c and capture.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,8 +11,8 @@
 #include "cancel.h"
 #include "capture.h"
 #include "duration.h"
+#include "execreq.h"
 #include "flag.h"
-#include "gojson.h"
 #include "relay.h"
 #include "reslimit.h"
 #include "cli.h"
@@ -26,8 +27,7 @@ static const char usage[] =
 	"Without CMD, reads {\"command\":[...],\"stdin\":\"...\",\"timeout\":\"30s\",\"workdir\":\"...\",\n"
 	"\"env\":{\"K\":\"V\"}} from standard input.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -timeout D      kill every process the command started after D (Go duration); exit 124;\n"
 	"                  a request's own \"timeout\" wins, \"0s\" (none) too\n"
 	"  -workdir W      working directory inside (default: the home)\n"
@@ -36,93 +36,17 @@ static const char usage[] =
 	"  -max-output N   JSON mode: keep at most N bytes per stream (default 8M)\n"
 	"  -h              show this help\n";
 
-/* A request document is read whole; its stdin field is the only big part. */
-#define REQUEST_MAX (64u << 20)
-
-/* Every field a request may have: any other is refused, never ignored. */
-static const char *const request_fields[] = {"command", "stdin", "timeout", "workdir", "env", NULL};
-
-struct request {
-	char **argv;
-	char **env;
-	const char *workdir;
-	const char *in;
-	size_t in_len;
-	int64_t timeout;
-	bool has_timeout;	/* the request named one: it wins over -timeout, "0s" too */
-	struct json_object *doc;
-};
-
-/* A string of the request as C sees it: one with an embedded NUL would be cut there, so that
- * the sandbox ran something other than what was asked; it is refused instead (as Go's exec). */
-static const char *request_string(struct json_object *v, const char *field)
-{
-	const char *s = json_object_get_string(v);
-
-	if (memchr(s, '\0', (size_t)json_object_get_string_len(v)) != NULL)
-		cli_die(EXIT_USAGE, "invalid request: a string of \"%s\" holds a NUL byte", field);
-	return s;
-}
-
 /* Reads and checks the request document on stdin. */
-static void read_request(struct request *rq)
+static void read_request(struct execreq *rq)
 {
-	struct json_object *cmd, *v;
-	const char *why;
-	size_t i, n, len;
-	char *text = cli_read_stdin(REQUEST_MAX, "request", &len);
+	struct sbx_err e;
+	size_t len;
+	char *text = cli_read_stdin(EXECREQ_MAX, "request", &len);
+	int rc = execreq_parse(text, len, rq, &e);
 
-	rq->doc = gojson_parse(text, len, &why);
 	free(text);
-	if (rq->doc == NULL)
-		cli_die(EXIT_USAGE, "invalid request: not valid JSON: %s", why);
-	if (!json_object_is_type(rq->doc, json_type_object))
-		cli_die(EXIT_USAGE, "invalid request: not a JSON object");
-	if ((why = gojson_unknown_field(rq->doc, request_fields)) != NULL) {
-		struct buf q = {0};
-		gojson_append_string(&q, why, strlen(why));
-		cli_die(EXIT_USAGE, "invalid request: unknown field %s (a request has command, stdin, "
-			"timeout, workdir, env)", q.data);
-	}
-	if (!json_object_object_get_ex(rq->doc, "command", &cmd) ||
-	    !json_object_is_type(cmd, json_type_array) || json_object_array_length(cmd) == 0)
-		cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
-	n = json_object_array_length(cmd);
-	rq->argv = xcalloc(n + 1, sizeof *rq->argv);
-	for (i = 0; i < n; i++) {
-		v = json_object_array_get_idx(cmd, i);
-		if (!json_object_is_type(v, json_type_string))
-			cli_die(EXIT_USAGE, "invalid request: \"command\" must be a non-empty array of strings");
-		rq->argv[i] = (char *)request_string(v, "command");
-	}
-	if (json_object_object_get_ex(rq->doc, "stdin", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			cli_die(EXIT_USAGE, "invalid request: \"stdin\" must be a string");
-		rq->in = json_object_get_string(v);
-		rq->in_len = (size_t)json_object_get_string_len(v);
-	}
-	if (json_object_object_get_ex(rq->doc, "timeout", &v)) {
-		if (!json_object_is_type(v, json_type_string) ||
-		    duration_parse(json_object_get_string(v), &rq->timeout) < 0 || rq->timeout < 0)
-			cli_die(EXIT_USAGE, "invalid request: \"timeout\" must be a Go duration such as \"30s\"");
-		rq->has_timeout = true;
-	}
-	if (json_object_object_get_ex(rq->doc, "workdir", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			cli_die(EXIT_USAGE, "invalid request: \"workdir\" must be a string");
-		rq->workdir = request_string(v, "workdir");
-	}
-	if (json_object_object_get_ex(rq->doc, "env", &v)) {
-		size_t k = 0;
-		if (!json_object_is_type(v, json_type_object))
-			cli_die(EXIT_USAGE, "invalid request: \"env\" must be an object of strings");
-		rq->env = xcalloc((size_t)json_object_object_length(v) + 1, sizeof *rq->env);
-		json_object_object_foreach(v, key, val) {
-			if (!json_object_is_type(val, json_type_string) || !*key || strchr(key, '='))
-				cli_die(EXIT_USAGE, "invalid request: \"env\" must be an object of strings");
-			rq->env[k++] = xasprintf("%s=%s", key, request_string(val, "env"));
-		}
-	}
+	if (rc < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 }
 
 static int status_of(const char *name, const struct sbx_exec_result *r, int64_t timeout, int raw)
@@ -140,15 +64,13 @@ static int status_of(const char *name, const struct sbx_exec_result *r, int64_t 
 	return r->exit_code;
 }
 
-/* Long: a main's checks in the order their usage errors are tested, then the request built and
- * run; the exec is lib/backend/relay.c and lib/backend/capture.c. */
 /* -raw: the command on our own descriptors, through pipes of ours (the sandbox never gets
  * our caller's descriptors); its status as sbx-exec exits with it. */
-static int run_raw(struct sbx_backend *b, const char *name, const struct request *rq, int cancel)
+static int run_raw(struct sbx_backend *b, const char *name, const struct execreq *rq, int cancel)
 {
 	struct sbx_exec x = {.argv = rq->argv, .workdir = rq->workdir, .env = rq->env,
 			     .in_fd = 0, .out_fd = 1, .err_fd = 2,
-			     .timeout_ns = rq->timeout, .cancel_fd = cancel};
+			     .timeout_ns = rq->timeout_ns, .cancel_fd = cancel};
 	struct sbx_exec_result r;
 	struct sbx_err e;
 
@@ -157,35 +79,7 @@ static int run_raw(struct sbx_backend *b, const char *name, const struct request
 		cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq->argv[0],
 			name, e.msg);
 	}
-	return status_of(name, &r, rq->timeout, 1);
-}
-
-/* The document printed for a captured run. New reference. */
-static struct json_object *capture_json(const struct capture *c)
-{
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "stdout", json_object_new_string_len(c->out, (int)c->out_len));
-	json_object_object_add(o, "stderr", json_object_new_string_len(c->err, (int)c->err_len));
-	json_object_object_add(o, "exit_code", json_object_new_int(c->res.exit_code));
-	if (c->res.timed_out)
-		json_object_object_add(o, "timed_out", json_object_new_boolean(1));
-	if (c->res.oom_killed)
-		json_object_object_add(o, "oom_killed", json_object_new_boolean(1));
-	if (c->out_truncated || c->err_truncated)
-		json_object_object_add(o, "truncated", json_object_new_boolean(1));
-	return o;
-}
-
-static void request_free(struct request *rq)
-{
-	for (char **p = rq->env; p && *p; p++)
-		free(*p);
-	free(rq->env);
-	if (rq->doc) {
-		free(rq->argv);
-		json_object_put(rq->doc);
-	}
+	return status_of(name, &r, rq->timeout_ns, 1);
 }
 
 int main(int argc, char **argv)
@@ -195,7 +89,7 @@ int main(int argc, char **argv)
 	int64_t timeout = 0;
 	long long max = CAPTURE_DEFAULT_MAX;
 	bool raw = false, use_stdin = false;
-	struct request rq = {0};
+	struct execreq rq = {0};
 	struct sbx_backend *b;
 	struct sbx_err e;
 	int i, rc, cancel;
@@ -221,14 +115,14 @@ int main(int argc, char **argv)
 		i++;
 	if (i < argc) {
 		rq.argv = argv + i;
-		rq.timeout = timeout;
+		rq.timeout_ns = timeout;
 		rq.workdir = workdir;
 	} else {
 		if (raw)
 			cli_usage_error(usage, "-raw needs a command on the command line");
 		read_request(&rq);
 		if (!rq.has_timeout)
-			rq.timeout = timeout;
+			rq.timeout_ns = timeout;
 		if (workdir && !rq.workdir)
 			rq.workdir = workdir;
 	}
@@ -242,7 +136,7 @@ int main(int argc, char **argv)
 		struct capture_req cr = {.argv = rq.argv, .workdir = rq.workdir, .env = rq.env,
 					 .in = rq.in, .in_len = rq.in_len,
 					 .in_fd = use_stdin && !rq.in ? 0 : -1,
-					 .timeout_ns = rq.timeout, .cancel_fd = cancel,
+					 .timeout_ns = rq.timeout_ns, .cancel_fd = cancel,
 					 .max = (size_t)max};
 		struct capture c;
 		struct json_object *o;
@@ -251,14 +145,14 @@ int main(int argc, char **argv)
 			cli_die(cli_status(e.code), "unable to run %s in sandbox %s: %s", rq.argv[0],
 				name, e.msg);
 		}
-		o = capture_json(&c);
-		rc = status_of(name, &c.res, rq.timeout, 0);
+		o = execreq_result_json(&c);
+		rc = status_of(name, &c.res, rq.timeout_ns, 0);
 		if (cli_print_json(o) < 0)
 			rc = EXIT_FAIL;
 		json_object_put(o);
 		capture_free(&c);
 	}
 	backend_close(b);
-	request_free(&rq);
+	execreq_free(&rq);
 	return cli_finish(rc);
 }

@@ -15,8 +15,7 @@ static const char usage[] =
 	"sandbox is deleted); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
 	"\n"
-	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 static int print_one(const struct sbx_info *in, void *arg)

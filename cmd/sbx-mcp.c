@@ -40,12 +40,7 @@ static const char usage[] =
 	"                        generated and written (0600) to a file named on stderr\n"
 	"  -session NAME         stdio: the session and sandbox name (^[a-z0-9]{1,40}$); env\n"
 	"                        SESSION_NAME; default: generated and reported on stderr\n"
-	"  -backend B            local or kubernetes; env SANDBOX_BACKEND, default kubernetes when\n"
-	"                        a Kubernetes configuration exists, else local\n"
-	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -image I              sandbox image; env SANDBOX_IMAGE\n"
-	"  -homedir D            home directory in the sandbox (the one backed up); env\n"
-	"                        SANDBOX_HOME_DIR, default /home/clawtainer\n"
+	CLI_SBX_USAGE
 	"  -toolset T            basic or geminicli; env TOOLSET, default basic; T+open_port adds\n"
 	"                        the open_port tool (a sandbox port for the user; off by default)\n"
 	"  -tool-timeout D       deadline per tool call (Go duration, default 2m; 0 disables)\n"
@@ -179,7 +174,7 @@ int main(int argc, char **argv)
 	struct mcp_server_config cfg = {.tool_timeout_ns = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
 					.log = on_log};
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
-					 CLI_SBX_SPEC};
+					 CLI_SBX_SPEC | CLI_SBX_AGENT};
 	struct mcp_server *srv;
 	struct sbx_err e;
 	int status;

@@ -11,8 +11,7 @@ static const char usage[] =
 	"Suspended): the pod goes, the home stays on its volume claim (-idle pause), processes\n"
 	"end. Exits 101 when the sandbox does not exist.\n"
 	"\n"
-	"  -backend B     local (default); env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 int main(int argc, char **argv)

@@ -26,8 +26,7 @@ static const char usage[] =
 	"  -d             detach: serve in the background until the sandbox ends or -close\n"
 	"  -list          print NAME's detached forwards, one JSON line each\n"
 	"  -close         stop NAME's detached forwards of PORT\n"
-	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 static const char *listen_addr, *unix_path;

@@ -26,8 +26,7 @@ static const char usage[] =
 	"{\"restored\",\"files\",\"bytes\",\"skipped_corrupt\",\"skipped_links\"}. A session\n"
 	"without backups is an error (exit 101), unless -optional: then \"restored\" is null.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -from FILE      restore this backup (.tar.gz or .tar.zst) and nothing else\n"
 	"  -homedir D      restore into directory D inside the sandbox (with tar) instead of its home\n"
 	"  -max-size N     refuse archives expanding beyond N bytes (K/M/G suffixes; default 8G)\n"
@@ -42,7 +41,7 @@ int main(int argc, char **argv)
 	struct snapshot_restore_opts o = {0};
 	struct snapshot_restore_result r;
 	struct sbx_backend *b;
-	struct json_object *j, *sk;
+	struct json_object *j;
 	struct sbx_err e;
 	int i, rc;
 	struct flag flags[] = {
@@ -92,18 +91,7 @@ int main(int argc, char **argv)
 		cli_warn("left out %zu symlink%s pointing outside the home: %s", r.nlinks_out,
 			 r.nlinks_out == 1 ? "" : "s", list);
 	}
-	j = json_object_new_object();
-	json_object_object_add(j, "restored", r.restored ? json_object_new_string(r.restored) : NULL);
-	json_object_object_add(j, "files", json_object_new_int64((int64_t)r.files));
-	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r.bytes));
-	sk = json_object_new_array();
-	for (size_t k = 0; k < r.skipped.n; k++)
-		json_object_array_add(sk, json_object_new_string(r.skipped.name[k]));
-	json_object_object_add(j, "skipped_corrupt", sk);
-	sk = json_object_new_array();
-	for (size_t k = 0; k < r.nlinks_out; k++)
-		json_object_array_add(sk, json_object_new_string(r.links_out[k]));
-	json_object_object_add(j, "skipped_links", sk);
+	j = snapshot_restore_json(&r);
 	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(j);
 	snapshot_restore_free(&r);

@@ -8,8 +8,7 @@ static const char usage[] =
 	"does not exist. On kubernetes: sets the Sandbox Running and waits until it is ready;\n"
 	"its home comes back from its volume claim.\n"
 	"\n"
-	"  -backend B     local (default); env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 int main(int argc, char **argv)

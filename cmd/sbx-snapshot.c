@@ -1,5 +1,4 @@
 /* sbx-snapshot — archive a sandbox's home into a verified backup; or prune backups. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,9 +8,7 @@
 #include "cancel.h"
 #include "flag.h"
 #include "name.h"
-#include "paths.h"
 #include "snapshot.h"
-#include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -25,8 +22,7 @@ static const char usage[] =
 	"restore (see sbx-restore). With -prune, only prunes (no sandbox needed) and prints\n"
 	"{\"session\",\"pruned\"} per session.\n"
 	"\n"
-	"  -backend B      local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS   namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -keep N         backups to keep (default 5)\n"
 	"  -homedir D      archive directory D inside the sandbox (with tar) instead of its home\n"
 	"  -compress C     gzip (default, upstream's format) or zstd (.tar.zst, faster)\n"
@@ -71,15 +67,6 @@ static void show_progress(uint64_t bytes, void *arg)
 	p->shown = true;
 }
 
-static struct json_object *names_json(const struct backup_list *l)
-{
-	struct json_object *a = json_object_new_array();
-
-	for (size_t i = 0; i < l->n; i++)
-		json_object_array_add(a, json_object_new_string(l->name[i]));
-	return a;
-}
-
 /* Prunes one session's backups; prints its line. Returns the exit status. */
 static int prune_one(const char *session, int keep, uint64_t budget)
 {
@@ -95,9 +82,7 @@ static int prune_one(const char *session, int keep, uint64_t budget)
 		cli_msg("unable to prune backups of session %s: %s", session, e.msg);
 		rc = cli_status(e.code);
 	} else {
-		o = json_object_new_object();
-		json_object_object_add(o, "session", json_object_new_string(session));
-		json_object_object_add(o, "pruned", names_json(&pruned));
+		o = snapshot_pruned_json(session, &pruned);
 		if (cli_print_json(o) < 0)
 			rc = EXIT_FAIL;
 		json_object_put(o);
@@ -110,28 +95,16 @@ static int prune_one(const char *session, int keep, uint64_t budget)
 /* -prune -all: every session directory that already has backups. */
 static int prune_all(int keep, uint64_t budget)
 {
+	struct backup_list sessions = {0};
 	struct sbx_err e;
-	char *root = paths_session_root(&e), *fs;
-	struct dirent *de;
-	DIR *d;
 	int rc = EXIT_OK, r;
 
-	if (root == NULL)
+	if (backup_sessions(&sessions, &e) < 0)
 		cli_die_err("unable to find the session directory", &e);
-	if ((d = opendir(root)) == NULL) {
-		free(root);
-		return EXIT_OK;	/* no sessions yet */
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (name_check(de->d_name, NULL) < 0)
-			continue;
-		fs = xasprintf("%s/%s/fs", root, de->d_name);
-		if (access(fs, F_OK) == 0 && (r = prune_one(de->d_name, keep, budget)) != EXIT_OK)
+	for (size_t k = 0; k < sessions.n; k++)
+		if ((r = prune_one(sessions.name[k], keep, budget)) != EXIT_OK)
 			rc = r;
-		free(fs);
-	}
-	closedir(d);
-	free(root);
+	backup_list_free(&sessions);
 	return rc;
 }
 
@@ -152,19 +125,6 @@ static int prune_main(bool all, char **names, int n, int keep, uint64_t budget)
 			rc = r1;
 	}
 	return rc;
-}
-
-/* The document printed for a backup written. New reference. */
-static struct json_object *result_json(const struct snapshot_result *r)
-{
-	struct json_object *j = json_object_new_object();
-
-	json_object_object_add(j, "path", json_object_new_string(r->path));
-	json_object_object_add(j, "bytes", json_object_new_int64((int64_t)r->bytes));
-	json_object_object_add(j, "files", json_object_new_int64((int64_t)r->files));
-	json_object_object_add(j, "sha256", json_object_new_string(r->sha256));
-	json_object_object_add(j, "pruned", names_json(&r->pruned));
-	return j;
 }
 
 int main(int argc, char **argv)
@@ -236,7 +196,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)r.skipped);
 	if (r.prune_error)
 		cli_warn("backup written, but pruning failed: %s", r.prune_error);
-	j = result_json(&r);
+	j = snapshot_result_json(&r);
 	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(j);
 	snapshot_result_free(&r);

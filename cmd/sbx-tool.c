@@ -9,7 +9,7 @@
 #include "backend.h"
 #include "cancel.h"
 #include "flag.h"
-#include "gojson.h"
+#include "toolcall.h"
 #include "toolset.h"
 #include "cli.h"
 
@@ -28,89 +28,24 @@ static const char usage[] =
 	"  -toolset T       basic (default) or geminicli; env TOOLSET\n"
 	"  -tool-timeout D  deadline per call (Go duration, default 2m; 0 disables)\n"
 	"  -list            print the toolset's declarations (the \"tools\" of a chat request)\n"
-	"  -backend B       local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS    namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
+	CLI_SBX_USAGE
 	"  -homedir D       home directory inside; env SANDBOX_HOME_DIR, default /home/clawtainer\n"
 	"  -workdir W       the tools' working directory inside (absolute; default: the\n"
 	"                   backend's, / on the local backend)\n"
 	"  -h               show this help\n";
 
-/* A tool call is small; its arguments carry at most a file to write. */
-#define CALL_MAX (64u << 20)
-
-/* The fields of a tool call as OpenAI-compatible APIs send it (index when streamed; Gemini's
- * thought_signature and extra_content): any other is refused, never ignored. */
-static const char *const call_fields[] = {"id", "type", "function", "index", "thought_signature",
-					  "extra_content", NULL};
-static const char *const function_fields[] = {"name", "arguments", "thought_signature", NULL};
-
-/* Dies (usage) naming the first field of o not in known. */
-static void refuse_unknown(struct json_object *o, const char *const *known, const char *where)
+/* The call read from stdin and checked (lib/toolset/toolcall.c); a malformed one is a usage
+ * error. */
+static void read_call(struct toolcall *tc)
 {
-	const char *bad = gojson_unknown_field(o, known);
-	struct buf q = {0};
-
-	if (bad == NULL)
-		return;
-	gojson_append_string(&q, bad, strlen(bad));
-	cli_die(EXIT_USAGE, "invalid tool call: unknown field %s%s", q.data, where);
-}
-
-static struct json_object *read_call(void)
-{
-	struct json_object *o;
-	const char *why;
+	struct sbx_err e;
 	size_t len;
-	char *text = cli_read_stdin(CALL_MAX, "tool call", &len);
+	char *text = cli_read_stdin(TOOLCALL_MAX, "tool call", &len);
+	int rc = toolcall_parse(text, len, tc, &e);
 
-	o = gojson_parse(text, len, &why);
 	free(text);
-	if (o == NULL)
-		cli_die(EXIT_USAGE, "invalid tool call: not valid JSON: %s", why);
-	return o;
-}
-
-/* Long: a main's checks in the order their usage errors are tested (flags, -list, the call
- * document's fields), then one toolset_call. */
-/* The call read from stdin and checked: its id, function name and arguments (JSON text;
- * *args_text owns it when the call gave an object). Refused with a usage error when malformed.
- * New reference. */
-static struct json_object *parse_call(const char **id, const char **fname, const char **fargs,
-				      char **args_text)
-{
-	struct json_object *call = read_call(), *fn, *v;
-
-	*args_text = NULL;
-	if (!json_object_is_type(call, json_type_object) ||
-	    !json_object_object_get_ex(call, "function", &fn) ||
-	    !json_object_is_type(fn, json_type_object) ||
-	    !json_object_object_get_ex(fn, "name", &v) || !json_object_is_type(v, json_type_string))
-		cli_die(EXIT_USAGE, "invalid tool call: want {\"id\",\"type\":\"function\","
-			"\"function\":{\"name\",\"arguments\"}}");
-	*fname = json_object_get_string(v);
-	refuse_unknown(call, call_fields, "");
-	refuse_unknown(fn, function_fields, " in \"function\"");
-	/* arguments: JSON text, as the API sends it, or the object itself, as many frameworks
-	 * pass it on */
-	if (!json_object_object_get_ex(fn, "arguments", &v) || v == NULL)
-		*fargs = "";
-	else if (json_object_is_type(v, json_type_string))
-		*fargs = json_object_get_string(v);
-	else if (json_object_is_type(v, json_type_object))
-		*fargs = *args_text = gojson_encode(v);
-	else
-		cli_die(EXIT_USAGE, "invalid tool call: \"function.arguments\" must be a JSON string or "
-			"object");
-	if (json_object_object_get_ex(call, "type", &v) &&
-	    !(json_object_is_type(v, json_type_string) && strcmp(json_object_get_string(v), "function") == 0))
-		cli_die(EXIT_USAGE, "invalid tool call: \"type\" must be \"function\"");
-	*id = "";
-	if (json_object_object_get_ex(call, "id", &v)) {
-		if (!json_object_is_type(v, json_type_string))
-			cli_die(EXIT_USAGE, "invalid tool call: \"id\" must be a string");
-		*id = json_object_get_string(v);
-	}
-	return call;
+	if (rc < 0)
+		cli_die(EXIT_USAGE, "%s", e.msg);
 }
 
 int main(int argc, char **argv)
@@ -118,15 +53,15 @@ int main(int argc, char **argv)
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
 	const char *tsname = getenv("TOOLSET"), *homedir = NULL;
 	const char *workdir = NULL;
-	const char *id, *fname, *fargs;
+	struct toolcall tc;
 	int64_t timeout = 120 * INT64_C(1000000000);
 	bool list = false;
-	struct json_object *call, *msg, *parts = NULL;
+	struct json_object *msg, *parts = NULL;
 	const struct toolset *ts;
 	struct sbx_backend *b;
 	struct sbx_err e;
 	int i, failed, rc, cancel;
-	char *content, *args_text;
+	char *content;
 	size_t content_len;
 	struct flag flags[] = {
 		{"toolset", FLAG_STRING, &tsname, NULL},
@@ -157,7 +92,7 @@ int main(int argc, char **argv)
 	if (workdir && workdir[0] != '/')
 		cli_usage_error(usage, "-workdir must be an absolute path");
 
-	call = parse_call(&id, &fname, &fargs, &args_text);
+	read_call(&tc);
 
 	if ((cancel = cancel_install(&e)) < 0)
 		cli_die_err("", &e);
@@ -167,27 +102,20 @@ int main(int argc, char **argv)
 		struct tool_ctx ctx = {.b = b, .sandbox = argv[i], .homedir = homedir,
 				       .workdir = workdir && *workdir ? workdir : NULL,
 				       .timeout_ns = timeout > 0 ? timeout : 0,
-				       .cancel_fd = cancel, .call_id = id, .parts = &parts};
-		content = toolset_call(ts, &ctx, fname, fargs, &content_len, &failed, &e);
+				       .cancel_fd = cancel, .call_id = tc.id, .parts = &parts};
+		content = toolset_call(ts, &ctx, tc.name, tc.args, &content_len, &failed, &e);
 	}
 	if (content == NULL) {
 		if (e.code == SBX_ECANCELED && cancel_signal())
-			cli_die(128 + cancel_signal(), "tool %s canceled", fname);
-		cli_die(cli_status(e.code), "unable to run tool %s in sandbox %s: %s", fname, argv[i],
+			cli_die(128 + cancel_signal(), "tool %s canceled", tc.name);
+		cli_die(cli_status(e.code), "unable to run tool %s in sandbox %s: %s", tc.name, argv[i],
 			e.msg);
 	}
-	msg = json_object_new_object();
-	json_object_object_add(msg, "role", json_object_new_string("tool"));
-	/* NUL bytes in a result travel as \u0000 */
-	json_object_object_add(msg, "content", json_object_new_string_len(content, (int)content_len));
-	json_object_object_add(msg, "tool_call_id", json_object_new_string(id));
-	if (parts)	/* inline data: the result as gemini-cli's Parts too */
-		json_object_object_add(msg, "parts", parts);
+	msg = toolcall_message(tc.id, content, content_len, parts);
 	rc = cli_print_json(msg) < 0 ? EXIT_FAIL
 	     : failed == TOOL_SANDBOX_GONE ? EXIT_GONE : failed ? 1 : EXIT_OK;
 	json_object_put(msg);
-	json_object_put(call);
-	free(args_text);
+	toolcall_free(&tc);
 	free(content);
 	backend_close(b);
 	return cli_finish(rc);

@@ -6,9 +6,7 @@ static const char usage[] =
 	"Moves the shutdown time of sandbox NAME to now + ttl and prints its handle.\n"
 	"Exits 101 when the sandbox no longer exists (expired or deleted): create it again.\n"
 	"\n"
-	"  -backend B     local (default) or kubernetes; env SANDBOX_BACKEND\n"
-	"  -namespace NS  namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
-	"  -ttl D         new lifetime from now (Go duration, default 5m)\n"
+	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
 int main(int argc, char **argv)

@@ -68,3 +68,17 @@ programs() {
 	run grep -nP '[\x00-\x08\x0b-\x1f\x7f]' "$SBX_TOP"/man/man1/*.1 "$SBX_TOP"/man/*.roff
 	assert_status 1
 }
+
+@test "every -h shows a row for each shared flag its synopsis names (cmd/cli.c's table), nothing raw" {
+	local p f bad=
+	for p in $(programs); do
+		run "$p" -h
+		assert_status 0
+		[[ $output != *$'\x1e'* ]] || bad="$bad $p(marker)"
+		for f in "backend B" "namespace NS" "image I" "homedir D" "ttl D"; do
+			[[ $(printf '%s\n' "$output" | sed -n '1,/^$/p') == *"[-${f%% *} "* ]] || continue
+			[[ $output == *$'\n'"  -$f "* ]] || bad="$bad $p(-${f%% *})"
+		done
+	done
+	[ -z "$bad" ] || { echo "rows missing:$bad" >&2; false; }
+}

@@ -10,23 +10,11 @@ load helpers
 load kube/server
 
 ks() { "$SBX_TOP/scripts/kube-test-server" "$@"; }
-ctl() { ks -kubeconfig "$KS/kubeconfig" -ctl "$@" >/dev/null; }
 
-# One server for the file (HOME: setup_file runs before any test's private one is made).
-setup_file() {
-	export KS="$BATS_FILE_TMPDIR/ks"
-	HOME="$KS/home" kts_launch "$KS" -ready-delay 300ms
-}
-
-teardown_file() {
-	kts_halt "$KS"
-}
-
-setup() {
-	setup_sbx_env
-	export KUBECONFIG="$KS/kubeconfig" SANDBOX_BACKEND=kubernetes
-	ctl reset
-}
+# One server for the file (tests/kube/server.bash: kts_file_*, ctl).
+setup_file() { kts_file_start -ready-delay 300ms; }
+teardown_file() { kts_file_stop; }
+setup() { kts_file_test; }
 
 teardown() {
 	local n d

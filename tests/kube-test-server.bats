@@ -538,6 +538,37 @@ http_body() { printf '%s\n' "$output" | sed '$d'; }
 	assert_contains "unknown knob 'explode'"
 }
 
+@test "knob: a malformed value is refused with a 400 naming it, nothing of the document applied" {
+	local v
+	kts_start
+	kts_ctl faults '{"fail_status": 503}' >/dev/null
+	for v in 'nope' '[1]' '{"fail_match": "("}' '{"fail_status": 1000}' '{"fail_status": 200}' \
+		'{"ready_delay": NaN}' '{"ready_delay": 1e400}' '{"container_waiting_for": -5}' \
+		'{"conflict_updates": -3}' '{"exec_drop_after_bytes": -2}' \
+		'{"fail_requests": 1, "fail_match": "[z-a]"}'; do
+		run kts_ctl faults "$v"
+		assert_status 1
+		[[ $output == *"-ctl faults: 400: "* ]] || { echo "$v: $output" >&2; false; }
+		[[ $output != *Traceback* && $output != *"Internal Server Error"* ]]
+	done
+	run kts_ctl faults '{"fail_match": "("}'
+	assert_contains "knob 'fail_match' is not a regular expression"
+	run kts_ctl faults '{"fail_status": 1000}'
+	assert_contains "knob 'fail_status' wants 400 to 599"
+	run kts_ctl faults '{"ready_delay": NaN}'
+	assert_contains "knob 'ready_delay' wants seconds"
+	run kts_ctl faults '{"conflict_updates": -3}'
+	assert_contains "knob 'conflict_updates' wants at least 0"
+	# the server still serves, and what was set before stands: no partial document applied
+	run kts_ctl faults
+	assert_status 0
+	assert_json '.fail_status == 503 and .fail_requests == 0 and .fail_match == "" and .ready_delay == -1'
+	# the edges of each range are taken
+	run kts_ctl faults '{"fail_status": 599, "ready_delay": 0, "container_waiting_for": -1, "exec_drop_after_bytes": -1, "conflict_updates": 0}'
+	assert_status 0
+	assert_json '.fail_status == 599 and .ready_delay == 0'
+}
+
 @test "knob: drop the next exec stream after K bytes" {
 	kts_start
 	ready demo

@@ -8,19 +8,12 @@
 load helpers
 load kube/server
 
-setup_file() {
-	export KS="$BATS_FILE_TMPDIR/ks"
-	HOME="$KS/home" kts_launch "$KS" -ready-delay 100ms
-}
-
-teardown_file() {
-	kts_halt "$KS"
-}
+# One server for the file (tests/kube/server.bash: kts_file_*, ctl).
+setup_file() { kts_file_start -ready-delay 100ms; }
+teardown_file() { kts_file_stop; }
 
 setup() {
-	setup_sbx_env
-	export KUBECONFIG="$KS/kubeconfig" SANDBOX_BACKEND=kubernetes
-	ctl reset
+	kts_file_test
 	PORT_PID=
 }
 
@@ -30,8 +23,6 @@ teardown() {
 	sbx-delete demo >/dev/null 2>&1 || true
 	teardown_sbx_env
 }
-
-ctl() { "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$KS/kubeconfig" -ctl "$@" >/dev/null; }
 
 # port_up ARG…: sbx-port ARG… in the background (PORT_PID), once it printed its line: $url,
 # $hp (the host port).

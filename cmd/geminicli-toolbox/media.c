@@ -2,10 +2,10 @@
  * their MIME types as the `mime/lite` table of gemini-cli 0.61.0 gives them, the audio types
  * it accepts, base64 for the data, and the path segments its workspace check refuses. */
 #include <ctype.h>
-#include <resolv.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "tb.h"
 
 /* mime 4.0.7's standard table (what mime/lite knows), restricted to the types
@@ -187,11 +187,10 @@ const char *tb_audio_mime(const char *path)
 void tb_inline_part(struct tb_call *c, const char *abs, const char *mime, const char *data,
 		    size_t len)
 {
-	size_t cap = 4 * ((len + 2) / 3) + 1;
-	char *b64 = xmalloc(cap);
+	char *b64 = xmalloc(BASE64_LEN(len) + 1);
 	struct json_object *part = json_object_new_object(), *in = json_object_new_object();
-	int n = b64_ntop((const unsigned char *)data, len, b64, cap);
-	json_object_object_add(in, "data", json_object_new_string_len(b64, n < 0 ? 0 : n));
+	size_t n = base64_encode(data, len, b64);
+	json_object_object_add(in, "data", json_object_new_string_len(b64, (int)n));
 	json_object_object_add(in, "mimeType", json_object_new_string(mime));
 	json_object_object_add(in, "displayName", json_object_new_string(abs));
 	json_object_object_add(part, "inlineData", in);

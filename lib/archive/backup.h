@@ -78,6 +78,10 @@ int backup_owed_clear(const char *dir, struct sbx_err *e);
 bool backup_name_valid(const char *name, enum archive_codec *codec);
 /* Lists the complete backups in dir (".tmp" files and sidecars left out). */
 int backup_list_dir(const char *dir, struct backup_list *out, struct sbx_err *e);
+/* The sessions (valid names) under the session root that have a backup directory, in the
+ * root's order; none when there is no root directory yet. -1 with e when the root cannot be
+ * found. */
+int backup_sessions(struct backup_list *out, struct sbx_err *e);
 /* Calls fn for every entry name of dir; stops at fn's non-zero, which it returns (0 when fn
  * never stopped it; -1 with e when dir cannot be read). */
 int backup_each_name(const char *dir, int (*fn)(const char *, void *), void *arg,

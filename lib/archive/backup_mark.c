@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "name.h"
 #include "paths.h"
 #include "xalloc.h"
 
@@ -286,5 +287,30 @@ int backup_list_dir(const char *dir, struct backup_list *out, struct sbx_err *e)
 	/* Same-width time stamps: name order is time order (upstream sorts the same way). */
 	if (out->n > 1)
 		qsort(out->name, out->n, sizeof *out->name, by_name);
+	return 0;
+}
+
+int backup_sessions(struct backup_list *out, struct sbx_err *e)
+{
+	char *root = paths_session_root(e), *fs;
+	struct dirent *de;
+	DIR *d;
+
+	if (root == NULL)
+		return -1;
+	if ((d = opendir(root)) == NULL) {
+		free(root);
+		return 0;	/* no sessions yet */
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (name_check(de->d_name, NULL) < 0)
+			continue;
+		fs = xasprintf("%s/%s/fs", root, de->d_name);
+		if (access(fs, F_OK) == 0)
+			backup_list_add(out, de->d_name, NULL);
+		free(fs);
+	}
+	closedir(d);
+	free(root);
 	return 0;
 }

@@ -103,6 +103,11 @@ const char *llm_env_key(void);
 int llm_key_check(const char *model, struct sbx_err *e);
 /* The base URL: flag, else $OPENAI_BASE_URL, else the default; one trailing '/' trimmed. */
 char *llm_base_url(const char *flag);
+/* The vendor: flag, else $LLM_VENDOR (*v NULL when neither names one); an unknown name is
+ * SBX_EINVAL 'unknown vendor "NAME" (known: …)'. */
+int llm_pick_vendor(const char *flag, const struct vendor **v, struct sbx_err *e);
+/* The key's header: flag, else $LLM_AUTH_HEADER; NULL: the vendor's. */
+const char *llm_auth_header(const char *flag);
 /* The request body: model, the document's messages as vendor accepts them (NULL: generic),
  * its tools (omitted when empty) and any other top-level field as given; "stream":true when
  * asked. */

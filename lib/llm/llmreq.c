@@ -151,6 +151,23 @@ char *llm_base_url(const char *flag)
 	return xstrndup(v, n);
 }
 
+int llm_pick_vendor(const char *flag, const struct vendor **v, struct sbx_err *e)
+{
+	const char *name = flag && *flag ? flag : env_nonempty("LLM_VENDOR");
+
+	*v = NULL;
+	if (name == NULL)
+		return 0;
+	if ((*v = vendor_by_name(name)) != NULL)
+		return 0;
+	return err_set(e, SBX_EINVAL, "unknown vendor \"%.40s\" (known: %s)", name, vendor_names());
+}
+
+const char *llm_auth_header(const char *flag)
+{
+	return flag && *flag ? flag : getenv("LLM_AUTH_HEADER");
+}
+
 char *llm_request_body(struct json_object *doc, const char *model, bool stream,
 		       const struct vendor *vendor)
 {

@@ -11,9 +11,12 @@
 #ifndef SBX_COPY_H
 #define SBX_COPY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
+
+struct json_object;
 
 struct copy_opts {
 	uint64_t max_bytes;	/* cap on what comes out to the host (ARCHIVE_MAX_EXPANDED) */
@@ -42,5 +45,13 @@ int copy_stream_in(struct sbx_backend *b, const char *sandbox, int in_fd, const 
 int copy_stream_out(struct sbx_backend *b, const char *sandbox, const char *src, int out_fd,
 		    const struct copy_opts *o, struct copy_result *r, struct sbx_err *e);
 void copy_result_free(struct copy_result *r);
+
+/* An operand "NAME:PATH" of sbx-cp: the sandbox name (newly allocated) and *path into arg;
+ * NULL for a host path (no ':' after a valid sandbox name: ./NAME:PATH is one). */
+char *copy_operand(const char *arg, const char **path);
+/* The document sbx-cp prints for r: {"from","to","files","bytes","skipped_links"}, "to" as
+ * NAME:PATH unless out (a copy to the host). New reference. */
+struct json_object *copy_result_json(const char *from, const char *sandbox,
+				     const struct copy_result *r, bool out);
 
 #endif

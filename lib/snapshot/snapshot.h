@@ -14,6 +14,8 @@
 #include "backend.h"
 #include "backup.h"
 
+struct json_object;
+
 /* The default backup budget, in disk caps of the home (issue 27.5). */
 #define BACKUP_BUDGET_CAPS 3
 
@@ -81,5 +83,12 @@ int snapshot_restore(struct sbx_backend *b, const char *session,
 		     const struct snapshot_restore_opts *o, struct snapshot_restore_result *r,
 		     struct sbx_err *e);
 void snapshot_restore_free(struct snapshot_restore_result *r);
+
+/* The documents printed for a result (snapshot_json.c), new references: a backup written
+ * {"path","bytes","files","sha256","pruned"}; the backups pruned of a session
+ * {"session","pruned"}; a restore {"restored","files","bytes","skipped_corrupt","skipped_links"}. */
+struct json_object *snapshot_result_json(const struct snapshot_result *r);
+struct json_object *snapshot_pruned_json(const char *session, const struct backup_list *pruned);
+struct json_object *snapshot_restore_json(const struct snapshot_restore_result *r);
 
 #endif

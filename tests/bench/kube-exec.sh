@@ -12,31 +12,19 @@ export SBX_BIN=${SBX_BIN:-$top/bin}
 export PATH="$SBX_BIN:$PATH"
 runs=${BENCH_RUNS:-21}
 work=$(mktemp -d "${TMPDIR:-/tmp}/kube-bench.XXXXXX")
-server_pid=
 
 cleanup() {
-	if [ -n "$server_pid" ]; then
-		KUBECONFIG="$work/kc" sbx-delete -backend kubernetes bench >/dev/null 2>&1 || true
-		kill "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	kube_bench_down "$work"
 	rm -rf "$work"
 }
 trap cleanup EXIT
+. "$here/lib.bash"
 
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 kubectl=$("$top/tests/kube/get-kubectl")
-mkdir -p "$work/home" "$work/state"
-HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
-	-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
-server_pid=$!
-# shellcheck source=../helpers.bash
-. "$top/tests/helpers.bash"	# wait_until
-wait_until -p "$server_pid" test -s "$work/kc" || { cat "$work/log" >&2; exit 1; }
-export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
-sbx-create bench >/dev/null
+kube_bench_up "$top" "$work"
 "$kubectl" exec bench -c sandbox -- true	# warm both paths once
 sbx-exec -raw bench -- true
 

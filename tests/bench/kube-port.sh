@@ -13,30 +13,19 @@ export PATH="$SBX_BIN:$PATH"
 runs=${RUNS:-5}
 size_mb=${SIZE_MB:-64}
 work=$(mktemp -d "${TMPDIR:-/tmp}/kube-port-bench.XXXXXX")
-server_pid= port_pid= kpf_pid=
+port_pid= kpf_pid=
 
 cleanup() {
 	[ -z "$port_pid" ] || kill "$port_pid" 2>/dev/null || true
 	[ -z "$kpf_pid" ] || kill "$kpf_pid" 2>/dev/null || true
-	if [ -n "$server_pid" ]; then
-		KUBECONFIG="$work/kc" sbx-delete -backend kubernetes bench >/dev/null 2>&1 || true
-		kill "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	kube_bench_down "$work"
 	rm -rf "$work"
 }
 trap cleanup EXIT
+. "$here/lib.bash"
 
 kubectl=$("$top/tests/kube/get-kubectl")
-mkdir -p "$work/home" "$work/state"
-HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
-	-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
-server_pid=$!
-# shellcheck source=../helpers.bash
-. "$top/tests/helpers.bash"	# wait_until
-wait_until -p "$server_pid" test -s "$work/kc" || { cat "$work/log" >&2; exit 1; }
-export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
-sbx-create bench >/dev/null
+kube_bench_up "$top" "$work"
 sbx-exec bench -- sh -c "mkdir -p /tmp/www && cd /tmp/www && head -c $((size_mb << 20)) /dev/zero >big &&
 	echo hi >small && setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 </dev/null &" >/dev/null
 sbx-port bench 8000 >"$work/port.out" &

@@ -35,3 +35,28 @@ for i in range(4):
             fh.write(os.urandom(128 * 1024) + bytes(128 * 1024))
 PY
 }
+
+# kube_bench_up TOP WORK: what kube-exec.sh and kube-port.sh start from: scripts/kube-test-server
+# of the tree TOP with its files in WORK (kc, log, home, state), no ready delay, waited for
+# (bounded); the environment pointed at it (KUBECONFIG, SANDBOX_BACKEND=kubernetes, HOME,
+# XDG_STATE_HOME); the sandbox bench made. The server's pid is kube_server_pid.
+kube_bench_up() {
+	local top=$1 work=$2
+	mkdir -p "$work/home" "$work/state"
+	HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
+		-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
+	kube_server_pid=$!
+	# shellcheck source=../helpers.bash
+	. "$top/tests/helpers.bash"	# wait_until
+	wait_until -p "$kube_server_pid" test -s "$work/kc" || { cat "$work/log" >&2; return 1; }
+	export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
+	sbx-create bench >/dev/null
+}
+
+# kube_bench_down WORK: deletes bench and stops the server kube_bench_up started (if it did).
+kube_bench_down() {
+	[ -n "${kube_server_pid:-}" ] || return 0
+	KUBECONFIG="$1/kc" sbx-delete -backend kubernetes bench >/dev/null 2>&1 || true
+	kill "$kube_server_pid" 2>/dev/null || true
+	wait "$kube_server_pid" 2>/dev/null || true
+}

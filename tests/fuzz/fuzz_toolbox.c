@@ -7,7 +7,7 @@
  * `~`, or containing `..`) is validated but not run: walking the host's / (its /proc, /sys,
  * devices) measures the machine, not the tool, and did hang a CI run for 20 minutes.
  * Built from the program's own sources (the FUZZ_SOURCES line below; main renamed). */
-// FUZZ_SOURCES: cmd/geminicli-toolbox/*.c -lpcre2-8 -lresolv -lm
+// FUZZ_SOURCES: cmd/geminicli-toolbox/*.c -lpcre2-8 -lm
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -55,6 +55,24 @@ kts_halt() {
 	rm -f "$1/kts.pid"
 }
 
+# A file whose tests share one server, in $BATS_FILE_TMPDIR/ks ($KS): kts_file_start OPTIONS...
+# from setup_file (HOME: setup_file runs before any test's private one is made), kts_file_stop
+# from teardown_file, kts_file_test from setup (the private environment, KUBECONFIG and the
+# kubernetes backend, the server's faults reset). ctl ARGS...: -ctl on that server, output dropped.
+kts_file_start() {
+	export KS="$BATS_FILE_TMPDIR/ks"
+	HOME="$KS/home" kts_launch "$KS" "$@"
+}
+kts_file_stop() {
+	kts_halt "$KS"
+}
+kts_file_test() {
+	setup_sbx_env
+	export KUBECONFIG="$KS/kubeconfig" SANDBOX_BACKEND=kubernetes
+	ctl reset
+}
+ctl() { "$SBX_TOP/scripts/kube-test-server" -kubeconfig "$KS/kubeconfig" -ctl "$@" >/dev/null; }
+
 kts_start() {
 	kts_launch "$BATS_TEST_TMPDIR" "$@" || return 1
 	KTS_PID=$(cat "$BATS_TEST_TMPDIR/kts.pid")

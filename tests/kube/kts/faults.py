@@ -1,5 +1,6 @@
 """Fault knobs set through POST /_test/faults, and the request log behind GET /_test/requests."""
 import collections
+import math
 import re
 import time
 
@@ -31,6 +32,35 @@ KNOBS = {
                "(the -token one keeps working for /_test)"),
 }
 
+# The bounds of the integer knobs (None: no upper one), checked when a knob is set rather than
+# found out when its fault fires: an injected status outside 400-599 is no HTTP response at
+# all, a negative count means nothing. A seconds knob is -1 (its default) or finite and >= 0.
+INT_BOUNDS = {
+    "conflict_updates": (0, None),
+    "fail_requests": (0, None),
+    "fail_status": (400, 599),
+    "exec_drop_after_bytes": (-1, None),
+    "exec_drop_after_stdin_bytes": (-1, None),
+    "portforward_drop_after_bytes": (-1, None),
+}
+
+
+def check_value(k, v):
+    """Raises ValueError naming knob k when v (of the knob's type) is out of its range."""
+    t = KNOBS[k][0]
+    if t is float and not (v == -1 or (math.isfinite(v) and v >= 0)):
+        raise ValueError(f"knob {k!r} wants seconds (a finite number, at least 0) or -1")
+    if k in INT_BOUNDS:
+        lo, hi = INT_BOUNDS[k]
+        if v < lo or (hi is not None and v > hi):
+            raise ValueError(f"knob {k!r} wants {lo} to {hi}" if hi is not None else
+                             f"knob {k!r} wants at least {lo}")
+    if k == "fail_match":
+        try:
+            re.compile(v)
+        except re.error as e:
+            raise ValueError(f"knob 'fail_match' is not a regular expression: {e}") from None
+
 
 class Faults:
     def __init__(self):
@@ -57,8 +87,7 @@ class Faults:
                 v = float(v)
             if not isinstance(v, t) or (t is int and isinstance(v, bool)):
                 raise ValueError(f"knob {k!r} wants a {t.__name__}")
-            if k == "fail_match":
-                re.compile(v)
+            check_value(k, v)
             if k == "forbid" and not all(isinstance(x, str) and len(x.split()) == 2 for x in v):
                 raise ValueError("knob 'forbid' wants strings 'VERB RESOURCE'")
             if k == "container_waiting" and (len(v) not in (0, 2) or
