@@ -363,6 +363,16 @@ done" ]
 	assert_contains "gave up after 5 tries in 4 s: the API server is throttling us (429 Too Many Requests) and refused to patch sandboxes"
 }
 
+@test "fault: 429s are waited out only within the operation's deadline (create's ready timeout)" {
+	ctl faults '{"fail_requests": 50, "fail_status": 429, "fail_match": "^POST .*/sandboxes$"}'
+	SBX_KUBE_READY_TIMEOUT=3s run sbx-create k41
+	assert_status 111
+	assert_contains "as asked, would pass the operation's deadline): the API server is throttling us (429 Too Many Requests)"
+	# without the deadline: 5 tries in 4 s, past the 3 s the operation has
+	ks -kubeconfig "$KS/kubeconfig" -ctl requests |
+		jq -s -e 'map(select(.method == "POST" and .status == 429)) | length >= 1 and length <= 3'
+}
+
 @test "fault: a dropped exec stream is an error and leaves nothing running" {
 	sbx-create k13 >/dev/null
 	ctl faults '{"exec_drop_after_bytes": 5}'

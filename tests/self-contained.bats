@@ -25,6 +25,9 @@ teardown() {
 	[ -z "$output" ]
 	# the CRD the test server validates against is the repository's own, with its licence
 	[ -s third_party/agent-sandbox/agents.x-k8s.io_sandboxes.yaml ]
+	for r in sandboxtemplates sandboxwarmpools sandboxclaims; do
+		grep -q "^  group: extensions.agents.x-k8s.io$" "third_party/agent-sandbox/extensions.agents.x-k8s.io_$r.yaml"
+	done
 	grep -q "Apache License" third_party/agent-sandbox/LICENSE
 	grep -q 2fd412d55ecae90861a101a5424a75473de97c36 third_party/agent-sandbox/README.md
 }

@@ -253,12 +253,17 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	char full[64];
 	int rc = -1;
 
-	if ((ver = kb_version(b, e)) == NULL)
+	kb_deadline(b, time_mono_ns() + kb_ready_timeout());
+	if ((ver = kb_version(b, e)) == NULL) {
+		kb_deadline(b, 0);
 		return err_prefix(e, "failed to create Sandbox");
-	if (s->storage_class[0] && !kb_idle_pause(s))
-		return err_set(e, SBX_EINVAL, "-storage-class is the class of the home's "
-			       "PersistentVolumeClaim, which only a sandbox made with -idle pause has "
-			       "(its home is an emptyDir otherwise)");
+	}
+	if (s->storage_class[0] && !kb_idle_pause(s)) {
+		err_set(e, SBX_EINVAL, "-storage-class is the class of the home's "
+			"PersistentVolumeClaim, which only a sandbox made with -idle pause has "
+			"(its home is an emptyDir otherwise)");
+		goto out;
+	}
 	snprintf(full, sizeof full, KB_GROUP "/%s", ver);
 	if ((rc = find_or_post(b, ver, s, info, &created, &o, e)) < 0) {
 		if (rc == -1)
@@ -296,6 +301,7 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	info->reused = reused;
 	rc = 0;
 out:
+	kb_deadline(b, 0);
 	json_object_put(ready);
 	json_object_put(o);
 	return rc;

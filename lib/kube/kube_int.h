@@ -51,6 +51,8 @@ int kb_update(struct sbx_backend *b, const char *ver, const char *name,
 	      int (*edit)(struct json_object *o, struct json_object *spec, void *arg), void *arg,
 	      struct json_object **out, struct sbx_err *e);
 const char *kb_version(struct sbx_backend *b, struct sbx_err *e);
+/* The end of the operation under way (time_mono_ns; 0 when it ends): retries stop there. */
+void kb_deadline(struct sbx_backend *b, int64_t deadline_ns);
 char *kb_path(struct sbx_backend *b, const char *ver, const char *name);
 void kb_nap(int64_t ns);
 /* The connection of a backend kb_api has opened. */

@@ -30,6 +30,15 @@ struct kubeapi *kb_api(struct sbx_backend *b, struct sbx_err *e)
 	return k->api;
 }
 
+void kb_deadline(struct sbx_backend *b, int64_t deadline_ns)
+{
+	struct sbx_err ignored;	/* a connection that cannot open is reported by the operation */
+	struct kubeapi *api = kb_api(b, &ignored);
+
+	if (api)
+		kubeapi_set_deadline(api, deadline_ns);
+}
+
 /* Finds the served Sandbox version: v1beta1, else v1alpha1. */
 const char *kb_version(struct sbx_backend *b, struct sbx_err *e)
 {

@@ -513,12 +513,16 @@ out:
 int kb_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 		  struct sbx_exec_result *r, struct sbx_err *e)
 {
-	int rc = exec_once(b, name, x, r, false, e);
+	int rc;
 
+	if (x->timeout_ns > 0)	/* -timeout bounds the API requests' retries too */
+		kb_deadline(b, time_mono_ns() + x->timeout_ns);
+	rc = exec_once(b, name, x, r, false, e);
 	if (rc == 2)
 		rc = exec_once(b, name, x, r, true, e);
 	if (rc == 2)
 		rc = err_set(e, SBX_EIO, "kubernetes exec failed: the server keeps choosing %s for a stream that needs %s",
 			     KUBEEXEC_V4, KUBEEXEC_V5);
+	kb_deadline(b, 0);
 	return rc;
 }

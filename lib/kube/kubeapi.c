@@ -11,11 +11,13 @@
 #include <time.h>
 
 #include "curlso.h"
+#include "timeutil.h"
 #include "xalloc.h"
 
 struct kubeapi {
 	struct kubeconfig kc;
 	CURL *curl;
+	int64_t deadline_ns;	/* the operation's end (time_mono_ns), 0: none */
 };
 
 struct sink {
@@ -56,6 +58,11 @@ void kubeapi_close(struct kubeapi *api)
 		curlso.easy_cleanup(api->curl);
 	kubeconfig_free(&api->kc);
 	free(api);
+}
+
+void kubeapi_set_deadline(struct kubeapi *api, int64_t deadline_ns)
+{
+	api->deadline_ns = deadline_ns;
 }
 
 struct kubeconfig *kubeapi_config(struct kubeapi *api)
@@ -450,7 +457,9 @@ static void wait_ms(int64_t ms)
 
 /* A 429 means the server did not process the request, and a 5xx with Retry-After is the server
  * asking to be asked again: client-go tries both again for every verb, and so do we, a bounded
- * number of times, each wait as asked (capped), all waits within KUBEAPI_RETRY_TOTAL_MS. */
+ * number of times, each wait as asked (capped), all waits within KUBEAPI_RETRY_TOTAL_MS and
+ * none past the operation's deadline (kubeapi_set_deadline): a wait that would end after it
+ * cannot help, so the answer is reported at once. */
 static int request_retrying(struct kubeapi *api, const char *method, const char *path,
 			    const char *ctype, struct json_object *body, struct json_object **out,
 			    struct sbx_err *e)
@@ -458,6 +467,7 @@ static int request_retrying(struct kubeapi *api, const char *method, const char 
 	int64_t waited_ms = 0;
 	long retry_after;
 	int tries = 0, rc;
+	bool late = false;
 
 	for (;;) {
 		int64_t ms;
@@ -468,10 +478,18 @@ static int request_retrying(struct kubeapi *api, const char *method, const char 
 		ms = (int64_t)retry_after * 1000;
 		if (tries >= KUBEAPI_RETRY_TRIES || waited_ms + ms > KUBEAPI_RETRY_TOTAL_MS)
 			break;
+		if (api->deadline_ns > 0 && time_mono_ns() + ms * 1000000 > api->deadline_ns) {
+			late = true;
+			break;
+		}
 		wait_ms(ms);
 		waited_ms += ms;
 	}
-	if (tries > 1)
+	if (late)
+		err_prefix(e, "gave up after %d %s in %lld s (waiting %ld s more, as asked, would pass "
+			   "the operation's deadline)", tries, tries == 1 ? "try" : "tries",
+			   (long long)(waited_ms / 1000), retry_after);
+	else if (tries > 1)
 		err_prefix(e, "gave up after %d tries in %lld s", tries, (long long)(waited_ms / 1000));
 	return rc;
 }

@@ -22,7 +22,7 @@
 #define KUBEAPI_REQUEST_TIMEOUT_MS 60000
 /* A 429, or a 5xx with Retry-After, is tried again: at most this many tries in all, each wait
  * as Retry-After asks but at most KUBEAPI_RETRY_WAIT_MAX_MS, all waits within
- * KUBEAPI_RETRY_TOTAL_MS. */
+ * KUBEAPI_RETRY_TOTAL_MS, and never past the operation's deadline (kubeapi_set_deadline). */
 #define KUBEAPI_RETRY_TRIES 5
 #define KUBEAPI_RETRY_WAIT_MAX_MS 10000
 #define KUBEAPI_RETRY_TOTAL_MS 30000
@@ -35,10 +35,13 @@ struct kubeapi *kubeapi_open(struct sbx_err *e);
 struct kubeapi *kubeapi_new(struct kubeconfig *kc);
 void kubeapi_close(struct kubeapi *api);
 struct kubeconfig *kubeapi_config(struct kubeapi *api);
+/* The end of the operation the next requests serve (time_mono_ns; 0: none): no retry waits
+ * past it. */
+void kubeapi_set_deadline(struct kubeapi *api, int64_t deadline_ns);
 
 /* One request. body (may be NULL) is sent as JSON. On 2xx, *out (if out is not NULL) gets the
  * parsed response (NULL when empty). 429, and 5xx with Retry-After, are tried again (bounded,
- * see KUBEAPI_RETRY_TRIES). Other statuses become errors: 404 SBX_ENOTFOUND, 409
+ * see KUBEAPI_RETRY_TRIES, and within the deadline). Other statuses become errors: 404 SBX_ENOTFOUND, 409
  * SBX_ECONFLICT, 401/403 SBX_EPERM, 422/400 SBX_EINVAL, unreachable SBX_EUNAVAIL. */
 int kubeapi_request(struct kubeapi *api, const char *method, const char *path,
 		    struct json_object *body, struct json_object **out, struct sbx_err *e);

@@ -49,6 +49,8 @@ def routes_for(ctx):
                   lambda r: Sandboxes(ctx, r).item()),
         web.route("*", "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/status",
                   lambda r: Sandboxes(ctx, r).status()),
+        web.route("*", "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}/scale",
+                  lambda r: Sandboxes(ctx, r).scale()),
         web.get("/api/v1/namespaces/{ns}/pods", lambda r: Pods(ctx, r).list()),
         web.post("/api/v1/namespaces/{ns}/pods", lambda r: Pods(ctx, r).create()),
         web.get("/api/v1/pods", lambda r: Pods(ctx, r).list()),
@@ -168,15 +170,20 @@ async def read_json(request, what="object"):
 
 
 class Sandboxes:
-    """Handlers for agents.x-k8s.io sandboxes (one instance per request)."""
+    """Handlers for the custom resources (one instance per request): agents.x-k8s.io
+    sandboxes, and the extension kinds (kts/extensions.py), each with its own CRD, store and
+    controller (ctx.crd_kinds)."""
 
     def __init__(self, ctx, request):
         self.ctx, self.r = ctx, request
         mi = request.match_info
-        crd = ctx.crd
-        if mi["group"] != crd.group or mi["plural"] != crd.plural or \
-                mi["version"] not in ctx.versions:
+        kind = ctx.crd_kinds.get((mi["group"], mi["plural"]))
+        if kind is None or mi["version"] not in ctx.versions or \
+                mi["version"] not in kind.crd.versions:
             raise ApiError(404, "the server could not find the requested resource")
+        # This kind's CRD, objects and controller (Sandboxes, or an extension kind).
+        self.crd, self.store, self.controller = kind.crd, kind.store, kind.controller
+        crd = self.crd
         self.version = mi["version"]
         self.api_version = f"{crd.group}/{self.version}"
         self.ns = mi.get("ns")
@@ -199,8 +206,8 @@ class Sandboxes:
         return json_response(self._out(obj), status=code)
 
     def _table(self, objs):
-        return tables.table([self._out(o) for o in objs], self.ctx.crd.columns(self.version),
-                            str(self.ctx.store.rv), self.r.query.get("includeObject", "Metadata"))
+        return tables.table([self._out(o) for o in objs], self.crd.columns(self.version),
+                            str(self.store.rv), self.r.query.get("includeObject", "Metadata"))
 
     def _warn_unknown(self, unknown, headers):
         mode = self.r.query.get("fieldValidation", "Warn")
@@ -229,7 +236,7 @@ class Sandboxes:
             raise ApiError(400, "the namespace of the provided object does not match the "
                            "namespace sent on the request")
         meta["namespace"] = self.ns
-        errors, unknown = self.ctx.crd.validate(obj, self.version)
+        errors, unknown = self.crd.validate(obj, self.version)
         if errors:
             raise invalid(self.res, self.res.kind, meta.get("name") or "", errors)
         self._warn_unknown(unknown, headers)
@@ -250,7 +257,7 @@ class Sandboxes:
             return await self._create()
         if m == "DELETE":
             self._authorize("deletecollection")
-            for o in self.ctx.store.list(self._match()):
+            for o in self.store.list(self._match()):
                 self._delete_obj(o)
             return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                   "status": "Success"})
@@ -265,11 +272,11 @@ class Sandboxes:
         return lambda o: (ns is None or o["metadata"]["namespace"] == ns) and sel(o)
 
     def _list(self):
-        items = self.ctx.store.list(self._match())
+        items = self.store.list(self._match())
         if tables.wants_table(self.r.headers.get("Accept")):
             return json_response(self._table(items))
         return json_response({"apiVersion": self.api_version, "kind": self.res.kind + "List",
-                              "metadata": {"resourceVersion": str(self.ctx.store.rv)},
+                              "metadata": {"resourceVersion": str(self.store.rv)},
                               "items": [self._out(o) for o in items]})
 
     async def _watch(self):
@@ -290,9 +297,9 @@ class Sandboxes:
         except ValueError:
             raise ApiError(400, "invalid timeoutSeconds") from None
         try:
-            w = self.ctx.store.watch(self._match(), since)
+            w = self.store.watch(self._match(), since)
         except Gone:
-            raise ApiError(410, f"too old resource version: {rv} ({self.ctx.store.rv})",
+            raise ApiError(410, f"too old resource version: {rv} ({self.store.rv})",
                            "Expired") from None
         table = tables.wants_table(self.r.headers.get("Accept"))
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
@@ -321,7 +328,7 @@ class Sandboxes:
         except ConnectionResetError:
             pass
         finally:
-            self.ctx.store.unwatch(w)
+            self.store.unwatch(w)
             self.ctx.watch_responses.discard(resp)
         return resp
 
@@ -336,7 +343,7 @@ class Sandboxes:
             out = self._table([obj]) if table else self._out(obj)
             await resp.write(dumps({"type": kind, "object": out}).encode() + b"\n")
         mark = {"kind": self.res.kind, "apiVersion": self.api_version,
-                "metadata": {"resourceVersion": str(self.ctx.store.rv),
+                "metadata": {"resourceVersion": str(self.store.rv),
                              "annotations": {"k8s.io/initial-events-end": "true"}}}
         await resp.write(dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
 
@@ -353,17 +360,17 @@ class Sandboxes:
         obj.pop("status", None)          # status is a subresource: ignored on create
         name = obj["metadata"]["name"]
         if "All" in self.r.query.getall("dryRun", []):
-            if self.ctx.store.get(self.ns, name):
+            if self.store.get(self.ns, name):
                 raise already_exists(self.res, name)
             return json_response(self._out(obj), status=201, headers=headers)
         if obj["metadata"].get("resourceVersion"):
             raise ApiError(400, "resourceVersion should not be set on objects to be created")
         obj["metadata"].pop("uid", None)
         try:
-            created = self.ctx.store.create(obj)
+            created = self.store.create(obj)
         except Exists:
             raise already_exists(self.res, name) from None
-        self.ctx.controller.created(created)
+        self.controller.created(created)
         resp = self._respond(created, 201)
         resp.headers.update(headers)
         return resp
@@ -398,8 +405,44 @@ class Sandboxes:
             return await self._patch(status_only=True)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
+    async def scale(self):
+        """The scale subresource (autoscaling/v1 Scale) of a kind whose CRD has one
+        (SandboxWarmPool: spec.replicas), as kubectl scale reads and patches it."""
+        sub = (self.crd.versions[self.version].get("subresources") or {}).get("scale")
+        if sub is None:
+            raise ApiError(404, "the server could not find the requested resource")
+        m = self.r.method
+        self._authorize("get" if m == "GET" else "update" if m == "PUT" else "patch")
+        live = self._get()
+        doc = scale_doc(live, sub)
+        if m == "GET":
+            return json_response(doc)
+        if m not in ("PUT", "PATCH"):
+            raise ApiError(405, "the server does not allow this method on the requested "
+                           "resource")
+        body = await read_json(self.r, "a Scale")
+        ctype = self.r.headers.get("Content-Type", "").split(";")[0].strip()
+        try:
+            if m == "PUT":
+                new = body
+            elif ctype == "application/json-patch+json":
+                new = json_patch(doc, body)
+            else:
+                new = merge_patch(doc, body if isinstance(body, dict) else {})
+        except PatchError as e:
+            raise ApiError(422, f"the server rejected our request due to an error in our "
+                           f"request: {e}", "Invalid") from None
+        replicas = ((new or {}).get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ApiError(422, f"Scale.autoscaling \"{self.name}\" is invalid: spec.replicas: "
+                           "Invalid value: must be greater than or equal to 0", "Invalid")
+        obj = copy.deepcopy(live)
+        set_path(obj, sub["specReplicasPath"], replicas)
+        resp = await self._replace(obj, status_only=False, live=live)
+        return json_response(scale_doc(json.loads(resp.body), sub))
+
     def _get(self):
-        o = self.ctx.store.get(self.ns, self.name)
+        o = self.store.get(self.ns, self.name)
         if o is None:
             raise not_found(self.res, self.name)
         return o
@@ -425,13 +468,13 @@ class Sandboxes:
             new["status"] = obj.get("status")
             if meta and meta.get("resourceVersion"):
                 new["metadata"]["resourceVersion"] = meta["resourceVersion"]
-            errors, _ = self.ctx.crd.validate(new, self.version, status_only=True)
+            errors, _ = self.crd.validate(new, self.version, status_only=True)
             if errors:
                 raise invalid(self.res, self.res.kind, self.name, errors)
         else:
             obj.setdefault("metadata", {})["name"] = self.name
             self._check(obj, headers)
-            errors = self.ctx.crd.transition_errors(live, obj, self.version)
+            errors = self.crd.transition_errors(live, obj, self.version)
             if errors:
                 raise invalid(self.res, self.res.kind, self.name, errors)
             new = obj
@@ -441,12 +484,16 @@ class Sandboxes:
         if "All" in self.r.query.getall("dryRun", []):
             return json_response(self._out(new), headers=headers)
         try:
-            updated = self.ctx.store.update(new)
+            updated = self.store.update(new)
         except Conflict:
             raise conflict(self.res, self.name) from None
         except KeyError:
             raise not_found(self.res, self.name) from None
-        self.ctx.controller.updated(updated)
+        if updated["metadata"].get("deletionTimestamp") and \
+                not updated["metadata"].get("finalizers"):
+            updated = self._delete_obj(updated)      # its last finalizer removed
+        else:
+            self.controller.updated(updated)
         resp = self._respond(updated)
         resp.headers.update(headers)
         return resp
@@ -459,7 +506,7 @@ class Sandboxes:
                            "media types include: application/json-patch+json, "
                            "application/merge-patch+json, application/apply-patch+yaml")
         patch = await read_json(self.r, "a patch")
-        live = self.ctx.store.get(self.ns, self.name)
+        live = self.store.get(self.ns, self.name)
         if ctype == "application/apply-patch+yaml":
             if not self.r.query.get("fieldManager"):
                 raise ApiError(400, "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: "
@@ -497,10 +544,10 @@ class Sandboxes:
         self._check(obj, headers)
         obj.pop("status", None)
         try:
-            created = self.ctx.store.create(obj)
+            created = self.store.create(obj)
         except Exists:
             raise already_exists(self.res, self.name) from None
-        self.ctx.controller.created(created)
+        self.controller.created(created)
         resp = self._respond(created, 201)
         resp.headers.update(headers)
         return resp
@@ -531,9 +578,43 @@ class Sandboxes:
         return json_response(self._out(gone))
 
     def _delete_obj(self, obj):
-        gone = self.ctx.store.delete(obj["metadata"]["namespace"], obj["metadata"]["name"])
-        self.ctx.controller.deleted(gone)
+        """Deletes obj, or, while it has finalizers, marks it (deletionTimestamp) and keeps
+        it until an update removes the last one, as the API server does."""
+        if obj["metadata"].get("finalizers"):
+            if obj["metadata"].get("deletionTimestamp"):
+                return obj
+            return self.store.mark_deleting(obj["metadata"]["namespace"],
+                                            obj["metadata"]["name"])
+        gone = self.store.delete(obj["metadata"]["namespace"], obj["metadata"]["name"])
+        self.controller.deleted(gone)
         return gone
+
+
+def get_path(obj, path):
+    """The value at a CRD jsonPath such as .spec.replicas (None when absent)."""
+    for part in path.lstrip(".").split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def set_path(obj, path, value):
+    parts = path.lstrip(".").split(".")
+    for part in parts[:-1]:
+        obj = obj.setdefault(part, {})
+    obj[parts[-1]] = value
+
+
+def scale_doc(obj, sub):
+    """An object's autoscaling/v1 Scale, from its CRD's scale subresource paths."""
+    meta = obj["metadata"]
+    status = {"replicas": get_path(obj, sub["statusReplicasPath"]) or 0}
+    if sub.get("labelSelectorPath") and get_path(obj, sub["labelSelectorPath"]):
+        status["selector"] = get_path(obj, sub["labelSelectorPath"])
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in meta},
+            "spec": {"replicas": get_path(obj, sub["specReplicasPath"]) or 0},
+            "status": status}
 
 
 def pod_doc(ctx, sandbox, pod):

@@ -62,7 +62,8 @@ def _to_aggregated(group, version, resources):
             if res.get(k):
                 d[k] = res[k]
         subs = [{"subresource": x["name"].split("/", 1)[1],
-                 "responseKind": {"group": group, "version": version, "kind": x["kind"]},
+                 "responseKind": {"group": x.get("group", group),
+                                  "version": x.get("version", version), "kind": x["kind"]},
                  "verbs": x["verbs"]}
                 for x in resources if x["name"].startswith(res["name"] + "/")]
         if subs:
@@ -86,44 +87,70 @@ async def core_v1(_ctx, _r):
                           "resources": CORE_RESOURCES})
 
 
-def _group_doc(ctx):
-    versions = [{"groupVersion": f"{ctx.crd.group}/{v}", "version": v} for v in ctx.versions]
-    return {"name": ctx.crd.group, "versions": versions, "preferredVersion": versions[0]}
+def _crd_groups(ctx):
+    """group -> the CRDs served in it (agents.x-k8s.io, extensions.agents.x-k8s.io)."""
+    out = {}
+    for kind in ctx.crd_kinds.values():
+        out.setdefault(kind.crd.group, []).append(kind.crd)
+    return out
 
 
-def _sandbox_resources(ctx):
-    crd = ctx.crd
-    names = crd.names
-    return [{"name": crd.plural, "singularName": names.get("singular", ""), "namespaced": True,
-             "kind": crd.kind, "verbs": SANDBOX_VERBS, "shortNames": names.get("shortNames", []),
-             "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
-            {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
-             "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
+def _versions_of(ctx, group):
+    return [v for v in ctx.versions if any(v in c.versions for c in _crd_groups(ctx)[group])]
+
+
+def _group_doc(ctx, group):
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in _versions_of(ctx, group)]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+def _crd_resources(ctx, group, version):
+    out = []
+    for crd in _crd_groups(ctx)[group]:
+        if version not in crd.versions:
+            continue
+        names = crd.names
+        out += [{"name": crd.plural, "singularName": names.get("singular", ""),
+                 "namespaced": True, "kind": crd.kind, "verbs": SANDBOX_VERBS,
+                 "shortNames": names.get("shortNames", []),
+                 "storageVersionHash": _hash(f"{crd.group}/{crd.storage}/{crd.plural}")},
+                {"name": f"{crd.plural}/status", "singularName": "", "namespaced": True,
+                 "kind": crd.kind, "verbs": ["get", "patch", "update"]}]
+        if (crd.versions[version].get("subresources") or {}).get("scale"):
+            out.append({"name": f"{crd.plural}/scale", "singularName": "", "namespaced": True,
+                        "group": "autoscaling", "version": "v1", "kind": "Scale",
+                        "verbs": ["get", "patch", "update"]})
+    return out
 
 
 async def groups(ctx, r):
     agg = _aggregated_version(ctx, r)
     if agg:
-        versions = [_to_aggregated(ctx.crd.group, v, _sandbox_resources(ctx))
-                    for v in ctx.versions]
-        return _aggregated(agg, [{"metadata": {"name": ctx.crd.group, "creationTimestamp": None},
-                                  "versions": versions}])
+        items = []
+        for g in _crd_groups(ctx):
+            versions = [_to_aggregated(g, v, _crd_resources(ctx, g, v))
+                        for v in _versions_of(ctx, g)]
+            items.append({"metadata": {"name": g, "creationTimestamp": None},
+                          "versions": versions})
+        return _aggregated(agg, items)
     return json_response({"kind": "APIGroupList", "apiVersion": "v1",
-                          "groups": [_group_doc(ctx)]})
+                          "groups": [_group_doc(ctx, g) for g in _crd_groups(ctx)]})
 
 
 async def group(ctx, r):
-    if r.match_info["group"] != ctx.crd.group:
+    if r.match_info["group"] not in _crd_groups(ctx):
         raise ApiError(404, "the server could not find the requested resource")
-    return json_response(dict(_group_doc(ctx), kind="APIGroup", apiVersion="v1"))
+    return json_response(dict(_group_doc(ctx, r.match_info["group"]), kind="APIGroup",
+                              apiVersion="v1"))
 
 
 async def group_version(ctx, r):
-    if r.match_info["group"] != ctx.crd.group or r.match_info["version"] not in ctx.versions:
+    g, v = r.match_info["group"], r.match_info["version"]
+    if g not in _crd_groups(ctx) or v not in _versions_of(ctx, g):
         raise ApiError(404, "the server could not find the requested resource")
     return json_response({"kind": "APIResourceList", "apiVersion": "v1",
-                          "groupVersion": f"{ctx.crd.group}/{r.match_info['version']}",
-                          "resources": _sandbox_resources(ctx)})
+                          "groupVersion": f"{g}/{v}",
+                          "resources": _crd_resources(ctx, g, v)})
 
 
 async def namespace(_ctx, r):
@@ -137,14 +164,15 @@ async def openapi_v2(_ctx, _r):
     raise ApiError(404, "the server could not find the requested resource")
 
 
-def _gv_path(ctx, version):
-    return f"apis/{ctx.crd.group}/{version}"
+def _gv_paths(ctx):
+    """'apis/GROUP/VERSION' -> (group, version) for every served custom group-version."""
+    return {f"apis/{g}/{v}": (g, v) for g in _crd_groups(ctx) for v in _versions_of(ctx, g)}
 
 
 async def openapi_v3_root(ctx, _r):
     """The index kubectl reads to find each group-version's document."""
-    paths = {_gv_path(ctx, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(ctx, v)}?hash="
-                                + _hash(ctx.crd.group + v).upper()} for v in ctx.versions}
+    paths = {p: {"serverRelativeURL": f"/openapi/v3/{p}?hash=" + _hash(g + v).upper()}
+             for p, (g, v) in _gv_paths(ctx).items()}
     return json_response({"paths": paths})
 
 
@@ -166,27 +194,29 @@ def _operation(crd, version, action, verb, params):
 
 
 async def openapi_v3(ctx, r):
-    """A group-version's OpenAPI v3 document: the Sandbox paths (with the query parameters
-    kubectl checks for, notably fieldValidation) and the CRD's schema."""
-    crd = ctx.crd
-    rest = r.match_info["rest"]
-    version = next((v for v in ctx.versions if rest == _gv_path(ctx, v)), None)
-    if version is None:
+    """A group-version's OpenAPI v3 document: each kind's paths (with the query parameters
+    kubectl checks for, notably fieldValidation) and its CRD's schema."""
+    gv = _gv_paths(ctx).get(r.match_info["rest"])
+    if gv is None:
         raise ApiError(404, "the server could not find the requested resource")
+    g, version = gv
     write = ["dryRun", "fieldManager", "fieldValidation"]
-    base = f"/apis/{crd.group}/{version}/namespaces/{{namespace}}/{crd.plural}"
-    paths = {
-        base: {"get": _operation(crd, version, "list", "list", ["labelSelector", "watch"]),
-               "post": _operation(crd, version, "post", "create", write)},
-        base + "/{name}": {"get": _operation(crd, version, "get", "read", []),
-                           "put": _operation(crd, version, "put", "replace", write),
-                           "patch": _operation(crd, version, "patch", "patch", write + ["force"]),
-                           "delete": _operation(crd, version, "delete", "delete", ["dryRun"])},
-    }
-    schema = dict(crd.schema(version))
-    schema["x-kubernetes-group-version-kind"] = [{"group": crd.group, "version": version,
-                                                  "kind": crd.kind}]
+    paths, schemas = {}, {}
+    for crd in _crd_groups(ctx)[g]:
+        if version not in crd.versions:
+            continue
+        base = f"/apis/{crd.group}/{version}/namespaces/{{namespace}}/{crd.plural}"
+        paths[base] = {"get": _operation(crd, version, "list", "list", ["labelSelector", "watch"]),
+                       "post": _operation(crd, version, "post", "create", write)}
+        paths[base + "/{name}"] = {
+            "get": _operation(crd, version, "get", "read", []),
+            "put": _operation(crd, version, "put", "replace", write),
+            "patch": _operation(crd, version, "patch", "patch", write + ["force"]),
+            "delete": _operation(crd, version, "delete", "delete", ["dryRun"])}
+        schema = dict(crd.schema(version))
+        schema["x-kubernetes-group-version-kind"] = [{"group": crd.group, "version": version,
+                                                      "kind": crd.kind}]
+        schemas[_schema_name(crd, version)] = schema
     return json_response({"openapi": "3.0.0",
                           "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
-                          "paths": paths,
-                          "components": {"schemas": {_schema_name(crd, version): schema}}})
+                          "paths": paths, "components": {"schemas": schemas}})

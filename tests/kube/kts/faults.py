@@ -27,6 +27,12 @@ KNOBS = {
                               "pod starts (a registry that came back); -1: for ever"),
     "pvc_pending": (list, [], "[REASON, MESSAGE]: claims made from now stay Pending with a "
                     "Warning Event of that reason (e.g. ProvisioningFailed)"),
+    "warm_pool_empty": (bool, False, "SandboxWarmPools keep no Sandboxes and offer none: "
+                        "claims cold-create from the pool's template"),
+    "adoption_conflicts": (int, 0, "the next N adoptions of a pool's Sandbox by a claim fail "
+                           "(claim Ready=False AdoptionConflict; tried again on the next pass)"),
+    "claim_reconciler_error": (str, "", "while set, claims not yet bound get Ready=False "
+                               "ReconcilerError 'Error seen: MESSAGE' and no Sandbox"),
     "forbid": (list, [], "['VERB RESOURCE', ...] answered 403, e.g. 'update sandboxes'"),
     "tokens": (list, [], "when not empty, the only bearer tokens the API accepts "
                "(the -token one keeps working for /_test)"),

@@ -18,7 +18,7 @@ import urllib.request
 import yaml
 from aiohttp import web
 
-from . import admission, api, controller, faults, generic, schema, store, volumes
+from . import admission, api, controller, extensions, faults, generic, schema, store, volumes
 from .backend import BackendError, PodBackend, SbxBackend, SubprocessBackend
 from .certs import Authority
 
@@ -100,6 +100,10 @@ class Context:
         self.faults = faults.Faults()
         self.backend = backend
         self.controller = controller.Controller(self.store, backend, self.faults, args.ready_delay)
+        # Every custom kind served: (group, plural) -> its CRD, store and controller.
+        self.crd_kinds = {(crd.group, crd.plural): extensions.Kind(crd, self.store,
+                                                                   self.controller)}
+        self.extensions = None
         self.tokens = tokens
         self.user = USER
         self.aggregated_discovery = not args.legacy_discovery
@@ -150,6 +154,13 @@ async def serve(args, repo_top):
             backend = SubprocessBackend(workdir)
         token = args.token or api.random_token()
         ctx = Context(args, crd, backend, [token])
+        try:
+            ctx.extensions = extensions.Extensions(ctx, repo_top)
+        except OSError as e:
+            raise StartError(f"cannot read the extension CRDs in "
+                             f"{extensions.crd_dir(repo_top)}: {e.strerror}") from None
+        for plural, kind in ctx.extensions.kinds.items():
+            ctx.crd_kinds[(extensions.GROUP, plural)] = kind
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(auth.path("server.crt"), auth.path("server.key"))
         tls.load_verify_locations(auth.path("ca.crt"))
@@ -170,6 +181,7 @@ async def serve(args, repo_top):
         ctx.controller.collect = lambda uid: generic.owned_by(ctx, uid)
         ctx.controller.claims = volumes.Claims(ctx, os.path.join(workdir, "claims"))
         ctx.controller.start()
+        ctx.extensions.start()
         user = {"token": token} if args.auth == "token" else {
             "client-certificate-data": base64.b64encode(auth.client_cert_pem).decode(),
             "client-key-data": base64.b64encode(auth.client_key_pem).decode()}

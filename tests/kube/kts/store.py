@@ -91,7 +91,8 @@ class Store:
         want = m.get("resourceVersion")
         if check_rv and want and want != old["metadata"]["resourceVersion"]:
             raise Conflict()
-        for k in ("uid", "creationTimestamp", "generation", "deletionTimestamp"):
+        for k in ("uid", "creationTimestamp", "generation", "deletionTimestamp",
+                  "deletionGracePeriodSeconds"):
             if k in old["metadata"]:
                 m[k] = old["metadata"][k]
             else:
@@ -104,6 +105,15 @@ class Store:
         self.objects[key] = copy.deepcopy(obj)
         self._emit("MODIFIED", obj)
         return copy.deepcopy(obj)
+
+    def mark_deleting(self, ns, name):
+        """A delete of an object with finalizers: deletionTimestamp set, the object kept."""
+        o = self.objects[(ns, name)]
+        o["metadata"]["deletionTimestamp"] = now_rfc3339()
+        o["metadata"]["deletionGracePeriodSeconds"] = 0
+        o["metadata"]["resourceVersion"] = self._next_rv()
+        self._emit("MODIFIED", o)
+        return copy.deepcopy(o)
 
     def delete(self, ns, name):
         old = self.objects.pop((ns, name), None)
