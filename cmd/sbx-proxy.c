@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "proxy.h"
@@ -12,7 +13,7 @@
 
 static const char usage[] =
 	"usage: sbx-proxy -sandbox NAME -allow LIST -listen-fd N -log-fd N [-ready-fd N]\n"
-	"                 [-nameservers ADDR,...]\n"
+	"                 [-nameservers ADDR,...] [-secrets-fd N]\n"
 	"The egress proxy of a sandbox made with sbx-create -allow-host: HTTP (CONNECT and\n"
 	"plain http://) and SOCKS5 on the listening socket N, only to the hosts LIST allows,\n"
 	"one JSON line per decision on the log descriptor. It serves under no_new_privs and a\n"
@@ -24,6 +25,8 @@ static const char usage[] =
 	"  -log-fd N             where the decision log goes (appended)\n"
 	"  -ready-fd N           written to and closed once serving\n"
 	"  -nameservers A,B      resolve with these IPv4 nameservers (default: as the host does)\n"
+	"  -secrets-fd N         read the sandbox's -secret values from N (then closed); they\n"
+	"                        stay in this process's memory only\n"
 	"  -h                    show this help\n";
 
 /* Parses "a,b,c" into cfg's nameservers. */
@@ -50,7 +53,7 @@ static int nameservers(struct proxy_config *cfg, const char *list)
 int main(int argc, char **argv)
 {
 	const char *sandbox = NULL, *allow = NULL, *ns = NULL;
-	long long lfd = -1, logfd = -1, ready = -1;
+	long long lfd = -1, logfd = -1, ready = -1, sfd = -1;
 	struct proxy_config cfg = {0};
 	struct sbx_err e;
 	const struct flag flags[] = {
@@ -60,6 +63,7 @@ int main(int argc, char **argv)
 		{"log-fd", FLAG_INT, &logfd, NULL},
 		{"ready-fd", FLAG_INT, &ready, NULL},
 		{"nameservers", FLAG_STRING, &ns, NULL},
+		{"secrets-fd", FLAG_INT, &sfd, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 	const struct cli c = {.usage = usage, .flags = flags, .max = -1};
@@ -72,6 +76,12 @@ int main(int argc, char **argv)
 	if (ns && nameservers(&cfg, ns) < 0)
 		cli_die(EXIT_USAGE, "invalid -nameservers \"%s\": at most %d IPv4 addresses", ns,
 			PROXY_NAMESERVERS_MAX);
+	/* The values: never in a core dump, and no process of the same user may read this
+	 * one's memory (ptrace, /proc/PID/mem). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		cli_die(EXIT_FAIL, "cannot make itself undumpable");
+	if (sfd >= 0 && proxysecrets_read((int)sfd, &cfg.secrets, &e) < 0)
+		cli_die(EXIT_FAIL, "cannot read the secrets: %s", e.msg);
 	cfg.sandbox = sandbox;
 	cfg.policy_text = allow;
 	cfg.listen_fd = (int)lfd;
@@ -86,5 +96,6 @@ int main(int argc, char **argv)
 	}
 	proxy_serve(&cfg, &e);
 	netpolicy_free(&cfg.policy);
+	proxysecrets_free(&cfg.secrets);
 	cli_die(EXIT_FAIL, "serving failed: %s", e.msg);
 }

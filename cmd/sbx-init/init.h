@@ -23,5 +23,7 @@ int net_child_fds(void);
 int net_start(const char *dir, const char *uid, const char *gid);
 /* Kills and reaps the helper, if any. */
 void net_stop(void);
+/* Keeps fd, the secrets' feed (close-on-exec), for sbx-proxy; closed once handed over. */
+void net_secrets(int fd);
 
 #endif

@@ -50,8 +50,15 @@ static struct {
 	char *text;
 	int info[2], block[2], resolv_fd;
 	int exit_w;			/* slirp4netns exits when this closes */
+	int secrets;			/* -secret: the feed for sbx-proxy, or -1 */
 	pid_t pid;			/* the helper */
-} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .exit_w = -1, .pid = -1};
+} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .exit_w = -1, .secrets = -1,
+	.pid = -1};
+
+void net_secrets(int fd)
+{
+	np.secrets = fd;
+}
 
 int net_load(const char *dir)
 {
@@ -391,14 +398,23 @@ int net_start(const char *dir, const char *uid, const char *gid)
 		}
 		np.pid = spawn_helper(dir, uid, gid, fds, 3, extra);
 	} else {
-		char *extra[] = {"-listen-fd", "3", "-log-fd", "4", "-ready-fd", "5", NULL};
+		char *extra[] = {"-listen-fd", "3", "-log-fd", "4", "-ready-fd", "5", NULL, NULL,
+				 NULL};
 		int lsn = sandbox_listener(ufd, nfd), logfd;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/%s", dir, LOCALNET_LOG);
 		logfd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 		if (lsn >= 0 && logfd >= 0) {
-			int fds[3] = {lsn, logfd, rd[1]};
-			np.pid = spawn_helper(dir, uid, gid, fds, 3, extra);
+			int fds[4] = {lsn, logfd, rd[1], np.secrets};
+			if (np.secrets >= 0) {
+				extra[6] = "-secrets-fd";
+				extra[7] = "6";
+			}
+			np.pid = spawn_helper(dir, uid, gid, fds, np.secrets >= 0 ? 4 : 3, extra);
+		}
+		if (np.secrets >= 0) {
+			close(np.secrets);
+			np.secrets = -1;
 		}
 		if (lsn >= 0)
 			close(lsn);

@@ -28,6 +28,7 @@
 #include "local_bwrap.h"
 #include "reslimit.h"
 #include "init.h"
+#include "localnet.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
 #define MAX_SLEEP_MS 30000
@@ -411,6 +412,15 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 	 * process ends (after the home is gone), never handed to bubblewrap. */
 	if (strcmp(uid, "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
 		return EXIT_FAIL;
+	/* The secrets' feed, when sbx-create gave one: only sbx-proxy may read it, never
+	 * bubblewrap, so out of its way and closed on exec. */
+	if (fcntl(LOCALNET_SECRETS_FD, F_GETFD) >= 0) {
+		int feed = fcntl(LOCALNET_SECRETS_FD, F_DUPFD_CLOEXEC, 10);
+		close(LOCALNET_SECRETS_FD);
+		if (feed < 0)
+			return EXIT_FAIL;
+		net_secrets(feed);
+	}
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || take_own_lock(lock) < 0)

@@ -196,6 +196,11 @@ int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx
 {
 	bool kube = kind && strcmp(kind, "kubernetes") == 0, local = kind && strcmp(kind, "local") == 0;
 
+	if (kube && spec->secrets[0])
+		return err_set(e, SBX_EINVAL, "-secret is not available on the kubernetes backend "
+			       "yet: its value would have to live in a proxy container of the pod, "
+			       "which sbx does not make; use the local backend, or mount a scoped "
+			       "credential yourself");
 	if (kube && spec->allow_hosts[0])
 		return err_set(e, SBX_EINVAL, "-allow-host is not available on the kubernetes backend: "
 			       "its proxy runs on the sandbox's host, which a pod does not share; use "

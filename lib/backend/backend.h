@@ -26,6 +26,8 @@
 #define SBX_NAMESPACE_MAX 64
 /* -allow-host: the normalised list (see lib/backend/netpolicy.h, whose NETPOLICY_TEXT_MAX it holds). */
 #define SBX_ALLOW_HOSTS_MAX 4097
+/* -secret declarations: 16 of them with their host lists and file names. */
+#define SBX_SECRETS_MAX 8193
 /* A RuntimeClass name: a DNS-1123 subdomain. */
 #define SBX_RUNTIME_CLASS_MAX 254
 /* A StorageClass name: a DNS-1123 subdomain. */
@@ -70,6 +72,9 @@ struct sbx_spec {
 	/* -allow-host: "" or the normalised list; when set the only way out is the egress proxy,
 	 * for those hosts only (local: lib/local/localnet.c; kubernetes decides for itself). */
 	char allow_hosts[SBX_ALLOW_HOSTS_MAX];
+	/* -secret: "" or the normalised declarations (lib/backend/secretdecl.h): names, files
+	 * and hosts, never a value; their hosts are in allow_hosts. */
+	char secrets[SBX_SECRETS_MAX];
 	struct sbx_limits limits;	/* defaults from backend_spec_init */
 	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
 	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */

@@ -12,6 +12,7 @@
 
 #include "duration.h"
 #include "netpolicy.h"
+#include "secretdecl.h"
 #include "xalloc.h"
 
 struct specflag_def {
@@ -44,6 +45,46 @@ static int apply_allow_hosts(struct sbx_spec *spec, const char *text, struct sbx
 	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
 	netpolicy_free(&p);
 	return rc < 0 ? err_set(e, SBX_EINVAL, "the list is too long") : 0;
+}
+
+/* Checks the -secret declarations (each value must be there now: a sandbox whose
+ * credential is missing would fail at its first request) and adds their hosts to the
+ * allowlist, which the -allow-host row before this one has set. */
+static int apply_secrets(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	struct secretdecls d;
+	struct netpolicy p;
+	struct buf all = {0};
+	int rc = -1;
+
+	if (secretdecls_parse(text, &d, e) < 0)
+		return -1;
+	for (size_t i = 0; i < d.n; i++) {
+		size_t len;
+		unsigned char *v = secretdecl_value(&d.v[i], &len, e);
+		if (v == NULL)
+			goto out;
+		explicit_bzero(v, len);
+		free(v);
+	}
+	if (secretdecls_format(&d, spec->secrets, sizeof spec->secrets) < 0) {
+		err_set(e, SBX_EINVAL, "the declarations are too long");
+		goto out;
+	}
+	buf_puts(&all, spec->allow_hosts);
+	for (size_t i = 0; i < d.n; i++)
+		buf_printf(&all, "%s%s", all.len ? "," : "", d.v[i].hosts);
+	buf_append(&all, "", 1);
+	if (netpolicy_parse(all.data, &p, e) < 0)
+		goto out;
+	rc = netpolicy_format(&p, spec->allow_hosts, sizeof spec->allow_hosts);
+	netpolicy_free(&p);
+	if (rc < 0)
+		err_set(e, SBX_EINVAL, "the allowlist with the secrets' hosts is too long");
+out:
+	buf_free(&all);
+	secretdecls_free(&d);
+	return rc;
 }
 
 /* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
@@ -209,6 +250,12 @@ static int apply_paused_ttl(struct sbx_spec *spec, const char *text, struct sbx_
 	[SPECF_##id] = {.name = name_, .boolean = boolean_, .env = env_, .apply = apply_##fn},
 static const struct specflag_def defs[SPECF_COUNT] = {SPECFLAGS_ROWS(SPECF_DEF_, ~)};
 
+/* Flags that may be given more than once: their values are joined by spaces. */
+static bool repeatable(size_t id)
+{
+	return id == SPECF_SECRETS;
+}
+
 /* The flags that set one limit: meaningless, so refused, beside -limits none. */
 static const enum specflag_id limit_ids[] = {SPECF_MEMORY, SPECF_PIDS, SPECF_CPUS, SPECF_DISK};
 
@@ -216,11 +263,22 @@ size_t specflags_table(struct specflags *sf, struct flag *tbl)
 {
 	for (size_t i = 0; i < SPECF_COUNT; i++) {
 		tbl[i].name = defs[i].name;
-		tbl[i].type = defs[i].boolean ? FLAG_BOOL : FLAG_STRING;
-		tbl[i].ptr = defs[i].boolean ? (void *)&sf->on[i] : (void *)&sf->val[i];
+		tbl[i].type = defs[i].boolean ? FLAG_BOOL : repeatable(i) ? FLAG_LIST : FLAG_STRING;
+		tbl[i].ptr = defs[i].boolean ? (void *)&sf->on[i]
+			     : repeatable(i) ? (void *)&sf->list[i] : (void *)&sf->val[i];
 		tbl[i].seen = &sf->seen[i];
 	}
 	return SPECF_COUNT;
+}
+
+static char *join_list(const struct flag_list *l)
+{
+	struct buf b = {0};
+
+	for (size_t k = 0; k < l->n; k++)
+		buf_printf(&b, "%s%s", k ? " " : "", l->v[k]);
+	buf_append(&b, "", 1);
+	return buf_steal(&b);
 }
 
 int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sbx_err *e)
@@ -228,9 +286,13 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 	for (size_t i = 0; i < SPECF_COUNT; i++) {
 		const struct specflag_def *d = &defs[i];
 		const char *text = NULL;
+		char *joined = NULL;
 		bool from_env = false;
+		int rc;
 
-		if (sf->seen[i])
+		if (sf->seen[i] && repeatable(i))
+			text = joined = join_list(&sf->list[i]);
+		else if (sf->seen[i])
 			text = d->boolean ? (sf->on[i] ? "true" : "false") : sf->val[i];
 		else if (d->env && getenv(d->env) && *getenv(d->env)) {
 			text = getenv(d->env);
@@ -238,13 +300,14 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 		}
 		if (text == NULL)
 			continue;
-		if (d->apply(spec, text, e) < 0) {
-			if (from_env)
-				err_prefix(e, "invalid %s", d->env);
-			else
-				err_prefix(e, "invalid value \"%s\" for flag -%s", text, d->name);
+		rc = d->apply(spec, text, e);
+		if (rc < 0 && from_env)
+			err_prefix(e, "invalid %s", d->env);
+		else if (rc < 0)
+			err_prefix(e, "invalid value \"%s\" for flag -%s", text, d->name);
+		free(joined);
+		if (rc < 0)
 			return -1;
-		}
 	}
 	for (size_t i = 0; i < sizeof limit_ids / sizeof limit_ids[0]; i++)
 		if (!spec->limits.enforced && sf->seen[limit_ids[i]])
@@ -280,13 +343,16 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id)
 
 char **specflags_argv(const struct specflags *sf)
 {
-	char **v = xcalloc(SPECF_COUNT + 1, sizeof *v);
+	char **v = xcalloc(SPECF_COUNT + FLAG_LIST_MAX + 1, sizeof *v);
 	size_t n = 0;
 
 	for (size_t i = 0; i < SPECF_COUNT; i++) {
 		if (!sf->seen[i])
 			continue;
-		if (defs[i].boolean)
+		if (repeatable(i))
+			for (size_t k = 0; k < sf->list[i].n; k++)
+				v[n++] = xasprintf("-%s=%s", defs[i].name, sf->list[i].v[k]);
+		else if (defs[i].boolean)
 			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->on[i] ? "true" : "false");
 		else
 			v[n++] = xasprintf("-%s=%s", defs[i].name, sf->val[i]);

@@ -32,6 +32,13 @@
 	  "                        *.DOMAIN, +NAME (may reach internal addresses), IP or CIDR,\n" \
 	  "                        each with an optional :PORT, comma-separated; env\n" \
 	  "                        SANDBOX_ALLOW_HOSTS\n") \
+	X(a, SECRETS, secrets, "secret", false, "SANDBOX_SECRETS", "[-secret NAME@HOSTS]...", \
+	  next, \
+	  "  -secret NAME@HOSTS    a credential the sandbox can use but never see: NAME holds a\n" \
+	  "                        placeholder inside, and sbx-proxy puts the caller's $NAME\n" \
+	  "                        (or NAME=@FILE@HOSTS: FILE's contents) in its place in\n" \
+	  "                        headers of requests to HOSTS (an -allow-host list, added to\n" \
+	  "                        it); repeatable; env SANDBOX_SECRETS (space-separated)\n") \
 	X(a, MEMORY, memory, "memory", false, "SANDBOX_MEMORY", "[-memory SIZE]", same, \
 	  "  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
 	  "                        default 2G (local: half of the RAM if less)\n") \
@@ -86,6 +93,7 @@ struct specflags {
 	const char *val[SPECF_COUNT];	/* text given for a value flag; NULL: not given */
 	bool on[SPECF_COUNT];		/* a boolean flag's value */
 	bool seen[SPECF_COUNT];		/* given on the command line */
+	struct flag_list list[SPECF_COUNT];	/* a repeatable flag's values */
 };
 
 /* Writes the SPECF_COUNT flag entries bound to sf into tbl (which must have room for them);

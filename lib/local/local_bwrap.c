@@ -351,7 +351,8 @@ static void plan_cgroup(struct strvec *a, const char *dir)
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
-		const struct oci_image *img, int prepared, const char *dir, struct sbx_err *e)
+		const struct oci_image *img, int prepared, const char *dir, struct buf *feed,
+		struct sbx_err *e)
 {
 	struct stat st;
 
@@ -373,7 +374,7 @@ static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan
 	plan_env(a, spec, img);
 	/* The network's helper and what it needs inside (lib/local/localnet.c). */
 	if (localnet_prepare(spec, dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image : "/",
-			     a, e) < 0)
+			     a, feed, e) < 0)
 		return -1;
 	strvec_push(a, "--");
 	strvec_push(a, "/run/sbx/sbx-init");
@@ -388,7 +389,7 @@ static char *const supervisor_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NUL
 /* Starts "sbx-init supervise …" detached (double fork, new session) with the listening
  * socket as fd 3, the id's lock (if any) as fd 4 and no other descriptor of ours. Returns 0
  * once the intermediate child is reaped. */
-static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *e)
+static int spawn_supervisor(char **argv, int lsock, int idlock, int feed, struct sbx_err *e)
 {
 	pid_t p = fork(), q;
 	int st;
@@ -402,9 +403,12 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 		if (q != 0)
 			_exit(q < 0 ? 1 : 0);
 		/* out of the way first, so that dup2 leaves it open across exec */
-		if (idlock >= 0 && (idlock = fcntl(idlock, F_DUPFD_CLOEXEC, 5)) < 0)
+		if (idlock >= 0 && (idlock = fcntl(idlock, F_DUPFD_CLOEXEC, 10)) < 0)
 			_exit(EXIT_FAIL);
-		if (dup2(lsock, 3) < 0 || (idlock >= 0 && dup2(idlock, 4) < 0))
+		if (feed >= 0 && (feed = fcntl(feed, F_DUPFD_CLOEXEC, 10)) < 0)
+			_exit(EXIT_FAIL);
+		if (dup2(lsock, 3) < 0 || (idlock >= 0 && dup2(idlock, 4) < 0) ||
+		    (feed >= 0 && dup2(feed, LOCALNET_SECRETS_FD) < 0))
 			_exit(EXIT_FAIL);
 		fd = open("/dev/null", O_RDWR);
 		if (fd >= 0) {
@@ -412,7 +416,7 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		close_range(idlock >= 0 ? 5 : 4, ~0U, 0);
+		close_range(feed >= 0 ? LOCALNET_SECRETS_FD + 1 : idlock >= 0 ? 5 : 4, ~0U, 0);
 		execve(argv[0], argv, supervisor_env);
 		_exit(EXIT_CMD_NOT_FOUND);
 	}
@@ -425,7 +429,7 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 
 /* The supervisor's command line: what it stages for bubblewrap, then bubblewrap's own. */
 static int supervisor_argv(struct strvec *sv, const struct local_start *st, const char *init,
-			   const char *tool, const char *bwrap, struct sbx_err *e)
+			   const char *tool, const char *bwrap, struct buf *feed, struct sbx_err *e)
 {
 	struct plan_src src = {st->home, init, tool, st->img ? st->img->rootfs : NULL};
 
@@ -455,13 +459,32 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 	}
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
-	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->paths->dir, e);
+	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->paths->dir, feed, e);
+}
+
+/* A pipe holding the whole feed (the supervisor reads it at its leisure): its read end. */
+static int secrets_pipe(const struct buf *feed, struct sbx_err *e)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_sys(e, errno, "pipe");
+	if (fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < (int)feed->len ||
+	    write(p[1], feed->data, feed->len) != (ssize_t)feed->len) {
+		close(p[0]);
+		close(p[1]);
+		return err_set(e, SBX_EIO, "cannot hand the secrets to the sandbox's proxy");
+	}
+	close(p[1]);
+	return p[0];
 }
 
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
 {
 	char *bwrap, *init = NULL, *tool = NULL;
 	struct strvec sv = {0};
+	struct buf feed = {0};
+	int pfd[1] = {-1};
 	int rc = -1;
 
 	bwrap = paths_which(getenv("SBX_BWRAP") ? getenv("SBX_BWRAP") : "bwrap");
@@ -477,10 +500,17 @@ int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
 		goto out;
 	}
 	tool = paths_helper("SBX_TOOLBOX", "geminicli-toolbox");
-	if (supervisor_argv(&sv, st, init, tool, bwrap, e) < 0)
+	if (supervisor_argv(&sv, st, init, tool, bwrap, &feed, e) < 0)
 		goto out;
-	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, e);
+	if (feed.len && (pfd[0] = secrets_pipe(&feed, e)) < 0)
+		goto out;
+	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, pfd[0], e);
 out:
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (feed.data)
+		explicit_bzero(feed.data, feed.len);
+	buf_free(&feed);
 	strvec_clear(&sv);
 	free(bwrap);
 	free(init);

@@ -12,6 +12,8 @@
 
 #include "fsutil.h"
 #include "paths.h"
+#include "randhex.h"
+#include "secretdecl.h"
 
 /* resolv.conf files are a few lines; anything larger is not one. */
 #define RESOLV_MAX 65536
@@ -156,9 +158,45 @@ static int prepare_nat(const char *dir, const char *root, struct buf *plan, stru
 	return rc;
 }
 
+/* -secret: each NAME becomes a placeholder in the sandbox's environment, and a line
+ * "NAME PLACEHOLDER HOSTS HEXVALUE" for sbx-proxy in feed (the value leaves this process
+ * only through the descriptor the supervisor hands the proxy). */
+static int prepare_secrets(const struct sbx_spec *spec, struct strvec *bw, struct buf *feed,
+			   struct sbx_err *e)
+{
+	struct secretdecls d;
+	int rc = -1;
+
+	if (secretdecls_parse(spec->secrets, &d, e) < 0)
+		return -1;
+	for (size_t i = 0; i < d.n; i++) {
+		char rnd[2 * LOCALNET_PLACEHOLDER_BYTES + 1];
+		unsigned char *v;
+		size_t len;
+		if (randhex(rnd, LOCALNET_PLACEHOLDER_BYTES, e) < 0)
+			goto out;
+		if ((v = secretdecl_value(&d.v[i], &len, e)) == NULL)
+			goto out;
+		strvec_push(bw, "--setenv");
+		strvec_push(bw, d.v[i].name);
+		strvec_pushf(bw, "%s%s", LOCALNET_PLACEHOLDER_PREFIX, rnd);
+		buf_printf(feed, "%s %s%s %s ", d.v[i].name, LOCALNET_PLACEHOLDER_PREFIX, rnd,
+			   d.v[i].hosts);
+		for (size_t k = 0; k < len; k++)
+			buf_printf(feed, "%02x", v[k]);
+		buf_puts(feed, "\n");
+		explicit_bzero(v, len);
+		free(v);
+	}
+	rc = 0;
+out:
+	secretdecls_free(&d);
+	return rc;
+}
+
 /* -allow-host: sbx-proxy, and the proxy environment commands see. */
 static int prepare_proxy(const struct sbx_spec *spec, struct buf *plan, struct strvec *bw,
-			 struct sbx_err *e)
+			 struct buf *feed, struct sbx_err *e)
 {
 	static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 					   "https_proxy"};
@@ -200,17 +238,17 @@ static int prepare_proxy(const struct sbx_spec *spec, struct buf *plan, struct s
 	strvec_push(bw, "--setenv");
 	strvec_push(bw, "no_proxy");
 	strvec_push(bw, "localhost,127.0.0.1,::1");
-	return 0;
+	return spec->secrets[0] ? prepare_secrets(spec, bw, feed, e) : 0;
 }
 
 int localnet_prepare(const struct sbx_spec *spec, const char *dir, const char *root,
-		     struct strvec *bwrap, struct sbx_err *e)
+		     struct strvec *bwrap, struct buf *feed, struct sbx_err *e)
 {
 	struct buf plan = {0};
 	int rc;
 
 	if (spec->allow_hosts[0])
-		rc = prepare_proxy(spec, &plan, bwrap, e);
+		rc = prepare_proxy(spec, &plan, bwrap, feed, e);
 	else if (spec->network)
 		rc = prepare_nat(dir, root, &plan, bwrap, e);
 	else

@@ -24,15 +24,24 @@
 #define LOCALNET_PROXY_PORT 3128
 /* The decision log sbx-proxy appends to, one JSON line per connection. */
 #define LOCALNET_LOG "net.log"
+/* The supervisor's descriptor for the secrets' feed, handed to it by sbx-create. */
+#define LOCALNET_SECRETS_FD 5
+/* A placeholder: a prefix that names it and 20 random bytes in hex, unguessable and unique
+ * per sandbox and secret, shaped like a token so tools that check for one are content. */
+#define LOCALNET_PLACEHOLDER_PREFIX "sbxph_"
+#define LOCALNET_PLACEHOLDER_BYTES 20
 /* Where a helper's own complaints go (read back when a sandbox fails to start). */
 #define LOCALNET_HELPER_LOG "net-helper.log"
 
 /* For a sandbox whose root filesystem is at root ("/" for the host's): writes DIR/net.plan
  * (and DIR/resolv.conf) for spec's mode, and pushes onto bwrap what bubblewrap needs for it
  * (placed after the sandbox's own mounts and environment, before its command). Nothing for
- * mode none. SBX_EUNAVAIL when the mode's helper is not installed. */
+ * mode none. SBX_EUNAVAIL when the mode's helper is not installed. With -secret, each
+ * secret's placeholder goes into the environment and feed receives what sbx-proxy reads on
+ * LOCALNET_SECRETS_FD ("NAME PLACEHOLDER HOSTS HEXVALUE" lines): the caller hands it over
+ * through a pipe and wipes it (explicit_bzero), it is never written to a file. */
 int localnet_prepare(const struct sbx_spec *spec, const char *dir, const char *root,
-		     struct strvec *bwrap, struct sbx_err *e);
+		     struct strvec *bwrap, struct buf *feed, struct sbx_err *e);
 /* When the network helper of the sandbox at dir said why it failed: sets e and returns 1. */
 int localnet_failure(const char *dir, struct sbx_err *e);
 

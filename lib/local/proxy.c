@@ -29,6 +29,8 @@
 /* Bytes in flight per direction (a pipe's size; 1 MiB is what an unprivileged process may
  * ask for by default, /proc/sys/fs/pipe-max-size). */
 #define RELAY_BUF (1024 * 1024)
+/* The path logged with a secret's decision: enough to tell which API call it was. */
+#define PROXY_LOG_PATH_MAX 256
 /* A thread needs little: the relay buffers are on the heap. */
 #define THREAD_STACK (256 * 1024)
 
@@ -45,6 +47,8 @@ struct conn {
 	char addr[INET6_ADDRSTRLEN];
 	const char *decision, *reason;
 	char why[160];			/* reason, when made up here */
+	const char *secret, *secret_action;	/* -secret: whose placeholder, and what was done */
+	char method[32], path[PROXY_LOG_PATH_MAX];
 	long long bytes_out, bytes_in;
 	char head[PROXYREQ_HEAD_MAX];
 	size_t have;			/* bytes read into head */
@@ -69,6 +73,12 @@ static void log_decision(struct conn *c)
 		json_object_object_add(o, "reason", json_object_new_string(c->reason));
 	if (c->addr[0])
 		json_object_object_add(o, "address", json_object_new_string(c->addr));
+	if (c->secret) {
+		json_object_object_add(o, "secret", json_object_new_string(c->secret));
+		json_object_object_add(o, "secret_action", json_object_new_string(c->secret_action));
+		json_object_object_add(o, "method", json_object_new_string(c->method));
+		json_object_object_add(o, "path", json_object_new_string(c->path));
+	}
 	json_object_object_add(o, "bytes_out", json_object_new_int64(c->bytes_out));
 	json_object_object_add(o, "bytes_in", json_object_new_int64(c->bytes_in));
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -453,13 +463,131 @@ static void serve_socks(struct conn *c, int64_t deadline)
 	log_decision(c);
 }
 
+/* Notes the request line of head (method, path without its query) for the log. */
+static void note_request(struct conn *c, const char *head, size_t len)
+{
+	const char *sp = memchr(head, ' ', len), *end;
+
+	if (sp == NULL)
+		return;
+	snprintf(c->method, sizeof c->method, "%.*s", (int)(sp - head), head);
+	sp++;
+	end = sp + strcspn(sp, " ?\r\n");
+	if (end > head + len)
+		end = head + len;
+	snprintf(c->path, sizeof c->path, "%.*s", (int)(end - sp), sp);
+}
+
+/* The secrets' look at a plain HTTP head: 0 with *head (and *len) the head to send (a new
+ * one when a value went in: *owned), or -1 after answering 403 (a placeholder where it may
+ * not go). */
+static int secrets_head(struct conn *c, const char **head, size_t *len, char **owned)
+{
+	const struct proxysecret *which;
+	const char *why = NULL;
+	size_t nlen = 0;
+	enum proxysecret_verdict v;
+
+	*owned = NULL;
+	if (c->cfg->secrets.n == 0)
+		return 0;
+	v = proxysecrets_head(&c->cfg->secrets, *head, *len, c->host, c->port, owned, &nlen,
+			      &which, &why);
+	if (v == PROXYSECRET_NONE)
+		return 0;
+	note_request(c, *head, *len);
+	c->secret = which->name;
+	if (v == PROXYSECRET_REPLACED) {
+		c->secret_action = "substituted";
+		*head = *owned;
+		*len = nlen;
+		return 0;
+	}
+	c->secret_action = "refused";
+	c->decision = "denied";
+	c->reason = why;
+	{
+		char *body = xasprintf("sbx-proxy: refused: %s (secret %s)\n", why, which->name);
+		http_reply(c->fd, 403, "Forbidden", body);
+		free(body);
+	}
+	return -1;
+}
+
+/* Sends a request body upstream, looking for placeholders first: the first have bytes are at
+ * p, limit more are still to come from the sandbox. Every placeholder is held back until it
+ * can be told whole, so none leaves in part; on one, the upstream connection is reset (the
+ * server never sees a complete request) and -1 returned with c->secret set. -2: I/O failed. */
+static int send_body_scanned(struct conn *c, const char *p, size_t have, long long limit)
+{
+	const struct proxysecrets *s = &c->cfg->secrets;
+	size_t keep = s->longest ? s->longest - 1 : 0, held = 0;
+	char *buf = xmalloc(PROXY_SCAN_BUF + keep + have);
+	const struct proxysecret *hit;
+	int rc = -2;
+
+	memcpy(buf, p, have);
+	held = have;
+	for (;;) {
+		struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+		ssize_t n;
+		if ((hit = proxysecrets_find(s, buf, held)) != NULL) {
+			c->secret = hit->name;
+			rc = -1;
+			break;
+		}
+		if (limit == 0) {
+			rc = write_all(c->up, buf, held) < 0 ? -2 : 0;
+			c->bytes_out += (long long)held;
+			break;
+		}
+		if (held > keep) {
+			if (write_all(c->up, buf, held - keep) < 0)
+				break;
+			c->bytes_out += (long long)(held - keep);
+			memmove(buf, buf + held - keep, keep);
+			held = keep;
+		}
+		if (poll(&pf, 1, PROXY_IDLE_TIMEOUT_MS) <= 0)
+			break;
+		n = read(c->fd, buf + held, (size_t)(limit < PROXY_SCAN_BUF ? limit : PROXY_SCAN_BUF));
+		if (n <= 0)
+			break;
+		held += (size_t)n;
+		limit -= n;
+	}
+	free(buf);
+	return rc;
+}
+
+/* A placeholder in a body: never sent, to any host (a listed one could echo it back with
+ * the value in place, or publish it). The request is cut off and refused. */
+static void refuse_body(struct conn *c)
+{
+	struct linger lg = {1, 0};
+	char *body;
+
+	setsockopt(c->up, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+	close(c->up);
+	c->up = -1;
+	c->secret_action = "refused";
+	c->decision = "denied";
+	c->reason = "a placeholder in the request body";
+	body = xasprintf("sbx-proxy: refused: a placeholder in the request body (secret %s)\n",
+			 c->secret);
+	http_reply(c->fd, 403, "Forbidden", body);
+	free(body);
+}
+
 static void serve_http(struct conn *c, int64_t deadline)
 {
 	struct proxyreq req;
 	struct sbx_err e;
 	long long extra;
 	long hl;
-	int code;
+	int code, rc;
+	char *owned = NULL, *head;
+	size_t head_len;
 
 	c->kind = "http";
 	while ((hl = proxyreq_head_len(c->head, c->have)) == 0)
@@ -476,6 +604,8 @@ static void serve_http(struct conn *c, int64_t deadline)
 		return;
 	}
 	c->kind = req.connect ? "connect" : "http";
+	head = req.upstream;
+	head_len = req.upstream_len;
 	snprintf(c->host, sizeof c->host, "%s", req.host);
 	c->port = req.port;
 	if (req.chunked) {
@@ -483,6 +613,11 @@ static void serve_http(struct conn *c, int64_t deadline)
 		 * not look cannot promise the server hears one request only. */
 		http_reply(c->fd, 411, "Length Required", "sbx-proxy: a request body needs a "
 			   "Content-Length (Transfer-Encoding is not relayed over plain HTTP)\n");
+		proxyreq_free(&req);
+		return;
+	}
+	if (!req.connect && secrets_head(c, (const char **)&head, &head_len, &owned) < 0) {
+		log_decision(c);
 		proxyreq_free(&req);
 		return;
 	}
@@ -501,6 +636,7 @@ static void serve_http(struct conn *c, int64_t deadline)
 								   : "Bad Gateway", body);
 		free(body);
 		log_decision(c);
+		free(owned);
 		proxyreq_free(&req);
 		return;
 	}
@@ -508,7 +644,7 @@ static void serve_http(struct conn *c, int64_t deadline)
 		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 		if (write_all(c->fd, est, sizeof est - 1) < 0)
 			goto done;
-	} else if (write_all(c->up, req.upstream, req.upstream_len) < 0) {
+	} else if (write_all(c->up, head, head_len) < 0) {
 		goto done;
 	}
 	/* What the client sent after its head (a body, a TLS hello) goes first. A plain HTTP
@@ -517,12 +653,26 @@ static void serve_http(struct conn *c, int64_t deadline)
 	extra = (long long)(c->have - (size_t)hl);
 	if (!req.connect && extra > req.body_len)
 		extra = req.body_len;
+	if (!req.connect && c->cfg->secrets.n && req.body_len > 0) {
+		c->bytes_out = (long long)head_len;
+		note_request(c, req.upstream, req.upstream_len);
+		if ((rc = send_body_scanned(c, c->head + hl, (size_t)extra, req.body_len - extra)) == 0)
+			relay(c, 0);
+		else if (rc == -1)
+			refuse_body(c);
+		goto done;
+	}
 	if (extra > 0 && write_all(c->up, c->head + hl, (size_t)extra) < 0)
 		goto done;
-	c->bytes_out = extra + (req.connect ? 0 : (long long)req.upstream_len);
+	c->bytes_out = extra + (req.connect ? 0 : (long long)head_len);
 	relay(c, req.connect ? -1 : req.body_len - extra);
 done:
+	if (c->secret && c->secret_action == NULL)
+		c->secret_action = "substituted";
 	log_decision(c);
+	if (owned)
+		explicit_bzero(owned, head_len);
+	free(owned);
 	proxyreq_free(&req);
 }
 

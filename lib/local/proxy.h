@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "netpolicy.h"
+#include "proxysecret.h"
 
 /* Connections served at once; more get 503 (a sandbox opening thousands is attacking). */
 #define PROXY_CONNS_MAX 256
@@ -24,6 +25,8 @@
 #define PROXY_ADDRS_MAX 8
 /* The decision log stops growing here (a sandbox must not fill the host's disk). */
 #define PROXY_LOG_MAX (INT64_C(64) << 20)
+/* A request body is looked through for placeholders this much at a time. */
+#define PROXY_SCAN_BUF (64 * 1024)
 /* Nameservers given with -nameserver. */
 #define PROXY_NAMESERVERS_MAX 3
 
@@ -34,6 +37,7 @@ struct proxy_config {
 	struct sockaddr_in nameservers[PROXY_NAMESERVERS_MAX];	/* none: the host's resolver */
 	int nnameservers;
 	int listen_fd, log_fd;
+	struct proxysecrets secrets;	/* -secret: none when n is 0 */
 };
 
 /* Serves until the listening socket fails; returns -1 with e. */

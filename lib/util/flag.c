@@ -74,6 +74,14 @@ static int set_value(const struct flag *f, const char *name, const char *val, st
 			return err_set(e, SBX_EINVAL, "invalid value \"%s\" for flag -%s: parse error",
 				       val, name);
 		break;
+	case FLAG_LIST: {
+		struct flag_list *l = f->ptr;
+		if (l->n == FLAG_LIST_MAX)
+			return err_set(e, SBX_EINVAL, "flag -%s given more than %d times", name,
+				       FLAG_LIST_MAX);
+		l->v[l->n++] = val;
+		break;
+	}
 	case FLAG_SIZE:
 		if (flag_parse_size(val, (long long *)f->ptr) < 0)
 			return err_set(e, SBX_EINVAL, "invalid value \"%s\" for flag -%s: parse error",

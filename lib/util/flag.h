@@ -5,6 +5,7 @@
 #define SBX_FLAG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -15,6 +16,14 @@ enum flag_type {
 	FLAG_DURATION,	/* int64_t * nanoseconds */
 	FLAG_INT,	/* long long * */
 	FLAG_SIZE,	/* long long *: bytes, with optional K/M/G suffix (powers of 1024) */
+	FLAG_LIST,	/* struct flag_list *: a flag that may be repeated, each value kept */
+};
+
+/* A repeatable flag's values, in the order given (pointing into argv). */
+#define FLAG_LIST_MAX 16
+struct flag_list {
+	const char *v[FLAG_LIST_MAX];
+	size_t n;
 };
 
 struct flag {
