@@ -559,26 +559,38 @@ while True:
 	assert_contains "ran out of memory and was killed (memory limit 64M)"
 }
 
-@test "a user's sandbox that opens inotify instances until refused takes half of the user's, and the user's own processes keep theirs" {
+@test "a user's sandbox that opens inotify instances until refused takes half of the user's, and the user's own processes keep theirs (own id or subordinate ids)" {
 	user_setup
 	max=$(cat /proc/sys/fs/inotify/max_user_instances)
-	as_user sbx-create -limits none hog >/dev/null
 	hog='import ctypes, sys, time
 libc = ctypes.CDLL(None)
 fds = [libc.inotify_init() for _ in range(int(sys.argv[1]) + 8)]
 print(sum(f >= 0 for f in fds), flush=True)
 time.sleep(120)'
-	as_user sbx-exec -raw -timeout 150s hog -- python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
-	wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
-	# the sandbox's user namespace has its own limit, half of the user's (the kernel charges
-	# the sandbox's instances to the user as well, so without it the sandbox took all 128)
-	[ "$(cat "$BATS_TEST_TMPDIR/hog")" = $((max / 2)) ]
-	run as_user sbx-exec -raw hog -- python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
-	[ "$output" = False ]
-	# the user's own process (an editor, a desktop) still gets one
-	run here_as_user /usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
-	[ "$output" = True ]
-	as_user sbx-delete hog >/dev/null
+	# with the user's own id only, then with a range of its subordinate ids, the hog running
+	# as uid 1000 inside: every id of the sandbox counts as the user too, so one limit caps
+	# them all (the outer user namespace's)
+	for ids in own subordinate; do
+		as=()
+		if [ $ids = subordinate ]; then
+			user_subids 65536
+			as=(setpriv --reuid 1000 --regid 1000 --clear-groups)
+		fi
+		as_user sbx-create -limits none hog >/dev/null
+		as_user sbx-exec -raw -timeout 150s hog -- "${as[@]}" python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
+		wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
+		# the sandbox's user namespace has its own limit, half of the user's (the kernel
+		# charges the sandbox's instances to the user as well, so without it the sandbox
+		# took all 128)
+		[ "$(cat "$BATS_TEST_TMPDIR/hog")" = $((max / 2)) ]
+		run as_user sbx-exec -raw hog -- python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+		[ "$output" = False ]
+		# the user's own process (an editor, a desktop) still gets one
+		run here_as_user /usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+		[ "$output" = True ]
+		as_user sbx-delete hog >/dev/null
+		rm -f "$BATS_TEST_TMPDIR/hog"
+	done
 }
 
 @test "a user's home is capped by fuse2fs: ENOSPC inside, the image never past the cap, git and sqlite work, delete unmounts" {

@@ -9,8 +9,9 @@
  * The shape of a sandbox, and why:
  *
  *   host:  supervisor (sbx-init supervise; PATH only in its environment)
- *            └ bubblewrap, as the sandbox's host uid; plan through --args; as root, into the
- *              user namespaces of the sandbox's id range (lib/local/idmap.h), else its own
+ *            └ bubblewrap, as the sandbox's host uid; plan through --args; into the user
+ *              namespaces of the sandbox's id range (lib/local/idmap.h: root's, or a user's of
+ *              the user's subordinate ids), else (a user without them) its own
  *   P0:        └ bwrap's pid 1 └ the exec service (sbx-init serve, non-dumpable) └ shepherds
  *   P1:                            └ the commands' init  ⟵ every command and what it starts
  *
@@ -263,8 +264,9 @@ static const char *const cmd_cap_names[] = {
 /* The namespaces: all of them new (lib/local/localnet.c connects the network one, or not); no
  * more user namespaces inside. Root's sandboxes enter the user namespaces their supervisor
  * made for their id range (it adds --userns, --userns2 and --assert-userns-disabled: the
- * same two levels, the image's user the inner root, see lib/local/idmap.h); a user's has
- * bubblewrap make them, mapping the user's own ids. */
+ * same two levels, the image's user the inner root, see lib/local/idmap.h), and so do a
+ * user's with subordinate ids; a user's without them has bubblewrap make them, mapping the
+ * user's own ids. */
 static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
 			    const struct oci_image *img, int prepared)
 {
