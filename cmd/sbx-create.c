@@ -54,6 +54,8 @@ int main(int argc, char **argv)
 	if (info.broken[0])
 		cli_warn("sandbox %s was broken (%s): replaced it with a new one (its home is a "
 			 "new one too)", spec.name, info.broken);
+	if (info.notice[0])
+		cli_warn("%s", info.notice);
 	o = sbx_info_json(&info);
 	rc = cli_print_json(o) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(o);

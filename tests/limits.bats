@@ -53,10 +53,14 @@ unmounted() { ! grep -qF " $1 " /proc/self/mountinfo; }
 
 # ---- as another user (65534), in tests run as root ----
 # user_home: $ud, a directory of the user's, its HOME; its state in $ud/state.
+# The user has been told once that it has no subordinate ids (a test of its own checks that),
+# so sbx-create's output is the handle alone.
 user_home() {
 	ud=$(mktemp -d /tmp/sbx-limits-user.XXXXXX)
+	mkdir -p "$ud/state/sbx"
+	touch "$ud/state/sbx/.notice-subids"
 	chmod 755 "$ud"
-	chown 65534:65534 "$ud"
+	chown -R 65534:65534 "$ud"
 }
 # user_cgroups: $dm and $dp, v1 memory and pids cgroups below this test's own, delegated to
 # the user as an administrator does it (chowned to it).
@@ -70,15 +74,41 @@ user_cgroups() {
 	mkdir "$dm" "$dp"
 	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
 }
-# user_fuse MODE [fuse2fs]: $uns/mnt, a mount namespace of this test's where /dev/fuse has
-# MODE: 0666 is what udev makes it on distributions (these build machines have 0600); with
-# "fuse2fs", fuse2fs is missing there too. The user's commands run in it (as_user).
-user_fuse() {
+# user_ns: $uns/mnt, a mount namespace of this test's (made once) where the user's commands run
+# (as_user).
+user_ns() {
+	[ -z "${uns-}" ] || return 0
 	uns=$(mktemp -d /tmp/sbx-limits-ns.XXXXXX)
 	mount -t tmpfs -o size=64k,mode=700 sbx-test-ns "$uns"
 	mount --make-private "$uns"
 	touch "$uns/mnt"
-	unshare --mount="$uns/mnt" --propagation private sh -c '
+	unshare --mount="$uns/mnt" --propagation private true
+}
+# user_subids COUNT: in the user's mount namespace (only: other tests running meanwhile never
+# see it), /etc/subuid and /etc/subgid give the user COUNT subordinate ids from SUBIDS.
+SUBIDS=1610612736
+user_subids() {
+	user_ns
+	echo "nobody:$SUBIDS:$1" >"$uns/subids"
+	nsenter --mount="$uns/mnt" sh -c 'mount --bind "$1" /etc/subuid && mount --bind "$1" /etc/subgid' _ "$uns/subids"
+}
+# user_map NAME: the uid map of the user's sandbox NAME as the host sees it, on one line
+# (read from a process of it: a descendant of its supervisor in a user namespace).
+user_map() {
+	local p sup m
+	sup=$(cat "$ud/state/sbx/default/$1/supervisor.pid")
+	for p in $(pgrep -P "$sup") $(pgrep -P "$(pgrep -d, -P "$sup")"); do
+		m=$(awk '{ printf "%s %s %s ", $1, $2, $3 }' "/proc/$p/uid_map")
+		[ "$m" = "0 0 4294967295 " ] || { echo "$m"; return 0; }
+	done
+	return 1
+}
+# user_fuse MODE [fuse2fs]: $uns/mnt, a mount namespace of this test's where /dev/fuse has
+# MODE: 0666 is what udev makes it on distributions (these build machines have 0600); with
+# "fuse2fs", fuse2fs is missing there too. The user's commands run in it (as_user).
+user_fuse() {
+	user_ns
+	nsenter --mount="$uns/mnt" sh -c '
 		dev=$(mktemp -d /tmp/sbx-limits-dev.XXXXXX)
 		mount -t tmpfs -o size=64k,mode=755 sbx-test-dev "$dev" &&
 			mknod -m "$1" "$dev/fuse" c 10 229 && mount --bind "$dev/fuse" /dev/fuse &&
@@ -146,6 +176,7 @@ user_cleanup() {
 	pkill -u 65534 -f "^[^ ]*fuse2fs $ud/" || true
 	if [ -n "${uns-}" ]; then
 		umount "$uns/mnt" && umount "$uns" && rmdir "$uns"
+		uns=
 	fi
 	for c in ${dm-} ${dp-}; do wait_until rmdir "$c"; done
 	rm -rf "$ud"
@@ -528,26 +559,38 @@ while True:
 	assert_contains "ran out of memory and was killed (memory limit 64M)"
 }
 
-@test "a user's sandbox that opens inotify instances until refused takes half of the user's, and the user's own processes keep theirs" {
+@test "a user's sandbox that opens inotify instances until refused takes half of the user's, and the user's own processes keep theirs (own id or subordinate ids)" {
 	user_setup
 	max=$(cat /proc/sys/fs/inotify/max_user_instances)
-	as_user sbx-create -limits none hog >/dev/null
 	hog='import ctypes, sys, time
 libc = ctypes.CDLL(None)
 fds = [libc.inotify_init() for _ in range(int(sys.argv[1]) + 8)]
 print(sum(f >= 0 for f in fds), flush=True)
 time.sleep(120)'
-	as_user sbx-exec -raw -timeout 150s hog -- python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
-	wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
-	# the sandbox's user namespace has its own limit, half of the user's (the kernel charges
-	# the sandbox's instances to the user as well, so without it the sandbox took all 128)
-	[ "$(cat "$BATS_TEST_TMPDIR/hog")" = $((max / 2)) ]
-	run as_user sbx-exec -raw hog -- python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
-	[ "$output" = False ]
-	# the user's own process (an editor, a desktop) still gets one
-	run here_as_user /usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
-	[ "$output" = True ]
-	as_user sbx-delete hog >/dev/null
+	# with the user's own id only, then with a range of its subordinate ids, the hog running
+	# as uid 1000 inside: every id of the sandbox counts as the user too, so one limit caps
+	# them all (the outer user namespace's)
+	for ids in own subordinate; do
+		as=()
+		if [ $ids = subordinate ]; then
+			user_subids 65536
+			as=(setpriv --reuid 1000 --regid 1000 --clear-groups)
+		fi
+		as_user sbx-create -limits none hog >/dev/null
+		as_user sbx-exec -raw -timeout 150s hog -- "${as[@]}" python3 -c "$hog" "$max" >"$BATS_TEST_TMPDIR/hog" &
+		wait_until -p $! test -s "$BATS_TEST_TMPDIR/hog"
+		# the sandbox's user namespace has its own limit, half of the user's (the kernel
+		# charges the sandbox's instances to the user as well, so without it the sandbox
+		# took all 128)
+		[ "$(cat "$BATS_TEST_TMPDIR/hog")" = $((max / 2)) ]
+		run as_user sbx-exec -raw hog -- python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+		[ "$output" = False ]
+		# the user's own process (an editor, a desktop) still gets one
+		run here_as_user /usr/bin/python3 -c 'import ctypes; print(ctypes.CDLL(None).inotify_init() >= 0)'
+		[ "$output" = True ]
+		as_user sbx-delete hog >/dev/null
+		rm -f "$BATS_TEST_TMPDIR/hog"
+	done
 }
 
 @test "a user's home is capped by fuse2fs: ENOSPC inside, the image never past the cap, git and sqlite work, delete unmounts" {
@@ -765,4 +808,150 @@ snapshotter_in() {
 	# and it leaves when done: only the sandbox's own processes stay
 	run snapshotter_in demo
 	assert_status 1
+}
+
+# ---- a user's subordinate ids (/etc/subuid, newuidmap) ----
+
+@test "subids: a user's sandbox maps 65536 of the user's subordinate ids: chown 1000 and tar -x of a uid-1000 archive keep owners, npm installs, uid 1000 inside cannot read the user's 0600 file" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	user_home
+	user_subids 65536
+	run as_user sbx-create -limits none demo
+	assert_status 0
+	[[ $output != *subordinate* ]]
+	# root inside is the user; ids 1-65535 inside are the range's first + 1-65535
+	[ "$(user_map demo)" = "0 65534 1 1 $((SUBIDS + 1)) 65535 " ]
+	mkdir -p "$BATS_TEST_TMPDIR/src/pkg"
+	echo data >"$BATS_TEST_TMPDIR/src/pkg/file"
+	tar -C "$BATS_TEST_TMPDIR/src" --owner=1000 --group=1000 --numeric-owner -cf "$BATS_TEST_TMPDIR/a.tar" pkg
+	as_user sbx-exec -raw demo -- sh -c 'cat >a.tar' <"$BATS_TEST_TMPDIR/a.tar"
+	run as_user sbx-exec -raw demo -- sh -c 'tar -xf a.tar && stat -c %u:%g pkg pkg/file &&
+		touch f && chown 1000:1000 f && chown 4242:65534 pkg/file && stat -c %u:%g f pkg/file'
+	assert_status 0
+	[ "$output" = "$(printf '1000:1000\n1000:1000\n1000:1000\n4242:65534')" ]
+	# on the host, they belong to the user's subordinate ids
+	home=$ud/state/sbx/default/demo/home
+	[ "$(nsenter --mount="$uns/mnt" stat -c %u:%g "$home/f")" = "$((SUBIDS + 1000)):$((SUBIDS + 1000))" ]
+	# a file of the user's (0600, the user's own id, as ~/.ssh/id_rsa is): root inside is the
+	# user and reads it; uid 1000 inside is not the user and cannot
+	here_as_user sh -c 'echo secret >"$1/secret" && chmod 600 "$1/secret"' _ "$home"
+	run as_user sbx-exec -raw demo -- sh -c 'cat secret && setpriv --reuid 1000 --regid 1000 --clear-groups cat secret'
+	assert_status 1
+	assert_contains "secret"
+	assert_contains "Permission denied"
+	# npm installs a package tarball whose entries belong to uid 1000, offline, as root
+	mkdir "$BATS_TEST_TMPDIR/package"
+	echo '{"name":"tiny","version":"1.0.0","main":"index.js"}' >"$BATS_TEST_TMPDIR/package/package.json"
+	echo 'module.exports = 42' >"$BATS_TEST_TMPDIR/package/index.js"
+	tar -C "$BATS_TEST_TMPDIR" --owner=1000 --group=1000 --numeric-owner -czf "$BATS_TEST_TMPDIR/tiny.tgz" package
+	as_user sbx-exec -raw demo -- sh -c 'cat >tiny.tgz' <"$BATS_TEST_TMPDIR/tiny.tgz"
+	run as_user sbx-exec -raw -timeout 120s demo -- sh -c 'mkdir app && cd app &&
+		npm install --offline --no-audit --no-fund ../tiny.tgz >/dev/null && node -p "require(\"tiny\")"'
+	assert_status 0
+	[ "$output" = 42 ]
+	# snapshot reads what uid 1000 inside owns (0600), which the user on the host cannot, and
+	# restore gives it back (to root inside, as a root's sandbox's restore does)
+	as_user sbx-exec demo -- sh -c 'echo mine >g && chmod 600 g && chown 1000:1000 g' >/dev/null
+	run as_user sbx-snapshot demo
+	assert_status 0
+	as_user sbx-delete demo >/dev/null
+	absent "$home"
+	as_user sbx-create -limits none demo >/dev/null
+	run as_user sbx-restore demo
+	assert_status 0
+	run as_user sbx-exec -raw demo -- sh -c 'cat g && stat -c %u:%g:%a g pkg/file'
+	[ "$output" = "$(printf 'mine\n0:0:600\n0:0:644')" ]
+	# sbx-cp out and in
+	run as_user sbx-cp demo:g "$ud/g.out"
+	assert_status 0
+	[ "$(cat "$ud/g.out")" = mine ]
+	as_user sbx-delete demo >/dev/null
+	absent "$home"
+}
+
+@test "subids: two sandboxes of a user get disjoint ranges; one more than the user's ids hold shares a range and says so" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	user_home
+	user_subids 131072
+	as_user sbx-create -limits none a >/dev/null
+	as_user sbx-create -limits none b >/dev/null
+	ma=$(user_map a | cut -d' ' -f5) mb=$(user_map b | cut -d' ' -f5)
+	[ "$ma" != "$mb" ]
+	for m in "$ma" "$mb"; do
+		[ "$m" = $((SUBIDS + 1)) ] || [ "$m" = $((SUBIDS + 65536 + 1)) ]
+	done
+	run as_user sbx-create -limits none c
+	assert_status 0
+	assert_contains "all 2 ranges of 65536 of your subordinate ids (/etc/subuid) are in use"
+	mc=$(user_map c | cut -d' ' -f5)
+	[ "$mc" = "$ma" ] || [ "$mc" = "$mb" ]
+	# a range is free again once its sandbox is gone
+	as_user sbx-delete a >/dev/null
+	run as_user sbx-create -limits none d
+	[[ $output != *subordinate* ]]
+	[ "$(user_map d | cut -d' ' -f5)" = "$ma" ]
+}
+
+@test "subids: a user without subordinate ids is told once what its sandboxes share, and they have the user's own id" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	user_home
+	rm "$ud/state/sbx/.notice-subids"
+	user_subids 1000	# fewer than a sandbox needs
+	run as_user sbx-create -limits none a
+	assert_status 0
+	assert_contains "sbx-create: warning: your entries in /etc/subuid and /etc/subgid hold fewer than 65536 ids, so this user's sandboxes run as the user's own uid and gid: they share the user's per-uid kernel limits"
+	[ "$(user_map a)" = "0 65534 1 " ]
+	run as_user sbx-create -limits none b
+	assert_status 0
+	[[ $output != *subordinate* ]]
+	run as_user sbx-exec -raw a -- sh -c 'touch f && chown 1000 f'
+	assert_contains "Invalid argument"
+	as_user sbx-delete a >/dev/null
+	as_user sbx-delete b >/dev/null
+	# none at all: said once in a new state directory too
+	nsenter --mount="$uns/mnt" sh -c ': >"$1"' _ "$uns/subids"
+	rm -rf "$ud/state"
+	run as_user sbx-create -limits none a
+	assert_contains "you have no subordinate ids (no entry in /etc/subuid and /etc/subgid)"
+	assert_contains "README: Local backend"
+}
+
+@test "subids: a user's capped home (fuse2fs) with subordinate ids: root inside chowns, snapshot reads what uid 1000 owns, restore gives it back" {
+	user_setup 0666
+	user_subids 65536
+	as_user sbx-create -disk 32M demo >/dev/null
+	[ "$(user_map demo)" = "0 65534 1 1 $((SUBIDS + 1)) 65535 " ]
+	run as_user sbx-exec -raw demo -- sh -c 'echo kept >f && chmod 600 f && chown 1000:1000 f && stat -c %u:%g f'
+	assert_status 0
+	[ "$output" = 1000:1000 ]
+	run as_user sbx-snapshot demo
+	assert_status 0
+	as_user sbx-delete demo >/dev/null
+	as_user sbx-create -disk 32M demo >/dev/null
+	run as_user sbx-restore demo
+	assert_status 0
+	run as_user sbx-exec -raw demo -- sh -c 'cat f && stat -c %u:%g:%a f'
+	[ "$output" = "$(printf 'kept\n0:0:600')" ]
+	as_user sbx-delete demo >/dev/null
+}
+
+@test "subids: what a user's sandbox gave its subordinate ids goes with it: delete, expiry, a killed supervisor" {
+	[ "$(id -u)" = 0 ] || skip "needs root to become another user"
+	user_home
+	user_subids 65536
+	dir=$ud/state/sbx/default/demo
+	listed_none() { [ -z "$(as_user sbx-list)" ]; }
+	for end in delete expire kill; do
+		as_user sbx-create -limits none demo >/dev/null
+		# a directory only uid 1000 inside may enter or change: the user cannot remove it
+		as_user sbx-exec demo -- sh -c 'mkdir -p d/e && touch d/e/f && chown -R 1000:1000 d && chmod 700 d' >/dev/null
+		[ "$(nsenter --mount="$uns/mnt" stat -c %u "$dir/home/d")" = $((SUBIDS + 1000)) ]
+		case $end in
+		delete) as_user sbx-delete demo >/dev/null ;;
+		expire) as_user sbx-touch -ttl 1s demo >/dev/null ;;
+		kill) kill -9 "$(cat "$dir/supervisor.pid")"; wait_until listed_none ;;
+		esac
+		wait_until absent "$dir"
+		[ -z "$(find "$ud/state/sbx/default" -mindepth 1 -maxdepth 1 -name '.trash*')" ]
+	done
 }

@@ -152,24 +152,37 @@ static int args_file(char **argv, char ***rest)
 	return fd;
 }
 
-/* The user namespaces of a root's sandbox (lib/local/idmap.h), made by init_supervise; -1: none. */
+/* The user namespaces of a sandbox with a range of ids (lib/local/idmap.h), made by
+ * init_supervise; -1: none. A user's keeps the outer one (home_userns) to clear its home. */
 static int userns_fd[2] = {-1, -1};
+static int home_userns = -1;
 
-/* ids[2] "COUNT:UID:GID" as a request for the namespaces of uid:gid's range. 0 or -1. */
+/* ids[2] "COUNT:IUID:IGID" as a request for the namespaces of uid:gid's range (root's
+ * sandbox), or "COUNT:IUID:IGID:SUBUID:SUBGID" (a user's, ids[0] and ids[1] "-": the user's
+ * subordinate ids from SUBUID and SUBGID, mapped by newuidmap). 0 or -1. */
 static int make_userns(const char *const ids[3])
 {
 	struct idmap_req r = {(uid_t)strtoul(ids[0], NULL, 10), (gid_t)strtoul(ids[1], NULL, 10),
-			      0, 1, 1, 0, 0};
-	unsigned long n, u, g;
+			      0, 1, 1, 0, 0, 0};
+	unsigned long n, u, g, su = 0, sg = 0;
+	int k = sscanf(ids[2], "%lu:%lu:%lu:%lu:%lu", &n, &u, &g, &su, &sg);
 
-	if (sscanf(ids[2], "%lu:%lu:%lu", &n, &u, &g) != 3 || n == 0 || n > IDMAP_RANGE) {
+	if ((k != 3 && k != 5) || n == 0 || n > IDMAP_RANGE || (k == 5 && (su == 0 || sg == 0))) {
 		errno = EINVAL;
 		return -1;
+	}
+	if (k == 5) {
+		r.uid = (uid_t)su;
+		r.gid = (gid_t)sg;
+		r.owned = 0;
+		r.helper = 1;
 	}
 	r.count = n;
 	r.in_uid = (uid_t)u;
 	r.in_gid = (gid_t)g;
 	userns_fd[0] = idmap_userns(&r, &userns_fd[1]);
+	if (userns_fd[0] >= 0 && r.helper && (home_userns = fcntl(userns_fd[0], F_DUPFD_CLOEXEC, 5)) < 0)
+		return -1;
 	return userns_fd[0] < 0 ? -1 : 0;
 }
 
@@ -305,6 +318,25 @@ static void release_outside(const char *dir)
 	reslimit_release(dir);
 }
 
+/* Removes the home. A user's sandbox may have given files to the user's subordinate ids,
+ * which the user cannot remove: a child does it as the root of the sandbox's outer user
+ * namespace, with rights over the sandbox's ids and no other. */
+static void remove_home(const char *home)
+{
+	pid_t p;
+	int st;
+
+	if (home_userns < 0 || (p = fork()) < 0) {
+		fs_remove_tree(home);
+		return;
+	}
+	if (p == 0)
+		_exit(idmap_enter(home_userns) < 0 || fs_remove_tree(home) < 0);
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	fs_remove_tree(home);	/* what is left, if anything */
+}
+
 static void teardown(const char *dir, pid_t bwrap)
 {
 	char trash[4096], home[4096 + 8];
@@ -328,7 +360,7 @@ static void teardown(const char *dir, pid_t bwrap)
 	if (rename(dir, trash) < 0)
 		snprintf(trash, sizeof trash, "%s", dir);
 	snprintf(home, sizeof home, "%s/home", trash);
-	fs_remove_tree(home);
+	remove_home(home);
 	fs_remove_tree(trash);
 }
 
@@ -410,7 +442,7 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 
 	/* fd 4, when the sandbox has a host id of its own: that id's lock, held until this
 	 * process ends (after the home is gone), never handed to bubblewrap. */
-	if (strcmp(uid, "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
+	if (strcmp(ids[2], "-") != 0 && fcntl(4, F_SETFD, FD_CLOEXEC) < 0 && errno != EBADF)
 		return EXIT_FAIL;
 	/* The secrets' feed, when sbx-create gave one: only sbx-proxy may read it, never
 	 * bubblewrap, so out of its way and closed on exec. */
@@ -438,8 +470,8 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 		fs_write_atomic(path, pid, strlen(pid), 0600);
 		return EXIT_FAIL;
 	}
-	/* Root's sandbox: the user namespaces of its id range, before anything of it runs. */
-	if (strcmp(uid, "-") != 0 && make_userns(ids) < 0) {
+	/* A sandbox with a range of ids: its user namespaces, before anything of it runs. */
+	if (strcmp(ids[2], "-") != 0 && make_userns(ids) < 0) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "user namespace: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);

@@ -108,6 +108,9 @@ struct sbx_info {
 	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
 	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
 	char broken[SBX_BROKEN_MAX];
+	/* create: what the person making it should be told, "" nothing (local: a user without
+	 * subordinate ids, once; a user's sandbox sharing a range of them). */
+	char notice[320];
 	/* "running" or "paused" where the backend tells (local: get, list, pause); "" not known.
 	 * A handle shows it when set. */
 	char state[16];

@@ -1,4 +1,5 @@
-/* idmap.c — the host id ranges of root's sandboxes and the user namespaces mapping them. */
+/* idmap.c — the host id ranges of sandboxes (root's from the sbx pool, a user's from the
+ * user's subordinate ids) and the user namespaces mapping them. */
 #include "idmap.h"
 
 #include <errno.h>
@@ -10,7 +11,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "child.h"
 
 /* The default pool: above systemd-nspawn's pick range (0x00080000-0x6fffffff) up to 2^31 (ids
  * above it are signed trouble for some tools), less the first 65536 ids above 0x70000000,
@@ -49,6 +53,117 @@ int idmap_pool(struct idmap_pool *p, const char **why)
 		return -1;
 	}
 	return 0;
+}
+
+/* The first entry of owner (its name, or its uid in decimal) in a /etc/subuid-style file
+ * that holds IDMAP_RANGE ids or more. 1 found, 0 none at all, -1 only smaller ones. */
+static int subid_user_entry(const char *file, const char *name, uid_t uid, unsigned long *start,
+			    unsigned long *count)
+{
+	FILE *f = fopen(file, "re");
+	char line[256], owner[64], num[24];
+	int seen = 0;
+
+	if (f == NULL)
+		return 0;
+	snprintf(num, sizeof num, "%lu", (unsigned long)uid);
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%63[^:\n]:%lu:%lu", owner, start, count) != 3 ||
+		    (strcmp(owner, name) != 0 && strcmp(owner, num) != 0))
+			continue;
+		seen = -1;
+		if (*count >= IDMAP_RANGE) {
+			fclose(f);
+			return 1;
+		}
+	}
+	fclose(f);
+	return seen;
+}
+
+int idmap_user_pool(const char *name, uid_t uid, struct idmap_pool *p)
+{
+	unsigned long uc, gc;
+	int u = subid_user_entry("/etc/subuid", name, uid, &p->uid_start, &uc);
+	int g = subid_user_entry("/etc/subgid", name, uid, &p->gid_start, &gc);
+
+	if (u <= 0 || g <= 0) {
+		errno = u == 0 || g == 0 ? ENOENT : ERANGE;
+		return -1;
+	}
+	p->slots = (uc < gc ? uc : gc) / IDMAP_RANGE;
+	return 0;
+}
+
+/* Where Debian puts the setuid helpers (never looked up on PATH). */
+static const char *const newuidmap_progs[] = {"/usr/bin/newuidmap", "/bin/newuidmap", NULL};
+static const char *const newgidmap_progs[] = {"/usr/bin/newgidmap", "/bin/newgidmap", NULL};
+
+static const char *find_helper(const char *const *progs)
+{
+	for (; *progs; progs++)
+		if (access(*progs, X_OK) == 0)
+			return *progs;
+	return NULL;
+}
+
+int idmap_helpers_present(void)
+{
+	return find_helper(newuidmap_progs) != NULL && find_helper(newgidmap_progs) != NULL;
+}
+
+int idmap_user_of_home(const char *home, struct idmap_req *r)
+{
+	const char *slash = strrchr(home, '/');
+	char path[4096], text[96];
+	unsigned long u, g, n;
+	int fd;
+	ssize_t len;
+
+	if (slash == NULL || snprintf(path, sizeof path, "%.*s/%s", (int)(slash - home), home,
+				      IDMAP_USER_FILE) >= (int)sizeof path)
+		return -1;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return -1;
+	len = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	text[len] = '\0';
+	if (sscanf(text, "%lu %lu %lu", &u, &g, &n) != 3 || n < 2 || n > IDMAP_RANGE)
+		return -1;
+	*r = (struct idmap_req){.uid = (uid_t)u, .gid = (gid_t)g, .count = n, .helper = 1};
+	return 0;
+}
+
+/* Has newuidmap (or newgidmap) map process pid's user namespace: 0 to self, 1..count-1 to
+ * first+1... 0 or -1. */
+static int helper_map(const char *const *progs, pid_t pid, unsigned long self,
+		      unsigned long first, unsigned long count)
+{
+	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+	const char *prog = find_helper(progs);
+	char a[5][24];
+	char *argv[] = {(char *)prog, a[0], "0", a[1], "1", "1", a[2], a[3], NULL};
+	struct child_req req = CHILD_REQ_INIT(.path = prog, .argv = argv, .envp = envp,
+					      .timeout_ns = 10 * 1000000000LL);
+	struct child_result res = {0};
+	struct sbx_err e;
+	int rc;
+
+	if (prog == NULL) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(a[0], sizeof a[0], "%ld", (long)pid);
+	snprintf(a[1], sizeof a[1], "%lu", self);
+	snprintf(a[2], sizeof a[2], "%lu", first + 1);
+	snprintf(a[3], sizeof a[3], "%lu", count - 1);
+	rc = child_run(&req, &res, &e) == 0 && res.status == 0 ? 0 : -1;
+	child_result_free(&res);
+	if (rc < 0)
+		errno = EPERM;
+	return rc;
 }
 
 unsigned long idmap_count_of(uid_t owner)
@@ -90,12 +205,20 @@ static int write_maps(pid_t pid, const char *uids, const char *gids)
 
 /* The inner namespace's map of one kind of id: the identity when in_id is 0; else the outer
  * root is in_id, the outer ids below it move up by one, the rest stay. */
-static void inner_map(char *buf, size_t cap, unsigned long in_id, unsigned long count)
+static void inner_map(char *buf, size_t cap, unsigned long in_id, unsigned long count, int split)
 {
 	int n;
 
-	if (in_id == 0) {
+	if (in_id == 0 && !split) {
 		snprintf(buf, cap, "0 0 %lu\n", count);
+		return;
+	}
+	/* Each line within one line of the outer map (the kernel wants so): a user's outer map
+	 * (split) has the user's own id at 0 and the subordinate ids from 1 on. */
+	if (in_id == 0) {
+		n = snprintf(buf, cap, "0 0 1\n");
+		if (count > 1)
+			snprintf(buf + n, cap - (size_t)n, "1 1 %lu\n", count - 1);
 		return;
 	}
 	n = snprintf(buf, cap, "%lu 0 1\n", in_id);
@@ -117,6 +240,39 @@ static int read_ok(int fd)
 	return n == 1 && c == 1;
 }
 
+/* The per-user kernel limits the sandbox of a user shares with the user's own processes: the
+ * kernel charges every process of a user namespace to the user who made it too, whatever
+ * ids it maps, so the outer namespace's own limit caps the whole sandbox and the rest stays
+ * the user's (issue 27.6: a sandbox took all 128 inotify instances and the user's editor
+ * failed). One sandbox takes at most half, as a user's of one id does (lib/local/local_bwrap.c). */
+static const char *const shared_limits[][2] = {
+	{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+	{"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"},
+};
+
+/* In the outer namespace, as its root: sets its own limits of shared_limits to half the
+ * user's. 0 or -1. */
+static int share_user_limits(void)
+{
+	for (size_t i = 0; i < sizeof shared_limits / sizeof shared_limits[0]; i++) {
+		char text[32];
+		int fd = open(shared_limits[i][0], O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+		long all;
+		if (fd >= 0)
+			close(fd);
+		if (n <= 0)
+			continue;	/* a kernel without it */
+		text[n] = '\0';
+		if ((all = strtol(text, NULL, 10)) <= 0)
+			continue;
+		snprintf(text, sizeof text, "%ld", all / 2 > 0 ? all / 2 : 1);
+		if (write_file(shared_limits[i][1], text) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* In the outer namespace, as its root: forbids more user namespaces than the inner one,
  * makes it in a child that lives until hold's other end closes, and maps it. Returns that
  * child's pid, or -1. */
@@ -126,7 +282,8 @@ static pid_t make_inner(const struct idmap_req *r, int hold)
 	int rdy[2];
 	pid_t pid;
 
-	if (write_file("/proc/sys/user/max_user_namespaces", "1") < 0 || pipe2(rdy, O_CLOEXEC) < 0)
+	if (write_file("/proc/sys/user/max_user_namespaces", "1") < 0 ||
+	    (r->helper && share_user_limits() < 0) || pipe2(rdy, O_CLOEXEC) < 0)
 		return -1;
 	if ((pid = fork()) == 0) {
 		char ok = unshare(CLONE_NEWUSER) == 0;
@@ -141,9 +298,16 @@ static pid_t make_inner(const struct idmap_req *r, int hold)
 		return -1;
 	}
 	close(rdy[0]);
-	inner_map(uids, sizeof uids, r->in_uid, r->count);
-	inner_map(gids, sizeof gids, r->in_gid, r->count);
-	return write_maps(pid, uids, gids) < 0 ? -1 : pid;
+	inner_map(uids, sizeof uids, r->in_uid, r->count, r->helper);
+	inner_map(gids, sizeof gids, r->in_gid, r->count, r->helper);
+	if (write_maps(pid, uids, gids) < 0) {
+		/* it holds the caller's report pipe: the caller would wait for it forever */
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return -1;
+	}
+	return pid;
 }
 
 /* The child that makes the namespaces: reports on rdy, waits on hold. Never returns. */
@@ -160,7 +324,7 @@ static void userns_child(const struct idmap_req *r, int rdy, int hold)
 	/* The owner: bubblewrap, running as uid:gid, may join only a namespace of its own.
 	 * Dumpable again after the change, so that /proc of this child and of the inner one
 	 * belong to uid and can be written from inside. */
-	if (r->owned && (setgroups(0, NULL) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
+	if (r->owned && !r->helper && (setgroups(0, NULL) < 0 || setresgid(r->gid, r->gid, r->gid) < 0 ||
 			 setresuid(r->uid, r->uid, r->uid) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0))
 		_exit(1);
 	ok = unshare(CLONE_NEWUSER) == 0;
@@ -203,7 +367,10 @@ int idmap_userns(const struct idmap_req *r, int *inner_fd)
 	rdy[1] = hold[0] = -1;
 	snprintf(uids, sizeof uids, "0 %lu %lu\n", (unsigned long)r->uid, r->count);
 	snprintf(gids, sizeof gids, "0 %lu %lu\n", (unsigned long)r->gid, r->count);
-	if (read_ok(rdy[0]) && write_maps(pid, uids, gids) == 0 && write(hold[1], &go, 1) == 1 &&
+	if (read_ok(rdy[0]) &&
+	    (r->helper ? helper_map(newuidmap_progs, pid, getuid(), r->uid, r->count) == 0 &&
+			 helper_map(newgidmap_progs, pid, getgid(), r->gid, r->count) == 0
+		       : write_maps(pid, uids, gids) == 0) && write(hold[1], &go, 1) == 1 &&
 	    read(rdy[0], &inner, sizeof inner) == (ssize_t)sizeof inner && (fd = open_userns(pid)) >= 0 &&
 	    r->inner && (*inner_fd = open_userns(inner)) < 0) {
 		close(fd);

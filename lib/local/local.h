@@ -30,6 +30,10 @@ struct local_ids {
 	unsigned long count;		/* ids in the range (lib/local/idmap.h), 1 for a user's */
 	int drop;			/* 1: this process is root and the sandbox runs as uid:gid */
 	int lock;			/* held while the sandbox has uid:gid (-1: none); see below */
+	/* A user's sandbox: the first of the user's subordinate ids its range maps (root inside
+	 * is the user, id n > 0 inside is sub_uid + n), 0 when it has the user's own id only. */
+	unsigned long sub_uid, sub_gid;
+	char notice[320];		/* "" or what the person making it should be told */
 };
 
 /* What the door needs to start one sandbox. */
@@ -48,8 +52,10 @@ int local_bwrap_check_image(const char *image, struct sbx_err *e);
 struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx_err *e);
 /* Chooses the host identity of a new sandbox: as root, a range of uids and gids of its own
  * from the documented pool, reserved by ids->lock (close it, or hand it to local_bwrap_start);
- * otherwise this process's own. 0 or -1. */
-int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e);
+ * otherwise this process's own, with a range of the user's subordinate ids where the user
+ * has some (reserved the same way, under state_root), and ids->notice set where the user
+ * has none (once per state directory) or shares a range. 0 or -1. */
+int local_bwrap_ids(struct local_ids *ids, const char *state_root, struct sbx_err *e);
 /* Starts the supervisor (and through it bubblewrap) detached; returns once it runs. */
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e);
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -28,6 +29,7 @@
 #include "duration.h"
 #include "fsutil.h"
 #include "gojson.h"
+#include "idmap.h"
 #include "local.h"
 #include "localnet.h"
 #include "paths.h"
@@ -287,10 +289,49 @@ out:
 	return rc;
 }
 
+/* Records the subordinate ids a user's sandbox maps (lib/local/idmap.h, IDMAP_USER_FILE), for
+ * what works on its home from the host (snapshot, restore, clearing). */
+static int record_subids(const struct sbx_paths *p, const struct local_ids *ids, struct sbx_err *e)
+{
+	char *path, text[96];
+	int rc;
+
+	if (ids->sub_uid == 0)
+		return 0;
+	path = xasprintf("%s/%s", p->dir, IDMAP_USER_FILE);
+	snprintf(text, sizeof text, "%lu %lu %lu\n", ids->sub_uid, ids->sub_gid, ids->count);
+	rc = fs_write_atomic(path, text, strlen(text), 0600);
+	if (rc < 0)
+		err_sys(e, errno, "cannot write %s", path);
+	free(path);
+	return rc;
+}
+
+/* Removes the home of a user's sandbox that maps subordinate ids (its supervisor died before
+ * it could): what belongs to them, the user cannot remove; a child does, as the root of a
+ * user namespace mapping them (lib/local/idmap.h), with rights over those ids only. */
+static void remove_subid_files(const char *dir)
+{
+	char *home = xasprintf("%s/home", dir);
+	struct idmap_req r;
+	pid_t p;
+
+	if (geteuid() != 0 && idmap_user_of_home(home, &r) == 0 && (p = fork()) >= 0) {
+		if (p == 0) {
+			int inner, ns = idmap_userns(&r, &inner);
+			_exit(ns < 0 || idmap_enter(ns) < 0 || fs_remove_tree(home) < 0);
+		}
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	free(home);
+}
+
 /* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
 static int remove_dead(const char *dir)
 {
 	reslimit_release(dir);
+	remove_subid_files(dir);
 	return fs_remove_tree(dir);
 }
 
@@ -339,7 +380,7 @@ static int limits_in_force(struct sbx_backend *b, const struct sbx_spec *spec,
 static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
 		      struct sbx_info *out, struct sbx_err *e)
 {
-	char *home = xasprintf("%s/home", p->dir);
+	char *home = xasprintf("%s/home", p->dir), *root = NULL;
 	struct oci_image *img = NULL;
 	struct local_ids ids = LOCAL_IDS_INIT;
 	struct local_start st = {.spec = spec, .paths = p, .home = home, .lsock = -1, .ids = &ids};
@@ -347,9 +388,11 @@ static int create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct
 
 	if (oci_is_ref(spec->image) && (img = local_bwrap_open_image(spec, e)) == NULL)
 		goto out;
-	if (local_bwrap_ids(&ids, e) < 0 || make_dirs(p, home, &ids, e) < 0)
+	if ((root = paths_state_root(e)) == NULL || local_bwrap_ids(&ids, root, e) < 0 ||
+	    make_dirs(p, home, &ids, e) < 0 || record_subids(p, &ids, e) < 0)
 		goto out;
 	new_info(b, spec, out);
+	snprintf(out->notice, sizeof out->notice, "%s", ids.notice);
 	if (limits_in_force(b, spec, p, &ids, &out->limits, e) < 0)
 		goto out;
 	if (write_spec(p->dir, out, spec->ttl_ns, e) < 0)
@@ -381,6 +424,7 @@ out:
 	if (rc < 0 && dir_exists(p->dir) && !is_alive(p->dir))
 		remove_dead(p->dir);
 	free(home);
+	free(root);
 	return rc;
 }
 

@@ -9,8 +9,9 @@
  * The shape of a sandbox, and why:
  *
  *   host:  supervisor (sbx-init supervise; PATH only in its environment)
- *            └ bubblewrap, as the sandbox's host uid; plan through --args; as root, into the
- *              user namespaces of the sandbox's id range (lib/local/idmap.h), else its own
+ *            └ bubblewrap, as the sandbox's host uid; plan through --args; into the user
+ *              namespaces of the sandbox's id range (lib/local/idmap.h: root's, or a user's of
+ *              the user's subordinate ids), else (a user without them) its own
  *   P0:        └ bwrap's pid 1 └ the exec service (sbx-init serve, non-dumpable) └ shepherds
  *   P1:                            └ the commands' init  ⟵ every command and what it starts
  *
@@ -46,6 +47,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,20 +120,21 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
  * id instead (the sandbox then has that one id only). */
 #define SBX_ID_LOCKS "/run/sbx/ranges"
 
-/* Takes the lock of one free range of the pool, trying from a random one. fd or -1. */
-static int reserve_range(unsigned long slots, unsigned long *index, struct sbx_err *e)
+/* Takes the lock of one free range of the pool (a lock file per range in dir), trying from a
+ * random one. fd, -2 when all are taken (with e), or -1. */
+static int reserve_range(const char *dir, unsigned long slots, unsigned long *index,
+			 struct sbx_err *e)
 {
 	unsigned long first, i;
 	int fd;
 
-	if ((mkdir("/run/sbx", 0755) < 0 && errno != EEXIST) ||
-	    (mkdir(SBX_ID_LOCKS, 0700) < 0 && errno != EEXIST))
-		return err_sys(e, errno, "cannot create %s", SBX_ID_LOCKS);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return err_sys(e, errno, "cannot create %s", dir);
 	first = ((unsigned long)getpid() * 2654435761u + (unsigned long)time(NULL)) % slots;
 	for (i = 0; i < slots; i++) {
-		char path[64];
+		char path[PATH_MAX];
 		*index = (first + i) % slots;
-		snprintf(path, sizeof path, SBX_ID_LOCKS "/%lu", *index);
+		snprintf(path, sizeof path, "%s/%lu", dir, *index);
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			return err_sys(e, errno, "cannot open %s", path);
@@ -139,18 +142,80 @@ static int reserve_range(unsigned long slots, unsigned long *index, struct sbx_e
 			return fd;
 		close(fd);
 	}
-	return err_set(e, SBX_EUNAVAIL, "all %lu sandbox id ranges are in use", slots);
+	err_set(e, SBX_EUNAVAIL, "all %lu sandbox id ranges are in use", slots);
+	return -2;
 }
 
-int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e)
+/* ---- a user's sandbox: the user's subordinate ids ----
+ * With entries in /etc/subuid and /etc/subgid (and newuidmap, newgidmap), each of a user's
+ * sandboxes maps a range of IDMAP_RANGE of them, as rootless podman does: root inside is the
+ * user (so the home, a fuse2fs mount only the user may enter, and what the user's host-side
+ * tools read stay the user's), id n > 0 inside the range's first + n. Ranges are reserved by
+ * lock files under the state directory, as root's are under SBX_ID_LOCKS. Where the user has
+ * none, the sandbox has the user's own id only, as before, and sbx-create says so once per
+ * state directory (the file NOTICE_MARK there). */
+#define USER_ID_LOCKS ".idranges"
+#define NOTICE_MARK ".notice-subids"
+
+/* Sets the notice on the user's lack of subordinate ids (why), unless it was given before. */
+static void notice_once(struct local_ids *ids, const char *state_root, const char *why)
+{
+	char mark[PATH_MAX];
+	int fd;
+
+	snprintf(mark, sizeof mark, "%s/" NOTICE_MARK, state_root);
+	if ((fd = open(mark, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return;
+	close(fd);
+	snprintf(ids->notice, sizeof ids->notice,
+		 "%s, so this user's sandboxes run as the user's own uid and gid: they share the "
+		 "user's per-uid kernel limits (processes, keys, inotify) with the user's own "
+		 "processes, and root inside can chown to no other id (README: Local backend)", why);
+}
+
+static int user_ids(struct local_ids *ids, const char *state_root, struct sbx_err *e)
+{
+	struct passwd *pw = getpwuid(getuid());
+	struct idmap_pool pool;
+	unsigned long i = 0;
+	char dir[PATH_MAX];
+
+	if (pw == NULL || idmap_user_pool(pw->pw_name, pw->pw_uid, &pool) < 0) {
+		notice_once(ids, state_root, errno == ERANGE
+			    ? "your entries in /etc/subuid and /etc/subgid hold fewer than 65536 ids"
+			    : "you have no subordinate ids (no entry in /etc/subuid and /etc/subgid)");
+		return 0;
+	}
+	if (!idmap_helpers_present()) {
+		notice_once(ids, state_root, "newuidmap and newgidmap are not installed (Debian "
+			    "package uidmap) to map your subordinate ids");
+		return 0;
+	}
+	snprintf(dir, sizeof dir, "%s/" USER_ID_LOCKS, state_root);
+	ids->lock = reserve_range(dir, pool.slots, &i, e);
+	if (ids->lock == -1)
+		return -1;
+	if (ids->lock == -2) {	/* all taken: share one, and say so */
+		ids->lock = -1;
+		snprintf(ids->notice, sizeof ids->notice, "all %lu ranges of 65536 of your "
+			 "subordinate ids (/etc/subuid) are in use by your other sandboxes: this one "
+			 "shares range %lu with one of them", pool.slots, i);
+	}
+	ids->sub_uid = pool.uid_start + i * IDMAP_RANGE;
+	ids->sub_gid = pool.gid_start + i * IDMAP_RANGE;
+	ids->count = IDMAP_RANGE;
+	return 0;
+}
+
+int local_bwrap_ids(struct local_ids *ids, const char *state_root, struct sbx_err *e)
 {
 	const char *u = getenv("SBX_SANDBOX_UID"), *g = getenv("SBX_SANDBOX_GID"), *why;
 	struct idmap_pool pool;
 	unsigned long i = 0;
 
-	*ids = (struct local_ids){geteuid(), getegid(), 1, geteuid() == 0, -1};
+	*ids = (struct local_ids){geteuid(), getegid(), 1, geteuid() == 0, -1, 0, 0, ""};
 	if (!ids->drop)
-		return 0;
+		return user_ids(ids, state_root, e);
 	if (u && *u) {
 		ids->uid = (uid_t)strtoul(u, NULL, 10);
 		ids->gid = g && *g ? (gid_t)strtoul(g, NULL, 10) : (gid_t)ids->uid;
@@ -158,7 +223,9 @@ int local_bwrap_ids(struct local_ids *ids, struct sbx_err *e)
 	}
 	if (idmap_pool(&pool, &why) < 0)
 		return err_set(e, SBX_EINVAL, "%s", why);
-	if ((ids->lock = reserve_range(pool.slots, &i, e)) < 0)
+	if (mkdir("/run/sbx", 0755) < 0 && errno != EEXIST)
+		return err_sys(e, errno, "cannot create /run/sbx");
+	if ((ids->lock = reserve_range(SBX_ID_LOCKS, pool.slots, &i, e)) < 0)
 		return -1;
 	ids->uid = (uid_t)(pool.uid_start + i * IDMAP_RANGE);
 	ids->gid = (gid_t)(pool.gid_start + i * IDMAP_RANGE);
@@ -197,8 +264,9 @@ static const char *const cmd_cap_names[] = {
 /* The namespaces: all of them new (lib/local/localnet.c connects the network one, or not); no
  * more user namespaces inside. Root's sandboxes enter the user namespaces their supervisor
  * made for their id range (it adds --userns, --userns2 and --assert-userns-disabled: the
- * same two levels, the image's user the inner root, see lib/local/idmap.h); a user's has
- * bubblewrap make them, mapping the user's own ids. */
+ * same two levels, the image's user the inner root, see lib/local/idmap.h), and so do a
+ * user's with subordinate ids; a user's without them has bubblewrap make them, mapping the
+ * user's own ids. */
 static void plan_namespaces(struct strvec *a, const struct sbx_spec *spec,
 			    const struct oci_image *img, int prepared)
 {
@@ -453,13 +521,27 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 		src = (struct plan_src){STAGE "/home", STAGE "/sbx-init",
 					tool ? STAGE "/geminicli-toolbox" : NULL,
 					st->img ? STAGE "/rootfs" : NULL};
+	} else if (st->ids->sub_uid) {
+		/* a user's: the supervisor has newuidmap map the range (lib/local/idmap.h) */
+		unsigned long iu = st->img ? (unsigned long)st->img->uid : 0;
+		unsigned long ig = st->img ? (unsigned long)st->img->gid : 0;
+		if (iu >= st->ids->count || ig >= st->ids->count)
+			return err_set(e, SBX_EINVAL, "the image's user %lu:%lu is not one of the "
+				       "sandbox's %lu ids", iu, ig, st->ids->count);
+		strvec_push(sv, "-");
+		strvec_push(sv, "-");
+		strvec_pushf(sv, "%lu:%lu:%lu:%lu:%lu", st->ids->count, iu, ig, st->ids->sub_uid,
+			     st->ids->sub_gid);
+		for (int i = 0; i < 4; i++)
+			strvec_push(sv, "-");
 	} else {
 		for (int i = 0; i < 7; i++)
 			strvec_push(sv, "-");
 	}
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
-	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->paths->dir, feed, e);
+	return plan(sv, st->spec, &src, st->img, st->ids->drop || st->ids->sub_uid != 0,
+		    st->paths->dir, feed, e);
 }
 
 /* A pipe holding the whole feed (the supervisor reads it at its leisure): its read end. */

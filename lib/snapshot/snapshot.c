@@ -82,7 +82,8 @@ static int charge(const struct host_job *hj, struct sbx_err *e)
  * files. Entered first, as its parents may be closed to the owner. A root's sandbox owns a
  * range of ids (lib/local/idmap.h) and its files may belong to any of them: the child becomes the
  * root of a user namespace mapping that range, as the sandbox's own root is, with rights
- * over those ids and no other (and sees the owners the sandbox sees). */
+ * over those ids and no other (and sees the owners the sandbox sees). So does a user's
+ * sandbox that maps a range of the user's subordinate ids (recorded next to its home). */
 static int enter_as_owner(const char *dir, struct sbx_err *e)
 {
 	struct stat sb;
@@ -95,9 +96,12 @@ static int enter_as_owner(const char *dir, struct sbx_err *e)
 		return err_sys(e, errno, "cannot enter %s", dir);
 	}
 	close(fd);
-	if (geteuid() != 0 || sb.st_uid == 0)
+	struct idmap_req r = {sb.st_uid, sb.st_gid, idmap_count_of(sb.st_uid), 0, 0, 0, 0, 0};
+	/* A user's sandbox that maps the user's subordinate ids: the same, made with newuidmap. */
+	if (geteuid() != 0 && idmap_user_of_home(dir, &r) < 0)
 		return 0;
-	struct idmap_req r = {sb.st_uid, sb.st_gid, idmap_count_of(sb.st_uid), 0, 0, 0, 0};
+	if (geteuid() == 0 && sb.st_uid == 0)
+		return 0;
 	int ns = idmap_userns(&r, &fd);
 	if (ns < 0 || idmap_enter(ns) < 0) {
 		if (ns >= 0)
