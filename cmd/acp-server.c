@@ -188,6 +188,7 @@ static void parse(struct opts *o, int argc, char **argv)
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &o->sb,
 					    .max = 0, .too_many = "unexpected arguments"},
 			argc, argv);
+	o->tsname = toolset_pick(o->tsname);
 	if (toolset_find(o->tsname, &e) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	o->backend = cli_sandbox_backend(&o->sb, &why);
@@ -264,7 +265,7 @@ static int open_listener(const struct opts *o, const char *dir, struct acp_auth 
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.listen_addr = "127.0.0.1:8090", .tsname = getenv("TOOLSET"),
+		.listen_addr = "127.0.0.1:8090",
 		.model = llm_pick_model(NULL, NULL), .timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS,
 		.auth_timeout = ACP_AUTH_TIMEOUT_NS,
 		.f = {.images = "auto", .max_tool_rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS,

@@ -156,8 +156,7 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-keep must be between 1 and " SBX_STR(KEEP_MAX));
 	if (homedir && homedir[0] != '/')
 		cli_usage_error(usage, "-homedir must be an absolute path");
-	if (!budget_seen && getenv("SANDBOX_BACKUP_BUDGET") &&
-	    flag_parse_size(getenv("SANDBOX_BACKUP_BUDGET"), &budget) < 0)
+	if (!budget_seen && backend_env_backup_budget(&budget) < 0)
 		cli_usage_error(usage, "SANDBOX_BACKUP_BUDGET must be a size such as 30G");
 	if (budget < 0 || (budget_seen && budget == 0))
 		cli_usage_error(usage, "-backup-budget must be positive");

@@ -51,7 +51,7 @@ static void read_call(struct toolcall *tc)
 int main(int argc, char **argv)
 {
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND};
-	const char *tsname = getenv("TOOLSET"), *homedir = NULL;
+	const char *tsname = NULL, *homedir = NULL;
 	const char *workdir = NULL;
 	struct toolcall tc;
 	int64_t timeout = 120 * INT64_C(1000000000);
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 
 	i = cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
 					  .max = -1}, argc, argv);
-	if ((ts = toolset_find(tsname, &e)) == NULL)
+	if ((ts = toolset_find(toolset_pick(tsname), &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (list) {
 		struct json_object *d = toolset_declarations(ts);

@@ -116,8 +116,7 @@ struct agent_session *agent_session_open(const struct agent_config *cfg, struct 
 			: backend_env_namespace());
 	if (namespace_check(s->ns, e) < 0)
 		goto fail;
-	if (tsname == NULL || *tsname == '\0')
-		tsname = getenv("TOOLSET");
+	tsname = toolset_pick(tsname && *tsname ? tsname : NULL);
 	if ((s->ts = toolset_find(tsname, e)) == NULL)
 		goto fail;
 	s->image = dup_or_null(cfg->image);

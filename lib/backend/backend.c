@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "backup.h"
+#include "flag.h"
 #include "xalloc.h"
 
 const char *const backend_names[] = {"local", "kubernetes", NULL};
@@ -41,6 +42,13 @@ const char *backend_env_namespace(void)
 const char *backend_env_image(void)
 {
 	return env_nonempty("SANDBOX_IMAGE");
+}
+
+int backend_env_backup_budget(long long *bytes)
+{
+	const char *v = getenv("SANDBOX_BACKUP_BUDGET");
+
+	return v ? flag_parse_size(v, bytes) : 0;
 }
 
 static bool file_exists(const char *p)

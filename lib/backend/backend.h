@@ -202,6 +202,9 @@ extern const char *const backend_names[];
 const char *backend_env_homedir(void);
 const char *backend_env_namespace(void);
 const char *backend_env_image(void);
+/* $SANDBOX_BACKUP_BUDGET, the default of sbx-snapshot's -backup-budget, into *bytes (untouched
+ * when unset); -1 when it is not a size such as 30G. */
+int backend_env_backup_budget(long long *bytes);
 /* Whether a Kubernetes configuration exists: in a pod ($KUBERNETES_SERVICE_HOST), a file
  * $KUBECONFIG names, else ~/.kube/config. *why (may be NULL) gets a static explanation. */
 bool backend_kube_config(const char **why);

@@ -17,6 +17,11 @@
 
 static const struct toolset *const toolsets[] = {&toolset_basic, &toolset_geminicli};
 
+const char *toolset_pick(const char *given)
+{
+	return given ? given : getenv("TOOLSET");
+}
+
 const struct toolset *toolset_find(const char *name, struct sbx_err *e)
 {
 	size_t i;

@@ -62,6 +62,9 @@ struct toolset {
 extern const struct toolset toolset_basic;
 extern const struct toolset toolset_geminicli;
 
+/* The toolset name a program was given: given (a -toolset flag's value, even empty), else
+ * $TOOLSET, read here only; NULL when neither. */
+const char *toolset_pick(const char *given);
 /* Finds a toolset by name ("" = basic); else `unknown toolset "<x>" (available: basic, geminicli)`. */
 const struct toolset *toolset_find(const char *name, struct sbx_err *e);
 /* The `tools` array of a chat request: [{"type":"function","function":{name,description,parameters}}]. */
