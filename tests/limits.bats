@@ -914,6 +914,15 @@ snapshotter_in() {
 	run as_user sbx-create -limits none a
 	assert_contains "you have no subordinate ids (no entry in /etc/subuid and /etc/subgid)"
 	assert_contains "README: Local backend"
+	as_user sbx-delete a >/dev/null
+	# the first sandbox made by agent-loop: the warning reaches its person too, once
+	rm -rf "$ud/state"
+	run as_user env OPENAI_MODEL=fake-eliza agent-loop -limits none -session w <<<'run: true'
+	assert_status 0
+	assert_contains "agent-loop: warning: you have no subordinate ids (no entry in /etc/subuid and /etc/subgid)"
+	run as_user env OPENAI_MODEL=fake-eliza agent-loop -limits none -session w <<<'run: true'
+	assert_status 0
+	[[ $output != *subordinate* ]]
 }
 
 @test "subids: a user's capped home (fuse2fs) with subordinate ids: root inside chowns, snapshot reads what uid 1000 owns, restore gives it back" {

@@ -128,6 +128,25 @@ bool agent_fired(int fd)
 	return fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
+/* The warnings a program that succeeded wrote ("PROG: warning: WHAT" lines of its stderr
+ * tail), passed on to the session's log: a warning sbx-create gives once (a user without
+ * subordinate ids) must reach the person whichever program made the sandbox. */
+static void pass_warnings(struct agent_session *s, const char *prog, const char *err)
+{
+	const char *base = strrchr(prog, '/');
+	char *tag = xasprintf("%s: warning: ", base ? base + 1 : prog);
+	size_t n = strlen(tag);
+
+	for (const char *l = err; l && *l;) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		if (len > n && strncmp(l, tag, n) == 0)
+			agent_logf(s, AGENT_LOG_WARN, "%.*s", (int)(len - n), l + n);
+		l = end ? end + 1 : NULL;
+	}
+	free(tag);
+}
+
 int agent_run_doc(struct agent_session *s, struct strvec *a, int cancel_fd,
 		   struct json_object **doc, char **msg, struct sbx_err *e)
 {
@@ -151,6 +170,8 @@ int agent_run_doc(struct agent_session *s, struct strvec *a, int cancel_fd,
 	*doc = gojson_parse(res.out, res.out_len, &why);
 	if (res.status != 0)
 		*msg = agent_failure(&res, a->v[0]);
+	else
+		pass_warnings(s, a->v[0], res.err);
 	st = res.status;
 	child_result_free(&res);
 	return st;
