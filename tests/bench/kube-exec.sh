@@ -12,7 +12,7 @@ export SBX_BIN=${SBX_BIN:-$top/bin}
 export PATH="$SBX_BIN:$PATH"
 runs=${BENCH_RUNS:-21}
 work=$(mktemp -d "${TMPDIR:-/tmp}/kube-bench.XXXXXX")
-server_pid=
+server_pid= kubectl=
 
 cleanup() {
 	if [ -n "$server_pid" ]; then
@@ -24,18 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-now_ns() { date +%s%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
-kubectl=$("$top/tests/kube/get-kubectl")
-mkdir -p "$work/home" "$work/state"
-HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
-	-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
-server_pid=$!
-# shellcheck source=../helpers.bash
-. "$top/tests/helpers.bash"	# wait_until
-wait_until -p "$server_pid" test -s "$work/kc" || { cat "$work/log" >&2; exit 1; }
-export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
+. "$here/lib.bash"	# now_ns, median, bench_kts_start
+bench_kts_start "$top" "$work" 0
 sbx-create bench >/dev/null
 "$kubectl" exec bench -c sandbox -- true	# warm both paths once
 sbx-exec -raw bench -- true
