@@ -7,6 +7,7 @@
 bats_require_minimum_version 1.5.0
 load helpers
 load kube/server
+load agent
 
 POOL_YAML="$BATS_TEST_DIRNAME/../images/sbx-warm-pool/sbx-warm-pool.yaml"
 
@@ -330,4 +331,31 @@ posted() {
 	[ "$output" = ok ]
 	sbx-delete w6 >/dev/null
 	wait_until absent sandboxclaim w6
+}
+
+@test "sbx-list shows a claimed sandbox under its claim's name, not the pool's Sandboxes; agent-loop -warm-pool runs its session's tools in a claimed Sandbox" {
+	k apply -f "$POOL_YAML" >/dev/null
+	wait_until ready_replicas sbx 2
+	run sbx-list
+	assert_status 0
+	[ -z "$output" ]
+	sb=$(sbx-create -warm-pool sbx w7 | jq -r .sandbox)
+	run sbx-list
+	assert_json '.name == "w7" and .sandbox == "'"$sb"'"'
+	[ "${#lines[@]}" -eq 1 ]
+	sbx-delete w7 >/dev/null
+	wait_until ready_replicas sbx 2
+	kts_ctl clear-requests >/dev/null
+	run eliza -backend kubernetes -warm-pool sbx -session s1 <<'EOF2'
+run: sh -c 'echo from-a-claim > ~/f.txt; cat ~/f.txt'
+/exit
+EOF2
+	assert_status 0
+	assert_contains "from-a-claim"
+	run posted sandboxclaims
+	assert_json '.metadata.name == "s1" and .spec.warmPoolRef.name == "sbx"'
+	[ -z "$(posted sandboxes)" ]
+	# the tool call's TTL move went to the claim
+	kts_ctl requests | jq -s -e 'map(select(.method == "PATCH" and (.path | endswith("/sandboxclaims/s1")))) | length >= 1' >/dev/null
+	wait_until absent sandboxclaim s1
 }

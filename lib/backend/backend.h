@@ -119,8 +119,9 @@ struct sbx_info {
 	int64_t paused_ttl;		/* ns; with idle pause: deleted this long after shutdown */
 	int64_t delete_ns;		/* when set: when a paused sandbox is deleted, if not at
 					 * shutdown + paused_ttl (kubernetes: sbx-pause sets it) */
-	/* kubernetes, a sandbox claimed from a warm pool: the pool, and the Sandbox bound to the
-	 * claim (whose pod runs the commands); "" otherwise. A handle shows both. */
+	/* kubernetes, a sandbox claimed from a warm pool: the pool (not known to list), and the
+	 * Sandbox bound to the claim (whose pod runs the commands); "" otherwise. A handle shows
+	 * those that are set. */
 	char warm_pool[SBX_OBJECT_NAME_MAX];
 	char claimed_sandbox[SBX_OBJECT_NAME_MAX];
 };

@@ -376,10 +376,22 @@ static int k_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, void
 		struct json_object *it = json_object_array_get_idx(items, i);
 		const char *n = jsonfield_path_str(it, JPATH("metadata", "name"));
 		struct sbx_info info;
+		const char *owner = jsonfield_path_str(it, JPATH("metadata", "ownerReferences", "0", "kind"));
+		const char *claim = jsonfield_path_str(it, JPATH("metadata", "ownerReferences", "0", "name"));
+		/* A warm pool's Sandboxes are nobody's sandbox yet; a claimed one is listed under
+		 * its claim's name, the name the sbx tools address it by. */
+		if (owner && strcmp(owner, "SandboxWarmPool") == 0)
+			continue;
+		if (kb_claimed(it) && claim)
+			n = claim;
 		/* Names the sbx tools cannot address are not listed. */
 		if (n == NULL || name_check(n, NULL) < 0)
 			continue;
 		kb_fill_info(b, it, &info);
+		if (strcmp(n, info.name) != 0) {
+			snprintf(info.claimed_sandbox, sizeof info.claimed_sandbox, "%s", info.name);
+			snprintf(info.name, sizeof info.name, "%s", n);
+		}
 		if (fn(&info, arg) != 0)
 			break;
 	}
