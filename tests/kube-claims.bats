@@ -21,7 +21,10 @@ setup() {
 	export SBX_KUBE_READY_TIMEOUT=20s
 }
 
-teardown() { kts_teardown; }
+teardown() {
+	[ -z "${PORT_PID-}" ] || { kill "$PORT_PID" 2>/dev/null; wait "$PORT_PID" 2>/dev/null; } || true
+	kts_teardown
+}
 
 py() { /usr/bin/python3 "$SBX_TOP/tests/kube/pyclient" "$@"; }
 
@@ -358,4 +361,19 @@ EOF2
 	# the tool call's TTL move went to the claim
 	kts_ctl requests | jq -s -e 'map(select(.method == "PATCH" and (.path | endswith("/sandboxclaims/s1")))) | length >= 1' >/dev/null
 	wait_until absent sandboxclaim s1
+}
+
+@test "sbx-port on a claimed sandbox forwards to its bound Sandbox's pod" {
+	k apply -f "$POOL_YAML" >/dev/null
+	wait_until ready_replicas sbx 2
+	sb=$(sbx-create -warm-pool sbx w8 | jq -r .sandbox)
+	sbx-exec w8 -- sh -c 'mkdir -p /tmp/www && cd /tmp/www && echo hello >index.html &&
+		setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 >/tmp/http.log 2>&1 </dev/null &' >/dev/null
+	sbx-port w8 8000 >"$BATS_TEST_TMPDIR/port.out" 2>"$BATS_TEST_TMPDIR/port.err" &
+	PORT_PID=$!
+	wait_until -p "$PORT_PID" test -s "$BATS_TEST_TMPDIR/port.out"
+	url=$(jq -r '.url' "$BATS_TEST_TMPDIR/port.out")
+	wait_until curl -sf -o /dev/null "${url}index.html"
+	[ "$(curl -sf "${url}index.html")" = hello ]
+	kts_ctl requests | jq -s -e "map(select(.path == \"/api/v1/namespaces/default/pods/$sb/portforward\" and .status == 101)) | length >= 1" >/dev/null
 }
