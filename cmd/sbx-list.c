@@ -48,6 +48,8 @@ static int print_one(const struct sbx_info *in, void *arg)
 	json_object_object_add(o, "network", sbx_network_json(in));
 	if (in->state[0])
 		json_object_object_add(o, "state", json_object_new_string(in->state));
+	if (in->claimed_sandbox[0])	/* kubernetes -warm-pool: the Sandbox bound to the claim */
+		json_object_object_add(o, "sandbox", json_object_new_string(in->claimed_sandbox));
 	/* sbx-port -d's forwards */
 	json_object_object_add(o, "ports", strcmp(in->backend, "local") == 0
 			       ? portfwd_ports(in->namespace, in->name)

@@ -225,6 +225,15 @@ int backend_spec_check(const char *kind, const struct sbx_spec *spec, struct sbx
 			       "sandbox always runs under bubblewrap on this machine's kernel, so "
 			       "there is no runtime to choose (use -backend kubernetes, or leave "
 			       "-runtime-class and SANDBOX_RUNTIME_CLASS unset)");
+	if (local && spec->warm_pool[0])
+		return err_set(e, SBX_EINVAL, "-warm-pool is a kubernetes setting: it names a "
+			       "SandboxWarmPool of the Agent Sandbox extensions (use -backend "
+			       "kubernetes, or leave -warm-pool and SANDBOX_WARM_POOL unset)");
+	if (kube && spec->warm_pool[0] && (spec->idle == SBX_IDLE_PAUSE || spec->storage_class[0] ||
+					   spec->runtime_class[0]))
+		return err_set(e, SBX_EINVAL, "-warm-pool takes the pod from the pool's "
+			       "SandboxTemplate: -idle pause, -storage-class and -runtime-class "
+			       "belong in that template, not in the claim");
 	if (local && spec->storage_class[0])
 		return err_set(e, SBX_EINVAL, "-storage-class is a kubernetes setting: a local "
 			       "sandbox's home is a directory (or a disk image) on this machine, made "

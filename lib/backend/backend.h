@@ -32,6 +32,8 @@
 #define SBX_RUNTIME_CLASS_MAX 254
 /* A StorageClass name: a DNS-1123 subdomain. */
 #define SBX_STORAGE_CLASS_MAX 254
+/* kubernetes: a SandboxWarmPool's name, and a Sandbox's (DNS-1123 subdomains) */
+#define SBX_OBJECT_NAME_MAX 254
 /* Why a sandbox is broken: a path and a parser's reason. */
 #define SBX_BROKEN_MAX 1024
 
@@ -85,6 +87,9 @@ struct sbx_spec {
 	enum sbx_idle idle;		/* -idle: delete (default) or pause at shutdown time */
 	int64_t paused_ttl;		/* -paused-ttl in ns (as ttl_ns): with idle pause, how long
 					 * after shutdown time the paused sandbox is deleted */
+	/* kubernetes: -warm-pool: claim a Sandbox of this SandboxWarmPool (a SandboxClaim named
+	 * as the sandbox) instead of making one; "" none */
+	char warm_pool[SBX_OBJECT_NAME_MAX];
 };
 
 struct sbx_info {
@@ -122,6 +127,11 @@ struct sbx_info {
 	int64_t paused_ttl;		/* ns; with idle pause: deleted this long after shutdown */
 	int64_t delete_ns;		/* when set: when a paused sandbox is deleted, if not at
 					 * shutdown + paused_ttl (kubernetes: sbx-pause sets it) */
+	/* kubernetes, a sandbox claimed from a warm pool: the pool (not known to list), and the
+	 * Sandbox bound to the claim (whose pod runs the commands); "" otherwise. A handle shows
+	 * those that are set. */
+	char warm_pool[SBX_OBJECT_NAME_MAX];
+	char claimed_sandbox[SBX_OBJECT_NAME_MAX];
 };
 
 /* One command to run in a sandbox. File descriptors stay the caller's. */

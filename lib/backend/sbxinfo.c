@@ -42,6 +42,10 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 		json_object_object_add(o, "home_volume", json_object_new_string(in->home_volume));
 		json_object_object_add(o, "keeps_processes", json_object_new_boolean(0));
 	}
+	if (in->warm_pool[0])
+		json_object_object_add(o, "warm_pool", json_object_new_string(in->warm_pool));
+	if (in->claimed_sandbox[0])
+		json_object_object_add(o, "sandbox", json_object_new_string(in->claimed_sandbox));
 	sbx_idle_json(o, in);
 	return o;
 }

@@ -222,6 +222,12 @@ static int apply_storage_class(struct sbx_spec *spec, const char *text, struct s
 			       "premium-rwo", text, e);
 }
 
+static int apply_warm_pool(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return apply_subdomain(spec->warm_pool, sizeof spec->warm_pool, "SandboxWarmPool",
+			       "python-pool", text, e);
+}
+
 static int apply_idle(struct sbx_spec *spec, const char *text, struct sbx_err *e)
 {
 	if (strcmp(text, "pause") == 0)

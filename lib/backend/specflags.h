@@ -72,7 +72,11 @@
 	X(a, PAUSED_TTL, paused_ttl, "paused-ttl", false, "SANDBOX_PAUSED_TTL", "[-paused-ttl D]", \
 	  same, \
 	  "  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
-	  "                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n")
+	  "                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n") \
+	X(a, WARM_POOL, warm_pool, "warm-pool", false, "SANDBOX_WARM_POOL", "[-warm-pool POOL]", \
+	  next, \
+	  "  -warm-pool POOL       kubernetes: claim a ready Sandbox of this SandboxWarmPool\n" \
+	  "                        (a SandboxClaim) instead of making one; env SANDBOX_WARM_POOL\n")
 
 #define SPECF_ID_(a, id, ...) SPECF_##id,
 enum specflag_id { SPECFLAGS_ROWS(SPECF_ID_, ~) SPECF_COUNT };

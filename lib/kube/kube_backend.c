@@ -31,6 +31,17 @@ static int k_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
 	path = kb_path(b, ver, name);
 	rc = kubeapi_request(kb_conn(b), "GET", path, NULL, &o, e);
 	free(path);
+	if ((rc < 0 && e->code == SBX_ENOTFOUND) || (rc == 0 && kb_claimed(o))) {
+		/* a sandbox claimed from a warm pool: its claim tells */
+		struct sbx_err ce;
+		int c = kb_claim_get(b, name, info, &ce);
+		if (c <= 0) {
+			json_object_put(o);
+			if (c < 0)
+				*e = ce;
+			return c;
+		}
+	}
 	if (rc < 0) {
 		if (e->code == SBX_ENOTFOUND)
 			err_set(e, SBX_ENOTFOUND, "sandbox %s not found in namespace %s", name, b->namespace);
@@ -46,7 +57,7 @@ static int k_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
  * paused past its -paused-ttl is left as it is (overdue: the caller deletes it). */
 struct extension {
 	int64_t ttl_ns;
-	bool woke, overdue;
+	bool woke, overdue, claimed;
 };
 
 static int extend_spec(struct json_object *o, struct json_object *spec, void *arg)
@@ -54,7 +65,7 @@ static int extend_spec(struct json_object *o, struct json_object *spec, void *ar
 	struct extension *x = arg;
 	char t[TIME_BUFSZ];
 
-	if ((x->overdue = kb_overdue(o)))
+	if ((x->claimed = kb_claimed(o)) || (x->overdue = kb_overdue(o)))
 		return 1;
 	x->woke = kb_suspended(o) || kb_idle_expired(o);
 	json_object_object_add(spec, "shutdownTime",
@@ -109,7 +120,8 @@ static int patch_shutdown(struct sbx_backend *b, const char *ver, const char *na
 
 /* Moves spec.shutdownTime to now + ttl and resumes a paused Sandbox; *woke (may be NULL)
  * says whether it was paused (then it is not ready yet). One paused past its -paused-ttl is
- * deleted instead: SBX_ENOTFOUND, as if it had gone by itself. */
+ * deleted instead: SBX_ENOTFOUND, as if it had gone by itself. One a SandboxClaim controls is
+ * left as it is: 2 (the claim owns its expiry). */
 static int extend(struct sbx_backend *b, const char *ver, const char *name, int64_t ttl_ns,
 		  struct json_object **out, bool *woke, struct sbx_err *e)
 {
@@ -125,6 +137,11 @@ static int extend(struct sbx_backend *b, const char *ver, const char *name, int6
 
 	if (woke)
 		*woke = x.woke;
+	if (rc == 0 && x.claimed) {
+		json_object_put(*out);
+		*out = NULL;
+		return 2;
+	}
 	if (rc == 0 && x.overdue) {
 		json_object_put(*out);
 		*out = NULL;
@@ -138,9 +155,26 @@ static int k_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns, stru
 {
 	const char *ver = kb_version(b, e);
 	struct json_object *o = NULL;
+	struct sbx_err ce;
 	bool woke;
+	int rc;
 
-	if (ver == NULL || extend(b, ver, name, ttl_ns, &o, &woke, e) < 0)
+	if (ver == NULL)
+		return -1;
+	rc = extend(b, ver, name, ttl_ns, &o, &woke, e);
+	if ((rc < 0 && e->code == SBX_ENOTFOUND) || rc == 2) {
+		/* a sandbox claimed from a warm pool: the claim's shutdownTime moves */
+		int c = kb_claim_touch(b, name, ttl_ns, info, &ce);
+		if (c <= 0) {
+			if (c < 0)
+				*e = ce;
+			return c;
+		}
+		if (rc == 2)
+			return err_set(e, SBX_EIO, "Sandbox %s is controlled by a SandboxClaim of "
+				       "another name", name);
+	}
+	if (rc < 0)
 		return -1;
 	if (woke) {	/* auto-resume: back when it is ready again */
 		json_object_put(o);
@@ -161,6 +195,9 @@ static int k_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 
 	if (ver == NULL)
 		return -1;
+	/* a sandbox claimed from a warm pool: deleting its claim deletes its Sandbox */
+	if ((rc = kb_claim_remove(b, name, e)) <= 0)
+		return rc;
 	path = kb_path(b, ver, name);
 	rc = kubeapi_request(kb_conn(b), "DELETE", path, NULL, NULL, e);
 	free(path);
@@ -215,6 +252,13 @@ static int find_or_post(struct sbx_backend *b, const char *ver, const struct sbx
 					goto out;
 				continue;
 			}
+			if (kb_claimed(*o)) {
+				err_set(e, SBX_EEXIST, "the Sandbox named %s in namespace %s belongs to "
+					"a SandboxClaim; give -warm-pool to use the claim, or another name",
+					s->name, b->namespace);
+				rc = -2;
+				goto out;
+			}
 			if ((why = kb_mismatch(*o, s)) != NULL) {
 				err_set(e, SBX_EEXIST, "a Sandbox named %s already exists in namespace %s "
 					"with another spec (%s); delete it or use another name", s->name,
@@ -257,6 +301,11 @@ static int k_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_
 	if ((ver = kb_version(b, e)) == NULL) {
 		kb_deadline(b, 0);
 		return err_prefix(e, "failed to create Sandbox");
+	}
+	if (s->warm_pool[0]) {
+		if ((rc = kb_claim_create(b, s, info, e)) < 0)
+			err_prefix(e, "failed to claim a Sandbox of warm pool %s", s->warm_pool);
+		goto out;
 	}
 	if (s->storage_class[0] && !kb_idle_pause(s)) {
 		err_set(e, SBX_EINVAL, "-storage-class is the class of the home's "
@@ -327,10 +376,22 @@ static int k_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, void
 		struct json_object *it = json_object_array_get_idx(items, i);
 		const char *n = jsonfield_path_str(it, JPATH("metadata", "name"));
 		struct sbx_info info;
+		const char *owner = jsonfield_path_str(it, JPATH("metadata", "ownerReferences", "0", "kind"));
+		const char *claim = jsonfield_path_str(it, JPATH("metadata", "ownerReferences", "0", "name"));
+		/* A warm pool's Sandboxes are nobody's sandbox yet; a claimed one is listed under
+		 * its claim's name, the name the sbx tools address it by. */
+		if (owner && strcmp(owner, "SandboxWarmPool") == 0)
+			continue;
+		if (kb_claimed(it) && claim)
+			n = claim;
 		/* Names the sbx tools cannot address are not listed. */
 		if (n == NULL || name_check(n, NULL) < 0)
 			continue;
 		kb_fill_info(b, it, &info);
+		if (strcmp(n, info.name) != 0) {
+			snprintf(info.claimed_sandbox, sizeof info.claimed_sandbox, "%s", info.name);
+			snprintf(info.name, sizeof info.name, "%s", n);
+		}
 		if (fn(&info, arg) != 0)
 			break;
 	}

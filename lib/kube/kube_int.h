@@ -40,6 +40,7 @@
 struct kstate {
 	struct kubeapi *api;
 	char version[16];	/* discovered: v1beta1 or v1alpha1 */
+	char xversion[16];	/* the extensions group's, once asked; "-" not served */
 };
 
 /* kube_backend.c: the API connection (opened on first use), the served Sandbox version,
@@ -126,6 +127,26 @@ int kb_delete_overdue(struct sbx_backend *b, const char *name, struct sbx_err *e
 /* When a paused Sandbox o is deleted (0: not paused, or not by sbx's -idle pause). */
 int64_t kb_delete_time(struct json_object *o);
 char *kb_claims_state(struct sbx_backend *b, struct json_object *o, bool *fatal);
+
+/* kube_object.c, for a SandboxTemplate as for a Sandbox (both have spec.podTemplate): the
+ * home its first container gets, and the Pod Security level its pod meets. */
+const char *kb_home_of(struct json_object *o);
+const char *kb_pod_security_of(struct json_object *o);
+
+/* kube_claim.c: a sandbox claimed from a SandboxWarmPool (-warm-pool): a SandboxClaim named
+ * as the sandbox, bound to a Sandbox of another name whose pod runs the commands. create
+ * claims and waits; the others return 1 when name is no claim (the caller goes on with a
+ * Sandbox of that name), 0 done, -1 error. kb_claim_pod copies the bound Sandbox's name. */
+int kb_claim_create(struct sbx_backend *b, const struct sbx_spec *s, struct sbx_info *info,
+		    struct sbx_err *e);
+int kb_claim_get(struct sbx_backend *b, const char *name, struct sbx_info *info,
+		 struct sbx_err *e);
+int kb_claim_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns,
+		   struct sbx_info *info, struct sbx_err *e);
+int kb_claim_remove(struct sbx_backend *b, const char *name, struct sbx_err *e);
+int kb_claim_pod(struct sbx_backend *b, const char *name, char *pod, size_t len);
+/* Whether Sandbox o is controlled by a SandboxClaim (then the claim owns its expiry). */
+bool kb_claimed(struct json_object *o);
 
 /* kube_wrapexec.c: backend_ops.exec. */
 int kb_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,

@@ -481,6 +481,16 @@ void kb_fill_info(struct sbx_backend *b, struct json_object *o, struct sbx_info 
 	info->delete_ns = kb_delete_time(o);
 }
 
+const char *kb_home_of(struct json_object *o)
+{
+	return home_of(o);
+}
+
+const char *kb_pod_security_of(struct json_object *o)
+{
+	return pod_security_of(o);
+}
+
 /* Why an existing Sandbox cannot be reused for spec, or NULL if it can. */
 char *kb_mismatch(struct json_object *o, const struct sbx_spec *s)
 {

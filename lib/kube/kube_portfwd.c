@@ -495,8 +495,9 @@ int kb_port(struct sbx_backend *b, struct portfwd *pf, int lfd, int cancel_fd,
 	if (api == NULL || b->ops->get(b, pf->name, &info, e) < 0)
 		return -1;
 	st.kc = kubeapi_config(api);
+	/* a claimed sandbox's pod is its bound Sandbox's */
 	path = xasprintf("/api/v1/namespaces/%s/pods/%s/portforward?ports=%d", b->namespace,
-			 pf->name, pf->port);
+			 info.claimed_sandbox[0] ? info.claimed_sandbox : pf->name, pf->port);
 	if (kubews_target(st.kc, path, &st.t, e) < 0 ||
 	    (st.ctx = kubews_context(st.kc, protocols, &st, PF_SERV_BUF, e)) == NULL)
 		goto out;

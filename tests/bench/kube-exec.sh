@@ -20,9 +20,6 @@ cleanup() {
 trap cleanup EXIT
 . "$here/lib.bash"
 
-now_ns() { date +%s%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-
 kubectl=$("$top/tests/kube/get-kubectl")
 kube_bench_up "$top" "$work"
 "$kubectl" exec bench -c sandbox -- true	# warm both paths once

@@ -36,20 +36,33 @@ for i in range(4):
 PY
 }
 
+# now_ns: the wall clock in ns. median: the median of the numbers on stdin, one a line.
+now_ns() { date +%s%N; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# bench_kts_start TOP WORK DELAY: scripts/kube-test-server of checkout TOP with state in WORK
+# and pods ready DELAY (a Go duration) after creation; sets server_pid (for the caller's
+# cleanup, which kills it) and exports the kubernetes backend's environment; kubectl v1.35's
+# path in kubectl.
+bench_kts_start() {
+	kubectl=$("$1/tests/kube/get-kubectl")
+	mkdir -p "$2/home" "$2/state"
+	HOME="$2/home" XDG_STATE_HOME="$2/state" "$1/scripts/kube-test-server" \
+		-kubeconfig "$2/kc" -ready-delay "$3" >"$2/log" 2>&1 &
+	server_pid=$!
+	# shellcheck source=../helpers.bash
+	. "$1/tests/helpers.bash"	# wait_until
+	wait_until -p "$server_pid" test -s "$2/kc" || { cat "$2/log" >&2; return 1; }
+	export KUBECONFIG="$2/kc" SANDBOX_BACKEND=kubernetes HOME="$2/home" XDG_STATE_HOME="$2/state"
+}
+
 # kube_bench_up TOP WORK: what kube-exec.sh and kube-port.sh start from: scripts/kube-test-server
 # of the tree TOP with its files in WORK (kc, log, home, state), no ready delay, waited for
 # (bounded); the environment pointed at it (KUBECONFIG, SANDBOX_BACKEND=kubernetes, HOME,
 # XDG_STATE_HOME); the sandbox bench made. The server's pid is kube_server_pid.
 kube_bench_up() {
-	local top=$1 work=$2
-	mkdir -p "$work/home" "$work/state"
-	HOME="$work/home" XDG_STATE_HOME="$work/state" "$top/scripts/kube-test-server" \
-		-kubeconfig "$work/kc" -ready-delay 0 >"$work/log" 2>&1 &
-	kube_server_pid=$!
-	# shellcheck source=../helpers.bash
-	. "$top/tests/helpers.bash"	# wait_until
-	wait_until -p "$kube_server_pid" test -s "$work/kc" || { cat "$work/log" >&2; return 1; }
-	export KUBECONFIG="$work/kc" SANDBOX_BACKEND=kubernetes HOME="$work/home" XDG_STATE_HOME="$work/state"
+	bench_kts_start "$1" "$2" 0 || return 1
+	kube_server_pid=$server_pid
 	sbx-create bench >/dev/null
 }
 
