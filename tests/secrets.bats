@@ -287,6 +287,21 @@ sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
 	[ "$status" -ne 0 ]	# the sandbox's CA did not sign it
 	run jq -c 'select(.secret) | [.protocol, .secret, .secret_action, .method, .path]' "$(sandbox_dir sec)/net.log"
 	[ "${lines[0]}" = '["connect-tls","API_TOKEN","substituted","GET","/tls"]' ]
+	# a client that names another server in its TLS hello than in its CONNECT is refused
+	run sbx-exec -raw sec -- python3 -c '
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+s.sendall(b"CONNECT web.sbx.test:8453 HTTP/1.1\r\nHost: web.sbx.test:8453\r\n\r\n")
+assert b" 200 " in s.recv(4096)
+ctx = ssl.create_default_context(cafile="/run/sbx/ca-certificates.crt")
+ctx.check_hostname = False
+try:
+    t = ctx.wrap_socket(s, server_hostname="elsewhere.sbx.test")
+    t.sendall(b"GET /sni HTTP/1.1\r\nHost: web.sbx.test\r\n\r\n")
+    print("answered" if t.recv(4096) else "closed")
+except (ssl.SSLError, OSError) as e:
+    print("refused", type(e).__name__)'
+	assert_contains refused
 }
 
 @test "-secret over HTTPS: a forged certificate on the real host is refused before anything is sent" {

@@ -14,6 +14,13 @@
 
 #include "xalloc.h"
 
+/* Wipes what may have held a value (nothing when it was never allocated). */
+static void wipe(void *p, size_t n)
+{
+	if (p)
+		explicit_bzero(p, n);
+}
+
 static int hexval(int c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
@@ -129,8 +136,7 @@ int proxysecrets_read(int fd, struct proxysecrets *s, struct sbx_err *e)
 	}
 	rc = 0;
 out:
-	if (b.data)
-		explicit_bzero(b.data, b.len);
+	wipe(b.data, b.len);
 	buf_free(&b);
 	close(fd);
 	if (rc < 0)
@@ -188,13 +194,13 @@ static void put_replaced_all(struct buf *out, const char *p, size_t len,
 	buf_append(&cur, p, len);
 	for (size_t i = 0; i < s->n; i++) {
 		put_replaced(&next, cur.data, cur.len, &s->v[i]);
-		explicit_bzero(cur.data, cur.len);
+		wipe(cur.data, cur.len);
 		buf_free(&cur);
 		cur = next;
 		next = (struct buf){0};
 	}
 	buf_append(out, cur.data, cur.len);
-	explicit_bzero(cur.data, cur.len);
+	wipe(cur.data, cur.len);
 	buf_free(&cur);
 }
 
@@ -239,7 +245,7 @@ static void put_field(struct buf *out, const char *line, size_t nlen, const char
 		EVP_EncodeBlock(enc, (const unsigned char *)plain.data, (int)plain.len);
 		buf_printf(out, "Basic %s", (char *)enc);
 		explicit_bzero(enc, strlen((char *)enc));
-		explicit_bzero(plain.data, plain.len);
+		wipe(plain.data, plain.len);
 		explicit_bzero(dec, n);
 		free(enc);
 		free(dec);
@@ -348,7 +354,7 @@ enum proxysecret_verdict proxysecrets_head(const struct proxysecrets *s, const c
 	*out = buf_steal(&b);
 	return PROXYSECRET_REPLACED;
 refuse:
-	explicit_bzero(b.data, b.len);
+	wipe(b.data, b.len);
 	buf_free(&b);
 	return PROXYSECRET_REFUSED;
 }

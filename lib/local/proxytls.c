@@ -61,6 +61,21 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 	return SSL_TLSEXT_ERR_NOACK;
 }
 
+/* A client whose SNI names another server than its CONNECT did is refused during the
+ * handshake (the host checked is the one whose leaf it gets). */
+static int sni_check(SSL *ssl, int *alert, void *arg)
+{
+	const char *sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	const char *host = SSL_get_app_data(ssl);
+
+	(void)arg;
+	if (sni && host && strcasecmp(sni, host) != 0) {
+		*alert = SSL_AD_UNRECOGNIZED_NAME;
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	}
+	return SSL_TLSEXT_ERR_OK;
+}
+
 /* Adds every certificate of PEM text to store. */
 static int add_pems(X509_STORE *store, const char *pem)
 {
@@ -104,6 +119,7 @@ struct proxytls *proxytls_new(const struct proxysecrets *s, struct sbx_err *e)
 		goto bad;
 	SSL_CTX_set_verify(t->up, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_select_cb(t->down, alpn_select, NULL);
+	SSL_CTX_set_tlsext_servername_callback(t->down, sni_check);
 	return t;
 bad:
 	proxytls_free(t);
@@ -205,6 +221,7 @@ static SSL *accept_down(struct proxytls *t, int cfd, const char *host)
 	const char *sni;
 
 	if (ssl == NULL || leaf == NULL || SSL_set_fd(ssl, cfd) != 1 ||
+	    SSL_set_app_data(ssl, (void *)host) != 1 ||
 	    SSL_use_certificate(ssl, leaf) != 1 || SSL_use_PrivateKey(ssl, t->leaf_key) != 1 ||
 	    SSL_accept(ssl) != 1 ||
 	    ((sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) && strcasecmp(sni, host) != 0)) {
