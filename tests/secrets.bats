@@ -195,7 +195,7 @@ sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
 	[ "$output" = 0 ]
 }
 
-@test "-secret: the value is nowhere the sandbox can read, nor in its handle, sbx-list, logs, state or backups" {
+@test "-secret: the value is nowhere the sandbox can read (environ, cmdline, files, memory), nor in its handle, sbx-list, logs, state or backups" {
 	printf '%s\n' "$API_TOKEN" >"$BATS_TEST_TMPDIR/tokfile"
 	chmod 600 "$BATS_TEST_TMPDIR/tokfile"
 	FILE_TOKEN=unused run sbx-create -secret API_TOKEN@web.sbx.test:8090 \
@@ -210,6 +210,28 @@ sandbox_dir() { echo "$XDG_STATE_HOME/sbx/default/$1"; }
 	[ -s "$BATS_TEST_TMPDIR/inside" ]
 	grep -q sbxph_ "$BATS_TEST_TMPDIR/inside"
 	run grep -caF "$API_TOKEN" "$BATS_TEST_TMPDIR/inside"
+	[ "$output" = 0 ]
+	# the memory of every process it can read: the windows after each "tok-" (how the test's
+	# values start) and each "sbxph_" (a control: the placeholder must be found) as hashes
+	ph=$(sbx-exec -raw sec -- printenv API_TOKEN)
+	sbx-exec -raw sec -- sh -c 'python3 -c "
+import glob, hashlib, re, sys
+for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
+    for maps in glob.glob(\"/proc/[0-9]*/maps\"):
+        try:
+            mem = open(maps[:-4] + \"mem\", \"rb\")
+            for line in open(maps):
+                a, b = (int(x, 16) for x in line.split()[0].split(\"-\"))
+                if \"r\" not in line.split()[1] or b - a > 1 << 28: continue
+                try:
+                    mem.seek(a); data = mem.read(b - a)
+                except OSError: continue
+                for m in re.finditer(re.escape(pfx), data):
+                    print(hashlib.sha256(data[m.start():m.start() + n]).hexdigest())
+        except OSError: pass
+"' sh "${#API_TOKEN}" "${#ph}" >"$BATS_TEST_TMPDIR/hashes"
+	grep -q "$(printf %s "$ph" | sha256sum | cut -d' ' -f1)" "$BATS_TEST_TMPDIR/hashes"
+	run grep -c "$(printf %s "$API_TOKEN" | sha256sum | cut -d' ' -f1)" "$BATS_TEST_TMPDIR/hashes"
 	[ "$output" = 0 ]
 	# the host side: the sandbox's state (spec, plan, logs), sbx-list, the supervisor and
 	# the proxy's command lines and environments, a backup of the home
