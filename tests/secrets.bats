@@ -287,7 +287,7 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	assert_contains 'sbxph_'
 }
 
-@test "-secret over HTTPS: the proxy verifies the real server, the sandbox trusts its CA, the value goes in (curl, Python, git's variables)" {
+@test "-secret over HTTPS: the proxy verifies the real server, the sandbox trusts its CA, the value goes in (curl, Python urllib and requests, git's variables)" {
 	run sbx-create -allow-host web.sbx.test:8443 -secret API_TOKEN@web.sbx.test:8453 -upstream-ca "$NETNS_CA" sec
 	assert_status 0
 	run sbx-exec -raw sec -- sh -c 'curl -sS -m 10 -H "Authorization: Bearer $API_TOKEN" https://web.sbx.test:8453/tls'
@@ -296,6 +296,9 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	run sbx-exec -raw sec -- python3 -c 'import os, urllib.request as u; r = u.Request("https://web.sbx.test:8453/py", headers={"X-Key": os.environ["API_TOKEN"]}); print(u.urlopen(r, timeout=10).read().decode())'
 	assert_status 0
 	assert_json ".headers[\"x-key\"] == \"$API_TOKEN\""
+	run sbx-exec -raw sec -- python3 -c 'import os, requests; print(requests.get("https://web.sbx.test:8453/rq", headers={"Authorization": "token " + os.environ["API_TOKEN"]}, timeout=10).text)'
+	assert_status 0
+	assert_json ".headers.authorization == \"token $API_TOKEN\""
 	run sbx-exec -raw sec -- sh -c 'for v in SSL_CERT_FILE REQUESTS_CA_BUNDLE NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO CURL_CA_BUNDLE; do printenv $v; done | sort -u'
 	[ "$output" = /run/sbx/ca-certificates.crt ]
 	# the system's bundle has the sandbox's CA too, for tools that read only it
