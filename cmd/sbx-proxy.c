@@ -82,6 +82,9 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "cannot make itself undumpable");
 	if (sfd >= 0 && proxysecrets_read((int)sfd, &cfg.secrets, &e) < 0)
 		cli_die(EXIT_FAIL, "cannot read the secrets: %s", e.msg);
+	/* The trust store and OpenSSL's configuration are read now, before the filter. */
+	if (cfg.secrets.ca_cert && (cfg.tls = proxytls_new(&cfg.secrets, &e)) == NULL)
+		cli_die(EXIT_FAIL, "cannot set up TLS for the secrets' hosts: %s", e.msg);
 	cfg.sandbox = sandbox;
 	cfg.policy_text = allow;
 	cfg.listen_fd = (int)lfd;
@@ -96,6 +99,7 @@ int main(int argc, char **argv)
 	}
 	proxy_serve(&cfg, &e);
 	netpolicy_free(&cfg.policy);
+	proxytls_free(cfg.tls);
 	proxysecrets_free(&cfg.secrets);
 	cli_die(EXIT_FAIL, "serving failed: %s", e.msg);
 }

@@ -45,14 +45,16 @@ static struct {
 	int proxy;			/* mode proxy */
 	int slirp;			/* mode slirp: NAT by slirp4netns (else pasta) */
 	int resolv;			/* DIR/resolv.conf goes in at LOCALNET_RESOLV_FD */
+	int cabundle;			/* copies of DIR/ca-bundle.crt from LOCALNET_CA_FD on */
 	char *helper, *args[PLAN_ARGS_MAX + 1];
 	size_t nargs;
 	char *text;
-	int info[2], block[2], resolv_fd;
+	int info[2], block[2], resolv_fd, ca_fd[2];
 	int exit_w;			/* slirp4netns exits when this closes */
 	int secrets;			/* -secret: the feed for sbx-proxy, or -1 */
 	pid_t pid;			/* the helper */
-} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .exit_w = -1, .secrets = -1,
+} np = {.info = {-1, -1}, .block = {-1, -1}, .resolv_fd = -1, .ca_fd = {-1, -1}, .exit_w = -1,
+	.secrets = -1,
 	.pid = -1};
 
 void net_secrets(int fd)
@@ -81,6 +83,8 @@ int net_load(const char *dir)
 			np.helper = val;
 		else if (strcmp(line, "resolv") == 0)
 			np.resolv = 1;
+		else if (strcmp(line, "cabundle") == 0)
+			np.cabundle = atoi(val) == 2 ? 2 : 1;
 		else if (strcmp(line, "arg") == 0 && np.nargs < PLAN_ARGS_MAX)
 			np.args[np.nargs++] = val;
 		else
@@ -91,6 +95,10 @@ int net_load(const char *dir)
 	snprintf(path, sizeof path, "%s/resolv.conf", dir);
 	if (np.resolv && (np.resolv_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
+	snprintf(path, sizeof path, "%s/%s", dir, LOCALNET_CA_FILE);
+	for (int i = 0; i < np.cabundle; i++)
+		if ((np.ca_fd[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return -1;
 	if (pipe2(np.info, O_CLOEXEC) < 0 || pipe2(np.block, O_CLOEXEC) < 0)
 		return -1;
 	np.active = 1;
@@ -125,7 +133,7 @@ static int place_fds(const int *fds, const int *targets, int n)
 	int hi[8];
 
 	for (int i = 0; i < n; i++)
-		if ((hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 20)) < 0)
+		if ((hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64)) < 0)
 			return -1;
 	for (int i = 0; i < n; i++)
 		if (dup2(hi[i], targets[i]) < 0)
@@ -135,12 +143,24 @@ static int place_fds(const int *fds, const int *targets, int n)
 
 int net_child_fds(void)
 {
-	int fds[3] = {np.info[1], np.block[0], np.resolv_fd};
-	int to[3] = {INFO_FD, BLOCK_FD, LOCALNET_RESOLV_FD};
+	int fds[5] = {np.info[1], np.block[0], np.resolv_fd, np.ca_fd[0], np.ca_fd[1]};
+	int to[5] = {INFO_FD, BLOCK_FD, LOCALNET_RESOLV_FD, LOCALNET_CA_FD, LOCALNET_CA_FD + 1};
+	int n = 2;
 
 	if (!np.active)
 		return 0;
-	return place_fds(fds, to, np.resolv ? 3 : 2);
+	if (np.resolv)
+		n = 3;
+	if (np.cabundle) {
+		/* (no resolv.conf in proxy mode: the CA copies follow the block at once) */
+		fds[n] = np.ca_fd[0];
+		to[n++] = LOCALNET_CA_FD;
+		if (np.cabundle == 2) {
+			fds[n] = np.ca_fd[1];
+			to[n++] = LOCALNET_CA_FD + 1;
+		}
+	}
+	return place_fds(fds, to, n);
 }
 
 /* Reads bubblewrap's info until its closing brace; the sandbox's pid or -1. */

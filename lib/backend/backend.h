@@ -77,6 +77,7 @@ struct sbx_spec {
 	/* -secret: "" or the normalised declarations (lib/backend/secretdecl.h): names, files
 	 * and hosts, never a value; their hosts are in allow_hosts. */
 	char secrets[SBX_SECRETS_MAX];
+	char upstream_ca[SBX_PATH_MAX];	/* -upstream-ca: "" or a PEM file sbx-proxy trusts too */
 	struct sbx_limits limits;	/* defaults from backend_spec_init */
 	/* kubernetes: the pod runs as root with the baseline capabilities and a writable root
 	 * filesystem (Pod Security "baseline") instead of the default "restricted" one. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "fsutil.h"
 #include "netpolicy.h"
 #include "secretdecl.h"
 #include "xalloc.h"
@@ -85,6 +86,26 @@ out:
 	buf_free(&all);
 	secretdecls_free(&d);
 	return rc;
+}
+
+/* A PEM file of CA certificates for the secrets' hosts: read by sbx-create (so by whoever
+ * may read it) and handed to the proxy with the secrets. */
+static int apply_upstream_ca(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	size_t n;
+	char *pem;
+
+	if (strlen(text) >= sizeof spec->upstream_ca)
+		return err_set(e, SBX_EINVAL, "the path is too long");
+	if ((pem = fs_read_small(text, SPECF_UPSTREAM_CA_MAX, &n)) == NULL)
+		return err_sys(e, errno, "cannot read %s", text);
+	if (strstr(pem, "-----BEGIN CERTIFICATE-----") == NULL) {
+		free(pem);
+		return err_set(e, SBX_EINVAL, "%s holds no PEM certificate", text);
+	}
+	free(pem);
+	memcpy(spec->upstream_ca, text, strlen(text) + 1);
+	return 0;
 }
 
 /* Parses SIZE ("512M", "2G", bytes) within [min, SPECF_SIZE_MAX]. */
@@ -319,6 +340,9 @@ int specflags_apply(const struct specflags *sf, struct sbx_spec *spec, struct sb
 		if (!spec->limits.enforced && sf->seen[limit_ids[i]])
 			return err_set(e, SBX_EINVAL, "-%s cannot be used with -limits none",
 				       defs[limit_ids[i]].name);
+	if (spec->upstream_ca[0] && !spec->secrets[0])
+		return err_set(e, SBX_EINVAL, "-upstream-ca needs -secret (or SANDBOX_SECRETS): only "
+			       "a secret's hosts are reached through the proxy's own TLS");
 	if (spec->idle != SBX_IDLE_PAUSE && sf->seen[SPECF_PAUSED_TTL])
 		return err_set(e, SBX_EINVAL, "-paused-ttl needs -idle pause (or SANDBOX_IDLE=pause): "
 			       "a sandbox that is deleted at its shutdown time is never paused");

@@ -33,12 +33,16 @@
 	  "                        each with an optional :PORT, comma-separated; env\n" \
 	  "                        SANDBOX_ALLOW_HOSTS\n") \
 	X(a, SECRETS, secrets, "secret", false, "SANDBOX_SECRETS", "[-secret NAME@HOSTS]...", \
-	  next, \
+	  same, \
 	  "  -secret NAME@HOSTS    a credential the sandbox can use but never see: NAME holds a\n" \
 	  "                        placeholder inside, and sbx-proxy puts the caller's $NAME\n" \
 	  "                        (or NAME=@FILE@HOSTS: FILE's contents) in its place in\n" \
 	  "                        headers of requests to HOSTS (an -allow-host list, added to\n" \
 	  "                        it); repeatable; env SANDBOX_SECRETS (space-separated)\n") \
+	X(a, UPSTREAM_CA, upstream_ca, "upstream-ca", false, "SANDBOX_UPSTREAM_CA", \
+	  "[-upstream-ca FILE]", next, \
+	  "  -upstream-ca FILE     with -secret: also trust these CA certificates (PEM) for the\n" \
+	  "                        secrets' HTTPS hosts; env SANDBOX_UPSTREAM_CA\n") \
 	X(a, MEMORY, memory, "memory", false, "SANDBOX_MEMORY", "[-memory SIZE]", same, \
 	  "  -memory SIZE          memory limit, swap included (512M, 2G); env SANDBOX_MEMORY,\n" \
 	  "                        default 2G (local: half of the RAM if less)\n") \
@@ -120,6 +124,8 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id);
 #define SPECF_MEMORY_MIN (INT64_C(32) << 20)
 #define SPECF_DISK_MIN (INT64_C(16) << 20)
 #define SPECF_SIZE_MAX (INT64_C(1) << 50)
+/* -upstream-ca: a bundle of CA certificates (the system's whole is about 200 KiB). */
+#define SPECF_UPSTREAM_CA_MAX (1 << 20)
 #define SPECF_PIDS_MIN 16
 #define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
 #define SPECF_CPUS_MAX_MILLI 4096000	/* 4096 CPUs */

@@ -14,6 +14,7 @@
 #include "paths.h"
 #include "randhex.h"
 #include "secretdecl.h"
+#include "tlsca.h"
 
 /* resolv.conf files are a few lines; anything larger is not one. */
 #define RESOLV_MAX 65536
@@ -194,9 +195,90 @@ out:
 	return rc;
 }
 
+/* Appends " HEX" of len bytes at p to feed. */
+static void feed_hex(struct buf *feed, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	buf_puts(feed, " ");
+	for (size_t k = 0; k < len; k++)
+		buf_printf(feed, "%02x", b[k]);
+}
+
+/* The sandbox's own CA for the secrets' HTTPS hosts: its key only in feed (for sbx-proxy),
+ * its certificate added to the host's bundle as DIR/ca-bundle.crt, which bubblewrap puts at
+ * LOCALNET_CA_BUNDLE (and over the root's own bundle, when it has one), named by the
+ * variables TLS clients read. -upstream-ca's certificates go to the proxy in feed too. */
+static int prepare_ca(const struct sbx_spec *spec, const char *dir, const char *root,
+		      struct buf *plan, struct strvec *bw, struct buf *feed, struct sbx_err *e)
+{
+	static const char *const vars[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+					   "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"};
+	char *cert = NULL, *key = NULL, *cn, *sys, *own, *extra = NULL;
+	struct buf bundle = {0};
+	struct stat st;
+	size_t n = 0;
+	int rc = -1;
+
+	cn = xasprintf("sbx sandbox %s (-secret)", spec->name);
+	if (tlsca_make(cn, &cert, &key, e) < 0)
+		goto out;
+	buf_puts(feed, "ca");
+	feed_hex(feed, cert, strlen(cert));
+	feed_hex(feed, key, strlen(key));
+	buf_puts(feed, "\n");
+	if (spec->upstream_ca[0]) {
+		if ((extra = fs_read_small(spec->upstream_ca, LOCALNET_BUNDLE_MAX, &n)) == NULL) {
+			err_sys(e, errno, "cannot read %s", spec->upstream_ca);
+			goto out;
+		}
+		buf_puts(feed, "upstream-ca");
+		feed_hex(feed, extra, n);
+		buf_puts(feed, "\n");
+	}
+	if ((sys = fs_read_small(LOCALNET_SYSTEM_BUNDLE, LOCALNET_BUNDLE_MAX, &n)) != NULL) {
+		buf_append(&bundle, sys, n);
+		if (n && sys[n - 1] != '\n')
+			buf_puts(&bundle, "\n");
+		free(sys);
+	}
+	buf_printf(&bundle, "# %s\n%s", cn, cert);
+	buf_append(&bundle, "", 1);
+	if (write_file(dir, LOCALNET_CA_FILE, bundle.data, e) < 0)
+		goto out;
+	strvec_push(bw, "--ro-bind-data");
+	strvec_pushf(bw, "%d", LOCALNET_CA_FD);
+	strvec_push(bw, LOCALNET_CA_BUNDLE);
+	own = xasprintf("%s%s", strcmp(root, "/") == 0 ? "" : root, LOCALNET_SYSTEM_BUNDLE);
+	if (stat(own, &st) == 0 && S_ISREG(st.st_mode)) {
+		buf_puts(plan, "cabundle 2\n");
+		strvec_push(bw, "--ro-bind-data");
+		strvec_pushf(bw, "%d", LOCALNET_CA_FD + 1);
+		strvec_push(bw, LOCALNET_SYSTEM_BUNDLE);
+	} else {
+		buf_puts(plan, "cabundle 1\n");
+	}
+	free(own);
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		strvec_push(bw, "--setenv");
+		strvec_push(bw, vars[i]);
+		strvec_push(bw, LOCALNET_CA_BUNDLE);
+	}
+	rc = 0;
+out:
+	if (key)
+		explicit_bzero(key, strlen(key));
+	free(key);
+	free(cert);
+	free(cn);
+	free(extra);
+	buf_free(&bundle);
+	return rc;
+}
+
 /* -allow-host: sbx-proxy, and the proxy environment commands see. */
-static int prepare_proxy(const struct sbx_spec *spec, struct buf *plan, struct strvec *bw,
-			 struct buf *feed, struct sbx_err *e)
+static int prepare_proxy(const struct sbx_spec *spec, const char *dir, const char *root,
+			 struct buf *plan, struct strvec *bw, struct buf *feed, struct sbx_err *e)
 {
 	static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 					   "https_proxy"};
@@ -238,7 +320,11 @@ static int prepare_proxy(const struct sbx_spec *spec, struct buf *plan, struct s
 	strvec_push(bw, "--setenv");
 	strvec_push(bw, "no_proxy");
 	strvec_push(bw, "localhost,127.0.0.1,::1");
-	return spec->secrets[0] ? prepare_secrets(spec, bw, feed, e) : 0;
+	if (!spec->secrets[0])
+		return 0;
+	if (prepare_secrets(spec, bw, feed, e) < 0)
+		return -1;
+	return prepare_ca(spec, dir, root, plan, bw, feed, e);
 }
 
 int localnet_prepare(const struct sbx_spec *spec, const char *dir, const char *root,
@@ -248,7 +334,7 @@ int localnet_prepare(const struct sbx_spec *spec, const char *dir, const char *r
 	int rc;
 
 	if (spec->allow_hosts[0])
-		rc = prepare_proxy(spec, &plan, bwrap, feed, e);
+		rc = prepare_proxy(spec, dir, root, &plan, bwrap, feed, e);
 	else if (spec->network)
 		rc = prepare_nat(dir, root, &plan, bwrap, e);
 	else

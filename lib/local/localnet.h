@@ -24,6 +24,15 @@
 #define LOCALNET_PROXY_PORT 3128
 /* The decision log sbx-proxy appends to, one JSON line per connection. */
 #define LOCALNET_LOG "net.log"
+/* -secret: DIR/ca-bundle.crt (the host's bundle and the sandbox's own CA), which the
+ * supervisor opens at LOCALNET_CA_FD (and LOCALNET_CA_FD + 1 with plan line "cabundle 2")
+ * for bubblewrap's --ro-bind-data at LOCALNET_CA_BUNDLE (and over LOCALNET_SYSTEM_BUNDLE). */
+#define LOCALNET_CA_FILE "ca-bundle.crt"
+#define LOCALNET_CA_FD 40
+#define LOCALNET_CA_BUNDLE "/run/sbx/ca-certificates.crt"
+#define LOCALNET_SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+/* A CA bundle: Debian's is about 200 KiB. */
+#define LOCALNET_BUNDLE_MAX (4 << 20)
 /* The supervisor's descriptor for the secrets' feed, handed to it by sbx-create. */
 #define LOCALNET_SECRETS_FD 5
 /* A placeholder: a prefix that names it and 20 random bytes in hex, unguessable and unique

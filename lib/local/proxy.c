@@ -579,6 +579,41 @@ static void refuse_body(struct conn *c)
 	free(body);
 }
 
+/* A CONNECT to a secret's host: TLS on both sides (lib/local/proxytls.c). early: the
+ * client sent bytes before the tunnel was answered, which an intercepted one cannot take. */
+static void intercept(struct conn *c, int early)
+{
+	struct proxytls_run r = {0};
+
+	c->kind = "connect-tls";
+	if (early) {
+		http_reply(c->fd, 400, "Bad Request", "sbx-proxy: wait for the CONNECT's answer\n");
+		c->reason = "bytes before the CONNECT's answer";
+		return;
+	}
+	proxytls_serve(c->cfg->tls, &c->cfg->secrets, c->fd, c->up, c->host, c->port, &r);
+	if (r.code) {
+		char *body = xasprintf("sbx-proxy: %s:%d: %s\n", c->host, c->port, r.reason);
+		http_reply(c->fd, r.code, "Bad Gateway", body);
+		free(body);
+		c->decision = "denied";
+	}
+	c->bytes_out = r.bytes_out;
+	c->bytes_in = r.bytes_in;
+	if (r.reason) {
+		snprintf(c->why, sizeof c->why, "%s", r.reason);
+		c->reason = c->why;
+	}
+	if (r.action && strcmp(r.action, "refused") == 0)
+		c->decision = "denied";
+	if (r.secret) {
+		c->secret = r.secret;
+		c->secret_action = r.action;
+	}
+	snprintf(c->method, sizeof c->method, "%s", r.method);
+	snprintf(c->path, sizeof c->path, "%s", r.path);
+}
+
 static void serve_http(struct conn *c, int64_t deadline)
 {
 	struct proxyreq req;
@@ -639,6 +674,10 @@ static void serve_http(struct conn *c, int64_t deadline)
 		free(owned);
 		proxyreq_free(&req);
 		return;
+	}
+	if (req.connect && c->cfg->tls && proxytls_wants(&c->cfg->secrets, c->host, c->port)) {
+		intercept(c, c->have > (size_t)hl);
+		goto done;
 	}
 	if (req.connect) {
 		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";

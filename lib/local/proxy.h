@@ -12,6 +12,7 @@
 #include "err.h"
 #include "netpolicy.h"
 #include "proxysecret.h"
+#include "proxytls.h"
 
 /* Connections served at once; more get 503 (a sandbox opening thousands is attacking). */
 #define PROXY_CONNS_MAX 256
@@ -38,6 +39,7 @@ struct proxy_config {
 	int nnameservers;
 	int listen_fd, log_fd;
 	struct proxysecrets secrets;	/* -secret: none when n is 0 */
+	struct proxytls *tls;		/* -secret: TLS for the secrets' hosts, or NULL */
 };
 
 /* Serves until the listening socket fails; returns -1 with e. */

@@ -14,6 +14,13 @@
 
 #include "xalloc.h"
 
+/* Wipes what may have held a value (nothing when it was never allocated). */
+static void wipe(void *p, size_t n)
+{
+	if (p)
+		explicit_bzero(p, n);
+}
+
 static int hexval(int c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
@@ -46,6 +53,47 @@ static int parse_line(char *line, struct proxysecret *s, struct sbx_err *e)
 	return 0;
 }
 
+/* Decodes hex text into a new NUL-terminated string, or NULL. */
+static char *unhex(const char *h, size_t *len)
+{
+	size_t n = strlen(h);
+	char *out;
+
+	if (n % 2)
+		return NULL;
+	out = xmalloc(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)(hi << 4 | lo);
+	}
+	out[n / 2] = '\0';
+	*len = n / 2;
+	return out;
+}
+
+/* "ca CERTHEX KEYHEX" or "upstream-ca HEX". */
+static int pem_line(char *line, struct proxysecrets *s, struct sbx_err *e)
+{
+	char *save = NULL, *kind = strtok_r(line, " ", &save), *a = strtok_r(NULL, " ", &save);
+	char *b = strtok_r(NULL, " ", &save);
+	size_t n;
+
+	if (strcmp(kind, "ca") == 0 && a && b && !s->ca_cert) {
+		s->ca_cert = unhex(a, &n);
+		s->ca_key = unhex(b, &s->ca_key_len);
+		if (s->ca_cert && s->ca_key)
+			return 0;
+	} else if (strcmp(kind, "upstream-ca") == 0 && a && !b && !s->upstream_ca) {
+		if ((s->upstream_ca = unhex(a, &n)) != NULL)
+			return 0;
+	}
+	return err_set(e, SBX_EINVAL, "a malformed secrets feed");
+}
+
 int proxysecrets_read(int fd, struct proxysecrets *s, struct sbx_err *e)
 {
 	struct buf b = {0};
@@ -73,6 +121,11 @@ int proxysecrets_read(int fd, struct proxysecrets *s, struct sbx_err *e)
 	buf_append(&b, "", 1);
 	for (line = strtok_r(b.data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct proxysecret *p;
+		if (strncmp(line, "ca ", 3) == 0 || strncmp(line, "upstream-ca ", 12) == 0) {
+			if (pem_line(line, s, e) < 0)
+				goto out;
+			continue;
+		}
 		s->v = xrealloc(s->v, (s->n + 1) * sizeof *s->v);
 		p = &s->v[s->n++];
 		memset(p, 0, sizeof *p);
@@ -83,8 +136,7 @@ int proxysecrets_read(int fd, struct proxysecrets *s, struct sbx_err *e)
 	}
 	rc = 0;
 out:
-	if (b.data)
-		explicit_bzero(b.data, b.len);
+	wipe(b.data, b.len);
 	buf_free(&b);
 	close(fd);
 	if (rc < 0)
@@ -101,6 +153,11 @@ void proxysecrets_free(struct proxysecrets *s)
 		netpolicy_free(&s->v[i].hosts);
 	}
 	free(s->v);
+	if (s->ca_key)
+		explicit_bzero(s->ca_key, s->ca_key_len);
+	free(s->ca_key);
+	free(s->ca_cert);
+	free(s->upstream_ca);
 	memset(s, 0, sizeof *s);
 }
 
@@ -137,13 +194,13 @@ static void put_replaced_all(struct buf *out, const char *p, size_t len,
 	buf_append(&cur, p, len);
 	for (size_t i = 0; i < s->n; i++) {
 		put_replaced(&next, cur.data, cur.len, &s->v[i]);
-		explicit_bzero(cur.data, cur.len);
+		wipe(cur.data, cur.len);
 		buf_free(&cur);
 		cur = next;
 		next = (struct buf){0};
 	}
 	buf_append(out, cur.data, cur.len);
-	explicit_bzero(cur.data, cur.len);
+	wipe(cur.data, cur.len);
 	buf_free(&cur);
 }
 
@@ -188,7 +245,7 @@ static void put_field(struct buf *out, const char *line, size_t nlen, const char
 		EVP_EncodeBlock(enc, (const unsigned char *)plain.data, (int)plain.len);
 		buf_printf(out, "Basic %s", (char *)enc);
 		explicit_bzero(enc, strlen((char *)enc));
-		explicit_bzero(plain.data, plain.len);
+		wipe(plain.data, plain.len);
 		explicit_bzero(dec, n);
 		free(enc);
 		free(dec);
@@ -297,7 +354,7 @@ enum proxysecret_verdict proxysecrets_head(const struct proxysecrets *s, const c
 	*out = buf_steal(&b);
 	return PROXYSECRET_REPLACED;
 refuse:
-	explicit_bzero(b.data, b.len);
+	wipe(b.data, b.len);
 	buf_free(&b);
 	return PROXYSECRET_REFUSED;
 }

@@ -30,6 +30,10 @@ struct proxysecrets {
 	struct proxysecret *v;
 	size_t n;
 	size_t longest;		/* the longest placeholder: what a scan must keep back */
+	/* The sandbox's CA (PEM; the key wiped on free) and -upstream-ca's certificates, or
+	 * NULL; each of its length. */
+	char *ca_cert, *ca_key, *upstream_ca;
+	size_t ca_key_len;
 };
 
 /* Reads the feed on fd until its end, then closes it. */
