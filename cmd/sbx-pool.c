@@ -1,6 +1,7 @@
 /* sbx-pool — keep N ready local sandboxes of one spec, for sbx-create of that spec to take. */
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cancel.h"
 #include "local_pool.h"
@@ -23,6 +24,8 @@ static const char usage[] =
 	"\n"
 	"  -size N               sandboxes to keep ready (1-64; 0 with -once: remove them)\n"
 	"  -once                 fill the pool, print its line and exit (they stay their ttl)\n"
+	"  -with-parent          stop (and remove them) when the process that started it ends\n"
+	"                        (how agent-loop, acp-server and sbx-mcp -warm start it)\n"
 	"  -backend B            local only (kubernetes pools are the cluster's)\n"
 	"  -namespace NS         namespace; env SANDBOX_NAMESPACE, default \"default\"\n"
 	"  -image I              as sbx-create's; env SANDBOX_IMAGE, default host\n"
@@ -50,14 +53,17 @@ static int report(const struct sbx_backend *b, const struct sbx_spec *spec,
 	return rc;
 }
 
-/* Fills the pool every POOL_PERIOD_MS until a signal; then drains it. */
-static int keep(struct sbx_backend *b, const struct sbx_spec *spec, int size, int cancel)
+/* Fills the pool every POOL_PERIOD_MS until a signal (or, with_parent, until the process
+ * that started it ends); then drains it. */
+static int keep(struct sbx_backend *b, const struct sbx_spec *spec, int size, int cancel,
+		bool with_parent)
 {
 	struct local_pool_fill f;
 	struct sbx_err e;
 	bool first = true;
+	pid_t parent = getppid();
 
-	while (cancel_signal() == 0) {
+	while (cancel_signal() == 0 && (!with_parent || getppid() == parent)) {
 		struct pollfd p = {.fd = cancel, .events = POLLIN};
 		if (local_pool_fill(b, spec, size, &f, &e) < 0)
 			cli_warn("cannot fill the pool: %s", e.msg);
@@ -68,7 +74,9 @@ static int keep(struct sbx_backend *b, const struct sbx_spec *spec, int size, in
 	}
 	if (local_pool_drain(b, spec, &e) < 0)
 		cli_warn("cannot remove the pooled sandboxes: %s", e.msg);
-	return cancel_signal() ? EXIT_SIGNAL_BASE + cancel_signal() : EXIT_FAIL;
+	if (cancel_signal())
+		return EXIT_SIGNAL_BASE + cancel_signal();
+	return with_parent && getppid() != parent ? EXIT_OK : EXIT_FAIL;
 }
 
 int main(int argc, char **argv)
@@ -76,10 +84,11 @@ int main(int argc, char **argv)
 	struct cli_sandbox sb = {.take = CLI_SBX_BACKEND | CLI_SBX_IMAGE | CLI_SBX_HOMEDIR |
 					 CLI_SBX_TTL | CLI_SBX_SPEC, .ttl_ns = POOL_TTL_NS};
 	long long size = 0;
-	bool once = false, size_seen = false;
+	bool once = false, size_seen = false, with_parent = false;
 	const struct flag flags[] = {
 		{"size", FLAG_INT, &size, &size_seen},
 		{"once", FLAG_BOOL, &once, NULL},
+		{"with-parent", FLAG_BOOL, &with_parent, NULL},
 		{NULL},
 	};
 	const struct cli c = {.usage = usage, .flags = flags, .sandbox = &sb, .max = 0};
@@ -121,7 +130,7 @@ int main(int argc, char **argv)
 	} else {
 		if ((cancel = cancel_install(&e)) < 0)
 			cli_die_err("", &e);
-		rc = keep(b, &spec, (int)size, cancel);
+		rc = keep(b, &spec, (int)size, cancel, with_parent);
 	}
 	backend_close(b);
 	return cli_finish(rc);

@@ -167,3 +167,27 @@ stopped() { case $(ps -o stat= -p "$1" 2>/dev/null) in T*) return 0 ;; esac; ret
 	run sbx-create demo
 	assert_json '.reused == true'
 }
+
+@test "agent-loop -warm N keeps a pool of its sessions' spec: the first tool call takes a pooled sandbox; the pool ends with it" {
+	fed env OPENAI_MODEL=fake-eliza agent-loop -warm 1 -memory 256M -session warm
+	wait_until -p "$FED_PID" pooled_is 1
+	pool=$(pgrep -P "$FED_PID" -f "sbx-pool -size=1 .*-with-parent -memory=256M")
+	echo 'run: echo $HOSTNAME' >&4
+	wait_until -p "$FED_PID" grep -q "saved filesystem state" "$BATS_TEST_TMPDIR/err"
+	# the session's sandbox was the pooled one: its hostname is still its slot's
+	grep -q '\.pool\.' "$BATS_TEST_TMPDIR/out"
+	[ "$(sbx-list | jq -r 'select(.name == "warm") | .limits.memory')" = 268435456 ]
+	echo /exit >&4
+	fed_end
+	wait_until gone "$pool"
+	pooled_is 0
+}
+
+@test "sbx-mcp and acp-server take -warm too, and refuse a bad count" {
+	run sbx-mcp -warm 65
+	assert_status 100
+	assert_contains "-warm must be between 0 and 64"
+	run acp-server -stdio -warm -1
+	assert_status 100
+	assert_contains "-warm must be between 0 and 64"
+}
