@@ -37,7 +37,6 @@
 #include "local.h"
 #include "local_pool.h"
 #include "paths.h"
-#include "randhex.h"
 #include "timeutil.h"
 #include "xalloc.h"
 
@@ -156,17 +155,6 @@ static void test_stop(const char *step)
 		raise(SIGSTOP);
 }
 
-/* fsync of the directory dir, so that a rename in it outlives a power loss. */
-static void sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 /* Under both locks: the three steps of a take (see the top of this file). 1 taken, 0 not. */
 static int take_one(const struct sbx_spec *spec, struct sbx_paths *sp, const char *slot,
 		    struct sbx_paths *p, struct sbx_info *info, struct sbx_err *e)
@@ -190,7 +178,7 @@ static int take_one(const struct sbx_spec *spec, struct sbx_paths *sp, const cha
 		return 0;
 	}
 	unlink(sp->nslock);	/* the slot's name is never used again */
-	sync_dir(p->nsdir);
+	/* no fsync: a sandbox does not outlive a reboot (see local_write_spec) */
 	test_stop("renamed");
 	if ((pid = local_supervisor_pid(p->dir)) > 0)
 		kill(pid, SIGHUP);
@@ -307,11 +295,12 @@ int local_pool_take(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 /* A new slot name of key: SLOT_PREFIX KEY "." 8 random hex digits. */
 static int slot_name(const char *key, char *out, size_t size, struct sbx_err *e)
 {
-	char id[9];
+	unsigned char r[4];
 
-	if (randhex(id, 4, e) < 0)
-		return -1;
-	snprintf(out, size, SLOT_PREFIX "%s.%s", key, id);
+	/* getentropy, not OpenSSL: loading libcrypto would cost every sbx-create its start */
+	if (getentropy(r, sizeof r) < 0)
+		return err_sys(e, errno, "getentropy");
+	snprintf(out, size, SLOT_PREFIX "%s.%02x%02x%02x%02x", key, r[0], r[1], r[2], r[3]);
 	return 0;
 }
 

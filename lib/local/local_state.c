@@ -161,10 +161,13 @@ static int write_idle(const char *dir, const struct sbx_info *in, int64_t ttl_ns
 	if (in->idle != SBX_IDLE_PAUSE)
 		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
 	snprintf(text, sizeof text, "%" PRId64 " %" PRId64 "\n", in->paused_ttl, ttl_ns);
-	return fs_write_atomic(path, text, strlen(text), 0600);
+	return fs_write_replace(path, text, strlen(text), 0600);
 }
 
-/* Writes spec.json, deadline (the shutdown time) and idle (see write_idle). */
+/* Writes spec.json, deadline (the shutdown time) and idle (see write_idle), each replaced
+ * atomically but not fsynced: a live sandbox's state never outlives a reboot (its supervisor
+ * is gone then, and the directory is stale), so durability would buy nothing and cost every
+ * create, take and touch a few disk flushes. */
 int local_write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
 		      struct sbx_err *e)
 {
@@ -193,13 +196,13 @@ int local_write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
 	text = gojson_encode(o);
 	json_object_put(o);
 	snprintf(path, sizeof path, "%s/spec.json", dir);
-	if (fs_write_atomic(path, text, strlen(text), 0600) < 0)
+	if (fs_write_replace(path, text, strlen(text), 0600) < 0)
 		rc = err_sys(e, errno, "cannot write %s", path);
 	free(text);
 	/* The supervisor reads this one: the deadline in ns, plain decimal. */
 	snprintf(path, sizeof path, "%s/deadline", dir);
 	snprintf(dl, sizeof dl, "%" PRId64 "\n", in->shutdown_ns);
-	if (rc == 0 && fs_write_atomic(path, dl, strlen(dl), 0600) < 0)
+	if (rc == 0 && fs_write_replace(path, dl, strlen(dl), 0600) < 0)
 		rc = err_sys(e, errno, "cannot write %s", path);
 	if (rc == 0 && write_idle(dir, in, ttl_ns) < 0)
 		rc = err_sys(e, errno, "cannot write %s/idle", dir);
