@@ -37,8 +37,8 @@
 /* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
-/* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
- * lib/local/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
+/* How long a new supervisor waits for its sandbox's lock: only a liveness probe (local_alive in
+ * lib/local/local_state.c, which tries the lock for a moment) can hold it, never for long. */
 #define OWN_LOCK_WAIT_MS 5000
 /* How long the pause at the deadline waits for the kernel to freeze every process. */
 #define FREEZE_WAIT_MS 5000
@@ -67,7 +67,7 @@ static const char *here(void)
 	return dir_now;
 }
 
-/* The namespace lock of DIR's name now: NSDIR/.NAME.lock (lib/local/local_backend.c). */
+/* The namespace lock of DIR's name now: NSDIR/.NAME.lock (lib/local/local_state.c). */
 static const char *nslock_now(char *buf, size_t size)
 {
 	const char *d = here(), *base = strrchr(d, '/');

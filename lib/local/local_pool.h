@@ -25,8 +25,9 @@ int local_pool_fill(struct sbx_backend *b, const struct sbx_spec *spec, int size
 		    struct local_pool_fill *f, struct sbx_err *e);
 /* Removes every pooled sandbox of spec (a pool that stops). 0 or -1. */
 int local_pool_drain(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_err *e);
-/* Calls fn for each ready pooled sandbox in b's namespace: its handle, named after its pool
- * slot, with state "pooled" and pool (its key) in broken's place left empty. */
+/* Calls fn for each live pooled sandbox in b's namespace (of any spec), in slot order: its
+ * handle, named after its slot, state "pooled", and pool its spec's key; fn returning
+ * non-zero stops the walk. 0 or -1 with e. */
 int local_pool_list(struct sbx_backend *b, int (*fn)(const struct sbx_info *, const char *pool,
 						   void *), void *arg, struct sbx_err *e);
 
