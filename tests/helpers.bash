@@ -34,7 +34,7 @@ teardown_sbx_env() {
 			sbx-delete "$n" >/dev/null 2>&1 || true
 		done
 		# sbx-pool's sandboxes: their supervisors, each by the pid it recorded, waited for
-		for n in "$XDG_STATE_HOME"/sbx/*/.pool.*/supervisor.pid; do
+		for n in "$XDG_STATE_HOME"/sbx/*/pool-*/supervisor.pid; do
 			[ -f "$n" ] || continue
 			n=$(cat "$n")
 			kill "$n" 2>/dev/null && wait_until -t 10 gone "$n" || true

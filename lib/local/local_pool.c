@@ -5,12 +5,13 @@
  * serialized by NSDIR/.NAME.lock; its supervisor holds NAME/lock while it lives. A pooled
  * sandbox is an ordinary sandbox, made by the same local_create_new (own uid range, cgroup,
  * seccomp filter, network namespace, capped home image: nothing of its containment differs),
- * whose name is a slot NSDIR/.pool.KEY.ID that no sandbox name can be (a dot), KEY naming the
- * spec it was made with. A take is, under the taker's name lock and the slot's (tried, never
+ * whose name is a slot NSDIR/pool-KEY-ID that no sandbox name can be (a dash) and that is a
+ * valid hostname (the one the sandbox keeps, see below), KEY naming the spec it was made with.
+ * A take is, under the taker's name lock and the slot's (tried, never
  * waited for: a busy slot is someone else's take or its expiry), three steps:
  *   1. the slot's spec.json, deadline and idle files are rewritten for the new name, its
  *      creation time now and its shutdown time now + ttl (atomic files each);
- *   2. rename(2) of NSDIR/.pool.KEY.ID to NSDIR/NAME: one atomic step, the commit;
+ *   2. rename(2) of NSDIR/pool-KEY-ID to NSDIR/NAME: one atomic step, the commit;
  *   3. SIGHUP to its supervisor, which re-reads the deadline (it finds its directory through
  *      a descriptor of it, so a rename never loses it: cmd/sbx-init/supervise.c).
  * A crash between 1 and 2 leaves a slot whose spec.json names another sandbox: no take, list
@@ -20,7 +21,8 @@
  * a half-renamed sandbox. The supervisor's lock, its socket, its home's mount and its cgroup
  * all follow the directory (a mount below a renamed directory moves with it; the cgroup is
  * found from the directory's cgroups file); what does not follow is the hostname inside, set
- * when bubblewrap started: a taken sandbox's hostname is its slot's name (README says so).
+ * when bubblewrap started: a taken sandbox's hostname is its slot's name (README says so),
+ * and so is the sandbox's name in its -allow-host proxy's log.
  * A pooled sandbox never ran a command: sbx-pool only makes them and counts them. */
 #include <dirent.h>
 #include <errno.h>
@@ -44,7 +46,7 @@
  * a take must finish well before (it takes milliseconds). */
 #define TAKE_MARGIN_NS (INT64_C(2) * 1000000000)
 /* The prefix of every slot's name. */
-#define SLOT_PREFIX ".pool."
+#define SLOT_PREFIX "pool-"
 
 static void fnv(uint64_t *h, const void *p, size_t n)
 {
@@ -198,7 +200,7 @@ static void sweep_locks(const char *nsdir, const char *key)
 
 	if (d == NULL)
 		return;
-	snprintf(prefix, sizeof prefix, "." SLOT_PREFIX "%s.", key);
+	snprintf(prefix, sizeof prefix, "." SLOT_PREFIX "%s-", key);
 	while ((de = readdir(d)) != NULL) {
 		size_t n = strlen(de->d_name);
 		char *lock, *dir;
@@ -292,7 +294,7 @@ int local_pool_take(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 	return rc > 0;
 }
 
-/* A new slot name of key: SLOT_PREFIX KEY "." 8 random hex digits. */
+/* A new slot name of key: SLOT_PREFIX KEY "-" 8 random hex digits. */
 static int slot_name(const char *key, char *out, size_t size, struct sbx_err *e)
 {
 	unsigned char r[4];
@@ -300,7 +302,7 @@ static int slot_name(const char *key, char *out, size_t size, struct sbx_err *e)
 	/* getentropy, not OpenSSL: loading libcrypto would cost every sbx-create its start */
 	if (getentropy(r, sizeof r) < 0)
 		return err_sys(e, errno, "getentropy");
-	snprintf(out, size, SLOT_PREFIX "%s.%02x%02x%02x%02x", key, r[0], r[1], r[2], r[3]);
+	snprintf(out, size, SLOT_PREFIX "%s-%02x%02x%02x%02x", key, r[0], r[1], r[2], r[3]);
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 /* local_pool.h — warm pools of local sandboxes (sbx-pool): ready sandboxes of one spec kept
- * under pool names (NSDIR/.pool.KEY.ID), so that sbx-create of that spec takes one instead of
+ * under pool names (NSDIR/pool-KEY-ID), so that sbx-create of that spec takes one instead of
  * starting a sandbox (lib/local/local_pool.c says how a take renames one).
  * Ownership: infos passed to callbacks are valid during the call only. */
 #ifndef SBX_LOCAL_POOL_H
