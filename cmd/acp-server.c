@@ -18,6 +18,7 @@
 #include "specflags.h"
 #include "toolset.h"
 #include "xalloc.h"
+#include "warmpool.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -27,7 +28,7 @@ static const char usage[] =
 	"                  [-auth-token-file F | -no-auth]\n"
 	"                  [-tls-cert F -tls-key F] [-auth-timeout 10s] [-max-conns-per-source 64]\n"
 	"                  [-max-auth-failures 10] [-auth-failure-rate 5] [-max-sessions 64]\n"
-	"                  [-import-session NAME[=PRINCIPAL],...]\n"
+	"                  [-import-session NAME[=PRINCIPAL],...] [-warm N]\n"
 	"                  [-max-tool-rounds 50] [-models M,...] [-images auto|yes|no]\n"
 	"                  [-context-window N]\n"
 	"Serves the agent over the Agent Client Protocol v1 (JSON-RPC 2.0, one JSON object per\n"
@@ -65,6 +66,8 @@ static const char usage[] =
 	"                       NAME or NAME=PRINCIPAL (default principal: operator), comma-separated\n"
 	"  -tls-cert F          serve TLS with this PEM certificate chain (needs -tls-key)\n"
 	"  -tls-key F           the PEM private key of -tls-cert\n"
+	"  -warm N              local: keep N sandboxes of the sessions' spec ready (sbx-pool),\n"
+	"                       so a session's first tool call takes one (default 0: none)\n"
 	"  -h                   show this help\n"
 	"Model: OPENAI_MODEL or MODEL (fake-eliza = the built-in fake), GEMINI_API_KEY or\n"
 	"OPENAI_API_KEY, OPENAI_BASE_URL.\n";
@@ -154,6 +157,7 @@ static char *generate_token(const char *dir, const char *addr, struct acp_auth *
 struct opts {
 	const char *listen_addr, *backend, *image, *tsname, *model, *imports, *models;
 	int64_t timeout, auth_timeout;
+	long long warm;			/* -warm: sandboxes kept ready (sbx-pool) */
 	struct acp_flags f;		/* checked by acp_flags_check */
 	struct cli_sandbox sb;
 };
@@ -182,6 +186,7 @@ static void parse(struct opts *o, int argc, char **argv)
 		{"models", FLAG_STRING, &o->models, NULL},
 		{"images", FLAG_STRING, &o->f.images, NULL},
 		{"context-window", FLAG_INT, &o->f.context_window, NULL},
+		{"warm", FLAG_INT, &o->warm, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
@@ -198,6 +203,8 @@ static void parse(struct opts *o, int argc, char **argv)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	if (acp_flags_check(&o->f, &e) < 0)
 		cli_usage_error(usage, e.msg);
+	if (o->warm < 0 || o->warm > WARMPOOL_MAX)
+		cli_usage_error(usage, "-warm must be between 0 and 64");
 	if (llm_key_check(o->model, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 }
@@ -285,6 +292,7 @@ int main(int argc, char **argv)
 	char *gen_path = NULL, *dir, addr[NET_ADDR_MAX], **create_args;
 	bool loose = false;
 	int rc, lfd;
+	pid_t pool;
 
 	parse(&o, argc, argv);
 	if (o.f.token_file && acp_auth_load(&auth, o.f.token_file, &loose, &e) < 0)
@@ -308,6 +316,10 @@ int main(int argc, char **argv)
 		cli_die_err("", &e);
 	if (o.imports)
 		import_sessions(srv, o.imports, cfg.auth, cfg.anon_principal, false);
+	if (warmpool_start((int)o.warm, &(struct warmpool_spec){o.backend, o.sb.ns, o.image,
+							      o.sb.homedir, create_args},
+			   &pool, &e) < 0)
+		cli_die_err("", &e);
 
 	cli_msg("serving ACP address=\"%s\" model=\"%s\" toolset=\"%s\" image=\"%s\" backend=\"%s\""
 		" tls=%s auth=%s", addr, o.model ? o.model : "", o.tsname ? o.tsname : "basic",
@@ -318,6 +330,7 @@ int main(int argc, char **argv)
 	if (lfd >= 0)
 		close(lfd);
 	rc = acp_server_delete_sandboxes(srv) ? EXIT_FAIL : EXIT_OK;
+	warmpool_stop(pool);
 	acp_server_free(srv);
 	if (gen_path)
 		unlink(gen_path);	/* the token dies with the server */

@@ -19,6 +19,7 @@
 #include "ticker.h"
 #include "toolset.h"
 #include "userline.h"
+#include "warmpool.h"
 #include "xalloc.h"
 #include "cli.h"
 
@@ -26,7 +27,7 @@ static const char usage[] =
 	"usage: agent-loop [-session NAME] [-backend local|kubernetes] [-namespace NS] [-image I]\n"
 	"                  [-homedir D] [-toolset basic|geminicli] [-tool-timeout 2m]\n"
 	"                  [-max-tool-rounds 50] [-ttl 5m] [-backup-budget SIZE] [-v]\n"
-	"                  " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
+	"                  [-warm N] " SPECFLAGS_SYNOPSIS_WRAPPED("                  ") "\n"
 	"Chats with an LLM whose tool calls run in a sandbox named after the session; the\n"
 	"history is kept in ~/.local/sandboxed-tools/<session>/sessions/latest.jsonl and the\n"
 	"sandbox home is backed up after each turn that ran a tool. Type /exit or /quit to leave,\n"
@@ -42,6 +43,8 @@ static const char usage[] =
 	"  -backup-budget SIZE   most the session's backups may take together (K/M/G; default\n"
 	"                        3 times the home's disk cap); env SANDBOX_BACKUP_BUDGET\n"
 	SPECFLAGS_USAGE
+	"  -warm N               local: keep N sandboxes of the sessions' spec ready (sbx-pool),\n"
+	"                        so a session's first tool call takes one (default 0: none)\n"
 	"  -v                    show each JSON document exchanged between the steps on stderr\n"
 	"  -h                    show this help\n";
 
@@ -272,7 +275,8 @@ int main(int argc, char **argv)
 	const char *budget = NULL;
 	long long budget_bytes;
 	int64_t tool_timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, ttl = 0;
-	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS;
+	long long rounds = AGENT_DEFAULT_MAX_TOOL_ROUNDS, warm = 0;
+	pid_t pool;
 	bool verbose = false;
 	struct agent_session *s;
 	struct sbx_err e;
@@ -288,6 +292,7 @@ int main(int argc, char **argv)
 		{"ttl", FLAG_DURATION, &ttl, NULL},
 		{"backup-budget", FLAG_STRING, &budget, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
+		{"warm", FLAG_INT, &warm, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
@@ -300,6 +305,8 @@ int main(int argc, char **argv)
 		cli_usage_error(usage, "-max-tool-rounds must be between 1 and 100000");
 	if (ttl < 0)
 		cli_usage_error(usage, "-ttl must not be negative");
+	if (warm < 0 || warm > WARMPOOL_MAX)
+		cli_usage_error(usage, "-warm must be between 0 and 64");
 	if (budget && (flag_parse_size(budget, &budget_bytes) < 0 || budget_bytes <= 0))
 		cli_usage_error(usage, "-backup-budget must be a positive size such as 30G");
 	backend = cli_sandbox_backend(&sb, &why);
@@ -324,6 +331,9 @@ int main(int argc, char **argv)
 		if ((s = agent_session_open(&cfg, &e)) == NULL)
 			cli_die(cli_status(e.code), "%s", e.msg);
 	}
+	if (warmpool_start((int)warm, &(struct warmpool_spec){backend, sb.ns, image, sb.homedir,
+							     create_args}, &pool, &e) < 0)
+		cli_die(cli_status(e.code), "%s", e.msg);
 	userline_init(stop_fd);
 	if (chatview_banner(stdout, s, why))
 		cli_msg("sandbox backend: %s (%s)", agent_session_backend(s), why);
@@ -331,6 +341,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (agent_session_close(s, &e) < 0)
 		cli_warn("%s", e.msg);
+	warmpool_stop(pool);
 	specflags_argv_free(create_args);
 	return cli_finish(status);
 }

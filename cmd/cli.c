@@ -136,6 +136,22 @@ const char *cli_sandbox_homedir(const struct cli_sandbox *sb)
 	return sb->homedir ? sb->homedir : backend_env_homedir();
 }
 
+void cli_sandbox_spec(const struct cli_sandbox *sb, struct sbx_spec *spec)
+{
+	const char *image = cli_sandbox_image(sb);
+
+	if (image && strlen(image) >= sizeof spec->image)
+		cli_die(EXIT_USAGE, "invalid image: longer than %zu bytes", sizeof spec->image - 1);
+	if (image)
+		strcpy(spec->image, image);
+	if (sb->homedir) {
+		if (strlen(sb->homedir) >= sizeof spec->homedir)
+			cli_die(EXIT_USAGE, "invalid homedir: longer than %zu bytes",
+				sizeof spec->homedir - 1);
+		strcpy(spec->homedir, sb->homedir);
+	}
+}
+
 const char *cli_sandbox_backend(const struct cli_sandbox *sb, const char **why)
 {
 	if (sb->backend && *sb->backend) {

@@ -59,6 +59,8 @@ int cli_parse(const struct cli *c, int argc, char **argv);
 const char *cli_sandbox_image(const struct cli_sandbox *sb);
 /* -homedir, else $SANDBOX_HOME_DIR, else SBX_DEFAULT_HOMEDIR. */
 const char *cli_sandbox_homedir(const struct cli_sandbox *sb);
+/* Puts -image (or $SANDBOX_IMAGE) and -homedir into spec; one too long dies with EXIT_USAGE. */
+void cli_sandbox_spec(const struct cli_sandbox *sb, struct sbx_spec *spec);
 /* -backend, else the agent programs' default (backend_default: $SANDBOX_BACKEND, else
  * kubernetes when configured, else local); *why says which. */
 const char *cli_sandbox_backend(const struct cli_sandbox *sb, const char **why);

@@ -21,7 +21,6 @@ int main(int argc, char **argv)
 					 CLI_SBX_TTL | CLI_SBX_SPEC};
 	const struct cli c = {.usage = usage, .sandbox = &sb, .min = 1, .max = 1,
 			      .missing = "missing NAME"};
-	const char *image;
 	struct sbx_spec spec;
 	struct sbx_info info;
 	struct sbx_backend *b;
@@ -35,15 +34,7 @@ int main(int argc, char **argv)
 	spec.ttl_ns = sb.ttl_ns;
 	cli_names_check(NAME_SANDBOX, argv + i, 1);	/* also what keeps it within spec.name */
 	strcpy(spec.name, argv[i]);
-	if ((image = cli_sandbox_image(&sb)) && strlen(image) >= sizeof spec.image)
-		cli_die(EXIT_USAGE, "invalid image: longer than %zu bytes", sizeof spec.image - 1);
-	if (image)
-		strcpy(spec.image, image);
-	if (sb.homedir) {
-		if (strlen(sb.homedir) >= sizeof spec.homedir)
-			cli_die(EXIT_USAGE, "invalid homedir: longer than %zu bytes", sizeof spec.homedir - 1);
-		strcpy(spec.homedir, sb.homedir);
-	}
+	cli_sandbox_spec(&sb, &spec);
 	if (specflags_apply(&sb.sf, &spec, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	b = cli_backend_open(&sb);

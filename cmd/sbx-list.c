@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "local_pool.h"
 #include "portfwd.h"
 #include "timeutil.h"
 #include "cli.h"
@@ -14,11 +15,13 @@ static const char usage[] =
 	"listen or unix), and with -idle pause idle, paused_ttl and delete_time (when a paused\n"
 	"sandbox is deleted); a local sandbox whose state is corrupt: name, namespace,\n"
 	"backend, ready false, state \"broken\" and reason (sbx-create NAME replaces it).\n"
+	"Local sandboxes kept by sbx-pool come after the others, named after their pool\n"
+	"slot, with state \"pooled\" and pool (the key of their spec).\n"
 	"\n"
 	CLI_SBX_USAGE
 	"  -h             show this help\n";
 
-static int print_one(const struct sbx_info *in, void *arg)
+static int print_doc(const struct sbx_info *in, const char *pool, void *arg)
 {
 	struct json_object *o = json_object_new_object();
 	char t[TIME_BUFSZ], d[DURATION_BUFSZ];
@@ -50,6 +53,8 @@ static int print_one(const struct sbx_info *in, void *arg)
 		json_object_object_add(o, "state", json_object_new_string(in->state));
 	if (in->claimed_sandbox[0])	/* kubernetes -warm-pool: the Sandbox bound to the claim */
 		json_object_object_add(o, "sandbox", json_object_new_string(in->claimed_sandbox));
+	if (pool)
+		json_object_object_add(o, "pool", json_object_new_string(pool));
 	/* sbx-port -d's forwards */
 	json_object_object_add(o, "ports", strcmp(in->backend, "local") == 0
 			       ? portfwd_ports(in->namespace, in->name)
@@ -60,6 +65,11 @@ print:
 		*failed = 1;
 	json_object_put(o);
 	return *failed;
+}
+
+static int print_one(const struct sbx_info *in, void *arg)
+{
+	return print_doc(in, NULL, arg);
 }
 
 int main(int argc, char **argv)
@@ -74,6 +84,9 @@ int main(int argc, char **argv)
 	b = cli_backend_open(&sb);
 	if (b->ops->list(b, print_one, &failed, &e) < 0)
 		cli_die(cli_status(e.code), "unable to list sandboxes: %s", e.msg);
+	if (!failed && strcmp(b->ops->name, "local") == 0 &&
+	    local_pool_list(b, print_doc, &failed, &e) < 0)
+		cli_die(cli_status(e.code), "unable to list pooled sandboxes: %s", e.msg);
 	backend_close(b);
 	return cli_finish(failed ? EXIT_FAIL : EXIT_OK);
 }

@@ -21,13 +21,14 @@
 #include "randhex.h"
 #include "specflags.h"
 #include "xalloc.h"
+#include "warmpool.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: sbx-mcp [-listen ADDR [-auth-token-file F]] [-session NAME] [-backend B]\n"
 	"               [-namespace NS] [-image I] [-homedir D] [-toolset basic|geminicli]\n"
 	"               [-tool-timeout 2m] [-ttl 5m] [-snapshot-delay 2s] [-v]\n"
-	"               " SPECFLAGS_SYNOPSIS_WRAPPED("               ") "\n"
+	"               [-warm N] " SPECFLAGS_SYNOPSIS_WRAPPED("               ") "\n"
 	"Serves a toolset's tools over the Model Context Protocol: on standard input and output\n"
 	"(one client; nothing but protocol on stdout), or over Streamable HTTP at\n"
 	"http://ADDR/mcp with -listen. Every MCP session has its own sandbox, made on its first\n"
@@ -48,6 +49,8 @@ static const char usage[] =
 	"  -snapshot-delay D     quiet time after a call that may have changed the home before\n"
 	"                        it is backed up (default 2s; 0: right after each such call)\n"
 	SPECFLAGS_USAGE
+	"  -warm N               local: keep N sandboxes of the sessions' spec ready (sbx-pool),\n"
+	"                        so a session's first tool call takes one (default 0: none)\n"
 	"  -v                    show each step's command line and documents on stderr\n"
 	"  -h                    show this help\n";
 
@@ -179,6 +182,8 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	int status;
 	bool session_flag = false;
+	long long warm = 0;
+	pid_t pool;
 	struct flag flags[] = {
 		{"listen", FLAG_STRING, &listen_addr, NULL},
 		{"auth-token-file", FLAG_STRING, &token_file, NULL},
@@ -188,6 +193,7 @@ int main(int argc, char **argv)
 		{"ttl", FLAG_DURATION, &cfg.ttl_ns, NULL},
 		{"snapshot-delay", FLAG_DURATION, &snap, NULL},
 		{"v", FLAG_BOOL, &verbose, NULL},
+		{"warm", FLAG_INT, &warm, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 
@@ -196,6 +202,8 @@ int main(int argc, char **argv)
 					    .too_many = "unexpected arguments"}, argc, argv);
 	if (cfg.ttl_ns < 0 || snap < 0)
 		cli_usage_error(usage, "-ttl and -snapshot-delay must not be negative");
+	if (warm < 0 || warm > WARMPOOL_MAX)
+		cli_usage_error(usage, "-warm must be between 0 and 64");
 	if (listen_addr || (session && *session == '\0'))
 		session = session_flag ? session : NULL;
 	if (session && *session == '\0')
@@ -224,8 +232,13 @@ int main(int argc, char **argv)
 
 	if ((srv = mcp_server_new(&cfg, &e)) == NULL)
 		cli_die(EXIT_USAGE, "%s", e.msg);
+	if (warmpool_start((int)warm, &(struct warmpool_spec){cfg.backend, cfg.namespace, cfg.image,
+							     cfg.homedir, cfg.create_args},
+			   &pool, &e) < 0)
+		cli_die(cli_status(e.code), "%s", e.msg);
 	status = listen_addr ? serve_http(srv, &cfg, listen_addr, token_file)
 			     : serve_stdio(srv, &cfg, session);
+	warmpool_stop(pool);
 	mcp_server_free(srv);
 	specflags_argv_free((char **)cfg.create_args);
 	return cli_finish(status);

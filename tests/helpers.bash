@@ -10,6 +10,8 @@ export SBX_UNIT=${SBX_UNIT:-$SBX_TOP/build/tests}
 
 setup_sbx_env() {
 	export PATH="$SBX_BIN:$PATH"
+	# SBX_TEST_POOL=1: every sbx-create the test runs takes a pooled sandbox (tests/pool/)
+	if [ -n "${SBX_TEST_POOL-}" ]; then export PATH="$SBX_TOP/tests/pool:$PATH"; fi
 	export HOME="$BATS_TEST_TMPDIR/home"
 	export XDG_STATE_HOME="$BATS_TEST_TMPDIR/state"
 	mkdir -p "$HOME" "$XDG_STATE_HOME"
@@ -30,6 +32,12 @@ teardown_sbx_env() {
 	if [ -d "$XDG_STATE_HOME/sbx" ]; then
 		for n in $(sbx-list 2>/dev/null | jq -r '.name' 2>/dev/null); do
 			sbx-delete "$n" >/dev/null 2>&1 || true
+		done
+		# sbx-pool's sandboxes: their supervisors, each by the pid it recorded, waited for
+		for n in "$XDG_STATE_HOME"/sbx/*/pool-*/supervisor.pid; do
+			[ -f "$n" ] || continue
+			n=$(cat "$n")
+			kill "$n" 2>/dev/null && wait_until -t 10 gone "$n" || true
 		done
 	fi
 }

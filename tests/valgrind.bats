@@ -95,6 +95,24 @@ vg_clean() {
 	vg_clean
 }
 
+@test "sbx-pool: a fill, a take by sbx-create, the pool listed, emptied" {
+	run vg sbx-pool -size 2 -once
+	assert_status 0
+	assert_json '.made == 2'
+	run vg sbx-create vgp
+	assert_status 0
+	assert_json '.pooled == true'
+	run vg sbx-list
+	assert_status 0
+	assert_contains '"pooled"'
+	run vg sbx-pool -size 0 -once
+	assert_status 0
+	run vg sbx-pool -size 0
+	assert_status 100
+	sbx-delete vgp >/dev/null
+	vg_clean
+}
+
 @test "sbx-exec: JSON and -raw, success, failure and timeout" {
 	sbx-create vg2 >/dev/null
 	run vg sbx-exec vg2 -- sh -c 'echo out; echo err >&2; exit 3'

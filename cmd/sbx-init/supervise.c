@@ -3,7 +3,10 @@
  * a reboot), runs bubblewrap, and removes the sandbox and its home when DIR/deadline passes
  * (the Agent Sandbox controller's shutdownTime with policy Delete) or on SIGTERM. With
  * DIR/idle (-idle pause) the deadline freezes the sandbox instead, and the removal waits the
- * paused ttl more; a resume moves the deadline (lib/local/local_backend.c) and SIGHUPs this. */
+ * paused ttl more; a resume moves the deadline (lib/local/local_backend.c) and SIGHUPs this.
+ * DIR may be renamed while this runs (a pooled sandbox taken by sbx-create, lib/local/
+ * local_pool.c): every use after the start finds DIR again through a descriptor of it
+ * (here()), and the namespace lock from DIR's name at that moment. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -35,8 +38,8 @@
 /* How long to wait for the namespace lock an expiring sandbox needs (a touch or delete
  * holds it only briefly). */
 #define LOCK_WAIT_MS 5000
-/* How long a new supervisor waits for its sandbox's lock: only a liveness probe (is_alive in
- * lib/local/local_backend.c, which tries the lock for a moment) can hold it, never for long. */
+/* How long a new supervisor waits for its sandbox's lock: only a liveness probe (local_alive in
+ * lib/local/local_state.c, which tries the lock for a moment) can hold it, never for long. */
 #define OWN_LOCK_WAIT_MS 5000
 /* How long the pause at the deadline waits for the kernel to freeze every process. */
 #define FREEZE_WAIT_MS 5000
@@ -44,6 +47,35 @@
 #define RETRY_MS 1000
 /* Words of bubblewrap's command line: the options added here and "-- sbx-init serve". */
 #define ARGV_MAX 24
+
+/* DIR, held open so that its path can be found again after a rename (-1: not yet). */
+static int dir_fd = -1;
+static char dir_now[4096];
+
+/* DIR's path now: what /proc says of dir_fd, else the last one known (it was removed). */
+static const char *here(void)
+{
+	char link[64], buf[sizeof dir_now];
+	ssize_t n;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
+	n = dir_fd < 0 ? -1 : readlink(link, buf, sizeof buf - 1);
+	if (n > 0 && buf[0] == '/') {
+		buf[n] = '\0';
+		if (strstr(buf, " (deleted)") == NULL)
+			memcpy(dir_now, buf, (size_t)n + 1);
+	}
+	return dir_now;
+}
+
+/* The namespace lock of DIR's name now: NSDIR/.NAME.lock (lib/local/local_state.c). */
+static const char *nslock_now(char *buf, size_t size)
+{
+	const char *d = here(), *base = strrchr(d, '/');
+
+	snprintf(buf, size, "%.*s/.%s.lock", (int)(base - d), d, base + 1);
+	return buf;
+}
 
 static int64_t now_ns(void)
 {
@@ -385,26 +417,29 @@ static int pause_at_deadline(const char *dir, int nl, int64_t *until)
  * a touch may have moved it; with -idle pause it is paused then, and removed the paused ttl
  * later), SIGTERM or SIGINT (sbx-delete), or bubblewrap's own end. Then tears it down.
  * Returns the exit status. */
-static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
+static int watch(int sfd, pid_t bwrap)
 {
+	char nslock[sizeof dir_now + 16];
+
 	for (;;) {
+		const char *dir = here();
 		int64_t until = read_deadline(dir), left = until - now_ns();
 		struct pollfd p = {.fd = sfd, .events = POLLIN};
 		struct signalfd_siginfo si;
 		int timeout, st;
 
 		if (left <= 0) {
-			int nl = take_nslock(nslock, sfd), paused;
+			int nl = take_nslock(nslock_now(nslock, sizeof nslock), sfd), paused;
 			/* Re-read under the lock: a touch may have moved the deadline meanwhile. */
-			if (nl >= 0 && read_deadline(dir) - now_ns() > 0) {
+			if (nl >= 0 && read_deadline(here()) - now_ns() > 0) {
 				close(nl);
 				continue;
 			}
-			paused = pause_at_deadline(dir, nl, &until);
+			paused = pause_at_deadline(here(), nl, &until);
 			if (nl >= 0)
 				close(nl);
 			if (!paused) {
-				teardown(dir, bwrap);
+				teardown(here(), bwrap);
 				return 0;
 			}
 			left = until - now_ns();
@@ -416,13 +451,13 @@ static int watch(const char *dir, const char *nslock, int sfd, pid_t bwrap)
 			continue;
 		while (read(sfd, &si, sizeof si) == sizeof si) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-				teardown(dir, bwrap);
+				teardown(here(), bwrap);
 				return 0;
 			}
 			if (si.ssi_signo == SIGCHLD && waitpid(bwrap, &st, WNOHANG) == bwrap) {
 				/* The sandbox ended by itself: nothing can run in it any more. */
-				int nl = take_nslock(nslock, sfd);
-				teardown(dir, -1);
+				int nl = take_nslock(nslock_now(nslock, sizeof nslock), sfd);
+				teardown(here(), -1);
 				if (nl >= 0)
 					close(nl);
 				return 0;
@@ -453,6 +488,9 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 			return EXIT_FAIL;
 		net_secrets(feed);
 	}
+	snprintf(dir_now, sizeof dir_now, "%s", dir);
+	if ((dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return EXIT_FAIL;
 	snprintf(path, sizeof path, "%s/lock", dir);
 	lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || take_own_lock(lock) < 0)
@@ -512,5 +550,6 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 		release_outside(dir);
 		return EXIT_FAIL;
 	}
-	return watch(dir, nslock, sfd, bwrap);
+	(void)nslock;	/* found again from DIR's name at each use: see here() */
+	return watch(sfd, bwrap);
 }

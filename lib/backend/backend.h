@@ -111,6 +111,7 @@ struct sbx_info {
 	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
+	bool pooled;			/* local: create took it from a warm pool (sbx-pool) */
 	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
 	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
 	char broken[SBX_BROKEN_MAX];

@@ -32,6 +32,8 @@ struct json_object *sbx_info_json(const struct sbx_info *in)
 	json_object_object_add(o, "network", sbx_network_json(in));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "reused", json_object_new_boolean(in->reused));
+	if (in->pooled)
+		json_object_object_add(o, "pooled", json_object_new_boolean(1));
 	if (in->pod_security[0])
 		json_object_object_add(o, "pod_security", json_object_new_string(in->pod_security));
 	if (in->runtime_class[0])

@@ -1,11 +1,13 @@
 /* local.h — the local backend's three parts, private to them (nothing outside lib/local/local_*.c
  * includes this):
- *   local_backend.c  the state of each sandbox on the host (its directory, locks, spec.json)
- *                    and the backend_ops built on it;
+ *   local_backend.c  the backend_ops, built on
+ *   local_state.c    the state of each sandbox on the host (its directory, locks, spec.json);
  *   local_bwrap.c    the privileged door: what a sandbox is made of (namespaces, mounts, the
  *                    environment, identities) and how it is started — the one file a security
  *                    reviewer reads end to end;
- *   local_exec.c     the client of a sandbox's exec service, the mirror of cmd/sbx-init/serve.c.
+ *   local_exec.c     the client of a sandbox's exec service, the mirror of cmd/sbx-init/serve.c;
+ *   local_pool.c     warm pools: ready sandboxes of a spec kept under pool names, taken by a
+ *                    create of that spec (lib/local/local_pool.h).
  * Ownership: strings and images returned are the caller's (free, oci_image_free). */
 #ifndef SBX_LOCAL_H
 #define SBX_LOCAL_H
@@ -58,6 +60,54 @@ struct oci_image *local_bwrap_open_image(const struct sbx_spec *spec, struct sbx
 int local_bwrap_ids(struct local_ids *ids, const char *state_root, struct sbx_err *e);
 /* Starts the supervisor (and through it bubblewrap) detached; returns once it runs. */
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e);
+
+/* ---- local_state.c: one sandbox's state, for local_backend.c and local_pool.c ---- */
+
+/* How long create waits for a new sandbox's exec service to answer. bwrap starts in
+ * milliseconds; this only bounds a broken host. */
+#define READY_TIMEOUT_MS 10000
+
+/* p's paths for sandbox (or pool slot) name in b's namespace; free with local_paths_free. */
+int local_paths(struct sbx_backend *b, const char *name, struct sbx_paths *p, struct sbx_err *e);
+void local_paths_free(struct sbx_paths *p);
+/* Takes p's per-name lock (waiting); returns its fd or -1. */
+int local_lock_name(struct sbx_paths *p, struct sbx_err *e);
+/* 1 when a supervisor holds dir/lock. */
+int local_alive(const char *dir);
+/* Under the name lock: 1 when a live sandbox is in p->dir; removes a stale directory. */
+int local_check_live(struct sbx_paths *p);
+/* dir/spec.json into out; -1 when unreadable or not the spec of dir's own name. */
+int local_read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e);
+/* Writes dir's spec.json, deadline and idle files from in. */
+int local_write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
+		     struct sbx_err *e);
+/* Under the name lock: makes sandbox spec->name in p and waits until it is ready. */
+int local_create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
+		     struct sbx_info *out, struct sbx_err *e);
+/* 0 when have (a live sandbox's handle) is what want asks for; else SBX_EEXIST saying why. */
+int local_spec_matches(const struct sbx_info *have, const struct sbx_spec *want,
+		       struct sbx_err *e);
+/* Under the name lock: stops the sandbox in p and removes it with its home. */
+int local_remove_locked(struct sbx_paths *p, const char *name, struct sbx_err *e);
+/* The pid of dir's supervisor, or -1. */
+int local_supervisor_pid(const char *dir);
+/* 1 when dir is a directory (not followed if a symlink). */
+int local_dir_exists(const char *dir);
+/* Removes a sandbox directory nobody holds any more, and what its limits hold outside it. */
+int local_remove_dead(const char *dir);
+/* homedisk_look on dir's home (HOMEDISK_*); *home (may be NULL) the path to reach it by. */
+int local_look_home(const char *dir, char **home, struct sbx_err *e);
+/* Removes the trash (.trash.NAME.PID) nobody holds in nsdir; with name, waits for that
+ * sandbox's removal under way. */
+void local_sweep_trash(const char *nsdir, const char *name);
+
+/* ---- local_pool.c: taking a pooled sandbox ---- */
+
+/* Under p's name lock, with no sandbox there: renames a ready pooled sandbox of spec's kind
+ * to spec->name (its clock started, its ttl and idle policy spec's) and fills out. 1 taken,
+ * 0 none to take (the caller makes one), -1 error. */
+int local_pool_take(struct sbx_backend *b, const struct sbx_spec *spec, struct sbx_paths *p,
+		    struct sbx_info *out, struct sbx_err *e);
 
 /* ---- local_exec.c: the exec service client ---- */
 

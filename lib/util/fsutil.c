@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -346,7 +347,9 @@ int fs_clear_dir(const char *path)
 	return rc;
 }
 
-int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+/* fs_write_atomic, and without its fsyncs when !durable (fs_write_replace). */
+static int write_replace(const char *path, const void *data, size_t len, unsigned mode,
+			 bool durable)
 {
 	char tmp[4096], dir[4096];
 	const char *p = data;
@@ -371,7 +374,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 		p += n;
 		len -= (size_t)n;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	if ((durable && fsync(fd) < 0) || close(fd) < 0) {
 		fd = -1;
 		goto fail;
 	}
@@ -379,6 +382,8 @@ int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mod
 		fd = -1;
 		goto fail;
 	}
+	if (!durable)
+		return 0;
 	snprintf(dir, sizeof dir, "%s", path);
 	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
@@ -393,6 +398,16 @@ fail:
 	unlink(tmp);
 	errno = saved;
 	return -1;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_replace(path, data, len, mode, true);
+}
+
+int fs_write_replace(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_replace(path, data, len, mode, false);
 }
 
 char *fs_read_small(const char *path, size_t max, size_t *lenp)

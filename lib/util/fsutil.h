@@ -25,6 +25,9 @@ int fs_clear_dir(const char *path);
 /* Writes data to path atomically (a new path.XXXXXX, fsync, rename, fsync of the directory)
  * with mode. Returns 0 or -1 (errno). */
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
+/* The same without the fsyncs: readers and a crash of the writer see the old file or the new
+ * one, never a part; a power loss may lose it (for state that does not outlive a reboot). */
+int fs_write_replace(const char *path, const void *data, size_t len, unsigned mode);
 /* Reads a whole small file (at most max bytes) into a new NUL-terminated buffer. NULL + errno
  * on failure (EFBIG when larger than max). */
 char *fs_read_small(const char *path, size_t max, size_t *len);
