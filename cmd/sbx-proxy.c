@@ -8,12 +8,14 @@
 
 #include "proxy.h"
 #include "proxyfilter.h"
+#include "tlsca.h"
 #include "xalloc.h"
 #include "cli.h"
 
 static const char usage[] =
 	"usage: sbx-proxy -sandbox NAME -allow LIST -listen-fd N -log-fd N [-ready-fd N]\n"
 	"                 [-nameservers ADDR,...] [-secrets-fd N]\n"
+	"       sbx-proxy -make-ca CN\n"
 	"The egress proxy of a sandbox made with sbx-create -allow-host: HTTP (CONNECT and\n"
 	"plain http://) and SOCKS5 on the listening socket N, only to the hosts LIST allows,\n"
 	"one JSON line per decision on the log descriptor. It serves under no_new_privs and a\n"
@@ -27,6 +29,9 @@ static const char usage[] =
 	"  -nameservers A,B      resolve with these IPv4 nameservers (default: as the host does)\n"
 	"  -secrets-fd N         read the sandbox's -secret values from N (then closed); they\n"
 	"                        stay in this process's memory only\n"
+	"  -make-ca CN           make a sandbox's CA (its subject naming CN) and print its\n"
+	"                        certificate and then its key as PEM on stdout, for\n"
+	"                        sbx-create's -secret: OpenSSL is loaded by this program only\n"
 	"  -h                    show this help\n";
 
 /* Parses "a,b,c" into cfg's nameservers. */
@@ -50,9 +55,27 @@ static int nameservers(struct proxy_config *cfg, const char *list)
 	return rc;
 }
 
+/* -make-ca: the CA's certificate, then its key, on stdout (a pipe to sbx-create). */
+static void make_ca(const char *cn)
+{
+	char *cert, *key;
+	struct sbx_err e;
+	int rc;
+
+	if (tlsca_make(cn, &cert, &key, &e) < 0)
+		cli_die(EXIT_FAIL, "cannot make the sandbox's CA: %s", e.msg);
+	rc = fputs(cert, stdout) < 0 || fputs(key, stdout) < 0 || fflush(stdout) != 0;
+	explicit_bzero(key, strlen(key));
+	free(key);
+	free(cert);
+	if (rc)
+		cli_die(EXIT_FAIL, "cannot write the CA");
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
-	const char *sandbox = NULL, *allow = NULL, *ns = NULL;
+	const char *sandbox = NULL, *allow = NULL, *ns = NULL, *ca = NULL;
 	long long lfd = -1, logfd = -1, ready = -1, sfd = -1;
 	struct proxy_config cfg = {0};
 	struct sbx_err e;
@@ -64,11 +87,14 @@ int main(int argc, char **argv)
 		{"ready-fd", FLAG_INT, &ready, NULL},
 		{"nameservers", FLAG_STRING, &ns, NULL},
 		{"secrets-fd", FLAG_INT, &sfd, NULL},
+		{"make-ca", FLAG_STRING, &ca, NULL},
 		{NULL, 0, NULL, NULL},
 	};
 	const struct cli c = {.usage = usage, .flags = flags, .max = -1};
 	int i = cli_parse(&c, argc, argv);
 
+	if (ca && i == argc)
+		make_ca(ca);
 	if (i != argc || sandbox == NULL || allow == NULL || lfd < 0 || logfd < 0)
 		cli_usage_error(usage, "-sandbox, -allow, -listen-fd and -log-fd are required");
 	if (netpolicy_parse(allow, &cfg.policy, &e) < 0)

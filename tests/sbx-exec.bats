@@ -227,3 +227,12 @@ print(ok)' # (port: inside the sandbox's own network namespace)
 	sbx-delete demo >/dev/null
 	run_man_examples sbx-exec
 }
+
+@test "the programs of every tool call (sbx-create, sbx-exec, sbx-touch, sbx-tool) load neither OpenSSL nor libarchive: their start is each call's cost" {
+	for p in sbx-create sbx-exec sbx-touch sbx-tool; do
+		run ldd "$SBX_BIN/$p"
+		assert_status 0
+		run grep -E 'libcrypto|libssl|libarchive' <<<"$output"
+		[ "$status" = 1 ] || { echo "$p loads: $output"; false; }
+	done
+}

@@ -4,17 +4,17 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "fsutil.h"
 #include "paths.h"
-#include "randhex.h"
 #include "secretdecl.h"
-#include "tlsca.h"
 
 /* resolv.conf files are a few lines; anything larger is not one. */
 #define RESOLV_MAX 65536
@@ -159,6 +159,19 @@ static int prepare_nat(const char *dir, const char *root, struct buf *plan, stru
 	return rc;
 }
 
+/* n random bytes (the kernel's, getrandom: no OpenSSL here) as 2n hex digits at out. */
+static int entropy_hex(char *out, size_t n, struct sbx_err *e)
+{
+	unsigned char r[LOCALNET_PLACEHOLDER_BYTES];
+
+	if (n > sizeof r || getentropy(r, n) < 0)
+		return err_sys(e, errno, "getentropy");
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", r[i]);
+	explicit_bzero(r, sizeof r);
+	return 0;
+}
+
 /* -secret: each NAME becomes a placeholder in the sandbox's environment, and a line
  * "NAME PLACEHOLDER HOSTS HEXVALUE" for sbx-proxy in feed (the value leaves this process
  * only through the descriptor the supervisor hands the proxy). */
@@ -174,7 +187,7 @@ static int prepare_secrets(const struct sbx_spec *spec, struct strvec *bw, struc
 		char rnd[2 * LOCALNET_PLACEHOLDER_BYTES + 1];
 		unsigned char *v;
 		size_t len;
-		if (randhex(rnd, LOCALNET_PLACEHOLDER_BYTES, e) < 0)
+		if (entropy_hex(rnd, LOCALNET_PLACEHOLDER_BYTES, e) < 0)
 			goto out;
 		if ((v = secretdecl_value(&d.v[i], &len, e)) == NULL)
 			goto out;
@@ -205,6 +218,46 @@ static void feed_hex(struct buf *feed, const void *p, size_t len)
 		buf_printf(feed, "%02x", b[k]);
 }
 
+/* The sandbox's CA, made by `sbx-proxy -make-ca CN` (the program that uses it): OpenSSL is
+ * loaded there, never by sbx-create or any other program of the local backend, whose start
+ * would pay for it on every call. Its certificate and key (PEM, in that order) as two strings. */
+static int make_ca(const char *cn, char **cert, char **key, struct sbx_err *e)
+{
+	static const char end[] = "-----END CERTIFICATE-----\n";
+	char *proxy = paths_helper("SBX_PROXY", "sbx-proxy"), *cut;
+	char *argv[] = {"sbx-proxy", "-make-ca", (char *)cn, NULL};
+	struct child_result res;
+	int rc = -1;
+
+	*cert = *key = NULL;
+	if (proxy == NULL)
+		return err_set(e, SBX_EUNAVAIL, "cannot find sbx-proxy next to this program or in "
+			       "../libexec/sbx (set SBX_PROXY)");
+	struct child_req rq = CHILD_REQ_INIT(.path = proxy, .argv = argv,
+					     .timeout_ns = INT64_C(30000000000));
+	if (child_run(&rq, &res, e) < 0) {
+		free(proxy);
+		return -1;
+	}
+	free(proxy);
+	if (res.status != 0 || (cut = strstr(res.out, end)) == NULL ||
+	    strstr(cut, "PRIVATE KEY-----") == NULL) {
+		char *why = child_err_message(&res, "sbx-proxy");
+		err_set(e, SBX_EIO, "cannot make the sandbox's CA: %s",
+			*why ? why : "sbx-proxy -make-ca gave no certificate and key");
+		free(why);
+	} else {
+		cut += sizeof end - 1;
+		*key = xstrdup(cut);
+		*cut = '\0';
+		*cert = xstrdup(res.out);
+		rc = 0;
+	}
+	explicit_bzero(res.out, res.out_len);
+	child_result_free(&res);
+	return rc;
+}
+
 /* The sandbox's own CA for the secrets' HTTPS hosts: its key only in feed (for sbx-proxy),
  * its certificate added to the host's bundle as DIR/ca-bundle.crt, which bubblewrap puts at
  * LOCALNET_CA_BUNDLE (and over the root's own bundle, when it has one), named by the
@@ -221,7 +274,7 @@ static int prepare_ca(const struct sbx_spec *spec, const char *dir, const char *
 	int rc = -1;
 
 	cn = xasprintf("sbx sandbox %s (-secret)", spec->name);
-	if (tlsca_make(cn, &cert, &key, e) < 0)
+	if (make_ca(cn, &cert, &key, e) < 0)
 		goto out;
 	buf_puts(feed, "ca");
 	feed_hex(feed, cert, strlen(cert));
