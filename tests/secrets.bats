@@ -287,6 +287,29 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	assert_contains 'sbxph_'
 }
 
+@test "-secret: a create reusing the sandbox asks for the same declarations; a pool never holds or hands out -secret sandboxes" {
+	sbx-create -secret API_TOKEN@web.sbx.test:8090 sec >/dev/null
+	run sbx-create -secret API_TOKEN@web.sbx.test:8090 sec
+	assert_status 0
+	assert_json '.reused == true'
+	# the same hosts allowed, but without the secret: its placeholder would be a dead name
+	run sbx-create -allow-host web.sbx.test:8090 sec
+	assert_status 100
+	assert_contains "sandbox sec exists with other -secret declarations than these"
+	OTHER=x run sbx-create -secret API_TOKEN@web.sbx.test:8090 -secret OTHER@web.sbx.test:8090 sec
+	assert_status 100
+	run sbx-pool -size 1 -once -secret API_TOKEN@web.sbx.test:8090
+	assert_status 100
+	assert_contains "a pool cannot hold -secret sandboxes"
+	# a pooled sandbox of the same hosts is never taken by a create that declares a secret
+	sbx-pool -size 1 -once -allow-host web.sbx.test:8090 >/dev/null
+	run sbx-create -allow-host web.sbx.test:8090 -secret API_TOKEN@web.sbx.test:8090 sec3
+	assert_status 0
+	assert_json '.pooled != true'
+	run sbx-exec -raw sec3 -- sh -c 'printf %s "$API_TOKEN"'
+	[[ $output =~ ^sbxph_[0-9a-f]{40}$ ]]
+}
+
 @test "-secret over HTTPS: the proxy verifies the real server, the sandbox trusts its CA, the value goes in (curl, Python urllib and requests, git's variables)" {
 	run sbx-create -allow-host web.sbx.test:8443 -secret API_TOKEN@web.sbx.test:8453 -upstream-ca "$NETNS_CA" sec
 	assert_status 0

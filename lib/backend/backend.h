@@ -104,6 +104,9 @@ struct sbx_info {
 	int64_t created_ns;
 	bool network;
 	char allow_hosts[SBX_ALLOW_HOSTS_MAX];	/* "" or the list in force */
+	/* local: the -secret declarations it was made with (names, files, hosts; never a value),
+	 * which a reusing create must ask for again; not shown in a handle. */
+	char secrets[SBX_SECRETS_MAX];
 	struct sbx_limits limits;	/* in force */
 	/* kubernetes: the Pod Security level the pod template meets ("restricted", or "baseline"
 	 * with -run-as-root) and its RuntimeClass ("" none); empty on other backends. */

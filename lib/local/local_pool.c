@@ -287,7 +287,12 @@ int local_pool_take(struct sbx_backend *b, const struct sbx_spec *spec, struct s
 		    struct sbx_info *out, struct sbx_err *e)
 {
 	struct take t = {spec, p, out, e};
-	int rc = each_slot(b, spec, false, take_fn, &t, e);
+	int rc;
+
+	/* A -secret sandbox's values are its creator's, read at its making: never pooled. */
+	if (spec->secrets[0])
+		return 0;
+	rc = each_slot(b, spec, false, take_fn, &t, e);
 
 	if (rc <= 0)
 		err_clear(e);	/* none taken, whatever the reason: a cold start */
@@ -323,6 +328,9 @@ int local_pool_fill(struct sbx_backend *b, const struct sbx_spec *spec, int size
 	char key[LOCAL_POOL_KEY_LEN + 1];
 
 	memset(f, 0, sizeof *f);
+	if (spec->secrets[0])
+		return err_set(e, SBX_EINVAL, "a pool cannot hold -secret sandboxes: their values "
+			       "are read when each is made (sbx-create takes none from a pool)");
 	local_pool_key(spec, key);
 	if (each_slot(b, spec, true, count_fn, f, e) < 0)
 		return -1;

@@ -136,6 +136,8 @@ int local_read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 		out->network = json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "allow_hosts", &v))
 		snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", json_object_get_string(v));
+	if (json_object_object_get_ex(o, "secrets", &v))
+		snprintf(out->secrets, sizeof out->secrets, "%s", json_object_get_string(v));
 	if (json_object_object_get_ex(o, "limits", &v))
 		sbx_limits_from_json(v, &out->limits);
 	if (json_object_object_get_ex(o, "idle", &v))
@@ -185,6 +187,8 @@ int local_write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
 	json_object_object_add(o, "homedir", json_object_new_string(in->homedir));
 	json_object_object_add(o, "network", json_object_new_boolean(in->network));
 	json_object_object_add(o, "allow_hosts", json_object_new_string(in->allow_hosts));
+	if (in->secrets[0])
+		json_object_object_add(o, "secrets", json_object_new_string(in->secrets));
 	json_object_object_add(o, "limits", sbx_limits_json(&in->limits));
 	json_object_object_add(o, "created",
 			       json_object_new_string(time_rfc3339(in->created_ns, t1, sizeof t1)));
@@ -242,6 +246,7 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 	snprintf(out->shutdown_policy, sizeof out->shutdown_policy, "Delete");
 	out->network = spec->network;
 	snprintf(out->allow_hosts, sizeof out->allow_hosts, "%s", spec->allow_hosts);
+	snprintf(out->secrets, sizeof out->secrets, "%s", spec->secrets);
 	out->created_ns = time_now_ns();
 	out->shutdown_ns = out->created_ns + spec->ttl_ns;
 	out->idle = spec->idle;
@@ -559,6 +564,11 @@ int local_spec_matches(const struct sbx_info *have, const struct sbx_spec *want,
 	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
 			       have->name, have->allow_hosts, want->allow_hosts);
+	/* The values live in its proxy since it was made: other declarations need a new one. */
+	if (strcmp(have->secrets, want->secrets) != 0)
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with other -secret declarations "
+			       "than these: sbx-delete %s, then create it again", have->name,
+			       have->name);
 	return limits_match(have, want, e);
 }
 
