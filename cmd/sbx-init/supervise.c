@@ -27,6 +27,7 @@
 #include "idmap.h"
 #include "local_bwrap.h"
 #include "reslimit.h"
+#include "rootlayer.h"
 #include "init.h"
 
 /* Longest sleep between deadline checks: bounds the effect of a wall-clock jump. */
@@ -432,6 +433,15 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 	if (strcmp(uid, "-") != 0 && make_userns(ids) < 0) {
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "user namespace: %d\n", errno);
+		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return EXIT_FAIL;
+	}
+	/* Its writable root, if the plan has one (lib/local/rootlayer.h), over the stage. */
+	if (strcmp(uid, "-") != 0 && rootlayer_mount(dir, STAGE_DIR, userns_fd[1],
+						     (uid_t)strtoul(uid, NULL, 10),
+						     (gid_t)strtoul(gid, NULL, 10)) < 0) {
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		snprintf(pid, sizeof pid, "writable root: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);
 		return EXIT_FAIL;
 	}

@@ -60,6 +60,7 @@ enum sbx_idle {
 #define SBX_DEFAULT_MEMORY (INT64_C(2) << 30)
 #define SBX_DEFAULT_PIDS 1024
 #define SBX_DEFAULT_DISK (INT64_C(10) << 30)
+#define SBX_DEFAULT_ROOT_SIZE (INT64_C(1) << 30)
 
 struct sbx_spec {
 	char name[NAME_MAX_LEN + 1];
@@ -80,6 +81,10 @@ struct sbx_spec {
 	enum sbx_idle idle;		/* -idle: delete (default) or pause at shutdown time */
 	int64_t paused_ttl;		/* -paused-ttl in ns (as ttl_ns): with idle pause, how long
 					 * after shutdown time the paused sandbox is deleted */
+	/* local: the root's writable layer (an overlay over the image, thrown away with the
+	 * sandbox) holds at most root_size bytes; -readonly-root: none, the root read-only. */
+	bool readonly_root;
+	int64_t root_size;
 };
 
 struct sbx_info {
@@ -100,6 +105,10 @@ struct sbx_info {
 	char runtime_class[SBX_RUNTIME_CLASS_MAX];
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
+	/* local: -readonly-root as asked, and the writable root's cap in force (0: the root is
+	 * read-only, as it is asked or for a sandbox without a range of ids) */
+	bool readonly_root;
+	int64_t root_size;
 	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
 	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
 	char broken[SBX_BROKEN_MAX];

@@ -65,7 +65,16 @@
 	X(a, PAUSED_TTL, paused_ttl, "paused-ttl", false, "SANDBOX_PAUSED_TTL", "[-paused-ttl D]", \
 	  same, \
 	  "  -paused-ttl D         with -idle pause: delete it D after the shutdown time\n" \
-	  "                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n")
+	  "                        (Go duration); env SANDBOX_PAUSED_TTL, default 24h\n") \
+	X(a, ROOT_SIZE, root_size, "root-size", false, "SANDBOX_ROOT_SIZE", "[-root-size SIZE]", \
+	  next, \
+	  "  -root-size SIZE       local, as root: most the writable root (/usr, /etc, /var,\n" \
+	  "                        /opt over the image) may hold; env SANDBOX_ROOT_SIZE,\n" \
+	  "                        default 1G\n") \
+	X(a, READONLY_ROOT, readonly_root, "readonly-root", true, "SANDBOX_READONLY_ROOT", \
+	  "[-readonly-root]", same, \
+	  "  -readonly-root        local: the image's root read-only, /var empty (env\n" \
+	  "                        SANDBOX_READONLY_ROOT)\n")
 
 #define SPECF_ID_(a, id, ...) SPECF_##id,
 enum specflag_id { SPECFLAGS_ROWS(SPECF_ID_, ~) SPECF_COUNT };
@@ -107,6 +116,7 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id);
  * (below the minimums) or a quantity that overflows a kernel interface (above the maximums). */
 #define SPECF_MEMORY_MIN (INT64_C(32) << 20)
 #define SPECF_DISK_MIN (INT64_C(16) << 20)
+#define SPECF_ROOT_MIN (INT64_C(16) << 20)
 #define SPECF_SIZE_MAX (INT64_C(1) << 50)
 #define SPECF_PIDS_MIN 16
 #define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */

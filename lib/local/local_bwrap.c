@@ -61,6 +61,7 @@
 #include "localnet.h"
 #include "paths.h"
 #include "reslimit.h"
+#include "rootlayer.h"
 #include "xalloc.h"
 
 /* Where bubblewrap finds what the supervisor staged for a sandbox run as another uid (see
@@ -179,6 +180,43 @@ struct plan_src {
 	const char *home, *init, *tool, *rootfs;
 };
 
+/* The writable root's layers (lib/local/rootlayer.h), as the plan adds them: each a host
+ * directory (or "-": an empty one) whose overlay the supervisor mounts at STAGE/root/I. */
+struct root_layers {
+	int64_t size;			/* the cap; 0: no writable root, the image read-only */
+	char *lower[ROOTLAYER_MAX];
+	int n;
+};
+
+/* What the host image's /var gets of the host's: the package managers' own state only
+ * (the rest of the host's /var — logs, other services' data — stays out). */
+static const char *const host_var_dirs[] = {
+	"/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt", "/var/cache/debconf",
+};
+/* What an image's writable root covers: its top-level directories of these names. */
+static const char *const image_dirs[] = {"usr", "etc", "var", "opt", "srv", "root"};
+
+/* The layer of lower (host path or "-") at dest, bound from its overlay on the stage. */
+static void push_layer(struct strvec *a, struct root_layers *l, const char *lower,
+		       const char *dest)
+{
+	if (l->n >= ROOTLAYER_MAX)
+		return;
+	l->lower[l->n] = xstrdup(lower);
+	strvec_push(a, "--bind");
+	strvec_pushf(a, STAGE "/root/%d", l->n++);
+	strvec_push(a, dest);
+}
+
+/* dir, read-only, or writable through its layer when the plan has a writable root. */
+static void push_root_dir(struct strvec *a, struct root_layers *l, const char *dir)
+{
+	if (l->size > 0)
+		push_layer(a, l, dir, dir);
+	else
+		push3(a, "--ro-bind", dir, dir);
+}
+
 /* What the exec service keeps of the capabilities bubblewrap's user namespace gives (and
  * only there: nothing on the host): CAP_SYS_ADMIN and CAP_SYS_CHROOT to make the commands'
  * namespaces and mount their /proc, CAP_SETPCAP to empty a command's bounding set,
@@ -238,8 +276,9 @@ static void push_tmpfs(struct strvec *a, const struct sbx_spec *spec, enum resli
 	push3(a, "--tmpfs", path, NULL);
 }
 
-/* The host's own root, read-only, with its secrets masked. */
-static void plan_host_root(struct strvec *a)
+/* The host's own root, read-only (or /usr and /etc writable through layers), with its
+ * secrets masked: the masks go over the layers. */
+static void plan_host_root(struct strvec *a, struct root_layers *l)
 {
 	char link[PATH_MAX], src[64];
 	struct stat st;
@@ -247,7 +286,7 @@ static void plan_host_root(struct strvec *a)
 	ssize_t n;
 
 	push_tmpfs(a, NULL, RESLIMIT_ROOT, "/");	/* below every other mount: bwrap's has no size */
-	push3(a, "--ro-bind", "/usr", "/usr");
+	push_root_dir(a, l, "/usr");
 	for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
 		snprintf(src, sizeof src, "/%s", host_dirs[i]);
 		if (lstat(src, &st) < 0)
@@ -259,7 +298,7 @@ static void plan_host_root(struct strvec *a)
 			push3(a, "--ro-bind", src, src);
 		}
 	}
-	push3(a, "--ro-bind", "/etc", "/etc");
+	push_root_dir(a, l, "/etc");
 	for (i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
 		if (lstat(masked_files[i], &st) == 0 && S_ISREG(st.st_mode))
 			push3(a, "--ro-bind", "/dev/null", masked_files[i]);
@@ -268,17 +307,28 @@ static void plan_host_root(struct strvec *a)
 			push_tmpfs(a, NULL, RESLIMIT_MASK, masked_dirs[i]);
 }
 
-/* Private /proc, /dev, /tmp, /run, /var; the home; sbx-init and the toolbox read-only. */
+/* Private /proc, /dev, /tmp, /run, /var (an image's own, with a writable root; the host's
+ * with its package managers' state); the home; sbx-init and the toolbox read-only. */
 static void plan_mounts(struct strvec *a, const struct sbx_spec *spec,
-			const struct plan_src *src)
+			const struct plan_src *src, struct root_layers *l, int host)
 {
+	struct stat st;
+
 	push3(a, "--proc", "/proc", NULL);
 	push3(a, "--dev", "/dev", NULL);
 	push_tmpfs(a, spec, RESLIMIT_SHM, "/dev/shm");
 	push3(a, "--remount-ro", "/dev", NULL);	/* bwrap's own /dev tmpfs has no size */
 	push_tmpfs(a, spec, RESLIMIT_TMP, "/tmp");
 	push_tmpfs(a, spec, RESLIMIT_RUN, "/run");
-	push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
+	if (l->size == 0 || host)
+		push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
+	if (l->size > 0 && host) {
+		for (size_t i = 0; i < sizeof host_var_dirs / sizeof host_var_dirs[0]; i++)
+			if (lstat(host_var_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
+				push_layer(a, l, host_var_dirs[i], host_var_dirs[i]);
+		push3(a, "--dir", "/var/log/apt", NULL);
+		push_layer(a, l, "-", "/opt");
+	}
 	push3(a, "--dir", "/var/tmp", NULL);
 	push3(a, "--bind", src->home, spec->homedir);
 	push3(a, "--ro-bind", src->init, "/run/sbx/sbx-init");
@@ -351,34 +401,52 @@ static void plan_cgroup(struct strvec *a, const char *dir)
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
-		const struct oci_image *img, int prepared, const char *dir, struct sbx_err *e)
+		const struct oci_image *img, int prepared, int64_t root_size, const char *dir,
+		struct sbx_err *e)
 {
 	struct stat st;
 
+	const char *rootfs = img ? img->rootfs : spec->image[0] == '/' ? spec->image : NULL;
+	struct root_layers l = {.size = prepared ? root_size : 0};
+	int rc = -1;
+
 	plan_namespaces(a, spec, img, prepared);
-	if (img) {
-		push3(a, "--ro-bind", src->rootfs, "/");
-	} else if (spec->image[0] == '/') {
-		if (stat(spec->image, &st) < 0 || !S_ISDIR(st.st_mode))
-			return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
-		push3(a, "--ro-bind", spec->image, "/");
+	if (rootfs && !img && (stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
+	if (rootfs) {
+		push3(a, "--ro-bind", img ? src->rootfs : rootfs, "/");
+		for (size_t i = 0; l.size > 0 && i < sizeof image_dirs / sizeof image_dirs[0]; i++) {
+			char *lower = xasprintf("%s/%s", rootfs, image_dirs[i]), *dest;
+			dest = xasprintf("/%s", image_dirs[i]);
+			if (lstat(lower, &st) == 0 && S_ISDIR(st.st_mode))
+				push_layer(a, &l, lower, dest);
+			free(lower);
+			free(dest);
+		}
 	} else {
-		plan_host_root(a);
+		plan_host_root(a, &l);
 		plan_cgroup(a, dir);
 	}
-	plan_mounts(a, spec, src);
+	plan_mounts(a, spec, src, &l, rootfs == NULL);
+	if (l.n > 0 && rootlayer_write(dir, l.size, (const char *const *)l.lower, l.n) < 0) {
+		err_sys(e, errno, "cannot write %s/" ROOTLAYER_FILE, dir);
+		goto out;
+	}
 	/* Commands start in the home, where what they write persists (upstream starts in /),
 	 * unless an image names its own WorkingDir. */
 	push3(a, "--chdir", img && img->workdir[0] ? img->workdir : spec->homedir, NULL);
 	plan_env(a, spec, img);
 	/* The network's helper and what it needs inside (lib/local/localnet.c). */
-	if (localnet_prepare(spec, dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image : "/",
-			     a, e) < 0)
-		return -1;
+	if (localnet_prepare(spec, dir, rootfs ? rootfs : "/", a, e) < 0)
+		goto out;
 	strvec_push(a, "--");
 	strvec_push(a, "/run/sbx/sbx-init");
 	strvec_push(a, "serve");
-	return 0;
+	rc = 0;
+out:
+	for (int i = 0; i < l.n; i++)
+		free(l.lower[i]);
+	return rc;
 }
 
 /* The supervisor's whole environment, and so bubblewrap's: nothing of the caller's (API keys,
@@ -455,7 +523,7 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 	}
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
-	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->paths->dir, e);
+	return plan(sv, st->spec, &src, st->img, st->ids->drop, st->root_size, st->paths->dir, e);
 }
 
 int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
