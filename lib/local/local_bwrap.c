@@ -46,6 +46,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,10 +454,38 @@ out:
  * HOME, XDG_* and the rest) may reach a process that a sandbox could ever see. */
 static char *const supervisor_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
+/* Pins this process (and so everything the sandbox starts) to n of the CPUs it may run on,
+ * n the -cpus quota rounded up, so nproc, sched_getaffinity and the runtimes that size their
+ * pools from them (make -j$(nproc), Go, the JVM, Node) see the quota rather than the host.
+ * Which n: from an offset that differs between sandboxes, so two -cpus 1 sandboxes do not
+ * share one CPU. Advisory (a command may widen its own affinity again; the cgroup's quota is
+ * the limit); where the kernel refuses, nothing changes. */
+static void pin_cpus(int64_t cpus_milli)
+{
+	cpu_set_t have, want;
+	int n = (int)((cpus_milli + 999) / 1000), count, skip, cpu;
+
+	if (cpus_milli <= 0 || sched_getaffinity(0, sizeof have, &have) < 0 ||
+	    (count = CPU_COUNT(&have)) <= n)
+		return;
+	CPU_ZERO(&want);
+	skip = (int)(getpid() % count);
+	for (int i = 0, taken = 0; taken < n && i < 2 * CPU_SETSIZE; i++) {
+		cpu = i % CPU_SETSIZE;
+		if (!CPU_ISSET(cpu, &have) || (skip > 0 && skip--))
+			continue;
+		CPU_SET(cpu, &want);
+		taken = CPU_COUNT(&want);
+	}
+	sched_setaffinity(0, sizeof want, &want);
+}
+
 /* Starts "sbx-init supervise …" detached (double fork, new session) with the listening
- * socket as fd 3, the id's lock (if any) as fd 4 and no other descriptor of ours. Returns 0
- * once the intermediate child is reaped. */
-static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *e)
+ * socket as fd 3, the id's lock (if any) as fd 4 and no other descriptor of ours, pinned to
+ * the -cpus quota's CPUs (cpus_milli; 0: none). Returns 0 once the intermediate child is
+ * reaped. */
+static int spawn_supervisor(char **argv, int lsock, int idlock, int64_t cpus_milli,
+			    struct sbx_err *e)
 {
 	pid_t p = fork(), q;
 	int st;
@@ -481,6 +510,7 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, struct sbx_err *
 			dup2(fd, 2);
 		}
 		close_range(idlock >= 0 ? 5 : 4, ~0U, 0);
+		pin_cpus(cpus_milli);
 		execve(argv[0], argv, supervisor_env);
 		_exit(EXIT_CMD_NOT_FOUND);
 	}
@@ -547,7 +577,8 @@ int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
 	tool = paths_helper("SBX_TOOLBOX", "geminicli-toolbox");
 	if (supervisor_argv(&sv, st, init, tool, bwrap, e) < 0)
 		goto out;
-	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, e);
+	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock,
+			      st->spec->limits.enforced ? st->spec->limits.cpus_milli : 0, e);
 out:
 	strvec_clear(&sv);
 	free(bwrap);
