@@ -22,7 +22,9 @@ teardown() { teardown_sbx_env; }
 	assert_status 0
 	[ "$output" = "$(printf 'one\ntwo\nthree')" ]
 	# the host's directories are untouched
-	[ ! -e "/usr/local/bin/$mark" ] && [ ! -e "/etc/$mark" ] && [ ! -e "/opt/$mark" ]
+	[ ! -e "/usr/local/bin/$mark" ]
+	[ ! -e "/etc/$mark" ]
+	[ ! -e "/opt/$mark" ]
 	[ ! -e "/usr/share/$mark" ]
 	# root inside owns the image's files; the host's /var shows only the package managers'
 	run sbx-exec -raw w -- sh -c 'stat -c %U /usr/bin/env; ls /var /var/lib'
