@@ -7,7 +7,10 @@
 load helpers
 
 setup() { setup_sbx_env; }
-teardown() { teardown_sbx_env; }
+teardown() {
+	teardown_sbx_env
+	rm -rf "/etc/sbx-rootfs-secret.$$" "/etc/sbx-rootfs-private.$$"
+}
 
 @test "the root is writable: /usr, /etc, /opt; the package database is the image's; nothing reaches the host" {
 	mark="sbx-rootfs-$$-$RANDOM"
@@ -39,6 +42,20 @@ teardown() { teardown_sbx_env; }
 	sbx-create w >/dev/null
 	run sbx-exec -raw w -- ls "/usr/local/bin/$mark"
 	assert_status 2
+}
+
+@test "what only the host's root may read under /etc stays unreadable through the writable root (its lower is the sandbox root's)" {
+	(umask 077 && echo host-only-secret >"/etc/sbx-rootfs-secret.$$")
+	mkdir -m 700 "/etc/sbx-rootfs-private.$$"
+	echo host-only-secret >"/etc/sbx-rootfs-private.$$/f"
+	sbx-create w >/dev/null
+	run sbx-exec -raw w -- cat "/etc/sbx-rootfs-secret.$$" "/etc/sbx-rootfs-private.$$/f"
+	[[ "$output" != *host-only-secret* ]]
+	[ -z "$(sbx-exec -raw w -- ls -A "/etc/sbx-rootfs-private.$$")" ]
+	# the sandbox may still write its own files there
+	run sbx-exec -raw w -- sh -c "echo mine > /etc/sbx-rootfs-private.$$/g && cat /etc/sbx-rootfs-private.$$/g"
+	[ "$output" = mine ]
+	[ ! -e "/etc/sbx-rootfs-private.$$/g" ]
 }
 
 @test "-root-size caps what the root may hold: writing past it is ENOSPC" {

@@ -43,7 +43,9 @@
 /* ==== the host half: the plan ==== */
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -277,6 +279,47 @@ static void push_tmpfs(struct strvec *a, const struct sbx_spec *spec, enum resli
 	push3(a, "--tmpfs", path, NULL);
 }
 
+/* Whether directory path has an entry (so masking it hides something). */
+static int has_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d)) != NULL)
+		found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* A writable root's lower is idmapped to the sandbox's root (lib/local/rootlayer.h), so what
+ * only the host's root may read there would be the sandbox's to read: below dir (a host
+ * directory a layer covers), every file others may not read and that has content is masked
+ * as the secrets are, and every such directory with entries (one walk of /etc: about 1300
+ * entries on a Debian host; /usr is not walked, SECURITY.md says why). Lock files (empty)
+ * stay, for dpkg and apt. */
+static void mask_private(struct strvec *a, const char *dir)
+{
+	char *const paths[] = {(char *)dir, NULL};
+	FTS *f = fts_open(paths, FTS_PHYSICAL | FTS_XDEV | FTS_NOCHDIR, NULL);
+	FTSENT *n;
+
+	while (f && (n = fts_read(f)) != NULL) {
+		mode_t m = n->fts_statp ? n->fts_statp->st_mode : 0;
+		if (n->fts_info == FTS_D && n->fts_level > 0 &&
+		    (m & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH)) {
+			if (has_entries(n->fts_path))
+				push_tmpfs(a, NULL, RESLIMIT_MASK, n->fts_path);
+			fts_set(f, n, FTS_SKIP);
+		} else if (n->fts_info == FTS_F && !(m & S_IROTH) && n->fts_statp->st_size > 0) {
+			push3(a, "--ro-bind", "/dev/null", n->fts_path);
+		}
+	}
+	if (f)
+		fts_close(f);
+}
+
 /* The host's own root, read-only (or /usr and /etc writable through layers), with its
  * secrets masked: the masks go over the layers. */
 static void plan_host_root(struct strvec *a, struct root_layers *l)
@@ -306,6 +349,8 @@ static void plan_host_root(struct strvec *a, struct root_layers *l)
 	for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
 		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
 			push_tmpfs(a, NULL, RESLIMIT_MASK, masked_dirs[i]);
+	if (l->size > 0)
+		mask_private(a, "/etc");
 }
 
 /* Private /proc, /dev, /tmp, /run, /var (an image's own, with a writable root; the host's
@@ -325,8 +370,10 @@ static void plan_mounts(struct strvec *a, const struct sbx_spec *spec,
 		push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
 	if (l->size > 0 && host) {
 		for (size_t i = 0; i < sizeof host_var_dirs / sizeof host_var_dirs[0]; i++)
-			if (lstat(host_var_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
+			if (lstat(host_var_dirs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
 				push_layer(a, l, host_var_dirs[i], host_var_dirs[i]);
+				mask_private(a, host_var_dirs[i]);
+			}
 		push3(a, "--dir", "/var/log/apt", NULL);
 		push_layer(a, l, "-", "/opt");
 	}
