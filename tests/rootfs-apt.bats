@@ -27,13 +27,16 @@ teardown_file() { netns_down; }
 setup() { setup_sbx_env; }
 teardown() { teardown_sbx_env; }
 
+# What a test runs in its sandbox: only the test repository (the image's own sources are the
+# sandbox's to replace), apt-get update, then the install of sbx-hello.
+APT_INSTALL='rm -f /etc/apt/sources.list /etc/apt/sources.list.d/* &&
+	echo "deb [trusted=yes] http://web.sbx.test:8080/debian ./" >/etc/apt/sources.list.d/t.list &&
+	apt-get update -q && apt-get install -y -q sbx-hello'
+
 @test "apt-get install -y works as root inside, through the -allow-host proxy; the host's dpkg never hears of it" {
 	run sbx-create -allow-host web.sbx.test:8080 apt
 	assert_status 0
-	# only the test repository: the image's own sources are the sandbox's to replace
-	run sbx-exec -raw apt -- sh -c 'rm -f /etc/apt/sources.list /etc/apt/sources.list.d/* &&
-		echo "deb [trusted=yes] http://web.sbx.test:8080/debian ./" >/etc/apt/sources.list.d/t.list &&
-		apt-get update -q && apt-get install -y -q sbx-hello'
+	run sbx-exec -raw apt -- sh -c "$APT_INSTALL"
 	assert_status 0
 	run sbx-exec -raw apt -- sh -c 'sbx-hello && dpkg-query -W -f "\${Status}\n" sbx-hello'
 	assert_status 0
@@ -47,4 +50,12 @@ teardown() { teardown_sbx_env; }
 	assert_status 0
 	run sbx-exec -raw apt -- test -e /usr/bin/sbx-hello
 	assert_status 1
+}
+
+@test "apt-get install -y works with -network too (pasta's NAT; names from SBX_RESOLV_CONF's test server)" {
+	run sbx-create -network aptnat
+	assert_status 0
+	run sbx-exec -raw aptnat -- sh -c "$APT_INSTALL && sbx-hello"
+	assert_status 0
+	assert_contains "hello from a package"
 }
