@@ -33,7 +33,7 @@ int rootlayer_write(const char *dir, int64_t size, const char *const *lower, int
 {
 	char path[PATH_MAX], *text;
 	size_t len = 0;
-	int rc;
+	int rc, fd, saved;
 
 	if (n > ROOTLAYER_MAX) {
 		errno = E2BIG;
@@ -51,9 +51,16 @@ int rootlayer_write(const char *dir, int64_t size, const char *const *lower, int
 		}
 		len += (size_t)snprintf(text + len, PLAN_MAX - len, "%s\n", lower[i]);
 	}
+	/* A plain write, no fsync: the file lives only until the supervisor has read it (a
+	 * crash before then leaves a sandbox that never started), and a create waits for none. */
 	snprintf(path, sizeof path, "%s/" ROOTLAYER_FILE, dir);
-	rc = fs_write_atomic(path, text, len, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	rc = fd >= 0 && write(fd, text, len) == (ssize_t)len ? 0 : -1;
+	saved = errno;
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
+		rc = -1, saved = errno;
 	free(text);
+	errno = saved;
 	return rc;
 }
 
