@@ -50,7 +50,7 @@ PROBE := $(if $(wildcard tests/probe.c),$(B)/tests/sbx-probe)
 
 # Libraries the static programs need (their static archives ship in the -dev packages).
 sbx-init_STATIC_LIBS := -lseccomp
-sbx-init_LIBSRC := $(call lib_src,fsutil err cgroup homedisk reslimit local_bwrap idmap child exitcode timeutil xalloc)
+sbx-init_LIBSRC := $(call lib_src,fsutil err cgroup homedisk reslimit local_bwrap idmap rootlayer child exitcode timeutil xalloc)
 # lib/local/local_bwrap.c is built twice: its host half into libsbx, its sandbox half (what
 # sbx-init carries out of the plan) into sbx-init.
 $(patsubst %.c,$(B)/static/%.o,$(call lib_src,local_bwrap)): STATIC_DEFS := -DSBX_INIT

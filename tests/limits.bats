@@ -366,6 +366,19 @@ while True:
 	[ "$output" = usable ]
 }
 
+@test "-cpus 1: nproc and sched_getaffinity see one CPU (python sizes its pool from it); without -cpus, the host's" {
+	host=$(nproc)
+	[ "$host" -ge 2 ]	# (a one-CPU machine could not tell the two apart)
+	sbx-create -cpus 1 one >/dev/null
+	run sbx-exec -raw one -- sh -c 'nproc; /usr/bin/python3 -c "import os; print(len(os.sched_getaffinity(0)))"'
+	assert_status 0
+	[ "$output" = "$(printf '1\n1')" ]
+	sbx-create -cpus 0.5 half >/dev/null
+	[ "$(sbx-exec -raw half -- nproc)" = 1 ]
+	sbx-create all >/dev/null
+	[ "$(sbx-exec -raw all -- nproc)" = "$host" ]
+}
+
 @test "/tmp, /dev/shm and the home fill up under small caps: ENOSPC inside, the host disk holds no more than the cap" {
 	sbx-create -memory 128M -disk 32M demo >/dev/null
 	run sbx-exec -raw demo -- sh -c 'head -c 64M /dev/zero >/tmp/f; ls -l /tmp/f | cut -d" " -f5'

@@ -58,6 +58,25 @@ assert_cache_clean() {
 	[ "$output" = hi ]
 }
 
+@test "an image's /etc, /usr and /var are writable through the sandbox's own layer; the image never changes" {
+	mkimg "$BATS_TEST_TMPDIR/img.tar" <<-EOF
+	{"layers":[$BASE,
+	 {"compress":"gzip","entries":[["dir","usr"],["file","usr/a","a"],["dir","var"],["dir","keep"]]}]}
+	EOF
+	run sbx-create -image "oci-archive:$BATS_TEST_TMPDIR/img.tar" w
+	assert_status 0
+	run sbx-exec -raw w -- sh -c 'echo b >> /usr/a && echo x > /etc/x && busybox mkdir /var/lib &&
+		busybox cat /usr/a /etc/x && busybox stat -c %u /etc/passwd'
+	assert_status 0
+	[ "$output" = "$(printf 'ab\nx\n0')" ]
+	run sbx-exec -raw w -- busybox touch /keep/c
+	assert_status 1
+	assert_contains "Read-only file system"
+	# the image's unpacked files in the cache are as they were
+	[ "$(cat "$(find "$cache" -path '*/rootfs/usr/a')")" = a ]
+	[ -z "$(find "$cache" -path '*/rootfs/etc/x')" ]
+}
+
 @test "the image's Env, WorkingDir and User apply; HOME stays the sandbox's" {
 	mkimg "$BATS_TEST_TMPDIR/layout" <<-EOF
 	{"layers":[$BASE],

@@ -30,6 +30,7 @@
 #include "idmap.h"
 #include "local_bwrap.h"
 #include "reslimit.h"
+#include "rootlayer.h"
 #include "init.h"
 #include "localnet.h"
 
@@ -513,6 +514,17 @@ int init_supervise(const char *dir, const char *nslock, const char *const ids[3]
 		snprintf(path, sizeof path, "%s/bwrap.log", dir);
 		snprintf(pid, sizeof pid, "user namespace: %d\n", errno);
 		fs_write_atomic(path, pid, strlen(pid), 0600);
+		return EXIT_FAIL;
+	}
+	/* Its writable root, if the plan has one (lib/local/rootlayer.h), over the stage. */
+	if (strcmp(uid, "-") != 0 && rootlayer_mount(dir, STAGE_DIR, userns_fd[1],
+						     (uid_t)strtoul(uid, NULL, 10),
+						     (gid_t)strtoul(gid, NULL, 10)) < 0) {
+		char why[160];
+		snprintf(why, sizeof why, "cannot mount the writable root (-readonly-root does "
+			 "without it): %s\n", strerror(errno));
+		snprintf(path, sizeof path, "%s/bwrap.log", dir);
+		fs_write_atomic(path, why, strlen(why), 0600);
 		return EXIT_FAIL;
 	}
 	sigemptyset(&set);

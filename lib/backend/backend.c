@@ -190,6 +190,7 @@ void backend_spec_init(struct sbx_spec *spec)
 	spec->limits.disk = SBX_DEFAULT_DISK;
 	spec->idle = SBX_IDLE_DELETE;
 	spec->paused_ttl = SBX_DEFAULT_PAUSED_TTL_NS;
+	spec->root_size = SBX_DEFAULT_ROOT_SIZE;
 }
 
 int64_t backend_default_memory_of(const struct sbx_backend *b)

@@ -64,6 +64,7 @@ enum sbx_idle {
 #define SBX_DEFAULT_MEMORY (INT64_C(2) << 30)
 #define SBX_DEFAULT_PIDS 1024
 #define SBX_DEFAULT_DISK (INT64_C(10) << 30)
+#define SBX_DEFAULT_ROOT_SIZE (INT64_C(1) << 30)
 
 struct sbx_spec {
 	char name[NAME_MAX_LEN + 1];
@@ -91,6 +92,10 @@ struct sbx_spec {
 	/* kubernetes: -warm-pool: claim a Sandbox of this SandboxWarmPool (a SandboxClaim named
 	 * as the sandbox) instead of making one; "" none */
 	char warm_pool[SBX_OBJECT_NAME_MAX];
+	/* local: the root's writable layer (an overlay over the image, thrown away with the
+	 * sandbox) holds at most root_size bytes; -readonly-root: none, the root read-only. */
+	bool readonly_root;
+	int64_t root_size;
 };
 
 struct sbx_info {
@@ -115,6 +120,10 @@ struct sbx_info {
 	bool ready;
 	bool reused;			/* create found a ready sandbox with this spec */
 	bool pooled;			/* local: create took it from a warm pool (sbx-pool) */
+	/* local: -readonly-root as asked, and the writable root's cap in force (0: the root is
+	 * read-only, as it is asked or for a sandbox without a range of ids) */
+	bool readonly_root;
+	int64_t root_size;
 	/* local: list: why this live sandbox is broken (its spec.json cannot be read), "" when
 	 * it is not; create: why the broken one of this name was replaced, "" when none was. */
 	char broken[SBX_BROKEN_MAX];

@@ -273,6 +273,16 @@ static int apply_paused_ttl(struct sbx_spec *spec, const char *text, struct sbx_
 	return 0;
 }
 
+static int apply_root_size(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_size(text, SPECF_ROOT_MIN, &spec->root_size, e);
+}
+
+static int apply_readonly_root(struct sbx_spec *spec, const char *text, struct sbx_err *e)
+{
+	return parse_bool(text, &spec->readonly_root, e);
+}
+
 #define SPECF_DEF_(a, id, fn, name_, boolean_, env_, syn, at, help) \
 	[SPECF_##id] = {.name = name_, .boolean = boolean_, .env = env_, .apply = apply_##fn},
 static const struct specflag_def defs[SPECF_COUNT] = {SPECFLAGS_ROWS(SPECF_DEF_, ~)};

@@ -80,7 +80,16 @@
 	X(a, WARM_POOL, warm_pool, "warm-pool", false, "SANDBOX_WARM_POOL", "[-warm-pool POOL]", \
 	  next, \
 	  "  -warm-pool POOL       kubernetes: claim a ready Sandbox of this SandboxWarmPool\n" \
-	  "                        (a SandboxClaim) instead of making one; env SANDBOX_WARM_POOL\n")
+	  "                        (a SandboxClaim) instead of making one; env SANDBOX_WARM_POOL\n") \
+	X(a, ROOT_SIZE, root_size, "root-size", false, "SANDBOX_ROOT_SIZE", "[-root-size SIZE]", \
+	  next, \
+	  "  -root-size SIZE       local, as root: most the writable root (/usr, /etc, /var,\n" \
+	  "                        /opt over the image) may hold; env SANDBOX_ROOT_SIZE,\n" \
+	  "                        default 1G\n") \
+	X(a, READONLY_ROOT, readonly_root, "readonly-root", true, "SANDBOX_READONLY_ROOT", \
+	  "[-readonly-root]", same, \
+	  "  -readonly-root        local: the image's root read-only, /var empty (env\n" \
+	  "                        SANDBOX_READONLY_ROOT)\n")
 
 #define SPECF_ID_(a, id, ...) SPECF_##id,
 enum specflag_id { SPECFLAGS_ROWS(SPECF_ID_, ~) SPECF_COUNT };
@@ -123,6 +132,7 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id);
  * (below the minimums) or a quantity that overflows a kernel interface (above the maximums). */
 #define SPECF_MEMORY_MIN (INT64_C(32) << 20)
 #define SPECF_DISK_MIN (INT64_C(16) << 20)
+#define SPECF_ROOT_MIN (INT64_C(16) << 20)
 #define SPECF_SIZE_MAX (INT64_C(1) << 50)
 /* -upstream-ca: a bundle of CA certificates (the system's whole is about 200 KiB). */
 #define SPECF_UPSTREAM_CA_MAX (1 << 20)

@@ -46,6 +46,7 @@ struct local_start {
 	const struct oci_image *img;	/* NULL: no OCI image */
 	int lsock;			/* the exec service's listening socket (stays the caller's) */
 	const struct local_ids *ids;	/* ids->lock goes to the supervisor, which holds it */
+	int64_t root_size;		/* the writable root's cap; 0: the root read-only */
 };
 
 /* 0 when the local backend can run image ("host", a root filesystem directory, an OCI ref). */

@@ -44,10 +44,12 @@
 /* ==== the host half: the plan ==== */
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,7 @@
 #include "localnet.h"
 #include "paths.h"
 #include "reslimit.h"
+#include "rootlayer.h"
 #include "xalloc.h"
 
 /* Where bubblewrap finds what the supervisor staged for a sandbox run as another uid (see
@@ -246,6 +249,53 @@ struct plan_src {
 	const char *home, *init, *tool, *rootfs;
 };
 
+/* The writable root's layers (lib/local/rootlayer.h), as the plan adds them: each a host
+ * directory (or "-": an empty one) whose overlay the supervisor mounts at STAGE/root/I. */
+struct root_layers {
+	int64_t size;			/* the cap; 0: no writable root, the image read-only */
+	char *lower[ROOTLAYER_MAX];
+	int n;
+};
+
+/* What the host image's /var gets of the host's: the package managers' own state only
+ * (the rest of the host's /var — logs, other services' data — stays out). dpkg's and apt's
+ * databases are layers over the host's (lower "-": an empty directory of the sandbox's
+ * instead: apt's archive cache and debconf's answers, which apt and debconf remake; the
+ * fewer layers, the faster a create), each with whether it is walked for what only root
+ * may read (mask_private): dpkg's database is not, its files public by design (dpkg makes
+ * them 0644; only its empty lock files are root's), and it holds thousands of files, a walk
+ * of which took most of what the writable root added to a create. */
+static const struct {
+	const char *dir, *lower;
+	int walk;
+} host_var_dirs[] = {
+	{"/var/lib/dpkg", "/var/lib/dpkg", 0}, {"/var/lib/apt", "/var/lib/apt", 1},
+	{"/var/cache/apt", "-", 0}, {"/var/cache/debconf", "-", 0},
+};
+/* What an image's writable root covers: its top-level directories of these names. */
+static const char *const image_dirs[] = {"usr", "etc", "var", "opt", "srv", "root"};
+
+/* The layer of lower (host path or "-") at dest, bound from its overlay on the stage. */
+static void push_layer(struct strvec *a, struct root_layers *l, const char *lower,
+		       const char *dest)
+{
+	if (l->n >= ROOTLAYER_MAX)
+		return;
+	l->lower[l->n] = xstrdup(lower);
+	strvec_push(a, "--bind");
+	strvec_pushf(a, STAGE "/root/%d", l->n++);
+	strvec_push(a, dest);
+}
+
+/* dir, read-only, or writable through its layer when the plan has a writable root. */
+static void push_root_dir(struct strvec *a, struct root_layers *l, const char *dir)
+{
+	if (l->size > 0)
+		push_layer(a, l, dir, dir);
+	else
+		push3(a, "--ro-bind", dir, dir);
+}
+
 /* What the exec service keeps of the capabilities bubblewrap's user namespace gives (and
  * only there: nothing on the host): CAP_SYS_ADMIN and CAP_SYS_CHROOT to make the commands'
  * namespaces and mount their /proc, CAP_SETPCAP to empty a command's bounding set,
@@ -306,8 +356,76 @@ static void push_tmpfs(struct strvec *a, const struct sbx_spec *spec, enum resli
 	push3(a, "--tmpfs", path, NULL);
 }
 
-/* The host's own root, read-only, with its secrets masked. */
-static void plan_host_root(struct strvec *a)
+/* Whether directory path has an entry (so masking it hides something). */
+static int has_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d)) != NULL)
+		found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Most directory levels mask_private descends: deeper is not walked (a host's /etc is 5). */
+#define MASK_DEPTH 16
+
+/* A writable root's lower is idmapped to the sandbox's root (lib/local/rootlayer.h), so what
+ * only the host's root may read there would be the sandbox's to read: below dir (a host
+ * directory a layer covers), every file others may not read and that has content is masked
+ * as the secrets are, and every such directory with entries. One walk by directory
+ * descriptors (fstatat of each name, no path lookups: a host's /etc, about 1300 entries,
+ * takes about a millisecond); /usr is not walked (SECURITY.md says why). Lock files (empty)
+ * stay, for dpkg and apt. path (PATH_MAX bytes) holds dir's path and is restored. */
+static void mask_walk(struct strvec *a, int dfd, char *path, int depth)
+{
+	size_t len = strlen(path);
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	struct stat st;
+
+	if (d == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    de->d_type == DT_LNK || len + strlen(de->d_name) + 2 > PATH_MAX ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		snprintf(path + len, PATH_MAX - len, "/%s", de->d_name);
+		if (S_ISDIR(st.st_mode) && (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH)) {
+			if (has_entries(path))
+				push_tmpfs(a, NULL, RESLIMIT_MASK, path);
+		} else if (S_ISDIR(st.st_mode) && depth < MASK_DEPTH) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				mask_walk(a, sub, path, depth + 1);
+		} else if (S_ISREG(st.st_mode) && !(st.st_mode & S_IROTH) && st.st_size > 0) {
+			push3(a, "--ro-bind", "/dev/null", path);
+		}
+		path[len] = '\0';
+	}
+	closedir(d);
+}
+
+static void mask_private(struct strvec *a, const char *dir)
+{
+	char path[PATH_MAX];
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	snprintf(path, sizeof path, "%s", dir);
+	if (fd >= 0)
+		mask_walk(a, fd, path, 0);
+}
+
+/* The host's own root, read-only (or /usr and /etc writable through layers), with its
+ * secrets masked: the masks go over the layers. */
+static void plan_host_root(struct strvec *a, struct root_layers *l)
 {
 	char link[PATH_MAX], src[64];
 	struct stat st;
@@ -315,7 +433,7 @@ static void plan_host_root(struct strvec *a)
 	ssize_t n;
 
 	push_tmpfs(a, NULL, RESLIMIT_ROOT, "/");	/* below every other mount: bwrap's has no size */
-	push3(a, "--ro-bind", "/usr", "/usr");
+	push_root_dir(a, l, "/usr");
 	for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
 		snprintf(src, sizeof src, "/%s", host_dirs[i]);
 		if (lstat(src, &st) < 0)
@@ -327,26 +445,42 @@ static void plan_host_root(struct strvec *a)
 			push3(a, "--ro-bind", src, src);
 		}
 	}
-	push3(a, "--ro-bind", "/etc", "/etc");
+	push_root_dir(a, l, "/etc");
 	for (i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
 		if (lstat(masked_files[i], &st) == 0 && S_ISREG(st.st_mode))
 			push3(a, "--ro-bind", "/dev/null", masked_files[i]);
 	for (i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
 		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode))
 			push_tmpfs(a, NULL, RESLIMIT_MASK, masked_dirs[i]);
+	if (l->size > 0)
+		mask_private(a, "/etc");
 }
 
-/* Private /proc, /dev, /tmp, /run, /var; the home; sbx-init and the toolbox read-only. */
+/* Private /proc, /dev, /tmp, /run, /var (an image's own, with a writable root; the host's
+ * with its package managers' state); the home; sbx-init and the toolbox read-only. */
 static void plan_mounts(struct strvec *a, const struct sbx_spec *spec,
-			const struct plan_src *src)
+			const struct plan_src *src, struct root_layers *l, int host)
 {
+	struct stat st;
+
 	push3(a, "--proc", "/proc", NULL);
 	push3(a, "--dev", "/dev", NULL);
 	push_tmpfs(a, spec, RESLIMIT_SHM, "/dev/shm");
 	push3(a, "--remount-ro", "/dev", NULL);	/* bwrap's own /dev tmpfs has no size */
 	push_tmpfs(a, spec, RESLIMIT_TMP, "/tmp");
 	push_tmpfs(a, spec, RESLIMIT_RUN, "/run");
-	push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
+	if (l->size == 0 || host)
+		push_tmpfs(a, spec, RESLIMIT_VAR, "/var");
+	if (l->size > 0 && host) {
+		for (size_t i = 0; i < sizeof host_var_dirs / sizeof host_var_dirs[0]; i++)
+			if (lstat(host_var_dirs[i].dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+				push_layer(a, l, host_var_dirs[i].lower, host_var_dirs[i].dir);
+				if (host_var_dirs[i].walk)
+					mask_private(a, host_var_dirs[i].dir);
+			}
+		push3(a, "--dir", "/var/log/apt", NULL);
+		push_layer(a, l, "-", "/opt");
+	}
 	push3(a, "--dir", "/var/tmp", NULL);
 	push3(a, "--bind", src->home, spec->homedir);
 	push3(a, "--ro-bind", src->init, "/run/sbx/sbx-init");
@@ -419,45 +553,91 @@ static void plan_cgroup(struct strvec *a, const char *dir)
  * src->rootfs; its User becomes the sandbox's ids and its WorkingDir the service's (so
  * commands' default) directory, else the home is. */
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
-		const struct oci_image *img, int prepared, const char *dir, struct buf *feed,
+		const struct oci_image *img, int prepared, int64_t root_size, const char *dir,
+		struct buf *feed, struct sbx_err *e)
 		struct sbx_err *e)
 {
 	struct stat st;
 
+	const char *rootfs = img ? img->rootfs : spec->image[0] == '/' ? spec->image : NULL;
+	struct root_layers l = {.size = prepared ? root_size : 0};
+	int rc = -1;
+
 	plan_namespaces(a, spec, img, prepared);
-	if (img) {
-		push3(a, "--ro-bind", src->rootfs, "/");
-	} else if (spec->image[0] == '/') {
-		if (stat(spec->image, &st) < 0 || !S_ISDIR(st.st_mode))
-			return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
-		push3(a, "--ro-bind", spec->image, "/");
+	if (rootfs && !img && (stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return err_set(e, SBX_EINVAL, "image %s is not a directory", spec->image);
+	if (rootfs) {
+		push3(a, "--ro-bind", img ? src->rootfs : rootfs, "/");
+		for (size_t i = 0; l.size > 0 && i < sizeof image_dirs / sizeof image_dirs[0]; i++) {
+			char *lower = xasprintf("%s/%s", rootfs, image_dirs[i]), *dest;
+			dest = xasprintf("/%s", image_dirs[i]);
+			if (lstat(lower, &st) == 0 && S_ISDIR(st.st_mode))
+				push_layer(a, &l, lower, dest);
+			free(lower);
+			free(dest);
+		}
 	} else {
-		plan_host_root(a);
+		plan_host_root(a, &l);
 		plan_cgroup(a, dir);
 	}
-	plan_mounts(a, spec, src);
+	plan_mounts(a, spec, src, &l, rootfs == NULL);
+	if (l.n > 0 && rootlayer_write(dir, l.size, (const char *const *)l.lower, l.n) < 0) {
+		err_sys(e, errno, "cannot write %s/" ROOTLAYER_FILE, dir);
+		goto out;
+	}
 	/* Commands start in the home, where what they write persists (upstream starts in /),
 	 * unless an image names its own WorkingDir. */
 	push3(a, "--chdir", img && img->workdir[0] ? img->workdir : spec->homedir, NULL);
 	plan_env(a, spec, img);
 	/* The network's helper and what it needs inside (lib/local/localnet.c). */
-	if (localnet_prepare(spec, dir, img ? img->rootfs : spec->image[0] == '/' ? spec->image : "/",
-			     a, feed, e) < 0)
-		return -1;
+	if (localnet_prepare(spec, dir, rootfs ? rootfs : "/", a, feed, e) < 0)
+		goto out;
 	strvec_push(a, "--");
 	strvec_push(a, "/run/sbx/sbx-init");
 	strvec_push(a, "serve");
-	return 0;
+	rc = 0;
+out:
+	for (int i = 0; i < l.n; i++)
+		free(l.lower[i]);
+	return rc;
 }
 
 /* The supervisor's whole environment, and so bubblewrap's: nothing of the caller's (API keys,
  * HOME, XDG_* and the rest) may reach a process that a sandbox could ever see. */
 static char *const supervisor_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
+/* Pins this process (and so everything the sandbox starts) to n of the CPUs it may run on,
+ * n the -cpus quota rounded up, so nproc, sched_getaffinity and the runtimes that size their
+ * pools from them (make -j$(nproc), Go, the JVM, Node) see the quota rather than the host.
+ * Which n: from an offset that differs between sandboxes, so two -cpus 1 sandboxes do not
+ * share one CPU. Advisory (a command may widen its own affinity again; the cgroup's quota is
+ * the limit); where the kernel refuses, nothing changes. */
+static void pin_cpus(int64_t cpus_milli)
+{
+	cpu_set_t have, want;
+	int n = (int)((cpus_milli + 999) / 1000), count, skip, cpu;
+
+	if (cpus_milli <= 0 || sched_getaffinity(0, sizeof have, &have) < 0 ||
+	    (count = CPU_COUNT(&have)) <= n)
+		return;
+	CPU_ZERO(&want);
+	skip = (int)(getpid() % count);
+	for (int i = 0, taken = 0; taken < n && i < 2 * CPU_SETSIZE; i++) {
+		cpu = i % CPU_SETSIZE;
+		if (!CPU_ISSET(cpu, &have) || (skip > 0 && skip--))
+			continue;
+		CPU_SET(cpu, &want);
+		taken = CPU_COUNT(&want);
+	}
+	sched_setaffinity(0, sizeof want, &want);
+}
+
 /* Starts "sbx-init supervise …" detached (double fork, new session) with the listening
- * socket as fd 3, the id's lock (if any) as fd 4 and no other descriptor of ours. Returns 0
- * once the intermediate child is reaped. */
-static int spawn_supervisor(char **argv, int lsock, int idlock, int feed, struct sbx_err *e)
+ * socket as fd 3, the id's lock (if any) as fd 4, the secrets' feed (if any) at
+ * LOCALNET_SECRETS_FD and no other descriptor of ours, pinned to the -cpus quota's CPUs
+ * (cpus_milli; 0: none). Returns 0 once the intermediate child is reaped. */
+static int spawn_supervisor(char **argv, int lsock, int idlock, int feed, int64_t cpus_milli,
+			    struct sbx_err *e)
 {
 	pid_t p = fork(), q;
 	int st;
@@ -485,6 +665,7 @@ static int spawn_supervisor(char **argv, int lsock, int idlock, int feed, struct
 			dup2(fd, 2);
 		}
 		close_range(feed >= 0 ? LOCALNET_SECRETS_FD + 1 : idlock >= 0 ? 5 : 4, ~0U, 0);
+		pin_cpus(cpus_milli);
 		execve(argv[0], argv, supervisor_env);
 		_exit(EXIT_CMD_NOT_FOUND);
 	}
@@ -541,7 +722,7 @@ static int supervisor_argv(struct strvec *sv, const struct local_start *st, cons
 	strvec_push(sv, "--");
 	strvec_push(sv, bwrap);
 	return plan(sv, st->spec, &src, st->img, st->ids->drop || st->ids->sub_uid != 0,
-		    st->paths->dir, feed, e);
+		    st->root_size, st->paths->dir, feed, e);
 }
 
 /* A pipe holding the whole feed (the supervisor reads it at its leisure): its read end. */
@@ -586,7 +767,8 @@ int local_bwrap_start(const struct local_start *st, struct sbx_err *e)
 		goto out;
 	if (feed.len && (pfd[0] = secrets_pipe(&feed, e)) < 0)
 		goto out;
-	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, pfd[0], e);
+	rc = spawn_supervisor(sv.v, st->lsock, st->ids->lock, pfd[0],
+			      st->spec->limits.enforced ? st->spec->limits.cpus_milli : 0, e);
 out:
 	if (pfd[0] >= 0)
 		close(pfd[0]);

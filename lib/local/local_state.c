@@ -146,6 +146,10 @@ int local_read_spec(const char *dir, struct sbx_info *out, struct sbx_err *e)
 	if (json_object_object_get_ex(o, "paused_ttl", &v) &&
 	    duration_parse(json_object_get_string(v), &out->paused_ttl) < 0)
 		out->paused_ttl = 0;
+	if (json_object_object_get_ex(o, "readonly_root", &v))
+		out->readonly_root = json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "root_size", &v))
+		out->root_size = json_object_get_int64(v);
 	out->backend = "local";
 	json_object_put(o);
 	/* What every use of the handle needs: a spec of this sandbox, with its home. */
@@ -199,6 +203,8 @@ int local_write_spec(const char *dir, const struct sbx_info *in, int64_t ttl_ns,
 		in->idle == SBX_IDLE_PAUSE ? "pause" : "delete"));
 	json_object_object_add(o, "paused_ttl", json_object_new_string(
 		duration_format(in->paused_ttl, d, sizeof d)));
+	json_object_object_add(o, "readonly_root", json_object_new_boolean(in->readonly_root));
+	json_object_object_add(o, "root_size", json_object_new_int64(in->root_size));
 	text = gojson_encode(o);
 	json_object_put(o);
 	snprintf(path, sizeof path, "%s/spec.json", dir);
@@ -251,6 +257,7 @@ static void new_info(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 	out->shutdown_ns = out->created_ns + spec->ttl_ns;
 	out->idle = spec->idle;
 	out->paused_ttl = spec->paused_ttl;
+	out->readonly_root = spec->readonly_root;
 	out->backend = "local";
 }
 
@@ -385,6 +392,9 @@ int local_create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 		goto out;
 	new_info(b, spec, out);
 	snprintf(out->notice, sizeof out->notice, "%s", ids.notice);
+	/* A writable root needs a root's sandbox, with its own range of ids (the supervisor
+	 * mounts it as host root: lib/local/rootlayer.h); a user's keeps the read-only root. */
+	out->root_size = spec->readonly_root || !ids.drop || ids.count <= 1 ? 0 : spec->root_size;
 	if (limits_in_force(b, spec, p, &ids, &out->limits, e) < 0)
 		goto out;
 	if (local_write_spec(p->dir, out, spec->ttl_ns, e) < 0)
@@ -393,6 +403,7 @@ int local_create_new(struct sbx_backend *b, const struct sbx_spec *spec, struct 
 		goto out;
 	st.img = img;
 	st.lsock = lsock;
+	st.root_size = out->root_size;
 	if (local_bwrap_start(&st, e) < 0)
 		goto out;
 	close(lsock);
@@ -564,6 +575,10 @@ int local_spec_matches(const struct sbx_info *have, const struct sbx_spec *want,
 	if (strcmp(have->allow_hosts, want->allow_hosts) != 0)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists with -allow-host \"%s\", not \"%s\"",
 			       have->name, have->allow_hosts, want->allow_hosts);
+	if (have->readonly_root != want->readonly_root ||
+	    (have->root_size > 0 && have->root_size != want->root_size))
+		return err_set(e, SBX_EEXIST, "sandbox %s exists with another root (-readonly-root, "
+			       "-root-size)", have->name);
 	/* The values live in its proxy since it was made: other declarations need a new one. */
 	if (strcmp(have->secrets, want->secrets) != 0)
 		return err_set(e, SBX_EEXIST, "sandbox %s exists with other -secret declarations "
