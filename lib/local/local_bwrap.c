@@ -555,7 +555,6 @@ static void plan_cgroup(struct strvec *a, const char *dir)
 static int plan(struct strvec *a, const struct sbx_spec *spec, const struct plan_src *src,
 		const struct oci_image *img, int prepared, int64_t root_size, const char *dir,
 		struct buf *feed, struct sbx_err *e)
-		struct sbx_err *e)
 {
 	struct stat st;
 
