@@ -179,6 +179,8 @@ except OSError as e:
 	[ "$output" = "hello from web" ]	# ALL_PROXY: socks5h
 	run sbx-exec -raw prox -- python3 -c 'import urllib.request; print(urllib.request.urlopen("http://web.sbx.test:8080/hello.txt", timeout=10).read().decode().strip())'
 	[ "$output" = "hello from web" ]
+	run sbx-exec -raw prox -- printenv NODE_USE_ENV_PROXY	# what tells newer Node's fetch
+	[ "$output" = 1 ]
 	run sbx-list
 	assert_json '.network.allow_hosts == ["web.sbx.test","*.other.example"]'
 }

@@ -373,6 +373,11 @@ static int prepare_proxy(const struct sbx_spec *spec, const char *dir, const cha
 	strvec_push(bw, "--setenv");
 	strvec_push(bw, "no_proxy");
 	strvec_push(bw, "localhost,127.0.0.1,::1");
+	/* Node's built-in fetch uses the variables above only where it is told to (newer
+	 * releases read this; Node 20 does not, a proxy agent does there). */
+	strvec_push(bw, "--setenv");
+	strvec_push(bw, "NODE_USE_ENV_PROXY");
+	strvec_push(bw, "1");
 	if (!spec->secrets[0])
 		return 0;
 	if (prepare_secrets(spec, bw, feed, e) < 0)
