@@ -5,6 +5,7 @@
 
 load helpers
 load agent
+load subids
 
 setup() { setup_sbx_env; }
 teardown() {
@@ -73,35 +74,6 @@ user_cgroups() {
 	dp="$(hier pids)$(mine pids | sed 's#^/$##')/$tag"
 	mkdir "$dm" "$dp"
 	chown 65534:65534 "$dm" "$dm/cgroup.procs" "$dm/tasks" "$dp" "$dp/cgroup.procs" "$dp/tasks"
-}
-# user_ns: $uns/mnt, a mount namespace of this test's (made once) where the user's commands run
-# (as_user).
-user_ns() {
-	[ -z "${uns-}" ] || return 0
-	uns=$(mktemp -d /tmp/sbx-limits-ns.XXXXXX)
-	mount -t tmpfs -o size=64k,mode=700 sbx-test-ns "$uns"
-	mount --make-private "$uns"
-	touch "$uns/mnt"
-	unshare --mount="$uns/mnt" --propagation private true
-}
-# user_subids COUNT: in the user's mount namespace (only: other tests running meanwhile never
-# see it), /etc/subuid and /etc/subgid give the user COUNT subordinate ids from SUBIDS.
-SUBIDS=1610612736
-user_subids() {
-	user_ns
-	echo "nobody:$SUBIDS:$1" >"$uns/subids"
-	nsenter --mount="$uns/mnt" sh -c 'mount --bind "$1" /etc/subuid && mount --bind "$1" /etc/subgid' _ "$uns/subids"
-}
-# user_map NAME: the uid map of the user's sandbox NAME as the host sees it, on one line
-# (read from a process of it: a descendant of its supervisor in a user namespace).
-user_map() {
-	local p sup m
-	sup=$(cat "$ud/state/sbx/default/$1/supervisor.pid")
-	for p in $(pgrep -P "$sup") $(pgrep -P "$(pgrep -d, -P "$sup")"); do
-		m=$(awk '{ printf "%s %s %s ", $1, $2, $3 }' "/proc/$p/uid_map")
-		[ "$m" = "0 0 4294967295 " ] || { echo "$m"; return 0; }
-	done
-	return 1
 }
 # user_fuse MODE [fuse2fs]: $uns/mnt, a mount namespace of this test's where /dev/fuse has
 # MODE: 0666 is what udev makes it on distributions (these build machines have 0600); with
@@ -174,10 +146,7 @@ user_cleanup() {
 	[ -n "${ud-}" ] || return 0
 	for n in $(as_user sbx-list 2>/dev/null | jq -r .name); do as_user sbx-delete "$n" >/dev/null 2>&1; done
 	pkill -u 65534 -f "^[^ ]*fuse2fs $ud/" || true
-	if [ -n "${uns-}" ]; then
-		umount "$uns/mnt" && umount "$uns" && rmdir "$uns"
-		uns=
-	fi
+	user_ns_remove
 	for c in ${dm-} ${dp-}; do wait_until rmdir "$c"; done
 	rm -rf "$ud"
 }
