@@ -3,9 +3,12 @@
 # symlink ~/l -> HOSTDIR (renameat2 RENAME_EXCHANGE) while the host walks the home: snapshot,
 # restore, the clearing of a failed restore, sbx-cp out and in. Never a host byte in a backup
 # or in what is copied out, never a host file changed. As root, and as an unprivileged user
-# (65534) whose own secret (mode 0600) is the canary. SECURITY.md maps the defence here.
+# (65534) whose own secret (mode 0600) is the canary: without subordinate ids, and with a
+# range of them (the sandbox then maps 65536 ids and the host walks the home as root of a user
+# namespace mapping that range). SECURITY.md maps the defence here.
 
 load helpers
+load subids
 bats_require_minimum_version 1.5.0
 
 # Rounds of each operation against the running swap (the walk lost it within ten before).
@@ -20,6 +23,7 @@ teardown() {
 	local n
 	if [ -n "$ud" ]; then
 		for n in $(runas sbx-list 2>/dev/null | jq -r .name); do runas sbx-delete "$n" >/dev/null 2>&1; done
+		user_ns_remove
 		rm -rf "$ud"
 	fi
 	teardown_sbx_env
@@ -32,12 +36,14 @@ runas() { "${RUNAS[@]}" "$@"; }
 # host_state: HOSTDIR's names, modes and contents, to compare before and after.
 host_state() { (cd "$HOSTDIR" && find . -printf '%p %m %s\n' | LC_ALL=C sort && cat canary); }
 
-# swap_setup root|user: HOSTDIR with its canary (world-readable and -writable as root; the
-# user's own 0600 file in a 0700 directory as the user), sandbox demo with ~/d/canary and
-# ~/d/sub/f of its own, and sbx-probe in its /tmp. CANARY is the host file's text.
+# swap_setup root|user|subids: HOSTDIR with its canary (world-readable and -writable as root;
+# the user's own 0600 file in a 0700 directory as the user), sandbox demo with ~/d/canary and
+# ~/d/sub/f of its own, and sbx-probe in its /tmp. CANARY is the host file's text. With subids,
+# the user has 65536 subordinate ids (in a mount namespace of the test's, tests/subids.bash)
+# and demo's uid map is checked to hold them.
 swap_setup() {
 	CANARY="host-canary-$$-$RANDOM$RANDOM"
-	if [ "$1" = user ]; then
+	if [ "$1" = user ] || [ "$1" = subids ]; then
 		[ "$(id -u)" = 0 ] || skip "needs root to become another user"
 		ud=$(mktemp -d /tmp/sbx-swap-user.XXXXXX)
 		chmod 755 "$ud"
@@ -49,7 +55,16 @@ swap_setup() {
 		chown -R 65534:65534 "$ud"
 		RUNAS=(setpriv --reuid 65534 --regid 65534 --clear-groups
 		       env -i PATH="$PATH" HOME="$ud" XDG_STATE_HOME="$ud/state")
+		if [ "$1" = subids ]; then
+			user_subids 65536
+			RUNAS=(nsenter --mount="$uns/mnt" "${RUNAS[@]}")
+		fi
 		runas sbx-create -limits none -ttl 2h demo >/dev/null
+		if [ "$1" = subids ]; then
+			[ "$(user_map demo)" = "0 65534 1 1 $((SUBIDS + 1)) 65535 " ]
+		else
+			[ "$(user_map demo)" = "0 65534 1 " ]
+		fi
 	else
 		HOSTDIR=$(mktemp -d /tmp/sbx-swap-host.XXXXXX)
 		printf '%s\n' "$CANARY" >"$HOSTDIR/canary"
@@ -198,6 +213,27 @@ copies_in() {
 
 @test "user: sbx-cp out under the swap race never copies the user's file, sbx-cp in never writes it" {
 	swap_setup user
+	copies_out
+	copies_in
+}
+
+@test "subids: snapshots under the swap race never hold the user's own 0600 file" {
+	swap_setup subids
+	snapshots
+}
+
+@test "subids: restores under the swap race never write the user's files" {
+	swap_setup subids
+	restores
+}
+
+@test "subids: the clearing of a failed restore under the swap race never removes the user's files" {
+	swap_setup subids
+	clears
+}
+
+@test "subids: sbx-cp out under the swap race never copies the user's file, sbx-cp in never writes it" {
+	swap_setup subids
 	copies_out
 	copies_in
 }
