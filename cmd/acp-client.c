@@ -280,40 +280,11 @@ static void start_canceller(void)
 		pthread_detach(t);
 }
 
-/* The interactive chat: a line a prompt, /mode, /exit; the exit status. */
-static int chat_loop(void)
+/* The chat's notes (a refused prompt or mode) on standard error. */
+static void note(void *arg, const char *text)
 {
-	struct sbx_err e;
-	int status = EXIT_OK;
-	char *line;
-
-	for (;;) {
-		if (isatty(0)) {
-			fputs("\n> ", stdout);
-			fflush(stdout);
-		}
-		if ((line = read_line(NULL)) == NULL)
-			break;
-		if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
-			free(line);
-			break;
-		}
-		if (strncmp(line, "/mode ", 6) == 0) {
-			if (acpclient_set_mode(client, line + 6, &e) < 0)
-				cli_msg("mode not changed: %s", e.msg);
-			free(line);
-			continue;
-		}
-		if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
-			cli_msg("prompt failed: %s", e.msg);
-			if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
-				status = EXIT_FAIL;
-		}
-		free(line);
-		if (status != EXIT_OK)
-			break;
-	}
-	return status;
+	(void)arg;
+	cli_msg("%s", text);
 }
 
 int main(int argc, char **argv)
@@ -378,7 +349,7 @@ int main(int argc, char **argv)
 			status = EXIT_FAIL;
 		}
 	} else {
-		status = chat_loop();
+		status = acpclient_chat(client, isatty(0), note, NULL) < 0 ? EXIT_FAIL : EXIT_OK;
 	}
 	ended = acpclient_input_ended(client);
 	acpclient_close(client);

@@ -569,6 +569,50 @@ void acpclient_cancel(struct acpclient *c)
 	json_object_put(params);
 }
 
+/* note's "<what>: <why>". */
+static void chat_note(void (*note)(void *, const char *), void *arg, const char *what,
+		      const char *why)
+{
+	char *t = xasprintf("%s: %s", what, why);
+
+	note(arg, t);
+	free(t);
+}
+
+int acpclient_chat(struct acpclient *c, bool show_prompt,
+		   void (*note)(void *arg, const char *text), void *arg)
+{
+	struct sbx_err e;
+	int rc = 0;
+	char *line;
+
+	for (;;) {
+		if (show_prompt)
+			c->cfg.emit(c->cfg.arg, "\n> ");
+		if ((line = c->cfg.read_line(c->cfg.arg)) == NULL)
+			break;
+		if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
+			free(line);
+			break;
+		}
+		if (strncmp(line, "/mode ", 6) == 0) {
+			if (acpclient_set_mode(c, line + 6, &e) < 0)
+				chat_note(note, arg, "mode not changed", e.msg);
+			free(line);
+			continue;
+		}
+		if (line[0] != '\0' && acpclient_prompt(c, line, &e) < 0) {
+			chat_note(note, arg, "prompt failed", e.msg);
+			if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
+				rc = -1;
+		}
+		free(line);
+		if (rc < 0)
+			break;
+	}
+	return rc;
+}
+
 void acpclient_close(struct acpclient *c)
 {
 	if (c == NULL)

@@ -55,6 +55,12 @@ bool acpclient_input_ended(const struct acpclient *c);
 int acpclient_prompt(struct acpclient *c, const char *text, struct sbx_err *e);
 /* session/set_mode on the session (the agent reports the change as current_mode_update). */
 int acpclient_set_mode(struct acpclient *c, const char *mode, struct sbx_err *e);
+/* The interactive chat: reads lines through read_line (showing "\n> " through emit first when
+ * show_prompt), each one a prompt, "/mode ID" a mode switch, "/exit" or "/quit" the end. A
+ * refused mode or prompt is told through note ("mode not changed: …", "prompt failed: …") and
+ * the chat goes on, unless the link is gone: then -1. 0 at the end of input or /exit. */
+int acpclient_chat(struct acpclient *c, bool show_prompt,
+		   void (*note)(void *arg, const char *text), void *arg);
 /* Sends session/cancel for the running prompt (any thread). */
 void acpclient_cancel(struct acpclient *c);
 /* Closes the connection and frees everything. */
