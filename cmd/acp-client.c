@@ -59,9 +59,6 @@ static const char usage[] =
 #define AGENT_EXIT_WAIT_MS 20000
 /* When setup failed: how long the agent may take to finish dying (its last words in the log). */
 #define AGENT_DIED_WAIT_MS 2000
-/* What is shown of the agent's log when it went away: its last lines, from its last bytes. */
-#define AGENT_LOG_TAIL_LINES 10
-#define AGENT_LOG_TAIL_BYTES 8192
 
 static struct acpclient *client;
 
@@ -182,31 +179,18 @@ static int open_agent_log(const char *file, char **shown)
 	return fd;
 }
 
-/* The last lines of the agent's log that this run wrote (from offset from on), each as
- * "agent: <line>", control characters shown as '?': why the agent it started went away. */
+/* The chat's notes (a refused prompt or mode) and the agent's last log lines on standard error. */
+static void note(void *arg, const char *text)
+{
+	(void)arg;
+	cli_msg("%s", text);
+}
+
+/* The last lines of the agent's log that this run wrote: why the agent it started went away
+ * (cli_msg shows each line as lib/termtext does: no control reaches the screen). */
 static void show_agent_log(const char *path, long long from)
 {
-	size_t len, i, start = 0;
-	int lines = 0;
-	char *text = fs_read_tail(path, from, AGENT_LOG_TAIL_BYTES, &len), *p, *nl;
-
-	if (text == NULL)
-		return;
-	while (len > 0 && text[len - 1] == '\n')
-		text[--len] = '\0';
-	for (i = len; i-- > 0;)
-		if (text[i] == '\n' && ++lines == AGENT_LOG_TAIL_LINES) {
-			start = i + 1;
-			break;
-		}
-	/* cli_msg shows each line as lib/termtext does: no control reaches the screen. */
-	if (start < len)
-		cli_msg("the agent's last messages (%s):", path);
-	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {
-		nl = strchr(p, '\n');
-		cli_msg("agent: %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
-	}
-	free(text);
+	acpclient_log_tail(path, from, note, NULL);
 }
 
 /* Spawns the agent command (split at white space), its standard error to log_fd. */
@@ -278,13 +262,6 @@ static void start_canceller(void)
 					      CANCEL_ONCE | CANCEL_RESTART, &e)) >= 0 &&
 	    pthread_create(&t, NULL, canceller, NULL) == 0)
 		pthread_detach(t);
-}
-
-/* The chat's notes (a refused prompt or mode) on standard error. */
-static void note(void *arg, const char *text)
-{
-	(void)arg;
-	cli_msg("%s", text);
 }
 
 int main(int argc, char **argv)

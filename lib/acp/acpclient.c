@@ -13,6 +13,7 @@
 
 #include "acpclient.h"
 #include "acpview.h"
+#include "fsutil.h"
 #include "gojson.h"
 #include "jsonfield.h"
 #include "termtext.h"
@@ -611,6 +612,36 @@ int acpclient_chat(struct acpclient *c, bool show_prompt,
 			break;
 	}
 	return rc;
+}
+
+void acpclient_log_tail(const char *path, long long from,
+			void (*say)(void *arg, const char *text), void *arg)
+{
+	size_t len, i, start = 0;
+	int lines = 0;
+	char *text = fs_read_tail(path, from, ACPCLIENT_LOG_TAIL_BYTES, &len), *p, *nl, *t;
+
+	if (text == NULL)
+		return;
+	while (len > 0 && text[len - 1] == '\n')
+		text[--len] = '\0';
+	for (i = len; i-- > 0;)
+		if (text[i] == '\n' && ++lines == ACPCLIENT_LOG_TAIL_LINES) {
+			start = i + 1;
+			break;
+		}
+	if (start < len) {
+		t = xasprintf("the agent's last messages (%s):", path);
+		say(arg, t);
+		free(t);
+	}
+	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		t = xasprintf("agent: %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+		say(arg, t);
+		free(t);
+	}
+	free(text);
 }
 
 void acpclient_close(struct acpclient *c)

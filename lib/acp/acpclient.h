@@ -61,6 +61,13 @@ int acpclient_set_mode(struct acpclient *c, const char *mode, struct sbx_err *e)
  * the chat goes on, unless the link is gone: then -1. 0 at the end of input or /exit. */
 int acpclient_chat(struct acpclient *c, bool show_prompt,
 		   void (*note)(void *arg, const char *text), void *arg);
+/* What a spawned agent's log (path) shows of why the agent went away: its last lines that this
+ * run wrote (from offset from on), told through say as "the agent's last messages (<path>):"
+ * then one "agent: <line>" each. Nothing when there are none. */
+#define ACPCLIENT_LOG_TAIL_LINES 10
+#define ACPCLIENT_LOG_TAIL_BYTES 8192
+void acpclient_log_tail(const char *path, long long from,
+			void (*say)(void *arg, const char *text), void *arg);
 /* Sends session/cancel for the running prompt (any thread). */
 void acpclient_cancel(struct acpclient *c);
 /* Closes the connection and frees everything. */
