@@ -49,8 +49,6 @@ static const char usage[] =
 	"  -debug             show every JSON-RPC line on standard error\n"
 	"  -h                 show this help\n";
 
-/* Whitespace-separated words of -cmd. */
-#define CMD_ARGS_MAX 64
 /* How long a connection attempt may take. */
 #define DIAL_TIMEOUT_MS 10000
 
@@ -196,21 +194,16 @@ static void show_agent_log(const char *path, long long from)
 /* Spawns the agent command (split at white space), its standard error to log_fd. */
 static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 {
-	char *words = xstrdup(cmd), *argv[CMD_ARGS_MAX + 1], *save = NULL, *w;
 	struct sbx_err e;
 	struct peer *p;
-	int n = 0, errnum;
+	int errnum;
 
-	for (w = strtok_r(words, " \t\n", &save); w && n < CMD_ARGS_MAX;
-	     w = strtok_r(NULL, " \t\n", &save))
-		argv[n++] = w;
-	argv[n] = NULL;
-	if (n == 0)
-		cli_usage_error(usage, "-cmd is empty");
-	if ((p = peer_spawn(argv, cwd, log_fd, &agent_pid, &errnum, &e)) == NULL)
+	if ((p = acpclient_spawn(cmd, cwd, log_fd, &agent_pid, &errnum, &e)) == NULL &&
+	    e.code == SBX_EINVAL && errnum == 0)
+		cli_usage_error(usage, e.msg);
+	if (p == NULL)
 		cli_die(errnum == ENOENT ? EXIT_CMD_NOT_FOUND : errnum ? EXIT_CANNOT_EXEC : EXIT_FAIL,
 			"%s", e.msg);
-	free(words);
 	return p;
 }
 

@@ -614,6 +614,26 @@ int acpclient_chat(struct acpclient *c, bool show_prompt,
 	return rc;
 }
 
+struct peer *acpclient_spawn(const char *cmd, const char *cwd, int log_fd, pid_t *pid,
+			     int *errnum, struct sbx_err *e)
+{
+	char *words = xstrdup(cmd), *argv[ACPCLIENT_CMD_ARGS + 1], *save = NULL, *w;
+	struct peer *p = NULL;
+	int n = 0;
+
+	*errnum = 0;
+	for (w = strtok_r(words, " \t\n", &save); w && n < ACPCLIENT_CMD_ARGS;
+	     w = strtok_r(NULL, " \t\n", &save))
+		argv[n++] = w;
+	argv[n] = NULL;
+	if (n == 0)
+		err_set(e, SBX_EINVAL, "-cmd is empty");
+	else
+		p = peer_spawn(argv, cwd, log_fd, pid, errnum, e);
+	free(words);
+	return p;
+}
+
 void acpclient_log_tail(const char *path, long long from,
 			void (*say)(void *arg, const char *text), void *arg)
 {
