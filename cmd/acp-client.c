@@ -49,8 +49,6 @@ static const char usage[] =
 	"  -debug             show every JSON-RPC line on standard error\n"
 	"  -h                 show this help\n";
 
-/* Whitespace-separated words of -cmd. */
-#define CMD_ARGS_MAX 64
 /* How long a connection attempt may take. */
 #define DIAL_TIMEOUT_MS 10000
 
@@ -59,9 +57,6 @@ static const char usage[] =
 #define AGENT_EXIT_WAIT_MS 20000
 /* When setup failed: how long the agent may take to finish dying (its last words in the log). */
 #define AGENT_DIED_WAIT_MS 2000
-/* What is shown of the agent's log when it went away: its last lines, from its last bytes. */
-#define AGENT_LOG_TAIL_LINES 10
-#define AGENT_LOG_TAIL_BYTES 8192
 
 static struct acpclient *client;
 
@@ -182,51 +177,33 @@ static int open_agent_log(const char *file, char **shown)
 	return fd;
 }
 
-/* The last lines of the agent's log that this run wrote (from offset from on), each as
- * "agent: <line>", control characters shown as '?': why the agent it started went away. */
+/* The chat's notes (a refused prompt or mode) and the agent's last log lines on standard error. */
+static void note(void *arg, const char *text)
+{
+	(void)arg;
+	cli_msg("%s", text);
+}
+
+/* The last lines of the agent's log that this run wrote: why the agent it started went away
+ * (cli_msg shows each line as lib/termtext does: no control reaches the screen). */
 static void show_agent_log(const char *path, long long from)
 {
-	size_t len, i, start = 0;
-	int lines = 0;
-	char *text = fs_read_tail(path, from, AGENT_LOG_TAIL_BYTES, &len), *p, *nl;
-
-	if (text == NULL)
-		return;
-	while (len > 0 && text[len - 1] == '\n')
-		text[--len] = '\0';
-	for (i = len; i-- > 0;)
-		if (text[i] == '\n' && ++lines == AGENT_LOG_TAIL_LINES) {
-			start = i + 1;
-			break;
-		}
-	/* cli_msg shows each line as lib/termtext does: no control reaches the screen. */
-	if (start < len)
-		cli_msg("the agent's last messages (%s):", path);
-	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {
-		nl = strchr(p, '\n');
-		cli_msg("agent: %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
-	}
-	free(text);
+	acpclient_log_tail(path, from, note, NULL);
 }
 
 /* Spawns the agent command (split at white space), its standard error to log_fd. */
 static struct peer *spawn_agent(const char *cmd, const char *cwd, int log_fd)
 {
-	char *words = xstrdup(cmd), *argv[CMD_ARGS_MAX + 1], *save = NULL, *w;
 	struct sbx_err e;
 	struct peer *p;
-	int n = 0, errnum;
+	int errnum;
 
-	for (w = strtok_r(words, " \t\n", &save); w && n < CMD_ARGS_MAX;
-	     w = strtok_r(NULL, " \t\n", &save))
-		argv[n++] = w;
-	argv[n] = NULL;
-	if (n == 0)
-		cli_usage_error(usage, "-cmd is empty");
-	if ((p = peer_spawn(argv, cwd, log_fd, &agent_pid, &errnum, &e)) == NULL)
+	if ((p = acpclient_spawn(cmd, cwd, log_fd, &agent_pid, &errnum, &e)) == NULL &&
+	    e.code == SBX_EINVAL && errnum == 0)
+		cli_usage_error(usage, e.msg);
+	if (p == NULL)
 		cli_die(errnum == ENOENT ? EXIT_CMD_NOT_FOUND : errnum ? EXIT_CANNOT_EXEC : EXIT_FAIL,
 			"%s", e.msg);
-	free(words);
 	return p;
 }
 
@@ -278,42 +255,6 @@ static void start_canceller(void)
 					      CANCEL_ONCE | CANCEL_RESTART, &e)) >= 0 &&
 	    pthread_create(&t, NULL, canceller, NULL) == 0)
 		pthread_detach(t);
-}
-
-/* The interactive chat: a line a prompt, /mode, /exit; the exit status. */
-static int chat_loop(void)
-{
-	struct sbx_err e;
-	int status = EXIT_OK;
-	char *line;
-
-	for (;;) {
-		if (isatty(0)) {
-			fputs("\n> ", stdout);
-			fflush(stdout);
-		}
-		if ((line = read_line(NULL)) == NULL)
-			break;
-		if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
-			free(line);
-			break;
-		}
-		if (strncmp(line, "/mode ", 6) == 0) {
-			if (acpclient_set_mode(client, line + 6, &e) < 0)
-				cli_msg("mode not changed: %s", e.msg);
-			free(line);
-			continue;
-		}
-		if (line[0] != '\0' && acpclient_prompt(client, line, &e) < 0) {
-			cli_msg("prompt failed: %s", e.msg);
-			if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
-				status = EXIT_FAIL;
-		}
-		free(line);
-		if (status != EXIT_OK)
-			break;
-	}
-	return status;
 }
 
 int main(int argc, char **argv)
@@ -378,7 +319,7 @@ int main(int argc, char **argv)
 			status = EXIT_FAIL;
 		}
 	} else {
-		status = chat_loop();
+		status = acpclient_chat(client, isatty(0), note, NULL) < 0 ? EXIT_FAIL : EXIT_OK;
 	}
 	ended = acpclient_input_ended(client);
 	acpclient_close(client);

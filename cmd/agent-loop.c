@@ -14,6 +14,7 @@
 #include "chatview.h"
 #include "flag.h"
 #include "porttool.h"
+#include "sessions.h"
 #include "specflags.h"
 #include "termtext.h"
 #include "ticker.h"
@@ -271,7 +272,7 @@ static int chat(struct agent_session *s)
 
 int main(int argc, char **argv)
 {
-	const char *session = getenv("SESSION_NAME"), *backend, *image, *toolset = NULL, *why;
+	const char *session = sessions_env_name("default"), *backend, *image, *toolset = NULL, *why;
 	const char *budget = NULL;
 	long long budget_bytes;
 	int64_t tool_timeout = AGENT_DEFAULT_TOOL_TIMEOUT_NS, ttl = 0;
@@ -296,8 +297,6 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, NULL},
 	};
 
-	if (session == NULL || *session == '\0')
-		session = "default";
 	on_tty = isatty(STDERR_FILENO);
 	(void)cli_parse(&(const struct cli){.usage = usage, .flags = flags, .sandbox = &sb,
 					    .max = 0}, argc, argv);

@@ -8,6 +8,7 @@
 #include "cancel.h"
 #include "copy.h"
 #include "flag.h"
+#include "snapshot.h"
 #include "cli.h"
 
 static const char usage[] =
@@ -26,23 +27,14 @@ static const char usage[] =
 	"  -max-size N     refuse what expands beyond N bytes on the way out (default 8G)\n"
 	"  -h              show this help\n";
 
-/* The warning naming the links left out names at most this many (the JSON lists them all). */
-#define LINKS_WARNED 5
-
 static void warn_links(const struct copy_result *r)
 {
-	char list[1024] = "";
+	char *w = snapshot_links_warning(r->links_out, r->nlinks_out,
+					 "leading out of what was copied");
 
-	if (r->nlinks_out == 0)
-		return;
-	for (size_t k = 0; k < r->nlinks_out && k < LINKS_WARNED; k++)
-		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
-			 r->links_out[k]);
-	if (r->nlinks_out > LINKS_WARNED)
-		snprintf(list + strlen(list), sizeof list - strlen(list), " and %zu more",
-			 r->nlinks_out - LINKS_WARNED);
-	cli_warn("left out %zu symlink%s leading out of what was copied: %s", r->nlinks_out,
-		 r->nlinks_out == 1 ? "" : "s", list);
+	if (w != NULL)
+		cli_warn("%s", w);
+	free(w);
 }
 
 static int print_result(const char *from, const char *name, const struct copy_result *r,

@@ -19,6 +19,7 @@
 #include "net.h"
 #include "paths.h"
 #include "randhex.h"
+#include "sessions.h"
 #include "specflags.h"
 #include "xalloc.h"
 #include "warmpool.h"
@@ -170,7 +171,7 @@ static int serve_stdio(struct mcp_server *srv, const struct mcp_server_config *c
 
 int main(int argc, char **argv)
 {
-	const char *listen_addr = NULL, *token_file = NULL, *session = getenv("SESSION_NAME");
+	const char *listen_addr = NULL, *token_file = NULL, *session = sessions_env_name(NULL);
 	const char *why;
 	int64_t snap = MCP_DEFAULT_SNAPSHOT_DELAY_NS;
 	bool verbose = false;

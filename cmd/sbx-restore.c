@@ -1,6 +1,4 @@
 /* sbx-restore — restore the newest good backup of a session into its sandbox. */
-/* The warning about symlinks left out names at most this many (the JSON lists them all). */
-#define LINKS_WARNED 5
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +40,7 @@ int main(int argc, char **argv)
 	struct snapshot_restore_result r;
 	struct sbx_backend *b;
 	struct json_object *j;
+	char *links;
 	struct sbx_err e;
 	int i, rc;
 	struct flag flags[] = {
@@ -80,17 +79,10 @@ int main(int argc, char **argv)
 		cli_die(128 + cancel_signal(), "restore into sandbox %s interrupted", argv[i]);
 	if (rc < 0)
 		cli_die(cli_status(e.code), "unable to restore sandbox %s: %s", argv[i], e.msg);
-	if (r.nlinks_out > 0) {
-		char list[1024] = "";
-		for (size_t k = 0; k < r.nlinks_out && k < LINKS_WARNED; k++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
-				 r.links_out[k]);
-		if (r.nlinks_out > LINKS_WARNED)
-			snprintf(list + strlen(list), sizeof list - strlen(list), " and %zu more",
-				 r.nlinks_out - LINKS_WARNED);
-		cli_warn("left out %zu symlink%s pointing outside the home: %s", r.nlinks_out,
-			 r.nlinks_out == 1 ? "" : "s", list);
-	}
+	links = snapshot_links_warning(r.links_out, r.nlinks_out, "pointing outside the home");
+	if (links != NULL)
+		cli_warn("%s", links);
+	free(links);
 	j = snapshot_restore_json(&r);
 	rc = cli_print_json(j) < 0 ? EXIT_FAIL : EXIT_OK;
 	json_object_put(j);

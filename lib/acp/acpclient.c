@@ -13,6 +13,7 @@
 
 #include "acpclient.h"
 #include "acpview.h"
+#include "fsutil.h"
 #include "gojson.h"
 #include "jsonfield.h"
 #include "termtext.h"
@@ -567,6 +568,100 @@ void acpclient_cancel(struct acpclient *c)
 	json_object_object_add(params, "sessionId", json_object_new_string(c->session ?: ""));
 	peer_send(c->p, jsonrpc_notification_line("session/cancel", params));
 	json_object_put(params);
+}
+
+/* note's "<what>: <why>". */
+static void chat_note(void (*note)(void *, const char *), void *arg, const char *what,
+		      const char *why)
+{
+	char *t = xasprintf("%s: %s", what, why);
+
+	note(arg, t);
+	free(t);
+}
+
+int acpclient_chat(struct acpclient *c, bool show_prompt,
+		   void (*note)(void *arg, const char *text), void *arg)
+{
+	struct sbx_err e;
+	int rc = 0;
+	char *line;
+
+	for (;;) {
+		if (show_prompt)
+			c->cfg.emit(c->cfg.arg, "\n> ");
+		if ((line = c->cfg.read_line(c->cfg.arg)) == NULL)
+			break;
+		if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) {
+			free(line);
+			break;
+		}
+		if (strncmp(line, "/mode ", 6) == 0) {
+			if (acpclient_set_mode(c, line + 6, &e) < 0)
+				chat_note(note, arg, "mode not changed", e.msg);
+			free(line);
+			continue;
+		}
+		if (line[0] != '\0' && acpclient_prompt(c, line, &e) < 0) {
+			chat_note(note, arg, "prompt failed", e.msg);
+			if (e.code != SBX_EINVAL)	/* not just a refusal: the link is gone */
+				rc = -1;
+		}
+		free(line);
+		if (rc < 0)
+			break;
+	}
+	return rc;
+}
+
+struct peer *acpclient_spawn(const char *cmd, const char *cwd, int log_fd, pid_t *pid,
+			     int *errnum, struct sbx_err *e)
+{
+	char *words = xstrdup(cmd), *argv[ACPCLIENT_CMD_ARGS + 1], *save = NULL, *w;
+	struct peer *p = NULL;
+	int n = 0;
+
+	*errnum = 0;
+	for (w = strtok_r(words, " \t\n", &save); w && n < ACPCLIENT_CMD_ARGS;
+	     w = strtok_r(NULL, " \t\n", &save))
+		argv[n++] = w;
+	argv[n] = NULL;
+	if (n == 0)
+		err_set(e, SBX_EINVAL, "-cmd is empty");
+	else
+		p = peer_spawn(argv, cwd, log_fd, pid, errnum, e);
+	free(words);
+	return p;
+}
+
+void acpclient_log_tail(const char *path, long long from,
+			void (*say)(void *arg, const char *text), void *arg)
+{
+	size_t len, i, start = 0;
+	int lines = 0;
+	char *text = fs_read_tail(path, from, ACPCLIENT_LOG_TAIL_BYTES, &len), *p, *nl, *t;
+
+	if (text == NULL)
+		return;
+	while (len > 0 && text[len - 1] == '\n')
+		text[--len] = '\0';
+	for (i = len; i-- > 0;)
+		if (text[i] == '\n' && ++lines == ACPCLIENT_LOG_TAIL_LINES) {
+			start = i + 1;
+			break;
+		}
+	if (start < len) {
+		t = xasprintf("the agent's last messages (%s):", path);
+		say(arg, t);
+		free(t);
+	}
+	for (p = text + start; start < len && p && *p; p = nl ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		t = xasprintf("agent: %.*s", nl ? (int)(nl - p) : (int)strlen(p), p);
+		say(arg, t);
+		free(t);
+	}
+	free(text);
 }
 
 void acpclient_close(struct acpclient *c)

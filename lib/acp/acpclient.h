@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
 #include "peer.h"
@@ -55,6 +56,25 @@ bool acpclient_input_ended(const struct acpclient *c);
 int acpclient_prompt(struct acpclient *c, const char *text, struct sbx_err *e);
 /* session/set_mode on the session (the agent reports the change as current_mode_update). */
 int acpclient_set_mode(struct acpclient *c, const char *mode, struct sbx_err *e);
+/* The interactive chat: reads lines through read_line (showing "\n> " through emit first when
+ * show_prompt), each one a prompt, "/mode ID" a mode switch, "/exit" or "/quit" the end. A
+ * refused mode or prompt is told through note ("mode not changed: …", "prompt failed: …") and
+ * the chat goes on, unless the link is gone: then -1. 0 at the end of input or /exit. */
+int acpclient_chat(struct acpclient *c, bool show_prompt,
+		   void (*note)(void *arg, const char *text), void *arg);
+/* The agent command cmd, split at white space into at most ACPCLIENT_CMD_ARGS words, spawned
+ * as peer_spawn does (its standard error to log_fd, -1: ours; *pid, *errnum as there). An
+ * empty cmd is SBX_EINVAL "-cmd is empty" with *errnum 0. */
+#define ACPCLIENT_CMD_ARGS 64
+struct peer *acpclient_spawn(const char *cmd, const char *cwd, int log_fd, pid_t *pid,
+			     int *errnum, struct sbx_err *e);
+/* What a spawned agent's log (path) shows of why the agent went away: its last lines that this
+ * run wrote (from offset from on), told through say as "the agent's last messages (<path>):"
+ * then one "agent: <line>" each. Nothing when there are none. */
+#define ACPCLIENT_LOG_TAIL_LINES 10
+#define ACPCLIENT_LOG_TAIL_BYTES 8192
+void acpclient_log_tail(const char *path, long long from,
+			void (*say)(void *arg, const char *text), void *arg);
 /* Sends session/cancel for the running prompt (any thread). */
 void acpclient_cancel(struct acpclient *c);
 /* Closes the connection and frees everything. */

@@ -80,7 +80,7 @@ struct sbx_backend *agent_backend_of(struct agent_session *s, struct sbx_err *e)
 /* The sandbox's lifetime: -ttl, else the tools' default. */
 int64_t agent_ttl(const struct agent_session *s);
 /* A tool message; content[0..len) may hold NUL bytes (a tool's binary output): kept, as
- * \u0000. */
+ * \u0000. toolcall_message without gemini-cli's parts. */
 struct json_object *agent_tool_message(const char *id, const char *content, size_t len);
 
 /* ---- agent_steps.c: the seam of the per-call sandbox steps ---- */

@@ -11,6 +11,7 @@
 
 #include "duration.h"
 #include "gojson.h"
+#include "toolcall.h"
 
 void agent_logf(struct agent_session *s, enum agent_log_level lv, const char *fmt, ...)
 {
@@ -198,10 +199,5 @@ int64_t agent_ttl(const struct agent_session *s)
 
 struct json_object *agent_tool_message(const char *id, const char *content, size_t len)
 {
-	struct json_object *m = json_object_new_object();
-
-	json_object_object_add(m, "role", json_object_new_string("tool"));
-	json_object_object_add(m, "content", json_object_new_string_len(content, (int)len));
-	json_object_object_add(m, "tool_call_id", json_object_new_string(id));
-	return m;
+	return toolcall_message(id, content, len, NULL);
 }

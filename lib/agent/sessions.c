@@ -142,3 +142,10 @@ out:
 	free(dir);
 	return rc;
 }
+
+const char *sessions_env_name(const char *dflt)
+{
+	const char *v = getenv("SESSION_NAME");
+
+	return v != NULL && *v != '\0' ? v : dflt;
+}

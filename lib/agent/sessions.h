@@ -24,5 +24,8 @@ int sessions_list(int (*fn)(const struct session_info *, void *), void *arg, str
  * in use is refused (SBX_EBUSY, naming the holder); one that does not exist is SBX_ENOTFOUND
  * (`session "<name>" does not exist`), as kubectl and docker say of what is not there. */
 int sessions_remove(const char *name, struct sbx_err *e);
+/* The session the environment names (SESSION_NAME, read here only), or dflt when it is unset
+ * or empty; not checked (the caller checks it with any -session flag's value). */
+const char *sessions_env_name(const char *dflt);
 
 #endif

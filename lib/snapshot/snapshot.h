@@ -90,5 +90,10 @@ void snapshot_restore_free(struct snapshot_restore_result *r);
 struct json_object *snapshot_result_json(const struct snapshot_result *r);
 struct json_object *snapshot_pruned_json(const char *session, const struct backup_list *pruned);
 struct json_object *snapshot_restore_json(const struct snapshot_restore_result *r);
+/* The warning about n symlinks left out (sbx-restore's and sbx-cp's): "left out N symlink(s)
+ * <where>: a, b, … and M more", naming at most SNAPSHOT_LINKS_WARNED (the JSON lists them all).
+ * NULL when n is 0; else the caller frees it. */
+#define SNAPSHOT_LINKS_WARNED 5
+char *snapshot_links_warning(char *const *links, size_t n, const char *where);
 
 #endif

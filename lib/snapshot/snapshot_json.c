@@ -2,7 +2,12 @@
  * snapshot.h). */
 #include "snapshot.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include <json-c/json.h>
+
+#include "xalloc.h"
 
 /* The n names as a JSON array. New reference. */
 static struct json_object *names_json(char *const *names, size_t n)
@@ -45,4 +50,19 @@ struct json_object *snapshot_restore_json(const struct snapshot_restore_result *
 	json_object_object_add(j, "skipped_corrupt", names_json(r->skipped.name, r->skipped.n));
 	json_object_object_add(j, "skipped_links", names_json(r->links_out, r->nlinks_out));
 	return j;
+}
+
+char *snapshot_links_warning(char *const *links, size_t n, const char *where)
+{
+	char list[1024] = "";
+
+	if (n == 0)
+		return NULL;
+	for (size_t k = 0; k < n && k < SNAPSHOT_LINKS_WARNED; k++)
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+			 links[k]);
+	if (n > SNAPSHOT_LINKS_WARNED)
+		snprintf(list + strlen(list), sizeof list - strlen(list), " and %zu more",
+			 n - SNAPSHOT_LINKS_WARNED);
+	return xasprintf("left out %zu symlink%s %s: %s", n, n == 1 ? "" : "s", where, list);
 }
