@@ -283,7 +283,7 @@ static void push_layer(struct strvec *a, struct root_layers *l, const char *lowe
 		return;
 	l->lower[l->n] = xstrdup(lower);
 	strvec_push(a, "--bind");
-	strvec_pushf(a, STAGE "/root/%d", l->n++);
+	strvec_pushf(a, STAGE "/layer/%d", l->n++);
 	strvec_push(a, dest);
 }
 

@@ -84,7 +84,7 @@ static int idmapped_clone(const char *src, const char *dst, int userns)
 	return rc;
 }
 
-/* Layer i of lower (a host directory, or "-") at stage/root/I. */
+/* Layer i of lower (a host directory, or "-") at stage/layer/I. */
 static int mount_layer(const char *stage, int i, const char *lower, int userns, uid_t uid,
 		       gid_t gid)
 {
@@ -95,7 +95,7 @@ static int mount_layer(const char *stage, int i, const char *lower, int userns, 
 	snprintf(lo, sizeof lo, "%s/lower/%d", stage, i);
 	snprintf(up, sizeof up, "%s/upper/u%d", stage, i);
 	snprintf(work, sizeof work, "%s/upper/w%d", stage, i);
-	snprintf(at, sizeof at, "%s/root/%d", stage, i);
+	snprintf(at, sizeof at, "%s/layer/%d", stage, i);
 	/* the lower's owner as the sandbox sees it, in host ids (stat through the idmapping) */
 	if (layered && (idmapped_clone(lower, lo, userns) < 0 || lstat(lo, &st) < 0))
 		return -1;
@@ -137,7 +137,7 @@ int rootlayer_mount(const char *dir, const char *stage, int userns, uid_t uid, g
 	snprintf(path, sizeof path, "%s/lower", stage);
 	if (mkdir(path, 0755) < 0)
 		goto out;
-	snprintf(path, sizeof path, "%s/root", stage);
+	snprintf(path, sizeof path, "%s/layer", stage);
 	if (mkdir(path, 0755) < 0)
 		goto out;
 	for (line = next + 1; (next = strchr(line, '\n')) != NULL; line = next + 1, i++) {

@@ -21,7 +21,7 @@
  * with errno. */
 int rootlayer_write(const char *dir, int64_t size, const char *const *lower, int n);
 /* In the supervisor, as root, in its own mount namespace: reads dir's plan (none: nothing to
- * do) and mounts the tmpfs of the cap at stage/upper and layer i at stage/root/I, its lower
+ * do) and mounts the tmpfs of the cap at stage/upper and layer i at stage/layer/I, its lower
  * seen through userns (the sandbox's inner user namespace, where commands run: the image's
  * ids are theirs) and its top owned as the lower's is seen so; an empty directory's by uid:gid
  * (host ids). 0 or -1 with errno. */
