@@ -112,7 +112,8 @@ int main(int argc, char **argv)
 				"SandboxWarmPool keeps them");
 	spec.ttl_ns = sb.ttl_ns;
 	cli_sandbox_spec(&sb, &spec);
-	if (specflags_apply(&sb.sf, &spec, &e) < 0 || backend_spec_check("local", &spec, &e) < 0)
+	if (specflags_apply(&sb.sf, &spec, &e) < 0 || backend_spec_check("local", &spec, &e) < 0 ||
+	    local_pool_spec_check(&spec, &e) < 0)
 		cli_die(EXIT_USAGE, "%s", e.msg);
 	sb.backend = "local";
 	b = cli_backend_open(&sb);

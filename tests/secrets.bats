@@ -301,6 +301,12 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	run sbx-pool -size 1 -once -secret API_TOKEN@web.sbx.test:8090
 	assert_status 100
 	assert_contains "a pool cannot hold -secret sandboxes"
+	run sbx-pool -size 1 -secret API_TOKEN@web.sbx.test:8090	# refused at start, not warned about each period
+	assert_status 100
+	assert_contains "a pool cannot hold -secret sandboxes"
+	OPENAI_MODEL=fake-eliza run agent-loop -warm 1 -secret API_TOKEN@web.sbx.test:8090 -session wp </dev/null
+	assert_status 100
+	assert_contains "agent-loop: -warm cannot keep -secret sandboxes ready"
 	# a pooled sandbox of the same hosts is never taken by a create that declares a secret
 	sbx-pool -size 1 -once -allow-host web.sbx.test:8090 >/dev/null
 	run sbx-create -allow-host web.sbx.test:8090 -secret API_TOKEN@web.sbx.test:8090 sec3

@@ -21,6 +21,12 @@ int warmpool_start(int n, const struct warmpool_spec *spec, pid_t *pid, struct s
 	*pid = 0;
 	if (n <= 0 || strcmp(spec->backend, "local") != 0)
 		return 0;
+	/* sbx-pool would refuse them at its start: said here, before the session's first call */
+	for (char *const *w = spec->create_args; w && *w; w++)
+		if (strncmp(*w, "-secret=", 8) == 0)
+			return err_set(e, SBX_EINVAL, "-warm cannot keep -secret sandboxes ready (a "
+				       "secret's value is read when its sandbox is made): give one "
+				       "or the other");
 	dir = child_self_dir();
 	path = dir ? child_find(dir, "sbx-pool") : NULL;
 	free(dir);

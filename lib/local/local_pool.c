@@ -322,15 +322,22 @@ static int count_fn(struct sbx_paths *sp, const char *slot, enum slot_state st,
 	return 0;
 }
 
+int local_pool_spec_check(const struct sbx_spec *spec, struct sbx_err *e)
+{
+	if (spec->secrets[0])
+		return err_set(e, SBX_EINVAL, "a pool cannot hold -secret sandboxes: their values "
+			       "are read when each is made (sbx-create takes none from a pool)");
+	return 0;
+}
+
 int local_pool_fill(struct sbx_backend *b, const struct sbx_spec *spec, int size,
 		    struct local_pool_fill *f, struct sbx_err *e)
 {
 	char key[LOCAL_POOL_KEY_LEN + 1];
 
 	memset(f, 0, sizeof *f);
-	if (spec->secrets[0])
-		return err_set(e, SBX_EINVAL, "a pool cannot hold -secret sandboxes: their values "
-			       "are read when each is made (sbx-create takes none from a pool)");
+	if (local_pool_spec_check(spec, e) < 0)
+		return -1;
 	local_pool_key(spec, key);
 	if (each_slot(b, spec, true, count_fn, f, e) < 0)
 		return -1;

@@ -18,6 +18,9 @@ struct local_pool_fill {
 	int made;		/* of them, made by this fill */
 	int removed;		/* broken ones removed (a take cut short) */
 };
+/* Whether a pool may keep sandboxes of spec: not -secret ones, whose values are read when
+ * each is made. 0, or -1 with e (SBX_EINVAL). */
+int local_pool_spec_check(const struct sbx_spec *spec, struct sbx_err *e);
 /* Makes pooled sandboxes of spec (its ttl: how long one waits unclaimed before its supervisor
  * removes it) until size are ready, on the local backend b. 0, or -1 with e (*f says how far
  * it got). */
