@@ -283,6 +283,22 @@ posted() {
 	assert_contains "NotFound"
 }
 
+@test "a Role with no rights on claims, on a cluster serving them, keeps plain sandboxes working: get, exec, touch and delete" {
+	kts_ctl faults '{"forbid": ["get sandboxclaims", "patch sandboxclaims", "delete sandboxclaims"]}' >/dev/null
+	run sbx-create plain
+	assert_status 0
+	run sbx-exec -raw plain -- echo ok
+	[ "$output" = ok ]
+	run sbx-touch -ttl 1h plain
+	assert_status 0
+	run sbx-delete plain
+	assert_status 0
+	wait_until absent sandbox plain
+	# a name that is neither is deleted as before, not refused as forbidden
+	run sbx-delete gone
+	assert_status 0
+}
+
 @test "sbx-create -warm-pool refuses a missing pool, a missing template, a template that is not restricted or lacks the sandbox container or the home, before anything is made" {
 	k apply -f "$POOL_YAML" >/dev/null
 	kts_ctl clear-requests >/dev/null

@@ -420,6 +420,14 @@ out:
 	return rc;
 }
 
+/* Whether a failed request on claim NAME means "no claim of that name": none there, or a
+ * Role with no rights on claims (a cluster with the extensions whose users make Sandboxes
+ * only: their sandboxes must keep working, and such a Role can have made no claim). */
+static bool not_a_claim(const struct sbx_err *e)
+{
+	return e->code == SBX_ENOTFOUND || e->code == SBX_EPERM;
+}
+
 /* The claim of that name (*out), or 1 when there is none (or no extensions API). */
 static int claim_lookup(struct sbx_backend *b, const char *name, const char **ver,
 			struct json_object **out, struct sbx_err *e)
@@ -427,7 +435,7 @@ static int claim_lookup(struct sbx_backend *b, const char *name, const char **ve
 	if ((*ver = xversion(b, e)) == NULL)
 		return e->code == SBX_EUNAVAIL ? 1 : -1;
 	if (xget(b, *ver, "sandboxclaims", name, out, e) < 0)
-		return e->code == SBX_ENOTFOUND ? 1 : -1;
+		return not_a_claim(e) ? 1 : -1;
 	return 0;
 }
 
@@ -466,7 +474,7 @@ int kb_claim_touch(struct sbx_backend *b, const char *name, int64_t ttl_ns,
 	free(path);
 	json_object_put(patch);
 	if (rc < 0)
-		rc = e->code == SBX_ENOTFOUND ? 1 : -1;
+		rc = not_a_claim(e) ? 1 : -1;
 	else
 		rc = claim_fill(b, c, info, e);
 	json_object_put(c);
@@ -485,9 +493,8 @@ int kb_claim_remove(struct sbx_backend *b, const char *name, struct sbx_err *e)
 	rc = kubeapi_request(kb_conn(b), "DELETE", path, NULL, NULL, e);
 	free(path);
 	if (rc < 0)
-		return e->code == SBX_ENOTFOUND ? 1 : -1;
-	kb_netpol_remove(b, name);
-	return 0;
+		return not_a_claim(e) ? 1 : -1;
+	return 0;	/* sbx makes no NetworkPolicy for a claim: nothing else to remove */
 }
 
 int kb_claim_pod(struct sbx_backend *b, const char *name, char *pod, size_t len)

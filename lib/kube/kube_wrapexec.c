@@ -517,16 +517,19 @@ int kb_exec(struct sbx_backend *b, const char *name, const struct sbx_exec *x,
 
 	if (x->timeout_ns > 0)	/* -timeout bounds the API requests' retries too */
 		kb_deadline(b, time_mono_ns() + x->timeout_ns);
-	rc = exec_once(b, name, x, r, false, e);
-	if (rc < 0 && e->code == SBX_ENOTFOUND) {
+	char pod[SBX_OBJECT_NAME_MAX];
+	const char *target = name;
+
+	rc = exec_once(b, target, x, r, false, e);
+	if (rc < 0 && e->code == SBX_ENOTFOUND &&
+	    kb_claim_pod(b, name, pod, sizeof pod) == 1) {
 		/* no pod of that name: a claimed sandbox runs in its bound Sandbox's pod (the
 		 * upgrade was refused, nothing was sent) */
-		char pod[SBX_OBJECT_NAME_MAX];
-		if (kb_claim_pod(b, name, pod, sizeof pod) == 1)
-			rc = exec_once(b, pod, x, r, false, e);
+		target = pod;
+		rc = exec_once(b, target, x, r, false, e);
 	}
 	if (rc == 2)
-		rc = exec_once(b, name, x, r, true, e);
+		rc = exec_once(b, target, x, r, true, e);
 	if (rc == 2)
 		rc = err_set(e, SBX_EIO, "kubernetes exec failed: the server keeps choosing %s for a stream that needs %s",
 			     KUBEEXEC_V4, KUBEEXEC_V5);
