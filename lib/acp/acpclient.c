@@ -628,6 +628,8 @@ struct peer *acpclient_spawn(const char *cmd, const char *cwd, int log_fd, pid_t
 	argv[n] = NULL;
 	if (n == 0)
 		err_set(e, SBX_EINVAL, "-cmd is empty");
+	else if (w)	/* never run a command cut short */
+		err_set(e, SBX_EINVAL, "-cmd has more than %d words", ACPCLIENT_CMD_ARGS);
 	else
 		p = peer_spawn(argv, cwd, log_fd, pid, errnum, e);
 	free(words);

@@ -431,8 +431,10 @@ static const char *pod_security_of(struct json_object *o)
 
 	drop = jsonfield_path(c, JPATH("securityContext", "capabilities", "drop"));
 	for (size_t i = 0; drop && json_object_is_type(drop, json_type_array) &&
-			   i < json_object_array_length(drop); i++)
-		all |= strcmp(json_object_get_string(json_object_array_get_idx(drop, i)), "ALL") == 0;
+			   i < json_object_array_length(drop); i++) {
+		const char *d = json_object_get_string(json_object_array_get_idx(drop, i));
+		all |= d && strcmp(d, "ALL") == 0;	/* a null element is no capability */
+	}
 	if (!sc)
 		sc = sp;
 	if ((jtrue(ps, JPATH("securityContext", "runAsNonRoot")) ||
