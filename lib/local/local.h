@@ -73,6 +73,9 @@ int local_paths(struct sbx_backend *b, const char *name, struct sbx_paths *p, st
 void local_paths_free(struct sbx_paths *p);
 /* Takes p's per-name lock (waiting); returns its fd or -1. */
 int local_lock_name(struct sbx_paths *p, struct sbx_err *e);
+/* Whether fd (a lock file, locked) is still the file at path: one unlinked meanwhile (a
+ * pool's sweep of unused slot locks) guards nothing. */
+bool local_lock_current(int fd, const char *path);
 /* 1 when a supervisor holds dir/lock. */
 int local_alive(const char *dir);
 /* Under the name lock: 1 when a live sandbox is in p->dir; removes a stale directory. */

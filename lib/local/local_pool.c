@@ -63,14 +63,15 @@ void local_pool_key(const struct sbx_spec *spec, char key[LOCAL_POOL_KEY_LEN + 1
 	const struct sbx_limits *l = &spec->limits;
 	const char *img = spec->image[0] ? spec->image : "host";
 	uint64_t h = UINT64_C(14695981039346656037);
-	char text[160];
+	char text[200];
 
 	/* Not a security boundary: a take checks the slot's own spec (local_spec_matches). */
 	fnv(&h, img, strlen(img) + 1);
 	fnv(&h, spec->homedir, strlen(spec->homedir) + 1);
 	fnv(&h, spec->allow_hosts, strlen(spec->allow_hosts) + 1);
-	snprintf(text, sizeof text, "%d %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64,
-		 spec->network, l->enforced, l->memory, l->pids, l->cpus_milli, l->disk);
+	snprintf(text, sizeof text, "%d %d %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %d %" PRId64,
+		 spec->network, l->enforced, l->memory, l->pids, l->cpus_milli, l->disk,
+		 spec->readonly_root, spec->root_size);
 	fnv(&h, text, strlen(text));
 	snprintf(key, LOCAL_POOL_KEY_LEN + 1, "%016" PRIx64, h);
 }
@@ -80,9 +81,9 @@ static int try_lock(const struct sbx_paths *p)
 {
 	int fd = open(p->nslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 
-	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	if (fd >= 0 && (flock(fd, LOCK_EX | LOCK_NB) < 0 || !local_lock_current(fd, p->nslock))) {
 		close(fd);
-		fd = -1;
+		fd = -1;	/* busy, or unlinked by a sweep meanwhile: not this slot's lock */
 	}
 	return fd;
 }

@@ -57,22 +57,36 @@ void local_paths_free(struct sbx_paths *p)
 }
 
 /* Takes the per-name lock; returns its fd or -1. */
+bool local_lock_current(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 int local_lock_name(struct sbx_paths *p, struct sbx_err *e)
 {
 	int fd;
 
 	if (paths_mkdirs(p->nsdir, 0700, e) < 0)
 		return -1;
-	fd = open(p->nslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_sys(e, errno, "cannot open %s", p->nslock);
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			close(fd);
-			return err_sys(e, errno, "cannot lock %s", p->nslock);
+	for (;;) {
+		fd = open(p->nslock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return err_sys(e, errno, "cannot open %s", p->nslock);
+		while (flock(fd, LOCK_EX) < 0) {
+			if (errno != EINTR) {
+				close(fd);
+				return err_sys(e, errno, "cannot lock %s", p->nslock);
+			}
 		}
+		/* A pool's sweep unlinks a slot's lock file it found unused: one locked after
+		 * that is no lock at all, so it is taken again from the name. */
+		if (local_lock_current(fd, p->nslock))
+			return fd;
+		close(fd);
 	}
-	return fd;
 }
 
 /* 1 when a supervisor holds dir/lock, 0 when not (no dir, or stale). The probe holds the lock
@@ -299,7 +313,7 @@ static int record_subids(const struct sbx_paths *p, const struct local_ids *ids,
 		return 0;
 	path = xasprintf("%s/%s", p->dir, IDMAP_USER_FILE);
 	snprintf(text, sizeof text, "%lu %lu %lu\n", ids->sub_uid, ids->sub_gid, ids->count);
-	rc = fs_write_atomic(path, text, strlen(text), 0600);
+	rc = fs_write_replace(path, text, strlen(text), 0600);	/* dies with the machine too */
 	if (rc < 0)
 		err_sys(e, errno, "cannot write %s", path);
 	free(path);
