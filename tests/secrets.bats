@@ -339,6 +339,20 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	[ "$output" = "hello from web" ]
 	run sbx-exec -raw sec -- curl -sS -m 10 -o /dev/null https://web.sbx.test:8443/hello.txt
 	[ "$status" -ne 0 ]	# the sandbox's CA did not sign it
+	# a request line with one space (no target) inside the TLS is refused; the proxy serves on
+	run sbx-exec -raw sec -- python3 -c '
+import os, socket, ssl, urllib.parse
+p = urllib.parse.urlsplit(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((p.hostname, p.port), timeout=10)
+s.sendall(b"CONNECT web.sbx.test:8453 HTTP/1.1\r\nHost: web.sbx.test:8453\r\n\r\n")
+assert s.recv(4096).startswith(b"HTTP/1.1 200")
+t = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"]).wrap_socket(s, server_hostname="web.sbx.test")
+t.sendall(b"ABCDEFGH HTTP/1.1\r\n\r\n")
+print(t.recv(4096).split(b"\r\n")[0].decode())'
+	assert_status 0
+	[ "$output" = "HTTP/1.1 400 Bad Request" ]
+	run sbx-exec -raw sec -- curl -sS -m 10 https://web.sbx.test:8453/after
+	assert_json '.path == "/after"'
 	run jq -c 'select(.secret) | [.protocol, .secret, .secret_action, .method, .path]' "$(sandbox_dir sec)/net.log"
 	[ "${lines[0]}" = '["connect-tls","API_TOKEN","substituted","GET","/tls"]' ]
 	# a client that names another server in its TLS hello than in its CONNECT is refused

@@ -65,6 +65,7 @@ static char *unhex(const char *h, size_t *len)
 	for (size_t i = 0; i < n / 2; i++) {
 		int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
 		if (hi < 0 || lo < 0) {
+			explicit_bzero(out, n / 2);	/* half a key is still a key */
 			free(out);
 			return NULL;
 		}

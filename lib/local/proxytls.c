@@ -278,11 +278,16 @@ static char *close_head(const char *head, size_t len, size_t *out_len, struct pr
 			if (((unsigned char)p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
 				goto bad;
 		if (first) {
-			const char *sp = memchr(p, ' ', l);
-			if (sp == NULL || l < 14 || strncmp(p + l - 9, " HTTP/1.", 8) != 0)
+			const char *sp = memchr(p, ' ', l), *target_end = p + l - 9, *q;
+			/* METHOD SP TARGET SP HTTP/1.x: the target lies between the two spaces, and
+			 * the path is measured within it, never past the line */
+			if (sp == NULL || l < 14 || sp >= target_end ||
+			    strncmp(target_end, " HTTP/1.", 8) != 0)
 				goto bad;
+			for (q = sp + 1; q < target_end && *q != ' ' && *q != '?'; q++)
+				;
 			snprintf(r->method, sizeof r->method, "%.*s", (int)(sp - p), p);
-			snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(sp + 1, " ?"), sp + 1);
+			snprintf(r->path, sizeof r->path, "%.*s", (int)(q - (sp + 1)), sp + 1);
 		}
 		if (l == 0)
 			break;

@@ -54,6 +54,9 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int days)
 {
 	X509 *x = X509_new();
 	X509_NAME *name = X509_NAME_new();
+	char cn64[65];	/* X.509's upper bound on a CN: a longer host is named by its SAN only */
+
+	snprintf(cn64, sizeof cn64, "%s", cn);
 
 	if (x == NULL || name == NULL || X509_set_version(x, 2) != 1 || set_serial(x) < 0 ||
 	    X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
@@ -61,8 +64,8 @@ static X509 *new_cert(EVP_PKEY *key, const char *cn, int days)
 	    X509_set_pubkey(x, key) != 1 ||
 	    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"sbx",
 				       -1, -1, 0) != 1 ||
-	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
-				       -1, 0) != 1 ||
+	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn64,
+				       -1, -1, 0) != 1 ||
 	    X509_set_subject_name(x, name) != 1) {
 		X509_free(x);
 		x = NULL;
