@@ -269,6 +269,11 @@ for pfx, n in ((b\"tok-\", $1), (b\"sbxph_\", $2)):
 	SANDBOX_SECRETS="API_TOKEN@web.sbx.test PATH@x.test" run sbx-create sec
 	assert_status 100
 	assert_contains "invalid SANDBOX_SECRETS: PATH is set by the sandbox itself"
+	# an -upstream-ca bundle larger than the proxy's feed holds is refused at once
+	{ head -c 400000 /dev/zero | tr '\0' a; echo; echo "-----BEGIN CERTIFICATE-----"; } >"$BATS_TEST_TMPDIR/big.pem"
+	run sbx-create -secret API_TOKEN@web.sbx.test -upstream-ca "$BATS_TEST_TMPDIR/big.pem" sec
+	assert_status 100
+	assert_contains "cannot read $BATS_TEST_TMPDIR/big.pem: File too large"
 	run sbx-create -backend kubernetes -secret API_TOKEN@web.sbx.test sec
 	assert_status 100
 	assert_contains "-secret is not available on the kubernetes backend"

@@ -134,8 +134,9 @@ bool specflags_given(const struct specflags *sf, enum specflag_id id);
 #define SPECF_DISK_MIN (INT64_C(16) << 20)
 #define SPECF_ROOT_MIN (INT64_C(16) << 20)
 #define SPECF_SIZE_MAX (INT64_C(1) << 50)
-/* -upstream-ca: a bundle of CA certificates (the system's whole is about 200 KiB). */
-#define SPECF_UPSTREAM_CA_MAX (1 << 20)
+/* -upstream-ca: a bundle of CA certificates (the system's whole is about 200 KiB); hex-coded
+ * in the proxy's secrets feed (at most 1 MiB), so under half of that. */
+#define SPECF_UPSTREAM_CA_MAX (384 << 10)
 #define SPECF_PIDS_MIN 16
 #define SPECF_PIDS_MAX 4194304		/* the kernel's PID_MAX_LIMIT */
 #define SPECF_CPUS_MAX_MILLI 4096000	/* 4096 CPUs */

@@ -15,6 +15,7 @@
 #include "fsutil.h"
 #include "paths.h"
 #include "secretdecl.h"
+#include "specflags.h"
 
 /* resolv.conf files are a few lines; anything larger is not one. */
 #define RESOLV_MAX 65536
@@ -281,7 +282,7 @@ static int prepare_ca(const struct sbx_spec *spec, const char *dir, const char *
 	feed_hex(feed, key, strlen(key));
 	buf_puts(feed, "\n");
 	if (spec->upstream_ca[0]) {
-		if ((extra = fs_read_small(spec->upstream_ca, LOCALNET_BUNDLE_MAX, &n)) == NULL) {
+		if ((extra = fs_read_small(spec->upstream_ca, SPECF_UPSTREAM_CA_MAX, &n)) == NULL) {
 			err_sys(e, errno, "cannot read %s", spec->upstream_ca);
 			goto out;
 		}
