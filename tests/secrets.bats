@@ -358,6 +358,9 @@ print(t.recv(4096).split(b"\r\n")[0].decode())'
 	[ "$output" = "HTTP/1.1 400 Bad Request" ]
 	run sbx-exec -raw sec -- curl -sS -m 10 https://web.sbx.test:8453/after
 	assert_json '.path == "/after"'
+	# hop-by-hop fields stop at the proxy, as on plain HTTP
+	run sbx-exec -raw sec -- curl -sS -m 10 -H "Proxy-Authorization: Basic eDp5" -H "Upgrade: h2c" https://web.sbx.test:8453/hop
+	assert_json '.path == "/hop" and .headers["proxy-authorization"] == null and .headers.upgrade == null'
 	run jq -c 'select(.secret) | [.protocol, .secret, .secret_action, .method, .path]' "$(sandbox_dir sec)/net.log"
 	[ "${lines[0]}" = '["connect-tls","API_TOKEN","substituted","GET","/tls"]' ]
 	# a client that names another server in its TLS hello than in its CONNECT is refused

@@ -85,8 +85,7 @@ static int parse_authority(const char *a, size_t len, int need_port, int def_por
 	return 0;
 }
 
-/* Hop-by-hop fields a proxy must not forward (RFC 9110 7.6.1), and the proxy's own. */
-static int hop_by_hop(const char *name, size_t len)
+int proxyreq_hop_by_hop(const char *name, size_t len)
 {
 	static const char *const drop[] = {"connection", "proxy-connection", "keep-alive",
 					   "proxy-authorization", "proxy-authenticate", "te",
@@ -239,7 +238,7 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *r, struct sbx_
 			if (!r->connect && body_field(p, nlen, colon + 1, (size_t)(p + l - colon - 1), r,
 						      e) < 0)
 				goto fail;
-			if (!r->connect && !is_field(p, nlen, "host") && !hop_by_hop(p, nlen)) {
+			if (!r->connect && !is_field(p, nlen, "host") && !proxyreq_hop_by_hop(p, nlen)) {
 				buf_append(&up, p, l);
 				buf_puts(&up, "\r\n");
 			}

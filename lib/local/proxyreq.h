@@ -54,4 +54,8 @@ long socks_greeting_len(const unsigned char *buf, size_t len);
  * the SOCKS reply code to send on failure (7: command not supported, 8: address type). */
 long socks_request_parse(const unsigned char *buf, size_t len, struct socksreq *r, int *reply);
 
+/* Whether the field name (len bytes) is hop-by-hop, never forwarded by a proxy (RFC 9110
+ * 7.6.1), or the proxy's own (Proxy-Authorization, Proxy-Connection). */
+int proxyreq_hop_by_hop(const char *name, size_t len);
+
 #endif

@@ -248,14 +248,12 @@ static long read_head(SSL *ssl, char *buf, size_t size, size_t *have)
 	return hl;
 }
 
+/* A field line whose name is hop-by-hop (lib/local/proxyreq.c's list, as for plain HTTP). */
 static int is_hop(const char *line, size_t len)
 {
-	static const char *const drop[] = {"connection:", "keep-alive:", "proxy-connection:"};
+	const char *colon = memchr(line, ':', len);
 
-	for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
-		if (len >= strlen(drop[i]) && strncasecmp(line, drop[i], strlen(drop[i])) == 0)
-			return 1;
-	return 0;
+	return colon && proxyreq_hop_by_hop(line, (size_t)(colon - line));
 }
 
 /* The head as sent upstream: the request's fields without its connection management, and
